@@ -1,0 +1,347 @@
+"""Record batch v2 (magic 2), byte for byte as Apache Kafka writes it.
+
+Layout (big-endian, 61-byte header; see reference §3.3):
+
+    0 baseOffset int64 | 8 length int32 | 12 partitionLeaderEpoch int32 | 16 magic int8 | 17 crc uint32
+    21 attributes int16 | 23 lastOffsetDelta int32 | 27 baseTimestamp int64 | 35 maxTimestamp int64
+    43 producerId int64 | 51 producerEpoch int16 | 53 baseSequence int32 | 57 recordsCount int32 | 61 records...
+
+The CRC covers attributes..end, so base offset and leader epoch can be patched without recomputing it.
+Decoding works on memoryviews: a `RecordBatch` is a view over its bytes, and record keys and values are
+slices of the same buffer; nothing is copied unless the batch is compressed.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .compression import Compression, decompress
+from .crc import crc32c
+from .errors import CorruptBatchError, MalformedBatchError, RecordsError, TruncatedBatchError
+from .varint import append_varint, read_varint
+
+MAGIC = 2
+BATCH_HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # baseOffset + length: the bytes not counted by the length field
+CRC_START = 21  # first byte covered by the CRC (attributes)
+_MIN_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
+_PREFIX = struct.Struct(">qi")
+_MAGIC_OFFSET = 16
+
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+
+
+class Record(NamedTuple):
+    """One decoded record. `key` and `value` are memoryview slices of the batch (or None for null)."""
+
+    offset: int
+    timestamp: int
+    key: memoryview | None
+    value: memoryview | None
+    headers: tuple[tuple[str, memoryview | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleRecord:
+    """A record to encode. `timestamp_ms` defaults to the batch timestamp."""
+
+    value: bytes | None
+    key: bytes | None = None
+    timestamp_ms: int | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+class RecordBatch:
+    """A decoded batch header plus a view of the whole batch's bytes (`buffer`)."""
+
+    __slots__ = (
+        "buffer", "base_offset", "length", "partition_leader_epoch", "magic", "crc", "attributes",
+        "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
+        "base_sequence", "record_count",
+    )  # fmt: skip
+
+    def __init__(self, buffer: memoryview) -> None:
+        self.buffer = buffer
+        (
+            self.base_offset, self.length, self.partition_leader_epoch, self.magic, self.crc, self.attributes,
+            self.last_offset_delta, self.base_timestamp, self.max_timestamp, self.producer_id,
+            self.producer_epoch, self.base_sequence, self.record_count,
+        ) = _HEADER.unpack_from(buffer)  # fmt: skip
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.length + LOG_OVERHEAD
+
+    @property
+    def compression(self) -> Compression:
+        return Compression(self.attributes & ATTR_COMPRESSION_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    def compute_crc(self) -> int:
+        return crc32c(self.buffer[CRC_START:])
+
+    @property
+    def crc_valid(self) -> bool:
+        return self.compute_crc() == self.crc
+
+    def records(self) -> Iterator[Record]:
+        """Decode the records. Raises MalformedBatchError (or UnsupportedCompressionError) on bad contents."""
+        codec = self.attributes & ATTR_COMPRESSION_MASK
+        if codec == Compression.NONE:
+            body: memoryview = self.buffer[BATCH_HEADER_SIZE:]
+        else:
+            body = memoryview(decompress(codec, self.buffer[BATCH_HEADER_SIZE:]))
+        try:
+            return iter(_decode_records(body, self.record_count, self.base_offset, self.base_timestamp))
+        except RecordsError as exc:
+            exc.base_offset = self.base_offset
+            raise
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+            f"epoch={self.partition_leader_epoch}, records={self.record_count}, control={self.is_control}, "
+            f"size={self.size_in_bytes})"
+        )
+
+
+def _decode_records(body: memoryview, count: int, base_offset: int, base_timestamp: int) -> list[Record]:
+    """Walk `count` records in `body`. Single-byte varints, the common case, are decoded inline."""
+    records: list[Record] = []
+    append = records.append
+    new_record = tuple.__new__  # skips NamedTuple.__new__, which re-packs the arguments
+    end_of_body = len(body)
+    pos = 0
+    try:
+        for _ in range(count):
+            b = body[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = read_varint(body, pos)
+            end = pos + length
+            if length < 6 or end > end_of_body:
+                raise MalformedBatchError(f"record length {length} is impossible at byte {pos} of the records")
+            pos += 1  # record attributes: unused
+            b = body[pos]
+            if b < 0x80:
+                timestamp_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                timestamp_delta, pos = read_varint(body, pos)
+            b = body[pos]
+            if b < 0x80:
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                offset_delta, pos = read_varint(body, pos)
+            key, pos = _read_bytes(body, pos, end)
+            value, pos = _read_bytes(body, pos, end)
+            b = body[pos]
+            if b == 0:
+                headers: tuple = ()
+                pos += 1
+            else:
+                headers, pos = _read_headers(body, pos, end)
+            if pos != end:
+                raise MalformedBatchError(f"record ends at byte {pos} of the records but its length says {end}")
+            append(
+                new_record(Record, (base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, headers))
+            )
+    except IndexError:
+        raise MalformedBatchError("records run past the end of the batch") from None
+    if pos != end_of_body:
+        raise MalformedBatchError(f"batch has {end_of_body - pos} bytes after its {count} records")
+    return records
+
+
+def _read_bytes(body: memoryview, pos: int, end: int) -> tuple[memoryview | None, int]:
+    b = body[pos]
+    if b < 0x80:
+        size = (b >> 1) ^ -(b & 1)
+        pos += 1
+    else:
+        size, pos = read_varint(body, pos)
+    if size < 0:
+        if size != -1:
+            raise MalformedBatchError(f"negative length {size}")
+        return None, pos
+    stop = pos + size
+    if stop > end:
+        raise MalformedBatchError(f"field of {size} bytes runs past the end of its record")
+    return body[pos:stop], stop
+
+
+def _read_headers(body: memoryview, pos: int, end: int) -> tuple[tuple[tuple[str, memoryview | None], ...], int]:
+    count, pos = read_varint(body, pos)
+    if count < 0 or count > end - pos:
+        raise MalformedBatchError(f"impossible header count {count}")
+    headers = []
+    for _ in range(count):
+        raw_key, pos = _read_bytes(body, pos, end)
+        if raw_key is None:
+            raise MalformedBatchError("record header key is null")
+        try:
+            key = str(raw_key, "utf-8")
+        except UnicodeDecodeError:
+            raise MalformedBatchError("record header key is not valid UTF-8") from None
+        value, pos = _read_bytes(body, pos, end)
+        headers.append((key, value))
+    return tuple(headers), pos
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Encoding
+
+
+def _append_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        out.append(1)  # zig-zag -1
+    else:
+        append_varint(out, len(data))
+        out += data
+
+
+def _encode_record(out: bytearray, offset_delta: int, timestamp_delta: int, record: SimpleRecord) -> None:
+    body = bytearray(b"\x00")  # attributes
+    append_varint(body, timestamp_delta)
+    append_varint(body, offset_delta)
+    _append_bytes(body, record.key)
+    _append_bytes(body, record.value)
+    append_varint(body, len(record.headers))
+    for key, value in record.headers:
+        _append_bytes(body, key.encode())
+        _append_bytes(body, value)
+    append_varint(out, len(body))
+    out += body
+
+
+def encode_batch(
+    records: Sequence[SimpleRecord],
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    timestamp_ms: int,
+    control: bool = False,
+) -> bytes:
+    """Encode an uncompressed batch with producer fields -1, as a KRaft leader writes it.
+
+    The batch's base timestamp is the earliest record timestamp and its max timestamp the latest (Kafka's rule);
+    records without their own timestamp take `timestamp_ms`.
+    """
+    if not records:
+        raise ValueError("a record batch holds at least one record")
+    timestamps = [timestamp_ms if r.timestamp_ms is None else r.timestamp_ms for r in records]
+    base_timestamp = min(timestamps)
+    out = bytearray(BATCH_HEADER_SIZE)
+    for delta, (record, timestamp) in enumerate(zip(records, timestamps)):
+        _encode_record(out, delta, timestamp - base_timestamp, record)
+    attributes = ATTR_CONTROL if control else 0
+    _HEADER.pack_into(
+        out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0, attributes,
+        len(records) - 1, base_timestamp, max(timestamps), NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE,
+        len(records),
+    )  # fmt: skip
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[CRC_START:]))
+    return bytes(out)
+
+
+def set_base_offset(batch: bytearray | memoryview, base_offset: int) -> None:
+    """Rewrite a batch's base offset in place (not covered by the CRC)."""
+    _BASE_OFFSET.pack_into(batch, 0, base_offset)
+
+
+def set_partition_leader_epoch(batch: bytearray | memoryview, epoch: int) -> None:
+    """Rewrite a batch's partition leader epoch in place (not covered by the CRC)."""
+    _LEADER_EPOCH.pack_into(batch, 12, epoch)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scanning concatenated batches
+
+
+def iter_batches(
+    data: bytes | bytearray | memoryview,
+    *,
+    verify_crc: bool = True,
+    allow_truncated_tail: bool = False,
+) -> Iterator[RecordBatch]:
+    """Yield the batches of a segment file, snapshot or Fetch response, front to back.
+
+    Raises, at the first bad batch (after yielding every good one before it):
+    - TruncatedBatchError when the buffer ends inside a batch (unless `allow_truncated_tail`, which a Fetch
+      response needs: the leader may cut its last batch at the size limit);
+    - MalformedBatchError for an impossible length or a magic other than 2;
+    - CorruptBatchError when the CRC does not match (only if `verify_crc`).
+    The error's `position` is the batch's byte offset in `data`.
+    """
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    total = len(view)
+    pos = 0
+    while pos < total:
+        if total - pos < LOG_OVERHEAD:
+            if allow_truncated_tail:
+                return
+            raise TruncatedBatchError(
+                f"{total - pos} trailing bytes are too few for a batch header", position=pos
+            )
+        base_offset, length = _PREFIX.unpack_from(view, pos)
+        if length < _MIN_LENGTH:
+            raise MalformedBatchError(
+                f"batch length {length} is below the minimum {_MIN_LENGTH}", position=pos, base_offset=base_offset
+            )
+        end = pos + LOG_OVERHEAD + length
+        if total - pos > _MAGIC_OFFSET and view[pos + _MAGIC_OFFSET] != MAGIC:
+            raise MalformedBatchError(
+                f"batch magic is {view[pos + _MAGIC_OFFSET]}, only magic 2 is supported",
+                position=pos,
+                base_offset=base_offset,
+            )
+        if end > total:
+            if allow_truncated_tail:
+                return
+            raise TruncatedBatchError(
+                f"batch needs {end - pos} bytes but only {total - pos} remain", position=pos, base_offset=base_offset
+            )
+        batch = RecordBatch(view[pos:end])
+        if verify_crc and not batch.crc_valid:
+            raise CorruptBatchError(
+                f"CRC mismatch: stored {batch.crc:#010x}, computed {batch.compute_crc():#010x}",
+                position=pos,
+                base_offset=base_offset,
+            )
+        yield batch
+        pos = end
