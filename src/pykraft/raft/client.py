@@ -1,0 +1,301 @@
+"""RaftCore: the dispatcher the runtime drives. Inputs carry `now_ms`; every input returns `Ready`.
+
+Inputs: `initialize`, `handle_request(ref, request, now_ms)`, `handle_response(source_id, correlation_id,
+response, now_ms)`, `poll(now_ms)`, `append(values, now_ms)`, `on_log_flushed(end_offset, now_ms)`,
+`resign(now_ms)`, `shutdown(now_ms, timeout_ms)`. Handlers for each RPC family live in `handlers/`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.schema.leader_change_message.v1.data import LeaderChangeMessage, Voter
+from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
+from kio.static.primitive import i16, i32
+
+from pykraft.raft import messages
+from pykraft.raft.accumulator import BatchAccumulator
+from pykraft.raft.config import LocalReplica, QuorumConfig
+from pykraft.raft.effects import Destination, Effect, FlushLog, Ready, Send, ShutdownComplete
+from pykraft.raft.election import ElectionState
+from pykraft.raft.leader import LeaderState
+from pykraft.raft.listener import ListenerProgress
+from pykraft.raft.log import OffsetAndEpoch, ReplicatedLog
+from pykraft.raft.quorum_state import QuorumState
+from pykraft.raft.requests import RequestManager
+from pykraft.raft.states import NEVER, CandidateState, FollowerState, ProspectiveState, ResignedState, Role, UnattachedState
+from pykraft.raft.voter_history import VoterHistory
+from pykraft.raft.voter_set import Endpoints, ReplicaKey, VoterSet
+
+
+class NotLeaderError(Exception):
+    """`append` on a node that is not the leader (or with a stale epoch)."""
+
+
+class RaftCore:
+    def __init__(self, local: LocalReplica, config: QuorumConfig, log: ReplicatedLog, rng: random.Random) -> None:
+        self.local = local
+        self.config = config
+        self.log = log
+        self.rng = rng
+        self.history = VoterHistory(local.static_voters)
+        self.requests = RequestManager(config.request_timeout_ms, config.retry_backoff_ms)
+        self.listener = ListenerProgress()
+        self._out: list[Effect] = []
+        self.quorum = QuorumState(local, config, rng, self.history.last_voter_set, self.history.last_kraft_version,
+                                  self._out.append)
+        self.parked_fetches: list[tuple[Hashable, Any, int]] = []  # (ref, request, expiry)
+        self.shutdown_deadline_ms: int | None = None
+        self.bad_control_records = 0
+        self.dropped_responses = 0
+
+    # ---- plumbing --------------------------------------------------------------------------------------------
+    def emit(self, effect: Effect) -> None:
+        self._out.append(effect)
+
+    def _ready(self, now_ms: int) -> Ready:
+        self._maybe_complete_shutdown(now_ms)
+        self.listener.deliver(self, now_ms)
+        effects, self._out[:] = tuple(self._out), []
+        return Ready(effects, self._next_wakeup(now_ms))
+
+    def voters(self) -> VoterSet:
+        return self.history.last_voter_set()
+
+    def send(self, destination: Destination, request: Any, now_ms: int) -> None:
+        correlation = self.requests.on_send(destination.node_id, now_ms)
+        self.emit(Send(destination, correlation, request))
+
+    def destination_of(self, node_id: int, endpoints: Endpoints | None = None) -> Destination:
+        endpoints = endpoints if endpoints is not None else self.voters().endpoints_of(node_id)
+        address = endpoints.address(self.local.listener_name)
+        return Destination(node_id, address.host, address.port) if address else Destination(node_id)
+
+    def leader_endpoints_field(self, cls: type) -> tuple:
+        leader = self.quorum.leader_id()
+        if leader is None:
+            return ()
+        endpoints = self.local.endpoints if leader == self.local.node_id else getattr(
+            self.quorum.state, "leader_endpoints", self.voters().endpoints_of(leader))
+        return messages.node_endpoints(cls, leader, endpoints, self.local.listener_name)
+
+    @property
+    def high_watermark(self) -> int | None:
+        return getattr(self.quorum.state, "high_watermark", None)
+
+    def leader_state(self) -> LeaderState | None:
+        state = self.quorum.state
+        return state if isinstance(state, LeaderState) else None
+
+    # ---- inputs ----------------------------------------------------------------------------------------------
+    def initialize(self, stored: ElectionState | None, now_ms: int) -> Ready:
+        self._load_history()
+        self.quorum.initialize(stored, self.log.last_fetched_epoch(), now_ms)
+        key = self.local.key
+        if key is not None and self.voters().is_only_voter(key) and self.quorum.role is Role.UNATTACHED:
+            self._start_election(now_ms)
+        return self._ready(now_ms)
+
+    def _load_history(self) -> None:
+        snapshot_id = self.log.latest_snapshot_id()
+        if snapshot_id is not None:
+            reader = self.log.read_snapshot(snapshot_id)
+            if reader is not None:
+                self.bad_control_records += self.history.apply_batches(reader.records())
+        start, end = self.log.start_offset(), self.log.end_offset()
+        if end > start:
+            self.bad_control_records += self.history.apply_batches(self.log.read(start, 2**62).records)
+
+    def handle_request(self, ref: Hashable, request: Any, now_ms: int) -> Ready:
+        from pykraft.raft.handlers import dispatch_request
+
+        dispatch_request(self, ref, request, now_ms)
+        return self._ready(now_ms)
+
+    def handle_response(self, source_id: int, correlation_id: int, response: Any, now_ms: int) -> Ready:
+        from pykraft.raft.handlers import dispatch_response
+
+        if self.requests.on_response(source_id, correlation_id, now_ms):
+            dispatch_response(self, source_id, response, now_ms)
+        else:
+            self.dropped_responses += 1
+        return self._ready(now_ms)
+
+    def append(self, values: Sequence[bytes], now_ms: int, epoch: int | None = None) -> tuple[int, Ready]:
+        leader = self.leader_state()
+        if leader is None or (epoch is not None and epoch != leader.epoch) or self.shutdown_deadline_ms is not None:
+            raise NotLeaderError(f"not the leader of epoch {epoch if epoch is not None else self.quorum.epoch}")
+        offset = leader.accumulator.append(values, now_ms)
+        self._maybe_drain(leader, now_ms)
+        return offset, self._ready(now_ms)
+
+    def on_log_flushed(self, end_offset: int, now_ms: int) -> Ready:
+        leader = self.leader_state()
+        if leader is not None and leader.record_local_end(min(end_offset, self.log.end_offset()), now_ms):
+            self.on_high_watermark_advanced(now_ms)
+        return self._ready(now_ms)
+
+    def poll(self, now_ms: int) -> Ready:
+        from pykraft.raft import timers
+
+        for node_id in self.requests.expire(now_ms):
+            timers.on_request_timeout(self, node_id, now_ms)
+        timers.poll_state(self, now_ms)
+        return self._ready(now_ms)
+
+    def resign(self, now_ms: int) -> Ready:
+        if self.leader_state() is not None:
+            self.resign_leadership(now_ms)
+        return self._ready(now_ms)
+
+    def shutdown(self, now_ms: int, timeout_ms: int) -> Ready:
+        self.shutdown_deadline_ms = now_ms + timeout_ms
+        if self.leader_state() is not None:
+            self.resign_leadership(now_ms)
+        self._maybe_complete_shutdown(now_ms)
+        return self._ready(now_ms)
+
+    # ---- shared actions used by handlers and timers ------------------------------------------------------------
+    def _maybe_complete_shutdown(self, now_ms: int) -> None:
+        if self.shutdown_deadline_ms is None:
+            return
+        key = self.local.key
+        leader = self.quorum.leader_id()
+        done = (key is None or not self.voters().is_voter(key) or self.voters().is_only_voter(key)
+                or (leader is not None and leader != self.local.node_id))
+        if done or now_ms >= self.shutdown_deadline_ms:
+            self.emit(ShutdownComplete(graceful=done))
+            self.shutdown_deadline_ms = NEVER
+
+    def _start_election(self, now_ms: int) -> None:
+        """Voter election timeout: Prospective first (pre-vote); a sole voter goes straight through."""
+        from pykraft.raft.handlers.vote import maybe_win_prospective
+
+        self.quorum.to_prospective(now_ms)
+        maybe_win_prospective(self, now_ms)
+
+    def become_leader(self, now_ms: int) -> None:
+        candidate = self.quorum.state
+        assert isinstance(candidate, CandidateState)
+        epoch, key = candidate.epoch, candidate.local_key
+        self.log.initialize_leader_epoch(epoch)
+        start = self.log.end_offset()
+        leader = LeaderState(
+            epoch, key, start, self.voters(),
+            BatchAccumulator(epoch, start, self.config.append_linger_ms, self.config.max_batch_size_bytes),
+            candidate.election.granted(), now_ms + self.config.check_quorum_timeout_ms, now_ms, self.config,
+            high_watermark=candidate.high_watermark,
+        )
+        self.quorum.to_leader(leader)
+        self._append_start_of_epoch(leader, now_ms)
+        self.requests.reset()
+
+    def _append_start_of_epoch(self, leader: LeaderState, now_ms: int) -> None:
+        voters = self.voters()
+        change = LeaderChangeMessage(
+            version=i16(1), leader_id=i32(leader.local_key.id),
+            voters=tuple(Voter(voter_id=i32(k.id), voter_directory_id=messages._dir(k.directory_id))
+                         for k in sorted(voters.keys())),
+            granting_voters=tuple(Voter(voter_id=i32(k.id), voter_directory_id=messages._dir(k.directory_id))
+                                  for k in sorted(leader.granting_voters)),
+        )
+        control: list[object] = [change]
+        kraft = self.history.last_kraft_version()
+        own = voters.node(leader.local_key.id)
+        if kraft >= 1 and (not self.history.has_voters_record() or (own is not None and own.endpoints != self.local.endpoints)):
+            control.append(KRaftVersionRecord(version=i16(0), k_raft_version=i16(kraft)))
+            control.append(voters.to_voters_record())
+        leader.accumulator.append_control(control, now_ms)
+        self._maybe_drain(leader, now_ms, force=True)
+
+    def _maybe_drain(self, leader: LeaderState, now_ms: int, force: bool = False) -> None:
+        batches = leader.accumulator.drain(now_ms, force=force)
+        if not batches:
+            return
+        data = b"".join(batches)
+        self.log.append_as_leader(data, leader.epoch)
+        self.bad_control_records += self.history.apply_batches(data)
+        if self.voters() is not leader.voters:
+            leader.update_voters(self.voters())
+        self.emit(FlushLog(self.log.end_offset()))
+        from pykraft.raft.handlers.fetch import complete_parked_fetches
+
+        complete_parked_fetches(self, now_ms)
+
+    def drain_if_due(self, now_ms: int) -> None:
+        leader = self.leader_state()
+        if leader is not None:
+            self._maybe_drain(leader, now_ms)
+
+    def on_high_watermark_advanced(self, now_ms: int) -> None:
+        hwm = self.high_watermark
+        if hwm is not None:
+            self.log.update_high_watermark(hwm)
+        from pykraft.raft.handlers.fetch import complete_parked_fetches
+
+        complete_parked_fetches(self, now_ms)
+        from pykraft.raft.handlers.reconfig import on_high_watermark
+
+        on_high_watermark(self, now_ms)
+
+    def resign_leadership(self, now_ms: int) -> None:
+        leader = self.leader_state()
+        assert leader is not None
+        preferred = leader.preferred_successors()
+        from pykraft.raft.handlers.fetch import fail_parked_fetches
+
+        fail_parked_fetches(self, ErrorCode.not_leader_or_follower)
+        self.quorum.to_resigned(preferred, now_ms)
+
+    def transition_on_epoch(self, epoch: int, leader_id: int | None, endpoints: Endpoints, now_ms: int) -> None:
+        """`maybeTransition`: follow a named leader or become Unattached at a higher epoch."""
+        from pykraft.raft.handlers.fetch import fail_parked_fetches
+
+        if self.leader_state() is not None and epoch > self.quorum.epoch:
+            fail_parked_fetches(self, ErrorCode.not_leader_or_follower)
+        if leader_id is not None and leader_id >= 0 and leader_id != self.local.node_id:
+            if endpoints.is_empty():
+                endpoints = self.voters().endpoints_of(leader_id)
+            state = self.quorum.state
+            if isinstance(state, FollowerState) and state.epoch == epoch:
+                if state.leader_id == leader_id and len(endpoints.items) > len(state.leader_endpoints.items):
+                    self.quorum.to_follower(epoch, leader_id, endpoints, now_ms)
+                return
+            if not endpoints.is_empty():
+                self.quorum.to_follower(epoch, leader_id, endpoints, now_ms)
+                return
+            if epoch > self.quorum.epoch:
+                self.quorum.to_unattached(epoch, now_ms, leader_id)
+            return
+        if epoch > self.quorum.epoch:
+            self.quorum.to_unattached(epoch, now_ms)
+
+    def last_offset_and_epoch(self) -> OffsetAndEpoch:
+        return OffsetAndEpoch(self.log.end_offset(), self.log.last_fetched_epoch())
+
+    # ---- wake-up --------------------------------------------------------------------------------------------
+    def _next_wakeup(self, now_ms: int) -> int:
+        state = self.quorum.state
+        times = [NEVER]
+        for name in ("election_deadline_ms", "fetch_deadline_ms", "backoff_until_ms", "check_quorum_deadline_ms",
+                     "begin_quorum_next_ms"):
+            value = getattr(state, name, None)
+            if value is not None:
+                times.append(value)
+        if isinstance(state, LeaderState):
+            drain = state.accumulator.drain_deadline_ms()
+            if drain is not None:
+                times.append(drain)
+        times.extend(expiry for _, _, expiry in self.parked_fetches)
+        deadline = self.requests.next_deadline_ms()
+        if deadline is not None:
+            times.append(deadline)
+        if self.shutdown_deadline_ms is not None:
+            times.append(self.shutdown_deadline_ms)
+        return max(now_ms, min(times))
+
+
+__all__ = ["RaftCore", "NotLeaderError", "ProspectiveState", "UnattachedState", "ResignedState", "ReplicaKey"]

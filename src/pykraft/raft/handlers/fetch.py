@@ -1,0 +1,194 @@
+"""Fetch: the leader answers (long-poll parking, DivergingEpoch, SnapshotId); followers and observers fetch,
+truncate on divergence and adopt the high watermark."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v17 import request as fetch_req
+from kio.schema.fetch.v17 import response as fetch_resp
+
+from pykraft.raft import messages
+from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC_ID
+from pykraft.raft.effects import Destination, FlushLog, Respond
+from pykraft.raft.handlers import valid_cluster_id
+from pykraft.raft.log import InvalidAppendError, OffsetAndEpoch, ValidationKind, truncation_offset
+from pykraft.raft.states import FollowerState, UnattachedState
+from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
+
+if TYPE_CHECKING:
+    from pykraft.raft.client import RaftCore
+
+
+def _respond(core: RaftCore, ref: Hashable, error: ErrorCode = ErrorCode.none, **kwargs: Any) -> None:
+    leader = core.leader_state()
+    core.emit(Respond(ref, messages.fetch_response(
+        error, leader_id=core.quorum.leader_id(), epoch=core.quorum.epoch,
+        high_watermark=(leader.high_watermark if leader and leader.high_watermark is not None else -1),
+        log_start=core.log.start_offset(), endpoints=core.leader_endpoints_field(fetch_resp.NodeEndpoint), **kwargs,
+    )))
+
+
+def _partition(request: fetch_req.FetchRequest) -> fetch_req.FetchPartition | None:
+    topics = request.topics
+    if len(topics) != 1 or topics[0].topic_id != METADATA_TOPIC_ID or len(topics[0].partitions) != 1:
+        return None
+    partition = topics[0].partitions[0]
+    return partition if partition.partition == METADATA_PARTITION else None
+
+
+def handle_fetch_request(core: RaftCore, ref: Hashable, request: fetch_req.FetchRequest, now_ms: int) -> None:
+    if not valid_cluster_id(core, request.cluster_id):
+        return _respond(core, ref, ErrorCode.inconsistent_cluster_id)
+    p = _partition(request)
+    if p is None:
+        return _respond(core, ref, ErrorCode.invalid_request)
+    if p.fetch_offset < 0 or p.last_fetched_epoch < 0 or p.last_fetched_epoch > p.current_leader_epoch:
+        return _respond(core, ref, partition_error=ErrorCode.invalid_request)
+    error = leader_only_error(core, p.current_leader_epoch)
+    if error is not None:
+        return _respond(core, ref, partition_error=error)
+    answer_fetch(core, ref, request, now_ms, allow_park=True)
+
+
+def leader_only_error(core: RaftCore, epoch: int) -> ErrorCode | None:
+    if epoch < core.quorum.epoch:
+        return ErrorCode.fenced_leader_epoch
+    if epoch > core.quorum.epoch:
+        return ErrorCode.unknown_leader_epoch
+    if core.leader_state() is None:
+        return ErrorCode.not_leader_or_follower
+    if core.shutdown_deadline_ms is not None:
+        return ErrorCode.broker_not_available
+    return None
+
+
+def answer_fetch(core: RaftCore, ref: Hashable, request: fetch_req.FetchRequest, now_ms: int, allow_park: bool) -> None:
+    leader = core.leader_state()
+    p = _partition(request)
+    assert leader is not None and p is not None
+    validation = core.log.validate_offset_and_epoch(p.fetch_offset, p.last_fetched_epoch)
+    if validation.kind is ValidationKind.DIVERGING:
+        return _respond(core, ref, diverging=validation.offset_and_epoch)
+    if validation.kind is ValidationKind.SNAPSHOT:
+        return _respond(core, ref, snapshot_id=validation.offset_and_epoch)
+    replica_id = request.replica_state.replica_id
+    if replica_id >= 0 and allow_park:
+        key = ReplicaKey.of(replica_id, p.replica_directory_id)
+        if leader.record_fetch(key, p.fetch_offset, core.log.end_offset(), now_ms):
+            core.on_high_watermark_advanced(now_ms)
+    records = core.log.read(p.fetch_offset, min(p.partition_max_bytes, core.config.max_fetch_size_bytes)).records \
+        if p.fetch_offset < core.log.end_offset() else b""
+    max_wait = int(request.max_wait.total_seconds() * 1000)
+    if not records and allow_park and max_wait > 0:
+        core.parked_fetches.append((ref, request, now_ms + min(max_wait, core.config.max_fetch_wait_ms)))
+        return
+    _respond(core, ref, records=records)
+
+
+def complete_parked_fetches(core: RaftCore, now_ms: int) -> None:
+    """New data or a high watermark change completes every parked fetch."""
+    if core.leader_state() is None:
+        return
+    parked, core.parked_fetches = core.parked_fetches, []
+    for ref, request, _ in parked:
+        answer_fetch(core, ref, request, now_ms, allow_park=False)
+
+
+def expire_parked_fetches(core: RaftCore, now_ms: int) -> None:
+    due = [entry for entry in core.parked_fetches if entry[2] <= now_ms]
+    if due:
+        core.parked_fetches = [entry for entry in core.parked_fetches if entry[2] > now_ms]
+        for ref, request, _ in due:
+            answer_fetch(core, ref, request, now_ms, allow_park=False)
+
+
+def fail_parked_fetches(core: RaftCore, error: ErrorCode) -> None:
+    parked, core.parked_fetches = core.parked_fetches, []
+    for ref, _, _ in parked:
+        _respond(core, ref, partition_error=error)
+
+
+# ---- follower side -------------------------------------------------------------------------------------------
+def _fetch_request(core: RaftCore, epoch: int) -> fetch_req.FetchRequest:
+    return messages.fetch_request(
+        core.local.cluster_id, core.local.key, epoch, core.log.end_offset(), core.log.last_fetched_epoch(),
+        core.log.start_offset(), core.config.max_fetch_wait_ms, core.config.max_fetch_size_bytes)
+
+
+def maybe_send_fetch(core: RaftCore, state: FollowerState, now_ms: int) -> None:
+    if state.fetching_snapshot is not None or not core.requests.is_ready(state.leader_id, now_ms):
+        return
+    core.send(core.destination_of(state.leader_id, state.leader_endpoints), _fetch_request(core, state.epoch), now_ms)
+
+
+def maybe_send_discovery_fetch(core: RaftCore, now_ms: int) -> None:
+    """Observers and unattached voters find the leader by fetching from a random ready bootstrap server."""
+    servers = [(-(i + 1), e) for i, e in enumerate(core.local.bootstrap_servers)]
+    if not servers and core.local.static_voters is not None:
+        servers = [(n.key.id, n.endpoints.address(core.local.listener_name)) for n in core.voters().voters.values()
+                   if n.key.id != core.local.node_id]
+    if any(core.requests.has_inflight(node_id) for node_id, _ in servers):
+        return
+    ready = [(node_id, e) for node_id, e in servers if core.requests.is_ready(node_id, now_ms)]
+    if not ready:
+        return
+    node_id, endpoint = ready[core.rng.randrange(len(ready))]
+    destination = Destination(node_id, endpoint.host, endpoint.port) if endpoint else Destination(node_id)
+    core.send(destination, _fetch_request(core, core.quorum.epoch), now_ms)
+
+
+def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.FetchResponse, now_ms: int) -> None:
+    if response.error_code != ErrorCode.none or len(response.responses) != 1 or len(response.responses[0].partitions) != 1:
+        core.requests.backoff(source_id, now_ms)
+        return
+    p = response.responses[0].partitions[0]
+    leader_id, epoch = p.current_leader.leader_id, p.current_leader.leader_epoch
+    endpoints = Endpoints.of(Endpoint(core.local.listener_name, e.host, int(e.port))
+                             for e in response.node_endpoints if e.node_id == leader_id)
+    if epoch < core.quorum.epoch:
+        return
+    if epoch > core.quorum.epoch or (leader_id >= 0 and not isinstance(core.quorum.state, FollowerState)
+                                     and leader_id != core.local.node_id):
+        core.transition_on_epoch(epoch, leader_id if leader_id >= 0 else None, endpoints, now_ms)
+        if not isinstance(core.quorum.state, FollowerState):
+            return
+    state = core.quorum.state
+    if not isinstance(state, FollowerState) or (source_id >= 0 and source_id != state.leader_id):
+        return
+    if p.error_code != ErrorCode.none:
+        core.requests.backoff(source_id, now_ms)
+        return
+    state.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
+    state.has_fetched_from_leader = True
+    if p.diverging_epoch.epoch >= 0 and p.diverging_epoch.end_offset >= 0:
+        _truncate(core, OffsetAndEpoch(p.diverging_epoch.end_offset, p.diverging_epoch.epoch))
+    elif p.snapshot_id.epoch >= 0 and p.snapshot_id.end_offset >= 0:
+        from pykraft.raft.handlers.fetch_snapshot import start_snapshot_download
+
+        start_snapshot_download(core, state, OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch), now_ms)
+        return
+    elif p.records:
+        try:
+            core.log.append_as_follower(p.records, state.epoch)
+        except InvalidAppendError:
+            core.requests.backoff(source_id, now_ms)  # a response that does not continue our log is dropped
+            return
+        core.bad_control_records += core.history.apply_batches(p.records)
+        core.emit(FlushLog(core.log.end_offset()))
+    if p.high_watermark >= 0:
+        new_hwm = min(p.high_watermark, core.log.end_offset())
+        if state.high_watermark is None or new_hwm > state.high_watermark:
+            state.high_watermark = new_hwm
+            core.log.update_high_watermark(new_hwm)
+    maybe_send_fetch(core, state, now_ms)
+
+
+def _truncate(core: RaftCore, diverging: OffsetAndEpoch) -> None:
+    offset = truncation_offset(core.log, diverging)
+    hwm = core.high_watermark
+    offset = max(offset, hwm if hwm is not None else 0, core.log.start_offset())  # never below committed data
+    core.log.truncate_to(offset)
+    core.history.truncate_new_entries(offset)

@@ -1,0 +1,152 @@
+"""Builders for the kio messages the core sends and answers with, at the fixed versions of DESIGN §3."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+from kio.schema.begin_quorum_epoch.v1 import request as bqe_req
+from kio.schema.begin_quorum_epoch.v1 import response as bqe_resp
+from kio.schema.end_quorum_epoch.v1 import request as eqe_req
+from kio.schema.end_quorum_epoch.v1 import response as eqe_resp
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v17 import request as fetch_req
+from kio.schema.fetch.v17 import response as fetch_resp
+from kio.schema.types import BrokerId, TopicName
+from kio.schema.vote.v2 import request as vote_req
+from kio.schema.vote.v2 import response as vote_resp
+from kio.static.primitive import Records, i32, i64, u16
+
+from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.raft.voter_set import ZERO_UUID, Endpoint, Endpoints, ReplicaKey
+
+ZERO_MS = datetime.timedelta(0)
+TOPIC = TopicName(METADATA_TOPIC)
+
+
+def _dir(directory_id: uuid.UUID | None) -> uuid.UUID:
+    return directory_id or ZERO_UUID
+
+
+def node_endpoints(cls: type, node_id: int | None, endpoints: Endpoints, listener: str) -> tuple:
+    address = endpoints.address(listener)
+    if node_id is None or address is None:
+        return ()
+    return (cls(node_id=BrokerId(node_id), host=address.host, port=_port(cls, address.port)),)
+
+
+def _port(cls: type, port: int) -> object:
+    return u16(port) if "u16" in str(cls.__dataclass_fields__["port"].type) else i32(port)
+
+
+# ---- Vote ----------------------------------------------------------------------------------------------------
+def vote_request(cluster_id: str | None, candidate: ReplicaKey, epoch: int, voter: ReplicaKey, last: OffsetAndEpoch,
+                 pre_vote: bool) -> vote_req.VoteRequest:
+    partition = vote_req.PartitionData(
+        partition_index=i32(METADATA_PARTITION), replica_epoch=i32(epoch), replica_id=BrokerId(candidate.id),
+        replica_directory_id=_dir(candidate.directory_id), voter_directory_id=_dir(voter.directory_id),
+        last_offset_epoch=i32(last.epoch), last_offset=i64(last.offset), pre_vote=pre_vote,
+    )
+    return vote_req.VoteRequest(cluster_id=cluster_id, voter_id=BrokerId(voter.id),
+                                topics=(vote_req.TopicData(topic_name=TOPIC, partitions=(partition,)),))
+
+
+def vote_response(error: ErrorCode, partition_error: ErrorCode, leader_id: int | None, epoch: int, granted: bool,
+                  endpoints: tuple = ()) -> vote_resp.VoteResponse:
+    partition = vote_resp.PartitionData(
+        partition_index=i32(METADATA_PARTITION), error_code=partition_error,
+        leader_id=BrokerId(-1 if leader_id is None else leader_id), leader_epoch=i32(epoch), vote_granted=granted,
+    )
+    return vote_resp.VoteResponse(error_code=error, node_endpoints=endpoints,
+                                  topics=(vote_resp.TopicData(topic_name=TOPIC, partitions=(partition,)),))
+
+
+# ---- BeginQuorumEpoch / EndQuorumEpoch -------------------------------------------------------------------------
+def _leader_endpoints(cls: type, endpoints: Endpoints) -> tuple:
+    return tuple(cls(name=e.name, host=e.host, port=u16(e.port)) for e in endpoints.items)
+
+
+def begin_quorum_epoch_request(cluster_id: str | None, leader_id: int, epoch: int, voter: ReplicaKey,
+                               endpoints: Endpoints) -> bqe_req.BeginQuorumEpochRequest:
+    partition = bqe_req.PartitionData(partition_index=i32(METADATA_PARTITION),
+                                      voter_directory_id=_dir(voter.directory_id),
+                                      leader_id=BrokerId(leader_id), leader_epoch=i32(epoch))
+    return bqe_req.BeginQuorumEpochRequest(
+        cluster_id=cluster_id, voter_id=BrokerId(voter.id),
+        topics=(bqe_req.TopicData(topic_name=TOPIC, partitions=(partition,)),),
+        leader_endpoints=_leader_endpoints(bqe_req.LeaderEndpoint, endpoints),
+    )
+
+
+def begin_quorum_epoch_response(error: ErrorCode, partition_error: ErrorCode, leader_id: int | None,
+                                epoch: int, endpoints: tuple = ()) -> bqe_resp.BeginQuorumEpochResponse:
+    partition = bqe_resp.PartitionData(partition_index=i32(METADATA_PARTITION), error_code=partition_error,
+                                       leader_id=BrokerId(-1 if leader_id is None else leader_id),
+                                       leader_epoch=i32(epoch))
+    return bqe_resp.BeginQuorumEpochResponse(error_code=error, node_endpoints=endpoints,
+                                             topics=(bqe_resp.TopicData(topic_name=TOPIC, partitions=(partition,)),))
+
+
+def end_quorum_epoch_request(cluster_id: str | None, leader_id: int, epoch: int, preferred: tuple[ReplicaKey, ...],
+                             endpoints: Endpoints) -> eqe_req.EndQuorumEpochRequest:
+    candidates = tuple(eqe_req.ReplicaInfo(candidate_id=BrokerId(k.id), candidate_directory_id=_dir(k.directory_id))
+                       for k in preferred)
+    partition = eqe_req.PartitionData(partition_index=i32(METADATA_PARTITION), leader_id=BrokerId(leader_id),
+                                      leader_epoch=i32(epoch), preferred_candidates=candidates)
+    return eqe_req.EndQuorumEpochRequest(cluster_id=cluster_id,
+                                         topics=(eqe_req.TopicData(topic_name=TOPIC, partitions=(partition,)),),
+                                         leader_endpoints=_leader_endpoints(eqe_req.LeaderEndpoint, endpoints))
+
+
+def end_quorum_epoch_response(error: ErrorCode, partition_error: ErrorCode, leader_id: int | None,
+                              epoch: int, endpoints: tuple = ()) -> eqe_resp.EndQuorumEpochResponse:
+    partition = eqe_resp.PartitionData(partition_index=i32(METADATA_PARTITION), error_code=partition_error,
+                                       leader_id=BrokerId(-1 if leader_id is None else leader_id),
+                                       leader_epoch=i32(epoch))
+    return eqe_resp.EndQuorumEpochResponse(error_code=error, node_endpoints=endpoints,
+                                           topics=(eqe_resp.TopicData(topic_name=TOPIC, partitions=(partition,)),))
+
+
+def endpoints_from(items: tuple) -> Endpoints:
+    return Endpoints.of(Endpoint(e.name, e.host, int(e.port)) for e in items)
+
+
+# ---- Fetch -----------------------------------------------------------------------------------------------------
+def fetch_request(cluster_id: str | None, replica: ReplicaKey | None, epoch: int, fetch_offset: int,
+                  last_fetched_epoch: int, log_start: int, max_wait_ms: int, max_bytes: int) -> fetch_req.FetchRequest:
+    partition = fetch_req.FetchPartition(
+        partition=i32(METADATA_PARTITION), current_leader_epoch=i32(epoch), fetch_offset=i64(fetch_offset),
+        last_fetched_epoch=i32(last_fetched_epoch), log_start_offset=i64(log_start),
+        partition_max_bytes=i32(max_bytes),
+        replica_directory_id=_dir(replica.directory_id if replica else None),
+    )
+    return fetch_req.FetchRequest(
+        cluster_id=cluster_id,
+        replica_state=fetch_req.ReplicaState(replica_id=BrokerId(replica.id if replica else -1)),
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms), min_bytes=i32(0), max_bytes=i32(max_bytes),
+        topics=(fetch_req.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(partition,)),),
+        forgotten_topics_data=(),
+    )
+
+
+def fetch_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.none, high_watermark: int = -1,
+                   log_start: int = -1, leader_id: int | None = None, epoch: int = -1,
+                   diverging: OffsetAndEpoch | None = None, snapshot_id: OffsetAndEpoch | None = None,
+                   records: bytes | memoryview | None = None, endpoints: tuple = ()) -> fetch_resp.FetchResponse:
+    partition = fetch_resp.PartitionData(
+        partition_index=i32(METADATA_PARTITION), error_code=partition_error, high_watermark=i64(high_watermark),
+        log_start_offset=i64(log_start),
+        diverging_epoch=fetch_resp.EpochEndOffset(epoch=i32(diverging.epoch), end_offset=i64(diverging.offset))
+        if diverging else fetch_resp.EpochEndOffset(),
+        current_leader=fetch_resp.LeaderIdAndEpoch(leader_id=BrokerId(-1 if leader_id is None else leader_id),
+                                                   leader_epoch=i32(epoch)),
+        snapshot_id=fetch_resp.SnapshotId(end_offset=i64(snapshot_id.offset), epoch=i32(snapshot_id.epoch))
+        if snapshot_id else fetch_resp.SnapshotId(),
+        aborted_transactions=None,
+        records=None if records is None else Records(bytes(records)),
+    )
+    return fetch_resp.FetchResponse(
+        throttle_time=ZERO_MS, error_code=error, node_endpoints=endpoints,
+        responses=(fetch_resp.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=(partition,)),),
+    )

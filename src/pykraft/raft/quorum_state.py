@@ -1,0 +1,230 @@
+"""QuorumState: the one place that changes the epoch state, checked against the transition table below.
+
+Durable transitions (everything except Prospective and Resigned) emit `PersistElection` before anything else the
+input produces, so the runtime writes `quorum-state` before sending messages that depend on it.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Callable
+
+from pykraft.raft.config import LocalReplica, QuorumConfig
+from pykraft.raft.effects import Effect, PersistElection
+from pykraft.raft.election import ElectionState
+from pykraft.raft.states import (
+    NEVER,
+    CandidateState,
+    EpochElection,
+    FollowerState,
+    ProspectiveState,
+    ResignedState,
+    Role,
+    UnattachedState,
+    election_state_of,
+)
+from pykraft.raft.voter_set import Endpoints, ReplicaKey, VoterSet
+
+
+class EpochRule(enum.Enum):
+    SAME = "same epoch"
+    HIGHER = "higher epoch"
+    NEXT = "epoch + 1"
+
+
+U, P, C, L, F, R = Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE, Role.LEADER, Role.FOLLOWER, Role.RESIGNED
+S, H, N = EpochRule.SAME, EpochRule.HIGHER, EpochRule.NEXT
+
+# (from, to, epoch rule). KIP-996 (Kafka 4.0+) table; §1.3 of the reference.
+TRANSITIONS: frozenset[tuple[Role, Role, EpochRule]] = frozenset({
+    (U, U, H), (U, U, S),  # higher epoch learned; or a binding vote granted in the same epoch
+    (U, P, S),  # election timeout (voters only)
+    (U, F, S), (U, F, H),  # leader discovered
+    (P, C, N),  # pre-vote majority: the only way into Candidate
+    (P, U, S), (P, U, H),  # lost pre-election without a known leader; or a higher epoch
+    (P, F, S), (P, F, H),  # leader discovered, or lost pre-election with a known leader
+    (P, P, S),  # binding vote granted while prospective
+    (C, L, S),  # vote majority
+    (C, P, S),  # election lost or timed out, after backoff
+    (C, U, H),
+    (C, F, S), (C, F, H),  # another candidate won this epoch, or a higher epoch with a leader
+    (L, R, S),  # graceful shutdown, resign(), check-quorum expiry
+    (L, U, H), (L, F, H),
+    (F, P, S),  # fetch timeout (voters)
+    (F, F, S), (F, F, H),  # same epoch only to learn more endpoints of the same leader
+    (F, U, H),
+    (R, U, H),  # higher epoch, or election timeout (moves to epoch + 1)
+    (R, F, H),
+})  # fmt: skip
+
+DURABLE_ROLES = frozenset({U, C, L, F})
+VOTER_ONLY_ROLES = frozenset({P, C, L, R})
+
+
+class IllegalTransition(AssertionError):
+    """A transition the table forbids. A programmer error: handlers check before transitioning."""
+
+
+class QuorumState:
+    def __init__(
+        self,
+        local: LocalReplica,
+        config: QuorumConfig,
+        rng: random.Random,
+        voters: Callable[[], VoterSet],
+        kraft_version: Callable[[], int],
+        emit: Callable[[Effect], None],
+    ) -> None:
+        self.local = local
+        self.config = config
+        self._rng = rng
+        self._voters = voters
+        self._kraft_version = kraft_version
+        self._emit = emit
+        self.state: object = UnattachedState(0, NEVER)
+
+    # ---- queries -----------------------------------------------------------------------------------------
+    @property
+    def role(self) -> Role:
+        return self.state.role  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def epoch(self) -> int:
+        return self.state.epoch  # type: ignore[attr-defined,no-any-return]
+
+    def election(self) -> ElectionState:
+        return election_state_of(self.state)
+
+    def leader_id(self) -> int | None:
+        if self.role is Role.LEADER:
+            return self.local.node_id
+        return getattr(self.state, "leader_id", None) if self.role is not Role.RESIGNED else None
+
+    def is_voter(self) -> bool:
+        key = self.local.key
+        return key is not None and self._voters().is_voter(key)
+
+    def random_election_timeout_ms(self) -> int:
+        timeout = self.config.election_timeout_ms
+        return timeout + self._rng.randrange(timeout) if timeout > 0 else 0
+
+    def _election_deadline(self, now_ms: int) -> int:
+        return now_ms + self.random_election_timeout_ms() if self.is_voter() else NEVER
+
+    # ---- initialization (restart rules, §1.3) ------------------------------------------------------------
+    def initialize(self, stored: ElectionState | None, log_epoch: int, now_ms: int) -> None:
+        stored = stored or ElectionState(0)
+        local = self.local
+        if stored.voted_key is not None and local.node_id is None:
+            raise ValueError("stored election state has a vote but this node has no id")
+        deadline = self._election_deadline(now_ms)
+        voters = self._voters()
+        if stored.epoch < log_epoch:
+            state: object = UnattachedState(log_epoch, deadline)
+        elif stored.is_leader(local.node_id):
+            # A restarted leader must not lead or vote again in its epoch: unflushed data may have been lost.
+            assert local.node_id is not None
+            others = set(voters.ids()) - {local.node_id}
+            state = ResignedState(stored.epoch, local.node_id, deadline, others, ())
+        elif local.key is not None and stored.voted_key is not None and stored.is_voted_candidate(local.key) \
+                and voters.is_voter(local.key):
+            election = EpochElection.start(voters.keys(), local.key)
+            state = CandidateState(stored.epoch, local.key, election, deadline, retries=1)
+        elif stored.leader_id is not None and not voters.endpoints_of(stored.leader_id).is_empty():
+            state = FollowerState(stored.epoch, stored.leader_id, voters.endpoints_of(stored.leader_id),
+                                  now_ms + self.config.fetch_timeout_ms, stored.voted_key)
+        else:
+            state = UnattachedState(stored.epoch, deadline, stored.leader_id, stored.voted_key)
+        self.state = state
+        if state.role in DURABLE_ROLES:  # type: ignore[attr-defined]
+            self._emit(PersistElection(election_state_of(state), self._kraft_version()))
+
+    # ---- the gatekeeper ----------------------------------------------------------------------------------
+    def _transition(self, new: object) -> None:
+        old_role, new_role = self.role, new.role  # type: ignore[attr-defined]
+        old_epoch, new_epoch = self.epoch, new.epoch  # type: ignore[attr-defined]
+        rule = S if new_epoch == old_epoch else N if new_epoch == old_epoch + 1 else H if new_epoch > old_epoch else None
+        allowed = rule is not None and (
+            (old_role, new_role, rule) in TRANSITIONS or (rule is N and (old_role, new_role, H) in TRANSITIONS)
+        )
+        if not allowed:
+            raise IllegalTransition(f"{old_role.value}@{old_epoch} -> {new_role.value}@{new_epoch}")
+        if new_role in VOTER_ONLY_ROLES and new_role is not Role.RESIGNED and not self.is_voter():
+            raise IllegalTransition(f"an observer cannot become {new_role.value}")
+        leader = getattr(new, "leader_id", None)
+        if new_role is Role.FOLLOWER and leader == self.local.node_id:
+            raise IllegalTransition("cannot follow itself")
+        voted = getattr(new, "voted_key", None)
+        if voted is not None and voted.id == self.local.node_id and new_role in (U, P, F):
+            raise IllegalTransition("cannot vote for itself outside candidacy")
+        if rule is S and old_role is Role.FOLLOWER and new_role is Role.FOLLOWER:
+            if leader != self.state.leader_id:  # type: ignore[attr-defined]
+                raise IllegalTransition("two leaders in one epoch")
+        self.state = new
+        if new_role in DURABLE_ROLES:
+            self._emit(PersistElection(election_state_of(new), self._kraft_version()))
+
+    def _same_epoch_vote(self, epoch: int) -> ReplicaKey | None:
+        """Same-epoch transitions keep the vote, so a node never votes twice in an epoch."""
+        return getattr(self.state, "voted_key", None) if epoch == self.epoch else None
+
+    # ---- transitions -------------------------------------------------------------------------------------
+    def to_unattached(self, epoch: int, now_ms: int, leader_id: int | None = None) -> None:
+        hwm = self._hwm_for(epoch)
+        self._transition(UnattachedState(epoch, self._election_deadline(now_ms), leader_id,
+                                         self._same_epoch_vote(epoch), hwm))
+
+    def unattached_add_vote(self, key: ReplicaKey, now_ms: int) -> None:
+        state = self.state
+        assert isinstance(state, UnattachedState) and state.voted_key is None
+        self._transition(UnattachedState(state.epoch, self._election_deadline(now_ms), state.leader_id, key,
+                                         state.high_watermark))
+
+    def prospective_add_vote(self, key: ReplicaKey) -> None:
+        state = self.state
+        assert isinstance(state, ProspectiveState) and state.voted_key is None
+        state.voted_key = key
+        # Prospective is not persisted, but a binding vote is: persist the election with the vote.
+        self._emit(PersistElection(state.election_state(), self._kraft_version()))
+
+    def to_prospective(self, now_ms: int) -> None:
+        key = self.local.key
+        assert key is not None
+        old = self.state
+        retries = old.retries if isinstance(old, CandidateState) else 0
+        leader_id = getattr(old, "leader_id", None) if not isinstance(old, CandidateState) else None
+        endpoints = getattr(old, "leader_endpoints", Endpoints())
+        self._transition(ProspectiveState(
+            self.epoch, EpochElection.start(self._voters().keys(), key), now_ms + self.random_election_timeout_ms(),
+            retries, leader_id, endpoints, getattr(old, "voted_key", None), getattr(old, "high_watermark", None),
+        ))
+
+    def to_candidate(self, now_ms: int) -> None:
+        key = self.local.key
+        old = self.state
+        assert key is not None and isinstance(old, ProspectiveState)
+        self._transition(CandidateState(
+            self.epoch + 1, key, EpochElection.start(self._voters().keys(), key),
+            now_ms + self.random_election_timeout_ms(), old.retries + 1, None, old.high_watermark,
+        ))
+
+    def to_follower(self, epoch: int, leader_id: int, endpoints: Endpoints, now_ms: int) -> None:
+        self._transition(FollowerState(
+            epoch, leader_id, endpoints, now_ms + self.config.fetch_timeout_ms, self._same_epoch_vote(epoch),
+            self._hwm_for(epoch), update_voter_deadline_ms=now_ms,
+        ))
+
+    def to_leader(self, leader_state: object) -> None:
+        assert self.role is Role.CANDIDATE and getattr(self.state, "election").is_granted()
+        self._transition(leader_state)
+
+    def to_resigned(self, preferred: tuple[ReplicaKey, ...], now_ms: int) -> None:
+        assert self.local.node_id is not None
+        unacked = set(self._voters().ids()) - {self.local.node_id}
+        self._transition(ResignedState(self.epoch, self.local.node_id, now_ms + self.random_election_timeout_ms(),
+                                       unacked, preferred, getattr(self.state, "high_watermark", None)))
+
+    def _hwm_for(self, epoch: int) -> int | None:
+        """The high watermark survives transitions (it is a property of the log, not of the epoch)."""
+        return getattr(self.state, "high_watermark", None)

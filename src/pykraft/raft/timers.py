@@ -1,0 +1,77 @@
+"""What `poll` does in each state when time passes: elections, fetch timeouts, heartbeats, check-quorum."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pykraft.raft.handlers import fetch, quorum_epoch, vote
+from pykraft.raft.leader import LeaderState
+from pykraft.raft.states import CandidateState, FollowerState, ProspectiveState, ResignedState, UnattachedState
+
+if TYPE_CHECKING:
+    from pykraft.raft.client import RaftCore
+
+
+def poll_state(core: RaftCore, now_ms: int) -> None:
+    state = core.quorum.state
+    if isinstance(state, LeaderState):
+        _poll_leader(core, state, now_ms)
+    elif isinstance(state, CandidateState):
+        _poll_candidate(core, state, now_ms)
+    elif isinstance(state, ProspectiveState):
+        if now_ms >= state.election_deadline_ms:
+            vote.lose_prospective(core, now_ms)
+        else:
+            vote.send_vote_requests(core, now_ms)
+    elif isinstance(state, FollowerState):
+        _poll_follower(core, state, now_ms)
+    elif isinstance(state, UnattachedState):
+        if core.quorum.is_voter() and now_ms >= state.election_deadline_ms:
+            core._start_election(now_ms)
+        elif not core.quorum.is_voter() or state.leader_id is not None:
+            fetch.maybe_send_discovery_fetch(core, now_ms)
+    elif isinstance(state, ResignedState):
+        if now_ms >= state.election_deadline_ms:
+            core.quorum.to_unattached(state.epoch + 1, now_ms)
+            if core.quorum.is_voter():
+                core._start_election(now_ms)
+        else:
+            quorum_epoch.send_end_quorum_epoch(core, state, now_ms)
+    core._maybe_complete_shutdown(now_ms)
+
+
+def _poll_leader(core: RaftCore, leader: LeaderState, now_ms: int) -> None:
+    if leader.check_quorum_expired(now_ms):
+        core.resign_leadership(now_ms)
+        return
+    core.drain_if_due(now_ms)
+    fetch.expire_parked_fetches(core, now_ms)
+    quorum_epoch.maybe_send_begin_quorum_epoch(core, leader, now_ms)
+
+
+def _poll_candidate(core: RaftCore, state: CandidateState, now_ms: int) -> None:
+    if state.backoff_until_ms is not None:
+        if now_ms >= state.backoff_until_ms:
+            core._start_election(now_ms)
+        return
+    if now_ms >= state.election_deadline_ms:
+        vote.start_backoff(core, state, now_ms)
+        return
+    vote.send_vote_requests(core, now_ms)
+
+
+def _poll_follower(core: RaftCore, state: FollowerState, now_ms: int) -> None:
+    if now_ms >= state.fetch_deadline_ms:
+        if core.quorum.is_voter():
+            core._start_election(now_ms)
+        else:
+            # Observers never campaign: they look for the leader through the bootstrap servers instead.
+            state.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
+            fetch.maybe_send_discovery_fetch(core, now_ms)
+        return
+    fetch.maybe_send_fetch(core, state, now_ms)
+
+
+def on_request_timeout(core: RaftCore, node_id: int, now_ms: int) -> None:
+    """An in-flight request timed out; its destination is in backoff and a later poll retries."""
+

@@ -1,0 +1,114 @@
+"""Voter set and kraft.version as of every offset between the latest snapshot and the log end (KIP-853).
+
+Fed with every control record the log receives (snapshot load, leader append, follower append). A VotersRecord
+takes effect when appended, not when committed; truncation reverts it. The static voter set (kraft.version 0)
+is the base entry at offset -1.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+
+from pykraft.raft.voter_set import VoterSet
+from pykraft.records import RecordsError, iter_batches
+from pykraft.records.control import ControlRecordType, decode_control_record
+
+
+class VoterHistory:
+    def __init__(self, static_voters: VoterSet | None) -> None:
+        self._voter_offsets: list[int] = []
+        self._voter_sets: list[VoterSet] = []
+        self._version_offsets: list[int] = []
+        self._versions: list[int] = []
+        self._static = static_voters
+        if static_voters is not None:
+            self._voter_offsets.append(-1)
+            self._voter_sets.append(static_voters)
+
+    # ---- updates -----------------------------------------------------------------------------------------
+    def add_voter_set(self, offset: int, voters: VoterSet) -> None:
+        assert not self._voter_offsets or offset > self._voter_offsets[-1], "voter sets out of order"
+        self._voter_offsets.append(offset)
+        self._voter_sets.append(voters)
+
+    def add_kraft_version(self, offset: int, version: int) -> None:
+        assert not self._version_offsets or offset > self._version_offsets[-1], "kraft versions out of order"
+        self._version_offsets.append(offset)
+        self._versions.append(version)
+
+    def apply_batches(self, records: bytes | memoryview) -> int:
+        """Scan encoded batches for KRaftVersion and Voters records. Returns how many bad control records were
+        skipped (a corrupt control record must not crash the node; it is counted)."""
+        bad = 0
+        try:
+            for batch in iter_batches(records, verify_crc=False):
+                if not batch.is_control:
+                    continue
+                for record in batch.records():
+                    try:
+                        control = decode_control_record(record)
+                    except RecordsError:
+                        bad += 1
+                        continue
+                    bad += self._apply_control(record.offset, control.type, control.message)
+        except RecordsError:
+            bad += 1
+        return bad
+
+    def _apply_control(self, offset: int, kind: ControlRecordType, message: object) -> int:
+        if kind is ControlRecordType.KRAFT_VERSION:
+            if self._version_offsets and offset <= self._version_offsets[-1]:
+                return 0  # already seen (a re-read of the same log)
+            self.add_kraft_version(offset, message.k_raft_version)  # type: ignore[attr-defined]
+        elif kind is ControlRecordType.KRAFT_VOTERS:
+            voters = VoterSet.from_voters_record(message)  # type: ignore[arg-type]
+            if voters is None:
+                return 1
+            if self._voter_offsets and offset <= self._voter_offsets[-1]:
+                return 0
+            self.add_voter_set(offset, voters)
+        return 0
+
+    def truncate_new_entries(self, end_offset: int) -> None:
+        """Forget entries at or after `end_offset` (follower truncation)."""
+        cut = bisect.bisect_left(self._voter_offsets, end_offset)
+        del self._voter_offsets[cut:], self._voter_sets[cut:]
+        cut = bisect.bisect_left(self._version_offsets, end_offset)
+        del self._version_offsets[cut:], self._versions[cut:]
+
+    def truncate_old_entries(self, start_offset: int) -> None:
+        """Drop entries made obsolete by a snapshot at `start_offset`, keeping the one in force there."""
+        keep = max(bisect.bisect_right(self._voter_offsets, start_offset - 1) - 1, 0)
+        del self._voter_offsets[:keep], self._voter_sets[:keep]
+        keep = max(bisect.bisect_right(self._version_offsets, start_offset - 1) - 1, 0)
+        del self._version_offsets[:keep], self._versions[:keep]
+
+    def reset(self, entries: Iterable[tuple[int, VoterSet]] = ()) -> None:
+        self.__init__(self._static)  # type: ignore[misc]
+        for offset, voters in entries:
+            self.add_voter_set(offset, voters)
+
+    # ---- queries -----------------------------------------------------------------------------------------
+    def last_voter_set(self) -> VoterSet:
+        return self._voter_sets[-1] if self._voter_sets else VoterSet()
+
+    def last_voter_set_offset(self) -> int | None:
+        """Offset of the last VotersRecord (None for static voters or none yet)."""
+        if not self._voter_offsets or self._voter_offsets[-1] < 0:
+            return None
+        return self._voter_offsets[-1]
+
+    def voter_set_at(self, offset: int) -> VoterSet:
+        index = bisect.bisect_right(self._voter_offsets, offset) - 1
+        return self._voter_sets[index] if index >= 0 else VoterSet()
+
+    def kraft_version_at(self, offset: int) -> int:
+        index = bisect.bisect_right(self._version_offsets, offset) - 1
+        return self._versions[index] if index >= 0 else 0
+
+    def last_kraft_version(self) -> int:
+        return self._versions[-1] if self._versions else 0
+
+    def has_voters_record(self) -> bool:
+        return self.last_voter_set_offset() is not None
