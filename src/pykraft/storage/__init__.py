@@ -1,0 +1,42 @@
+"""Durable storage: the metadata log directory in Apache Kafka's layout and byte formats.
+
+- `open_file_log` / `FileLog`: the raft core's `ReplicatedLog` on segment files, with recovery on open.
+- `FlushTicket`: group commit (many appends, one fsync, optionally in a worker thread).
+- `QuorumStateStore`: the `quorum-state` file, kept twice with a checksum.
+- `MetaProperties`, `DirectoryLock`: `meta.properties` and the `.lock` of a log directory.
+- Errors are `StorageError` subclasses; see `errors.py` for the disk-replacement advice they carry.
+"""
+
+from .errors import (
+    CorruptLogError,
+    CorruptSnapshotError,
+    LogDirectoryLockedError,
+    LogLayoutError,
+    MetaPropertiesError,
+    QuorumStateCorruptError,
+    StorageError,
+)
+from .file_log import FileLog, LogConfig
+from .flush import FlushTicket
+from .locking import DirectoryLock
+from .log_open import RecoveryReport, open_file_log
+from .recovery import TornTail
+from .retention import maybe_clean
+
+__all__ = [
+    "CorruptLogError",
+    "CorruptSnapshotError",
+    "DirectoryLock",
+    "FileLog",
+    "FlushTicket",
+    "LogConfig",
+    "LogDirectoryLockedError",
+    "LogLayoutError",
+    "MetaPropertiesError",
+    "QuorumStateCorruptError",
+    "RecoveryReport",
+    "StorageError",
+    "TornTail",
+    "maybe_clean",
+    "open_file_log",
+]

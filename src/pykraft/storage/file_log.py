@@ -1,0 +1,368 @@
+"""`FileLog`: the `ReplicatedLog` of the raft core on disk, in Kafka's `__cluster_metadata-0` layout.
+
+It behaves like `pykraft.raft.memory_log.MemoryLog` at the protocol level (the contract tests run both). Opening,
+recovery and retention live in `log_open.py` and `retention.py`; this module holds the running log.
+
+Durability: appends, truncations and segment rolls reach the page cache only; `flush()` (or the ticket API in
+`flush.py`) makes them durable, and `flushed_end_offset()` says how far. Snapshots are durable when frozen.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import weakref
+from dataclasses import dataclass
+
+from pykraft.raft.log import (
+    InvalidAppendError,
+    InvalidSnapshotIdError,
+    LogAppendInfo,
+    LogFetchInfo,
+    OffsetAndEpoch,
+    SnapshotId,
+    ValidationKind,
+    ValidOffsetAndEpoch,
+)
+from pykraft.records.crc import crc32c
+
+from .epoch_cache import write_epoch_checkpoint
+from .files import EPOCH_CHECKPOINT
+from .flush import FlushTicket
+from .locking import DirectoryLock
+from .segment import HEADER, LOG_OVERHEAD, BatchInfo, Segment
+from .snapshots import FileSnapshotReader, FileSnapshotWriter, SnapshotFiles
+
+_MIN_LENGTH = 49
+_MAX_RELATIVE_OFFSET = (1 << 31) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Kafka's metadata log settings (reference §4.2)."""
+
+    segment_bytes: int = 1 << 30  # metadata.log.segment.bytes
+    segment_ms: int = 7 * 24 * 3600 * 1000  # metadata.log.segment.ms
+    index_interval_bytes: int = 4096  # log.index.interval.bytes
+    retention_bytes: int = 100 * 1024 * 1024  # metadata.max.retention.bytes (-1: no limit)
+    retention_ms: int = 7 * 24 * 3600 * 1000  # metadata.max.retention.ms (-1: no limit)
+    verify_follower_crc: bool = True  # check CRCs of fetched batches before they reach the disk
+
+
+def parse_batches(records: bytes | memoryview, verify_crc: bool) -> tuple[memoryview, list[BatchInfo]]:
+    """Split an append buffer by batch headers. Raises `InvalidAppendError` for anything malformed."""
+    view = memoryview(records)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    batches: list[BatchInfo] = []
+    pos = 0
+    total = len(view)
+    while pos < total:
+        if total - pos < HEADER.size:
+            raise InvalidAppendError(f"truncated batch header at byte {pos}")
+        base, length, epoch, magic, crc, _attrs, delta, _base_ts, max_ts = HEADER.unpack_from(view, pos)
+        end = pos + LOG_OVERHEAD + length
+        if magic != 2 or length < _MIN_LENGTH or delta < 0 or end > total:
+            raise InvalidAppendError(f"malformed batch at byte {pos}")
+        if verify_crc and crc32c(view[pos + 21 : end]) != crc:
+            raise InvalidAppendError(f"CRC mismatch in batch at byte {pos} (base offset {base})")
+        batches.append(BatchInfo(pos, length + LOG_OVERHEAD, base, base + delta, epoch, max_ts))
+        pos = end
+    if not batches:
+        raise InvalidAppendError("empty append")
+    return view, batches
+
+
+class FileLog:
+    """A `ReplicatedLog` backed by segment files. Single threaded; see `flush.py` for the flush contract."""
+
+    def __init__(self, directory: str, config: LogConfig, lock: DirectoryLock | None) -> None:
+        # Use `open_file_log` (log_open.py): it recovers the files and fills these fields.
+        self.directory = directory
+        self.config = config
+        self._lock = lock
+        self._segments: list[Segment] = []
+        self._bases: list[int] = []
+        self._epochs: list[tuple[int, int]] = []
+        self._start_offset = 0
+        self._high_watermark = 0
+        self._flushed = 0
+        self._last_batch_epoch = 0
+        self._snapshots = SnapshotFiles(directory)
+        self._dirty_dir = False
+        self._dirty_epochs = False
+        self._tickets: weakref.WeakSet[FlushTicket] = weakref.WeakSet()
+        self._closed = False
+
+    # ---- appends -----------------------------------------------------------------------------------------
+    def append_as_leader(self, records: bytes | memoryview, epoch: int) -> LogAppendInfo:
+        view, batches = parse_batches(records, verify_crc=False)  # built by this node's accumulator
+        for batch in batches:
+            if batch.epoch != epoch:
+                raise InvalidAppendError(f"leader batch epoch {batch.epoch} != leader epoch {epoch}")
+        return self._append(view, batches)
+
+    def append_as_follower(self, records: bytes | memoryview, epoch: int) -> LogAppendInfo:
+        view, batches = parse_batches(records, verify_crc=self.config.verify_follower_crc)
+        return self._append(view, batches)
+
+    def _append(self, view: memoryview, batches: list[BatchInfo]) -> LogAppendInfo:
+        expected = self.end_offset()
+        last_epoch = self.last_fetched_epoch()
+        for batch in batches:  # validate everything before writing anything
+            if batch.base_offset != expected:
+                raise InvalidAppendError(f"batch base offset {batch.base_offset} != expected {expected}")
+            if batch.epoch < last_epoch:
+                raise InvalidAppendError(f"batch epoch {batch.epoch} < last epoch {last_epoch}")
+            expected, last_epoch = batch.last_offset + 1, batch.epoch
+        self._maybe_roll(len(view), batches)
+        self._segments[-1].append(view, batches)
+        for batch in batches:
+            self._note_epoch(batch.epoch, batch.base_offset)
+        self._last_batch_epoch = batches[-1].epoch
+        return LogAppendInfo(batches[0].base_offset, batches[-1].last_offset)
+
+    def _maybe_roll(self, size: int, batches: list[BatchInfo]) -> None:
+        active = self._segments[-1]
+        if active.size == 0:
+            return
+        too_big = active.size + size > self.config.segment_bytes
+        too_old = active.first_timestamp >= 0 and (
+            max(b.max_timestamp for b in batches) - active.first_timestamp > self.config.segment_ms
+        )
+        overflow = batches[-1].last_offset - active.base_offset > _MAX_RELATIVE_OFFSET
+        if too_big or too_old or overflow:
+            self.roll()
+
+    def roll(self) -> None:
+        """Start a new active segment at the end offset (the old one is made durable first)."""
+        self._segments[-1].seal()
+        segment = Segment(self.directory, self.end_offset(), self.config.index_interval_bytes)
+        segment.index.open_files()
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+        self._dirty_dir = True
+
+    def _note_epoch(self, epoch: int, start: int) -> None:
+        if not self._epochs or epoch > self._epochs[-1][0]:
+            self._epochs.append((epoch, start))
+            self._dirty_epochs = True
+
+    def initialize_leader_epoch(self, epoch: int) -> None:
+        assert not self._epochs or epoch >= self._epochs[-1][0], "leader epoch going backwards"
+        self._note_epoch(epoch, self.end_offset())
+
+    # ---- reads -------------------------------------------------------------------------------------------
+    def read(self, start_offset: int, max_bytes: int) -> LogFetchInfo:
+        end = self.end_offset()
+        assert self._start_offset <= start_offset <= end, "read outside the log"
+        if start_offset == end:
+            return LogFetchInfo(b"", start_offset)
+        i = bisect.bisect_right(self._bases, start_offset) - 1
+        view, first_base, at_end = self._segments[i].read(start_offset, max_bytes)
+        pieces = [view]
+        total = len(view)
+        # Go on into the next segments while the previous one was read to its end and whole batches still fit;
+        # only then is a copy (the join) needed.
+        while at_end and total < max_bytes and i + 1 < len(self._segments) and self._segments[i + 1].size:
+            i += 1
+            more, _, at_end = self._segments[i].read(self._segments[i].base_offset, max_bytes - total)
+            if len(more) > max_bytes - total:
+                break
+            pieces.append(more)
+            total += len(more)
+        records = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return LogFetchInfo(records, first_base)
+
+    def start_offset(self) -> int:
+        return self._start_offset
+
+    def end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    def last_fetched_epoch(self) -> int:
+        if self.end_offset() > self._start_offset:
+            return self._last_batch_epoch
+        latest = self.latest_snapshot_id()
+        return latest.epoch if latest is not None else 0
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        earliest = self.earliest_snapshot_id()
+        lower_epoch = earliest.epoch if earliest is not None else 0
+        for cached_epoch, start in self._epochs:
+            if cached_epoch > epoch:
+                return OffsetAndEpoch(start, lower_epoch)
+            lower_epoch = cached_epoch
+        return OffsetAndEpoch(self.end_offset(), lower_epoch)
+
+    def validate_offset_and_epoch(self, offset: int, epoch: int) -> ValidOffsetAndEpoch:
+        earliest = self.earliest_snapshot_id()
+        if earliest is not None and (
+            offset < self._start_offset
+            or (offset == self._start_offset and epoch != earliest.epoch)
+            or epoch < earliest.epoch
+        ):
+            latest = self.latest_snapshot_id()
+            assert latest is not None
+            return ValidOffsetAndEpoch.snapshot(latest)
+        end = self.end_offset_for_epoch(epoch)
+        if end.epoch != epoch or end.offset < offset:
+            return ValidOffsetAndEpoch.diverging(end)
+        return ValidOffsetAndEpoch.valid(OffsetAndEpoch(offset, epoch))
+
+    # ---- high watermark ----------------------------------------------------------------------------------
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> None:
+        self._high_watermark = min(offset, self.end_offset())
+
+    # ---- truncation --------------------------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        assert offset >= self._start_offset, "truncation below the log start"
+        if offset >= self.end_offset():
+            return
+        i = bisect.bisect_right(self._bases, offset) - 1
+        position, batch = self._segments[i].locate(offset)
+        assert batch is not None
+        new_end = batch.base_offset  # a batch straddling the offset goes entirely
+        for segment in self._segments[i + 1 :]:
+            segment.delete()
+            self._dirty_dir = True
+        del self._segments[i + 1 :]
+        del self._bases[i + 1 :]
+        self._segments[i].truncate_to(position, new_end)
+        self._after_truncation(new_end)
+
+    def _after_truncation(self, end: int) -> None:
+        kept = [(e, s) for e, s in self._epochs if s < end]
+        if kept != self._epochs:
+            self._epochs = kept
+            self._dirty_epochs = True
+        # The epoch of the last remaining batch is that of the last epoch starting before the end.
+        self._last_batch_epoch = self._epochs[-1][0] if self._epochs else 0
+        self._flushed = min(self._flushed, end)
+        self._high_watermark = min(self._high_watermark, end)
+        for ticket in list(self._tickets):
+            ticket.clamp(end)
+
+    def truncate_to_latest_snapshot(self) -> bool:
+        latest = self.latest_snapshot_id()
+        if latest is None:
+            return False
+        last_epoch = self.last_fetched_epoch()
+        if latest.epoch > last_epoch or (latest.epoch == last_epoch and latest.offset > self.end_offset()):
+            from .retention import reset_to_snapshot
+
+            reset_to_snapshot(self, latest)
+            return True
+        return False
+
+    # ---- snapshots ---------------------------------------------------------------------------------------
+    def create_new_snapshot(self, snapshot_id: SnapshotId) -> FileSnapshotWriter | None:
+        if snapshot_id.offset > self._high_watermark:
+            raise InvalidSnapshotIdError(f"{snapshot_id} is beyond the high watermark {self._high_watermark}")
+        if self.validate_offset_and_epoch(snapshot_id.offset, snapshot_id.epoch).kind is not ValidationKind.VALID:
+            raise InvalidSnapshotIdError(f"{snapshot_id} is not in the log history")
+        if self._start_offset < snapshot_id.offset:
+            # The batch holding the last contained offset must end exactly there and carry the snapshot's epoch.
+            last = snapshot_id.offset - 1
+            i = bisect.bisect_right(self._bases, last) - 1
+            _, batch = self._segments[i].locate(last)
+            assert batch is not None
+            if batch.last_offset != last:
+                raise InvalidSnapshotIdError(f"{snapshot_id} is not on a batch boundary")
+            if batch.epoch != snapshot_id.epoch:
+                raise InvalidSnapshotIdError(f"{snapshot_id} does not name the epoch of its last record")
+        return self.create_new_snapshot_unchecked(snapshot_id)
+
+    def create_new_snapshot_unchecked(self, snapshot_id: SnapshotId) -> FileSnapshotWriter | None:
+        if snapshot_id in self._snapshots.ids:
+            return None
+        return FileSnapshotWriter(self.directory, snapshot_id, self._snapshots.ids.add)
+
+    def read_snapshot(self, snapshot_id: SnapshotId) -> FileSnapshotReader | None:
+        return self._snapshots.reader(snapshot_id)
+
+    def latest_snapshot_id(self) -> SnapshotId | None:
+        return max(self._snapshots.ids) if self._snapshots.ids else None
+
+    def earliest_snapshot_id(self) -> SnapshotId | None:
+        return min(self._snapshots.ids) if self._snapshots.ids else None
+
+    def snapshot_ids(self) -> list[SnapshotId]:
+        return sorted(self._snapshots.ids)
+
+    def on_snapshot_frozen(self, snapshot_id: SnapshotId) -> None:
+        pass  # the writer registers the file when it renames it
+
+    def delete_before_snapshot(self, snapshot_id: SnapshotId) -> bool:
+        if snapshot_id not in self._snapshots.ids or snapshot_id.offset <= self._start_offset:
+            return False
+        if snapshot_id.offset > self.end_offset():
+            return False  # use truncate_to_latest_snapshot for a snapshot ahead of the log
+        from .retention import advance_log_start
+
+        advance_log_start(self, snapshot_id)
+        return True
+
+    # ---- durability --------------------------------------------------------------------------------------
+    def prepare_flush(self, force_active_segment: bool = False) -> FlushTicket:
+        """Capture what a flush must sync (event-loop thread). See `flush.py`."""
+        if self._dirty_epochs:
+            # Written (and renamed durably) before the data it describes is synced, so that on disk the
+            # checkpoint never lags behind durable batches.
+            write_epoch_checkpoint(os.path.join(self.directory, EPOCH_CHECKPOINT), self._epochs)
+            self._dirty_epochs = False
+        fds = []
+        for segment in self._segments:
+            if segment.dirty or (force_active_segment and segment is self._segments[-1]):
+                fds.append(os.dup(segment.fd))
+                segment.dirty = False
+        dirs = [self.directory] if (self._dirty_dir or force_active_segment) else []
+        self._dirty_dir = False
+        ticket = FlushTicket(self.end_offset(), fds, dirs)
+        self._tickets.add(ticket)
+        return ticket
+
+    def complete_flush(self, ticket: FlushTicket) -> None:
+        """Record a synced ticket (event-loop thread)."""
+        assert ticket.synced, "complete_flush of a ticket that was not synced"
+        self._tickets.discard(ticket)
+        self._flushed = max(self._flushed, min(ticket.end_offset, self.end_offset()))
+
+    def flush(self, force_active_segment: bool = False) -> None:
+        ticket = self.prepare_flush(force_active_segment)
+        ticket.sync()
+        self.complete_flush(ticket)
+
+    def flushed_end_offset(self) -> int:
+        return self._flushed
+
+    def close(self) -> None:
+        """Flush, sync the indexes, release files and the directory lock."""
+        if self._closed:
+            return
+        self.flush(force_active_segment=True)
+        for segment in self._segments:
+            segment.index.sync()
+            segment.close()
+        self._closed = True
+        if self._lock is not None:
+            self._lock.release()
+
+    def __enter__(self) -> FileLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- inspection --------------------------------------------------------------------------------------
+    def segment_base_offsets(self) -> list[int]:
+        return list(self._bases)
+
+    def epoch_entries(self) -> list[tuple[int, int]]:
+        return list(self._epochs)
+
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)

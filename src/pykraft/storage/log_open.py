@@ -1,0 +1,190 @@
+"""Opening a `FileLog`: lock, find the files, recover, rebuild what can be rebuilt, refuse what cannot.
+
+Order of recovery:
+1. remove leftovers of interrupted snapshot writes and deletes (`.checkpoint.part`, `.checkpoint.deleted`);
+2. validate every batch of every segment, oldest first (`recovery.scan_segment`): a torn tail of the last segment
+   is cut and reported; anything else bad raises `CorruptLogError` and nothing is changed;
+3. compare each `.index`/`.timeindex` with the entries recomputed from the batches; rewrite any that differ;
+4. validate every frozen snapshot (they are never torn, so a bad one is corruption);
+5. rebuild the epoch cache from the batches plus `leader-epoch-checkpoint`; read the log start offset;
+6. fsync what recovery touched, so that everything the log now holds is durable (flushed end = end offset).
+
+The clean point is the log start: every batch is checked on every open (cost: see benchmarks/storage.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from .epoch_cache import decode_epoch_checkpoint, merge_epochs
+from .errors import LogLayoutError
+from .file_log import FileLog, LogConfig
+from .files import (
+    EPOCH_CHECKPOINT,
+    LOG_START_CHECKPOINT,
+    LOG_SUFFIX,
+    PARTITION_DIR,
+    parse_segment_name,
+    sync_data,
+    sync_dir,
+)
+from .locking import DirectoryLock
+from .recovery import TornTail, scan_segment
+from .retention import decode_log_start, reset_to_snapshot
+from .segment import Segment
+
+_log = logging.getLogger("pykraft.storage")
+
+# Kafka's fixed topic id of __cluster_metadata (Uuid.METADATA_TOPIC_ID = 0x...01), base64url as Kafka prints it.
+_PARTITION_METADATA = b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n"
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What opening the log found and did."""
+
+    segments: int
+    bytes_validated: int
+    torn_tail: TornTail | None
+    rebuilt_indexes: tuple[str, ...]
+    removed_files: tuple[str, ...]
+
+
+def open_file_log(
+    log_dir: str, config: LogConfig | None = None, *, lock: DirectoryLock | None = None
+) -> tuple[FileLog, RecoveryReport]:
+    """Open (creating if needed) `<log_dir>/__cluster_metadata-0`. Takes the directory lock unless one is given;
+    the log then releases it on close. Raises a `StorageError` subclass for anything it must not repair."""
+    config = config or LogConfig()
+    owned = lock is None
+    lock = lock or DirectoryLock(log_dir)
+    try:
+        return _open(log_dir, config, lock if owned else None)
+    except BaseException:
+        if owned:
+            lock.release()
+        raise
+
+
+def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None) -> tuple[FileLog, RecoveryReport]:
+    directory = os.path.join(log_dir, PARTITION_DIR)
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+        with open(os.path.join(directory, "partition.metadata"), "wb") as f:
+            f.write(_PARTITION_METADATA)
+            os.fsync(f.fileno())
+        sync_dir(log_dir)
+    log = FileLog(directory, config, owned_lock)
+    removed = log._snapshots.load()
+    bases, orphans = _segment_files(directory)
+    for name in orphans:
+        os.unlink(os.path.join(directory, name))
+    removed += orphans
+    start = _read_log_start(log_dir)
+    if not bases:
+        latest = log.latest_snapshot_id()
+        bases = [max(start or 0, latest.offset if latest else 0)]
+    torn, scanned, validated = _scan_all(log, bases, config)
+    rebuilt = tuple(s.index.index_path for s in log._segments if s.index.open_files())
+    for path in rebuilt:
+        _log.info("rebuilt the indexes of %s from its batches", path)
+    for snapshot_id in log.snapshot_ids():
+        reader = log.read_snapshot(snapshot_id)
+        assert reader is not None
+        reader.validate()
+    end = log.end_offset()
+    log._start_offset = max(start or 0, bases[0])
+    log._epochs = merge_epochs(scanned, _read_epochs(directory), end)
+    earliest = log.earliest_snapshot_id()
+    if log._start_offset > 0 and earliest is not None:
+        log._epochs = [(e, max(s, log._start_offset)) for e, s in log._epochs if e >= earliest.epoch]
+    log._high_watermark = log._flushed = min(log._start_offset, end)
+    latest = log.latest_snapshot_id()
+    if log._start_offset > end:
+        if latest is None or latest.offset < log._start_offset:
+            raise LogLayoutError(f"{log_dir}: log start offset {log._start_offset} is past the log end {end} "
+                                 f"and no snapshot covers it")
+        reset_to_snapshot(log, latest)
+    else:
+        log.truncate_to_latest_snapshot()
+    _make_durable(log, torn is not None or bool(rebuilt) or bool(removed))
+    report = RecoveryReport(len(log._segments), validated, torn, rebuilt, tuple(removed))
+    return log, report
+
+
+def _segment_files(directory: str) -> tuple[list[int], list[str]]:
+    """Base offsets of the `.log` files, and index files that have no `.log` (removed)."""
+    logs: set[int] = set()
+    indexes: dict[int, list[str]] = {}
+    for name in os.listdir(directory):
+        parsed = parse_segment_name(name)
+        if parsed is None:
+            continue
+        base, suffix = parsed
+        if suffix == LOG_SUFFIX:
+            logs.add(base)
+        else:
+            indexes.setdefault(base, []).append(name)
+    orphans = [name for base, names in indexes.items() if base not in logs for name in names]
+    return sorted(logs), sorted(orphans)
+
+
+def _scan_all(log: FileLog, bases: list[int], config: LogConfig) -> tuple[TornTail | None, list[tuple[int, int]], int]:
+    expected = bases[0]
+    last_epoch = 0
+    torn = None
+    epochs: list[tuple[int, int]] = []
+    validated = 0
+    for i, base in enumerate(bases):
+        segment = Segment(log.directory, base, config.index_interval_bytes)
+        log._segments.append(segment)
+        log._bases.append(base)
+        if base != expected:
+            raise LogLayoutError(
+                f"{segment.path}: segment starts at offset {base} but the previous segment ends at {expected}; "
+                f"a segment file is missing or misnamed"
+            )
+        scan = scan_segment(segment, expected, last_epoch, is_last=i == len(bases) - 1)
+        segment.next_offset = scan.next_offset
+        validated += segment.size
+        for epoch, start in scan.epoch_starts:
+            if not epochs or epoch > epochs[-1][0]:
+                epochs.append((epoch, start))
+        expected, last_epoch = scan.next_offset, scan.last_epoch
+        if scan.torn is not None:
+            torn = scan.torn
+            _log.warning(
+                "truncated a torn write at the tail of the metadata log: %s from byte %d (offset %d), "
+                "%d bytes dropped: %s", torn.path, torn.position, torn.offset, torn.dropped_bytes, torn.reason,
+            )
+    log._last_batch_epoch = last_epoch
+    return torn, epochs, validated
+
+
+def _read_log_start(log_dir: str) -> int | None:
+    try:
+        with open(os.path.join(log_dir, LOG_START_CHECKPOINT), "rb") as f:
+            return decode_log_start(f.read())
+    except FileNotFoundError:
+        return None
+
+
+def _read_epochs(directory: str) -> list[tuple[int, int]]:
+    try:
+        with open(os.path.join(directory, EPOCH_CHECKPOINT), "rb") as f:
+            return decode_epoch_checkpoint(f.read()) or []
+    except FileNotFoundError:
+        return []
+
+
+def _make_durable(log: FileLog, changed_names: bool) -> None:
+    """After a crash the page cache may hold data the disk does not: sync the active segment (sealed ones were
+    synced when sealed) and the directory before calling anything flushed."""
+    sync_data(log._segments[-1].fd)
+    if changed_names:
+        sync_dir(log.directory)
+    log._segments[-1].dirty = False
+    log._flushed = log.end_offset()
+    log._dirty_epochs = True

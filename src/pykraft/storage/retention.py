@@ -1,0 +1,121 @@
+"""Moving the log start: deletion behind snapshots, reset to a downloaded snapshot, and retention cleaning.
+
+Retention follows Kafka's `KafkaMetadataLog.cleanSnapshots`: segments have no retention of their own; the
+oldest snapshot is deleted (and the log start advanced to the next-oldest snapshot, dropping the segments wholly
+before it) while the log plus snapshots exceed `metadata.max.retention.bytes`, or while the oldest snapshot's
+last contained record is older than `metadata.max.retention.ms`. The latest snapshot is always kept.
+
+The log start offset is persisted in `<metadata.log.dir>/log-start-offset-checkpoint` (Kafka's format), written
+durably *before* any file behind it is deleted, so a crash in between leaves extra files, never a gap.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from pykraft.raft.log import SnapshotId
+from pykraft.records import RecordsError, iter_batches
+from pykraft.records.control import ControlRecordType, decode_control_record
+
+from .files import LOG_START_CHECKPOINT, TOPIC_NAME, atomic_write, sync_dir
+from .segment import Segment
+
+if TYPE_CHECKING:
+    from .file_log import FileLog
+
+
+def encode_log_start(offset: int) -> bytes:
+    return f"0\n1\n{TOPIC_NAME} 0 {offset}\n".encode()
+
+
+def decode_log_start(data: bytes) -> int | None:
+    try:
+        lines = data.decode("ascii").splitlines()
+        if len(lines) != 3 or lines[0] != "0" or lines[1] != "1":
+            return None
+        topic, partition, offset = lines[2].split()
+        return int(offset) if topic == TOPIC_NAME and partition == "0" else None
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
+def write_log_start(log: FileLog, offset: int) -> None:
+    atomic_write(os.path.join(os.path.dirname(log.directory), LOG_START_CHECKPOINT), encode_log_start(offset))
+
+
+def advance_log_start(log: FileLog, snapshot_id: SnapshotId) -> None:
+    """`delete_before_snapshot`: start = snapshot end; drop whole segments and snapshots behind it."""
+    write_log_start(log, snapshot_id.offset)
+    log._start_offset = snapshot_id.offset
+    while len(log._segments) > 1 and log._segments[0].next_offset <= snapshot_id.offset:
+        log._segments.pop(0).delete()
+        log._bases.pop(0)
+    for older in [s for s in log._snapshots.ids if s < snapshot_id]:
+        log._snapshots.delete(older)
+    # Keep the epoch covering the new start so end_offset_for_epoch stays right for later epochs.
+    log._epochs = [(e, max(s, snapshot_id.offset)) for e, s in log._epochs if e >= snapshot_id.epoch]
+    log._dirty_epochs = True
+    log._dirty_dir = True
+
+
+def reset_to_snapshot(log: FileLog, snapshot_id: SnapshotId) -> None:
+    """`truncate_to_latest_snapshot`: the whole log goes; it restarts empty at the snapshot's end offset."""
+    write_log_start(log, snapshot_id.offset)
+    for segment in log._segments:
+        segment.delete()
+    segment = Segment(log.directory, snapshot_id.offset, log.config.index_interval_bytes)
+    segment.index.open_files()
+    log._segments = [segment]
+    log._bases = [snapshot_id.offset]
+    log._epochs = []
+    log._last_batch_epoch = 0
+    log._start_offset = log._high_watermark = log._flushed = snapshot_id.offset
+    for older in [s for s in log._snapshots.ids if s < snapshot_id]:
+        log._snapshots.delete(older)
+    log._dirty_epochs = True
+    for ticket in list(log._tickets):
+        ticket.clamp(snapshot_id.offset)
+    # The reset is rare and the core reports the new start at once: make it durable now.
+    sync_dir(log.directory)
+
+
+def snapshot_timestamp(log: FileLog, snapshot_id: SnapshotId) -> int | None:
+    """`LastContainedLogTimestamp` from the snapshot's header record, or None if it has none."""
+    reader = log.read_snapshot(snapshot_id)
+    if reader is None:
+        return None
+    try:
+        for batch in iter_batches(reader.read(0, 1 << 20), allow_truncated_tail=True):
+            if batch.is_control:
+                for record in batch.records():
+                    control = decode_control_record(record)
+                    if control.type is ControlRecordType.SNAPSHOT_HEADER:
+                        return int(control.message.last_contained_log_timestamp)
+            return None
+    except RecordsError:
+        return None
+    return None
+
+
+def maybe_clean(log: FileLog, now_ms: int) -> bool:
+    """Apply retention once (Kafka calls this every 60 s from the raft poll). Returns whether anything went."""
+    config = log.config
+    changed = False
+    while True:
+        snapshots = log.snapshot_ids()
+        if len(snapshots) < 2:
+            return changed
+        oldest, successor = snapshots[0], snapshots[1]
+        total = log.size_in_bytes() + sum(log._snapshots.size(s) for s in snapshots)
+        over_size = config.retention_bytes >= 0 and total > config.retention_bytes
+        timestamp = snapshot_timestamp(log, oldest)
+        over_age = config.retention_ms >= 0 and timestamp is not None and now_ms - timestamp > config.retention_ms
+        if not (over_size or over_age):
+            return changed
+        if successor.offset > log.end_offset() or successor.offset > log.high_watermark():
+            return changed
+        if not log.delete_before_snapshot(successor):
+            log._snapshots.delete(oldest)  # start already past it: only the file is left to drop
+            log._dirty_dir = True
+        changed = True

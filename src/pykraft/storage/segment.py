@@ -1,0 +1,162 @@
+"""One log segment: a `.log` file of whole record batches plus its sparse indexes.
+
+Appends go to the page cache with one `os.write` per append call; `sync()` makes them durable. Reads use
+`os.preadv` into one buffer and return memoryview slices of it. The log files are deliberately not mmapped:
+truncating a file under a live mapping turns a later access into SIGBUS, and callers may hold a read's
+memoryview across a truncation.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, pread_exact, segment_name, sync_data, write_all
+from .index import SegmentIndex
+
+# base offset, length, partition leader epoch, magic, crc, attributes, last offset delta, base ts, max ts
+HEADER = struct.Struct(">qiibIhiqq")
+LOG_OVERHEAD = 12
+_READ_SLACK = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BatchInfo:
+    """Header fields of one batch, as the log needs them."""
+
+    position: int  # byte offset in the buffer it was parsed from
+    size: int
+    base_offset: int
+    last_offset: int
+    epoch: int
+    max_timestamp: int
+
+
+def parse_header(buffer: memoryview | bytes | bytearray, position: int) -> BatchInfo:
+    base, length, epoch, _magic, _crc, _attrs, delta, _base_ts, max_ts = HEADER.unpack_from(buffer, position)
+    return BatchInfo(position, length + LOG_OVERHEAD, base, base + delta, epoch, max_ts)
+
+
+class Segment:
+    """A segment file, open for reading and appending. Single-threaded apart from `fd` used by flush tickets."""
+
+    def __init__(self, directory: str, base_offset: int, index_interval: int) -> None:
+        self.base_offset = base_offset
+        self.path = os.path.join(directory, segment_name(base_offset, LOG_SUFFIX))
+        self.index = SegmentIndex(
+            base_offset,
+            os.path.join(directory, segment_name(base_offset, INDEX_SUFFIX)),
+            os.path.join(directory, segment_name(base_offset, TIME_INDEX_SUFFIX)),
+            index_interval,
+        )
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = 0
+        self.next_offset = base_offset
+        self.first_timestamp = -1  # max timestamp of the first batch: the age used for time-based roll
+        self.dirty = False
+
+    # ---- writing ---------------------------------------------------------------------------------------------
+    def append(self, data: memoryview, batches: list[BatchInfo]) -> None:
+        """Write whole batches (already validated) at the end of the file, and index them."""
+        offset_entries = bytearray()
+        time_entries = bytearray()
+        position = self.size
+        for batch in batches:
+            o, t = self.index.observe(position, batch.last_offset, batch.max_timestamp, batch.size)
+            offset_entries += o
+            time_entries += t
+            position += batch.size
+        # Positional write at our own idea of the end: after a truncation the file offset must not matter.
+        written = 0
+        while written < len(data):
+            written += os.pwrite(self.fd, data[written:], self.size + written)
+        self.index.write(offset_entries, time_entries)
+        if self.size == 0:
+            self.first_timestamp = batches[0].max_timestamp
+        self.size = position
+        self.next_offset = batches[-1].last_offset + 1
+        self.dirty = True
+
+    def seal(self) -> None:
+        """This segment stops being the active one: make it and its indexes durable before a newer one exists,
+        so that a damaged batch in any segment but the last can never be a torn write."""
+        self.index.write(b"", self.index.seal_entry())
+        sync_data(self.fd)
+        self.index.sync()
+        self.dirty = False
+
+    def truncate_to(self, position: int, next_offset: int) -> None:
+        """Cut the file at `position` (a batch boundary) and repair the indexes."""
+        os.ftruncate(self.fd, position)
+        self.size = position
+        self.next_offset = next_offset
+        self.index.truncate_to(position, next_offset)
+        start = self.index.last_entry_position()
+        for batch in self.iter_headers(start, position):
+            self.index.replay(batch.last_offset, batch.max_timestamp, batch.size)
+        if position == 0:
+            self.first_timestamp = -1
+        self.dirty = True
+
+    # ---- reading ---------------------------------------------------------------------------------------------
+    def iter_headers(self, start: int, end: int) -> Iterator[BatchInfo]:
+        """Headers of the batches between byte positions `start` and `end` (both batch boundaries, validated)."""
+        position = start
+        while position < end:
+            chunk = pread_exact(self.fd, min(end - position, 1 << 20), position)
+            pos = 0
+            while pos + HEADER.size <= len(chunk):
+                info = parse_header(chunk, pos)
+                yield BatchInfo(position + pos, info.size, info.base_offset, info.last_offset, info.epoch,
+                                info.max_timestamp)
+                pos += info.size  # may step past the chunk: only headers are needed
+            assert pos > 0, f"no batch header at {self.path}:{position}"
+            position += pos
+
+    def locate(self, offset: int) -> tuple[int, BatchInfo | None]:
+        """(position, header) of the first batch whose last offset is >= `offset`; (size, None) if none."""
+        for batch in self.iter_headers(self.index.lookup(offset), self.size):
+            if batch.last_offset >= offset:
+                return batch.position, batch
+        return self.size, None
+
+    def read(self, offset: int, max_bytes: int) -> tuple[memoryview, int, bool]:
+        """Whole batches from the one holding `offset`, up to `max_bytes` (at least one batch).
+
+        Returns the bytes, the base offset of the first batch and whether the read reached the segment's end. One pread usually covers the index gap and the
+        requested size; a first batch larger than that gets a second read.
+        """
+        start = self.index.lookup(offset)
+        buffer = pread_exact(self.fd, min(self.size - start, max(max_bytes, 0) + self.index.interval + _READ_SLACK), start)
+
+        def ensure(length: int) -> None:
+            if len(buffer) < length:
+                buffer.extend(pread_exact(self.fd, length - len(buffer), start + len(buffer)))
+
+        pos = 0
+        while True:
+            ensure(pos + HEADER.size)
+            first = parse_header(buffer, pos)
+            if first.last_offset >= offset:
+                break
+            pos += first.size
+        end = pos + first.size
+        ensure(end)
+        while end + HEADER.size <= len(buffer):
+            size = parse_header(buffer, end).size
+            if end + size > len(buffer) or end + size - pos > max_bytes:
+                break
+            end += size
+        return memoryview(buffer)[pos:end], first.base_offset, start + end == self.size
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.index.close()
+        os.close(self.fd)
+
+    def delete(self) -> None:
+        self.index.delete_files()
+        os.close(self.fd)
+        os.unlink(self.path)
