@@ -1,0 +1,240 @@
+"""Requests and responses to and from frames (the frame body: header + message, without the size prefix).
+
+Server side, `decode_request(frame, registry)` returns one of:
+- `DecodedRequest`: a request at a version the registry supports;
+- `RequestDecodeFailure`: a request the node must answer with an error instead of handling, with the
+  ready-to-send response frame:
+  * ApiVersions at a version we do not implement: the v0 UNSUPPORTED_VERSION answer (api_versions.py),
+    which is what Kafka does, so clients can retry at a version both sides know;
+  * another API we implement, at a version we do not support but whose response kio can still encode
+    and which has a top-level ErrorCode: that response carrying UNSUPPORTED_VERSION. Kafka closes the
+    connection here instead, because its clients never send a version the server did not advertise. We
+    answer because KRaft peers fall back from pre-vote (Vote v2) to a standard vote on exactly this
+    error (KIP-996), and a pykraft peer that has not asked ApiVersions first learns it this way.
+It raises (all `ProtocolError`s; the caller closes the connection, as Kafka does):
+- `UnknownApiKeyError` for an API key the registry does not list;
+- `UnsupportedVersionError` when no error response of the request's type can be built;
+- `MalformedRequestError` for a truncated or undecodable header or body, or trailing bytes.
+
+Client side, `encode_request` and `decode_response` mirror these. Every decode runs the bounds walk of
+bounds.py before kio sees the body, and every exception kio raises on bad bytes is wrapped.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import kio.index
+from kio.serial import entity_reader, entity_writer
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from pykraft.protocol import headers
+from pykraft.protocol.api_versions import unsupported_api_versions_response
+from pykraft.protocol.apis import ApiKey, ApiRegistry, kio_knows, request_class, response_class
+from pykraft.protocol.bounds import BoundsError, check_bounds
+from pykraft.protocol.error_responses import error_response_for, has_top_level_error_code
+from pykraft.protocol.errors import (
+    ErrorCode,
+    MalformedRequestError,
+    MalformedResponseError,
+    MessageError,
+    UnknownApiKeyError,
+    UnsupportedVersionError,
+)
+from pykraft.protocol.framing import encode_frame_parts
+
+__all__ = [
+    "DecodedRequest",
+    "DecodedResponse",
+    "RequestDecodeFailure",
+    "decode_request",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+]
+
+_INT16 = struct.Struct(">h")
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRequest:
+    header: headers.RequestHeader
+    message: RequestPayload
+
+    @property
+    def api_key(self) -> ApiKey:
+        return ApiKey(self.header.request_api_key)
+
+    @property
+    def api_version(self) -> int:
+        return int(self.header.request_api_version)
+
+    @property
+    def correlation_id(self) -> int:
+        return int(self.header.correlation_id)
+
+    @property
+    def client_id(self) -> str:
+        # Kafka treats a null client id as the empty string.
+        return self.header.client_id or ""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestDecodeFailure:
+    """A request answered with an error instead of being handled. `response` is the whole frame to send."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    error_code: ErrorCode
+    response: bytes
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedResponse:
+    correlation_id: int
+    message: ResponsePayload
+    api_version: int  # the version the body was read at: 0 for an ApiVersions fallback answer
+
+
+@cache
+def _reader(entity_type: type) -> Callable[[memoryview, int], tuple[Any, int]]:
+    return entity_reader(entity_type)
+
+
+def _view(frame: bytes | bytearray | memoryview) -> memoryview:
+    view = memoryview(frame)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+def _encode_body(message: RequestPayload | ResponsePayload) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(type(message))(buffer, message)
+    return buffer.getvalue()
+
+
+def encode_request(message: RequestPayload, *, correlation_id: int, client_id: str | None) -> bytes:
+    """A complete request frame (size prefix, header, body); api key and version come from the message."""
+    header = headers.make_request_header(
+        int(message.__api_key__), int(message.__version__), correlation_id, client_id
+    )
+    return encode_frame_parts((headers.encode_request_header(header), _encode_body(message)))
+
+
+def encode_response(correlation_id: int, message: ResponsePayload) -> bytes:
+    """A complete response frame; the header version follows the message's API and version."""
+    header_class = headers.response_header_class(int(message.__api_key__), int(message.__version__))
+    return encode_frame_parts(
+        (headers.encode_response_header(correlation_id, header_class), _encode_body(message))
+    )
+
+
+def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict) -> object:
+    """Bounds-walk, then decode one body that must fill the rest of the frame exactly."""
+    try:
+        end = check_bounds(entity_type, view, offset)
+        if end != len(view):
+            raise BoundsError(f"{len(view) - end} trailing bytes after the body")
+        message, size = _reader(entity_type)(view, offset)  # kio returns the size read, not an offset
+    except BoundsError as exc:
+        raise error(f"malformed body: {exc}", **ids) from exc
+    except Exception as exc:  # kio raises DecodeError, ValueError, KeyError...; all mean bad bytes here
+        raise error(f"body does not decode: {type(exc).__name__}: {exc}", **ids) from exc
+    # The walk and kio read the same schema, so they must agree; a disagreement means the walk missed
+    # something and must not pass silently.
+    if offset + size != end:
+        raise error(f"kio read {size} body bytes, the bounds walk {end - offset}", **ids)
+    return message
+
+
+def _read_request_header(view: memoryview, header_class: type, ids: dict) -> tuple[headers.RequestHeader, int]:
+    try:
+        return headers.decode_request_header(view, header_class)
+    except Exception as exc:  # headers have no arrays, so kio cannot over-allocate on them
+        raise MalformedRequestError(f"request header does not decode: {type(exc).__name__}: {exc}", **ids) from exc
+
+
+def decode_request(frame: bytes | bytearray | memoryview, registry: ApiRegistry) -> DecodedRequest | RequestDecodeFailure:
+    """Decode one request frame body against what `registry` supports (see the module docstring)."""
+    view = _view(frame)
+    peeked = headers.peek_request_ids(view)
+    if peeked is None:
+        raise MalformedRequestError(f"request of {len(view)} bytes is shorter than a request header")
+    key, version = peeked.api_key, peeked.api_version
+    ids = {"api_key": key, "api_version": version, "correlation_id": peeked.correlation_id}
+    if registry.range_of(key) is None:
+        raise UnknownApiKeyError(f"api key {key} is not implemented by this node", **ids)
+    header_class = headers.request_header_class(key, version)
+    if not registry.supports(key, version):
+        return _refuse_version(view, registry, header_class, ids)
+    header, offset = _read_request_header(view, header_class, ids)
+    message = _read_body(request_class(key, version), view, offset, MalformedRequestError, ids)
+    return DecodedRequest(header=header, message=message)
+
+
+def _refuse_version(view: memoryview, registry: ApiRegistry, header_class: type | None, ids: dict) -> RequestDecodeFailure:
+    key, version, correlation_id = ids["api_key"], ids["api_version"], ids["correlation_id"]
+    supported = registry.range_of(key)
+    reason = f"{ApiKey(key).name} v{version} is not supported (this node: {supported})"
+    if key == ApiKey.API_VERSIONS:
+        # Like Kafka, the body is not read at all: its format may be newer than anything we know.
+        _read_request_header(view, header_class, ids)
+        answer = unsupported_api_versions_response(registry)
+    elif kio_knows(key, version) and has_top_level_error_code(response_class(key, version)):
+        _read_request_header(view, header_class, ids)
+        answer = error_response_for((key, version), ErrorCode.UNSUPPORTED_VERSION)
+    else:
+        raise UnsupportedVersionError(reason + "; no error response can be encoded", **ids)
+    return RequestDecodeFailure(
+        api_key=key,
+        api_version=version,
+        correlation_id=correlation_id,
+        error_code=ErrorCode.UNSUPPORTED_VERSION,
+        response=encode_response(correlation_id, answer),
+        reason=reason,
+    )
+
+
+def decode_response(
+    frame: bytes | bytearray | memoryview, request_api_key: int, request_api_version: int
+) -> DecodedResponse:
+    """Decode the response to a request we sent at (request_api_key, request_api_version).
+
+    ApiVersions: a server that does not know the requested version answers in the v0 format with
+    UNSUPPORTED_VERSION; that body is read as v0. Any other ApiVersions body that fails to decode at the
+    requested version is retried as v0, as Kafka's client does.
+    """
+    view = _view(frame)
+    ids = {"api_key": request_api_key, "api_version": request_api_version, "correlation_id": None}
+    try:
+        response_type = response_class(request_api_key, request_api_version)
+    except kio.index.KioIndexError as exc:
+        raise UnsupportedVersionError("no response class for this request", **ids) from exc
+    header_class = headers.response_header_class(request_api_key, request_api_version)
+    try:
+        correlation_id, offset = headers.decode_response_header(view, header_class)
+    except Exception as exc:
+        raise MalformedResponseError(f"response header does not decode: {type(exc).__name__}: {exc}", **ids) from exc
+    ids["correlation_id"] = correlation_id
+    if request_api_key == ApiKey.API_VERSIONS and request_api_version > 0:
+        return _decode_api_versions_response(view, offset, response_type, ids)
+    message = _read_body(response_type, view, offset, MalformedResponseError, ids)
+    return DecodedResponse(correlation_id, message, request_api_version)
+
+
+def _decode_api_versions_response(view: memoryview, offset: int, response_type: type, ids: dict) -> DecodedResponse:
+    correlation_id, version = ids["correlation_id"], ids["api_version"]
+    v0_type = response_class(ApiKey.API_VERSIONS, 0)
+    if len(view) - offset >= _INT16.size and _INT16.unpack_from(view, offset)[0] == ErrorCode.UNSUPPORTED_VERSION:
+        return DecodedResponse(correlation_id, _read_body(v0_type, view, offset, MalformedResponseError, ids), 0)
+    try:
+        message = _read_body(response_type, view, offset, MalformedResponseError, ids)
+    except MalformedResponseError:
+        return DecodedResponse(correlation_id, _read_body(v0_type, view, offset, MalformedResponseError, ids), 0)
+    return DecodedResponse(correlation_id, message, version)
