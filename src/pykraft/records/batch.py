@@ -354,7 +354,7 @@ def iter_batches(
             if allow_truncated_tail:
                 return
             raise TruncatedBatchError(
-                f"{total - pos} trailing bytes are too few for a batch header", position=pos
+                f"truncated batch: {total - pos} trailing bytes are too few for a batch header", position=pos
             )
         base_offset, length = _PREFIX.unpack_from(view, pos)
         if length < _MIN_LENGTH:
@@ -372,7 +372,7 @@ def iter_batches(
             if allow_truncated_tail:
                 return
             raise TruncatedBatchError(
-                f"batch needs {end - pos} bytes but only {total - pos} remain", position=pos, base_offset=base_offset
+                f"truncated batch: it needs {end - pos} bytes but only {total - pos} remain", position=pos, base_offset=base_offset
             )
         batch = RecordBatch(view[pos:end])
         if verify_crc and not batch.crc_valid:

@@ -47,6 +47,12 @@ def metadata_record_to_json(record: object) -> str:
     return to_jackson_json(metadata_record_envelope(record))
 
 
+def message_to_dict(message: object) -> dict[str, Any]:
+    """The same JSON view for any kio-style message, e.g. the KRaft control records (LeaderChangeMessage...),
+    whose classes declare their fields the way the metadata records do."""
+    return _struct_to_dict(message)
+
+
 def kafka_json_name(attribute: str) -> str:
     """Python attribute -> Kafka JSON name: "is_migrating_zk_broker" -> "isMigratingZkBroker"."""
     head, *rest = attribute.split("_")

@@ -1,0 +1,58 @@
+"""The `pykraft` command. Sub-commands are thin: each parses its flags and calls into the package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    name="pykraft",
+    help="Apache Kafka's KRaft metadata quorum and controller, in Python.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.command("dump-log")
+def dump_log(
+    files: Annotated[list[Path] | None, typer.Argument(help="Segment (.log) or snapshot (.checkpoint) files.")] = None,
+    files_option: Annotated[
+        str | None, typer.Option("--files", help="Comma-separated files, as Kafka's kafka-dump-log takes them.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per record.")] = False,
+    cluster_metadata_decoder: Annotated[
+        bool,
+        typer.Option("--cluster-metadata-decoder", help="Accepted for Kafka compatibility; always on."),
+    ] = True,
+) -> None:
+    """Print every batch and record of metadata log segments and snapshots."""
+    from .dump_log import dump_files
+
+    paths = list(files or [])
+    if files_option:
+        paths += [Path(p) for p in files_option.split(",") if p]
+    if not paths:
+        raise typer.BadParameter("give at least one file", param_hint="FILES")
+    raise typer.Exit(dump_files(paths, as_json))
+
+
+@app.command("sample-log")
+def sample_log(
+    output: Annotated[Path, typer.Option("--output", help="Directory to write the sample metadata log into.")],
+) -> None:
+    """Write the metadata log a 3-controller, 3-broker cluster produces as it starts (for dump-log demos)."""
+    from .sample_log import write_sample_log
+
+    for path in write_sample_log(output):
+        typer.echo(f"wrote {path}")
+
+
+def main() -> None:
+    app()  # click turns a broken output pipe (`... | head`) into a quiet exit
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""`pykraft dump-log` on the sample log, on damaged files, and through the real console script."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pykraft.cli.main import app
+from pykraft.cli.sample_log import build_sample_log, write_sample_log
+from pykraft.records import SimpleRecord, encode_batch, iter_batches
+from pykraft.records.control import decode_control_record
+from pykraft.records.metadata import decode_metadata_record, metadata_record_envelope
+from pykraft.records.metadata.json_view import message_to_dict
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def sample(tmp_path: Path) -> list[Path]:
+    return write_sample_log(tmp_path / "sample")
+
+
+def run(*args: str):
+    return runner.invoke(app, ["dump-log", *args])
+
+
+def expected_records(path: Path) -> list[dict]:
+    """What was written, decoded independently of dump-log: (offset, kind, fields)."""
+    out = []
+    for batch in iter_batches(path.read_bytes()):
+        for record in batch.records():
+            if batch.is_control:
+                control = decode_control_record(record)
+                out.append({"offset": record.offset, "control": message_to_dict(control.message)})
+            else:
+                envelope = metadata_record_envelope(decode_metadata_record(record.value))
+                out.append({"offset": record.offset, "metadata": envelope})
+    return out
+
+
+def test_json_output_matches_what_was_written(sample):
+    for path in sample:
+        result = run("--json", str(path))
+        assert result.exit_code == 0, result.output
+        lines = [json.loads(line) for line in result.stdout.splitlines()]
+        expected = expected_records(path)
+        assert len(lines) == len(expected) > 5
+        for line, want in zip(lines, expected):
+            assert line["file"] == str(path) and line["offset"] == want["offset"] and line["crcValid"] is True
+            if "control" in want:
+                assert line["isControl"] is True
+                assert {k: v for k, v in line["control"].items() if k != "type"} == want["control"]
+            else:
+                meta = want["metadata"]
+                assert line["metadata"] == {"type": meta["type"], "version": meta["version"], **meta["data"]}
+
+
+def test_json_output_names_every_record_type_of_the_startup_sequence(sample):
+    result = run("--json", str(sample[0]))
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    types = {line.get("control", line.get("metadata"))["type"] for line in lines}
+    assert types >= {
+        "LeaderChange", "KRaftVersion", "KRaftVoters", "FEATURE_LEVEL_RECORD", "REGISTER_CONTROLLER_RECORD",
+        "REGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "TOPIC_RECORD", "CONFIG_RECORD",
+        "PARTITION_RECORD", "PARTITION_CHANGE_RECORD", "NO_OP_RECORD",
+    }
+    assert [line["offset"] for line in lines] == list(range(len(lines)))
+
+
+def test_text_output_follows_kafkas_dump_format(sample):
+    result = run(str(sample[0]))
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"Dumping {sample[0]}"
+    assert lines[1] == "Log starting offset: 0"
+    assert lines[2].startswith("baseOffset: 0 lastOffset: 2 count: 3 baseSequence: -1 lastSequence: -1 producerId: -1")
+    assert "isControl: true" in lines[2] and lines[2].endswith("isvalid: true")
+    assert lines[3].startswith("| offset: 0 CreateTime: ") and " LeaderChange: {\"version\":0,\"leaderId\":1," in lines[3]
+    assert any('payload: {"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version"' in l for l in lines)
+
+
+def test_snapshot_preamble_names_end_offset_and_epoch(sample):
+    result = run(str(sample[1]))
+    assert result.stdout.splitlines()[1] == "Snapshot end offset: 13, epoch: 1"
+    assert "SnapshotHeader: " in result.stdout and "SnapshotFooter: " in result.stdout
+
+
+@pytest.mark.parametrize("into_batch", [10, 40])  # inside the fourth batch's header, or its records
+def test_truncated_file_prints_what_it_read_then_names_the_position(sample, tmp_path, into_batch):
+    data = sample[0].read_bytes()
+    sizes = [b.size_in_bytes for b in iter_batches(data)]
+    cut_at = sum(sizes[:3]) + into_batch
+    damaged = tmp_path / "00000000000000000000.log"
+    damaged.write_bytes(data[:cut_at])
+    result = run("--json", str(damaged))
+    assert result.exit_code == 1
+    printed = [json.loads(line)["baseOffset"] for line in result.stdout.splitlines()]
+    assert sorted(set(printed)) == [b.base_offset for b in list(iter_batches(data))[:3]]
+    assert f"byte position {sum(sizes[:3])}" in result.stderr
+    assert "truncated batch" in result.stderr
+
+
+def test_crc_mismatch_is_shown_and_reported(sample, tmp_path):
+    data = bytearray(sample[0].read_bytes())
+    position = next(iter_batches(bytes(data))).size_in_bytes  # where the second batch starts
+    data[position + 70] ^= 0x01  # a byte of the second batch's record, under its CRC
+    damaged = tmp_path / "00000000000000000000.log"
+    damaged.write_bytes(bytes(data))
+    result = run(str(damaged))
+    assert result.exit_code == 1
+    assert f"position: {position} " in result.stdout and "isvalid: false" in result.stdout
+    assert f"CRC mismatch in the batch at byte position {position} (base offset 3)" in result.stderr
+    # batches after the damaged one are still printed
+    assert "NO_OP_RECORD" in result.stdout
+
+
+def test_garbage_file_reports_the_first_bad_byte(tmp_path):
+    junk = tmp_path / "junk.log"
+    junk.write_bytes(b"\x00" * 8 + struct.pack(">i", 5) + b"\x00" * 40)
+    result = run(str(junk))
+    assert result.exit_code == 1
+    assert "byte position 0" in result.stderr and "below the minimum" in result.stderr
+
+
+def test_undecodable_metadata_value_is_printed_as_base64_without_failing(tmp_path):
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(encode_batch([SimpleRecord(b"\x01\x63\x00")], base_offset=0, partition_leader_epoch=1, timestamp_ms=0))
+    result = run("--json", str(path))
+    assert result.exit_code == 0
+    (line,) = [json.loads(l) for l in result.stdout.splitlines()]
+    assert line["value"] == "AWMA" and "99" in line["error"]
+
+
+def test_missing_file_is_a_one_line_error(tmp_path):
+    result = run(str(tmp_path / "nope.log"))
+    assert result.exit_code == 1
+    assert result.stderr.strip().count("\n") == 0 and "nope.log" in result.stderr
+
+
+def test_no_file_is_a_usage_error():
+    result = run()
+    assert result.exit_code == 2
+
+
+def test_empty_file_dumps_nothing_and_succeeds(tmp_path):
+    empty = tmp_path / "00000000000000000000.log"
+    empty.write_bytes(b"")
+    result = run(str(empty))
+    assert result.exit_code == 0 and "baseOffset" not in result.stdout
+
+
+def test_kafka_style_files_option(sample):
+    result = run("--files", ",".join(str(p) for p in sample), "--cluster-metadata-decoder")
+    assert result.exit_code == 0 and result.stdout.count("Dumping ") == 2
+
+
+def test_sample_log_is_deterministic():
+    assert build_sample_log()[0] == build_sample_log()[0]
+
+
+def test_console_script_exit_codes(sample, tmp_path):
+    exe = str(Path(sys.executable).parent / "pykraft")
+    ok = subprocess.run([exe, "dump-log", str(sample[0])], capture_output=True, text=True)
+    assert ok.returncode == 0 and "NO_OP_RECORD" in ok.stdout
+    cut = tmp_path / "00000000000000000000.log"
+    cut.write_bytes(sample[0].read_bytes()[:-5])
+    bad = subprocess.run([exe, "dump-log", str(cut)], capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.startswith("pykraft dump-log: ")
