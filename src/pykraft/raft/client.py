@@ -186,8 +186,8 @@ class RaftCore:
         leader = LeaderState(
             epoch, key, start, self.voters(),
             BatchAccumulator(epoch, start, self.config.append_linger_ms, self.config.max_batch_size_bytes),
+            # The HWM starts unknown: a new leader learns it only when a record of its own epoch commits.
             candidate.election.granted(), now_ms + self.config.check_quorum_timeout_ms, now_ms, self.config,
-            high_watermark=candidate.high_watermark,
         )
         self.quorum.to_leader(leader)
         self._append_start_of_epoch(leader, now_ms)

@@ -29,22 +29,23 @@ from pykraft.raft.voter_set import Endpoints, ReplicaKey, VoterSet
 
 class EpochRule(enum.Enum):
     SAME = "same epoch"
+    VOTE = "same epoch, adding a binding vote"
     HIGHER = "higher epoch"
     NEXT = "epoch + 1"
 
 
 U, P, C, L, F, R = Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE, Role.LEADER, Role.FOLLOWER, Role.RESIGNED
-S, H, N = EpochRule.SAME, EpochRule.HIGHER, EpochRule.NEXT
+S, V, H, N = EpochRule.SAME, EpochRule.VOTE, EpochRule.HIGHER, EpochRule.NEXT
 
 # (from, to, epoch rule). KIP-996 (Kafka 4.0+) table; §1.3 of the reference.
 TRANSITIONS: frozenset[tuple[Role, Role, EpochRule]] = frozenset({
-    (U, U, H), (U, U, S),  # higher epoch learned; or a binding vote granted in the same epoch
+    (U, U, H), (U, U, V),  # higher epoch learned; or a binding vote granted in the same epoch
     (U, P, S),  # election timeout (voters only)
     (U, F, S), (U, F, H),  # leader discovered
     (P, C, N),  # pre-vote majority: the only way into Candidate
     (P, U, S), (P, U, H),  # lost pre-election without a known leader; or a higher epoch
     (P, F, S), (P, F, H),  # leader discovered, or lost pre-election with a known leader
-    (P, P, S),  # binding vote granted while prospective
+    (P, P, V),  # binding vote granted while prospective (re-entering Prospective is refused)
     (C, L, S),  # vote majority
     (C, P, S),  # election lost or timed out, after backoff
     (C, U, H),
@@ -64,6 +65,31 @@ VOTER_ONLY_ROLES = frozenset({P, C, L, R})
 
 class IllegalTransition(AssertionError):
     """A transition the table forbids. A programmer error: handlers check before transitioning."""
+
+
+def voted_key_of(state: object) -> ReplicaKey | None:
+    """The vote cast in the state's epoch: a candidate has voted for itself."""
+    if isinstance(state, CandidateState):
+        return state.local_key
+    return getattr(state, "voted_key", None)
+
+
+def epoch_rule(old: object, new: object) -> EpochRule | None:
+    """How the epochs of two states relate, None when the new epoch is lower. A same-epoch transition into the
+    same role that adds a vote is the separate rule VOTE, so that re-entering a role is not allowed by accident."""
+    old_epoch, new_epoch = old.epoch, new.epoch  # type: ignore[attr-defined]
+    if new_epoch < old_epoch:
+        return None
+    if new_epoch > old_epoch:
+        return N if new_epoch == old_epoch + 1 else H
+    adds_vote = voted_key_of(old) is None and voted_key_of(new) is not None
+    return V if adds_vote and old.role is new.role else S  # type: ignore[attr-defined]
+
+
+def is_allowed(old_role: Role, new_role: Role, rule: EpochRule | None) -> bool:
+    """The table lookup; an epoch + 1 move is also allowed wherever a higher epoch is."""
+    return rule is not None and ((old_role, new_role, rule) in TRANSITIONS
+                                 or (rule is N and (old_role, new_role, H) in TRANSITIONS))
 
 
 class QuorumState:
@@ -142,55 +168,82 @@ class QuorumState:
 
     # ---- the gatekeeper ----------------------------------------------------------------------------------
     def _transition(self, new: object) -> None:
+        """Check `new` against the table and the per-state rules; on refusal nothing changes and nothing is
+        emitted."""
+        old = self.state
         old_role, new_role = self.role, new.role  # type: ignore[attr-defined]
-        old_epoch, new_epoch = self.epoch, new.epoch  # type: ignore[attr-defined]
-        rule = S if new_epoch == old_epoch else N if new_epoch == old_epoch + 1 else H if new_epoch > old_epoch else None
-        allowed = rule is not None and (
-            (old_role, new_role, rule) in TRANSITIONS or (rule is N and (old_role, new_role, H) in TRANSITIONS)
-        )
-        if not allowed:
-            raise IllegalTransition(f"{old_role.value}@{old_epoch} -> {new_role.value}@{new_epoch}")
+        rule = epoch_rule(old, new)
+        if not is_allowed(old_role, new_role, rule):
+            raise IllegalTransition(f"{old_role.value}@{self.epoch} -> {new_role.value}@{new.epoch}")  # type: ignore[attr-defined]
+        self._check_rules(old, new, rule)
+        if isinstance(old, FollowerState) and old.fetching_snapshot is not None:
+            old.fetching_snapshot.close()  # a partial download belongs to the old leader and epoch
+        self.state = new
+        if new_role in DURABLE_ROLES or rule is V:
+            # Prospective is not persisted, but a binding vote cast while prospective is.
+            self._emit(PersistElection(election_state_of(new), self._kraft_version()))
+
+    def _check_rules(self, old: object, new: object, rule: EpochRule) -> None:
+        new_role = new.role  # type: ignore[attr-defined]
         if new_role in VOTER_ONLY_ROLES and new_role is not Role.RESIGNED and not self.is_voter():
             raise IllegalTransition(f"an observer cannot become {new_role.value}")
         leader = getattr(new, "leader_id", None)
         if new_role is Role.FOLLOWER and leader == self.local.node_id:
             raise IllegalTransition("cannot follow itself")
-        voted = getattr(new, "voted_key", None)
-        if voted is not None and voted.id == self.local.node_id and new_role in (U, P, F):
-            raise IllegalTransition("cannot vote for itself outside candidacy")
-        if rule is S and old_role is Role.FOLLOWER and new_role is Role.FOLLOWER:
-            if leader != self.state.leader_id:  # type: ignore[attr-defined]
+        if rule is V:
+            voted = voted_key_of(new)
+            assert voted is not None
+            if self.local.node_id is None or voted.id == self.local.node_id:
+                raise IllegalTransition("a vote needs a local id and is never for itself outside candidacy")
+        if rule is S and isinstance(old, FollowerState) and isinstance(new, FollowerState):
+            # Same epoch: only the same leader, and only to learn more of its endpoints.
+            if leader != old.leader_id:
                 raise IllegalTransition("two leaders in one epoch")
-        self.state = new
-        if new_role in DURABLE_ROLES:
-            self._emit(PersistElection(election_state_of(new), self._kraft_version()))
+            if len(new.leader_endpoints.items) <= len(old.leader_endpoints.items):
+                raise IllegalTransition("same-epoch follower transition without new leader endpoints")
 
     def _same_epoch_vote(self, epoch: int) -> ReplicaKey | None:
         """Same-epoch transitions keep the vote, so a node never votes twice in an epoch."""
-        return getattr(self.state, "voted_key", None) if epoch == self.epoch else None
+        return voted_key_of(self.state) if epoch == self.epoch else None
+
+    def _unattached_deadline(self, now_ms: int) -> int:
+        """Learning a higher epoch does not restart a running election timer (Unattached, Candidate, or
+        Prospective not yet rejected); otherwise a node could be kept from campaigning by epoch bumps."""
+        old = self.state
+        if not self.is_voter():
+            return NEVER
+        keeps = isinstance(old, (UnattachedState, CandidateState)) or (
+            isinstance(old, ProspectiveState) and not old.election.is_rejected())
+        deadline = getattr(old, "election_deadline_ms", 0)
+        return deadline if keeps and deadline > now_ms else self._election_deadline(now_ms)
 
     # ---- transitions -------------------------------------------------------------------------------------
     def to_unattached(self, epoch: int, now_ms: int, leader_id: int | None = None) -> None:
         hwm = self._hwm_for(epoch)
-        self._transition(UnattachedState(epoch, self._election_deadline(now_ms), leader_id,
+        self._transition(UnattachedState(epoch, self._unattached_deadline(now_ms), leader_id,
                                          self._same_epoch_vote(epoch), hwm))
 
     def unattached_add_vote(self, key: ReplicaKey, now_ms: int) -> None:
+        """Grant a binding vote in the current epoch; the election timer restarts."""
         state = self.state
-        assert isinstance(state, UnattachedState) and state.voted_key is None
+        if not isinstance(state, UnattachedState) or state.voted_key is not None:
+            raise IllegalTransition(f"{self.role.value} cannot add a vote (one vote per epoch, Unattached only)")
         self._transition(UnattachedState(state.epoch, self._election_deadline(now_ms), state.leader_id, key,
                                          state.high_watermark))
 
     def prospective_add_vote(self, key: ReplicaKey) -> None:
-        state = self.state
-        assert isinstance(state, ProspectiveState) and state.voted_key is None
-        state.voted_key = key
-        # Prospective is not persisted, but a binding vote is: persist the election with the vote.
-        self._emit(PersistElection(state.election_state(), self._kraft_version()))
+        """A prospective node has not bumped its epoch nor voted, so it may grant a binding vote and stay
+        Prospective (persisted, unlike Prospective itself)."""
+        old = self.state
+        if not isinstance(old, ProspectiveState) or old.voted_key is not None:
+            raise IllegalTransition(f"{self.role.value} cannot add a prospective vote")
+        self._transition(ProspectiveState(old.epoch, old.election, old.election_deadline_ms, old.retries,
+                                          old.leader_id, old.leader_endpoints, key, old.high_watermark))
 
     def to_prospective(self, now_ms: int) -> None:
         key = self.local.key
-        assert key is not None
+        if key is None:
+            raise IllegalTransition("a replica without an id never campaigns")
         old = self.state
         retries = old.retries if isinstance(old, CandidateState) else 0
         leader_id = getattr(old, "leader_id", None) if not isinstance(old, CandidateState) else None
@@ -203,7 +256,8 @@ class QuorumState:
     def to_candidate(self, now_ms: int) -> None:
         key = self.local.key
         old = self.state
-        assert key is not None and isinstance(old, ProspectiveState)
+        if key is None or not isinstance(old, ProspectiveState):
+            raise IllegalTransition(f"{self.role.value} cannot become Candidate: only a Prospective voter can")
         self._transition(CandidateState(
             self.epoch + 1, key, EpochElection.start(self._voters().keys(), key),
             now_ms + self.random_election_timeout_ms(), old.retries + 1, None, old.high_watermark,
@@ -216,7 +270,9 @@ class QuorumState:
         ))
 
     def to_leader(self, leader_state: object) -> None:
-        assert self.role is Role.CANDIDATE and getattr(self.state, "election").is_granted()
+        state = self.state
+        if not isinstance(state, CandidateState) or not state.election.is_granted():
+            raise IllegalTransition(f"{self.role.value} cannot become Leader without a granted election")
         self._transition(leader_state)
 
     def to_resigned(self, preferred: tuple[ReplicaKey, ...], now_ms: int) -> None:
