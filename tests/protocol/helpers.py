@@ -1,0 +1,45 @@
+"""Shared helpers for the protocol tests: the (api, version) pairs of the default registry, message bytes."""
+
+from __future__ import annotations
+
+import io
+import struct
+
+from kio.serial import entity_writer
+
+from pykraft.protocol.apis import KRAFT_NODE_APIS, ApiKey, request_class, response_class
+from pykraft.protocol.framing import FrameDecoder
+
+REGISTRY_PAIRS = [
+    (key, version)
+    for key, versions in KRAFT_NODE_APIS
+    for version in range(versions.min_version, versions.max_version + 1)
+]
+REQUEST_CLASSES = [request_class(key, version) for key, version in REGISTRY_PAIRS]
+RESPONSE_CLASSES = [response_class(key, version) for key, version in REGISTRY_PAIRS]
+
+
+def pair_id(pair: tuple[ApiKey, int]) -> str:
+    return f"{pair[0].name}-v{pair[1]}"
+
+
+def class_id(cls: type) -> str:
+    return f"{cls.__name__}-v{cls.__version__}"
+
+
+def body_bytes(message: object) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(type(message))(buffer, message)
+    return buffer.getvalue()
+
+
+def unframe(frame: bytes) -> memoryview:
+    """The single frame body inside `frame`, checked with the real decoder."""
+    frames = FrameDecoder().feed(frame)
+    assert len(frames) == 1
+    return frames[0]
+
+
+def request_frame_body(api_key: int, api_version: int, correlation_id: int, rest: bytes) -> bytes:
+    """A request frame body with a v1-style fixed prefix (api key, version, correlation id) and `rest`."""
+    return struct.pack(">hhi", api_key, api_version, correlation_id) + rest
