@@ -126,8 +126,19 @@ def module_name(record_name: str) -> str:
 
 
 def enum_name(record_name: str) -> str:
-    """Kafka's MetadataRecordType constant: "ZkMigrationStateRecord" -> "ZK_MIGRATION_STATE_RECORD"."""
-    return snake_case(record_name).upper()
+    """Kafka's MetadataRecordType constant: "ZkMigrationStateRecord" -> "ZK_MIGRATION_STATE_RECORD".
+
+    Same rule as Kafka's `MessageGenerator.toSnakeCase`: an underscore before a capital that follows a
+    lower-case letter only, so a run of capitals stays together.
+    """
+    out = []
+    previous_upper = True
+    for char in record_name:
+        if char.isupper() and not previous_upper:
+            out.append("_")
+        out.append(char.upper())
+        previous_upper = char.isupper()
+    return "".join(out)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import decimal
 import functools
 import math
 from typing import Any
@@ -163,10 +164,33 @@ def java_double_to_string(number: float) -> str:
 
 
 def _shortest_digits(magnitude: float) -> tuple[str, int]:
-    """(significant digits, decimal point position) with magnitude = 0.<digits> * 10**point."""
+    """(significant digits, decimal point position) with magnitude = 0.<digits> * 10**point.
+
+    Python's repr gives the shortest digits that round-trip. Java agrees, except that when one digit is
+    enough it also considers two digits and keeps the closer decimal (Double.MIN_VALUE prints as 4.9E-324,
+    where repr says 5e-324).
+    """
     text = repr(magnitude)
     mantissa, _, exponent = text.partition("e")
     whole, _, fraction = mantissa.partition(".")
-    digits = (whole + fraction).lstrip("0")
-    point = len(whole) + int(exponent or 0) - (len(whole + fraction) - len((whole + fraction).lstrip("0")))
-    return digits.rstrip("0") or "0", point
+    all_digits = whole + fraction
+    digits = all_digits.lstrip("0")
+    point = len(whole) + int(exponent or 0) - (len(all_digits) - len(digits))
+    digits = digits.rstrip("0") or "0"
+    if len(digits) == 1:
+        return _closer_two_digits(magnitude, digits, point)
+    return digits, point
+
+
+def _closer_two_digits(magnitude: float, digit: str, point: int) -> tuple[str, int]:
+    """The two-digit decimal nearest to the exact value, if it also rounds to `magnitude` and is closer."""
+    with decimal.localcontext() as context:
+        context.prec = 1200  # enough for the exact value of every double
+        exact = decimal.Decimal(magnitude)
+        lead = exact.adjusted()  # exponent of the leading digit
+        two = exact.scaleb(1 - lead).to_integral_value(rounding=decimal.ROUND_HALF_EVEN)
+        candidate = two.scaleb(lead - 1)
+        one = decimal.Decimal(int(digit)).scaleb(point - 1)
+        if 10 <= two <= 99 and float(candidate) == magnitude and abs(candidate - exact) < abs(one - exact):
+            return str(int(two)).rstrip("0"), lead + 1
+    return digit, point
