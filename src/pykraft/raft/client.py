@@ -16,7 +16,8 @@ from kio.schema.leader_change_message.v1.data import LeaderChangeMessage, Voter
 from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
 from kio.static.primitive import i16, i32
 
-from pykraft.raft import messages
+from pykraft.raft import kraft_upgrade, messages
+from pykraft.raft.handlers import reconfig
 from pykraft.raft.accumulator import BatchAccumulator
 from pykraft.raft.config import LocalReplica, QuorumConfig
 from pykraft.raft.effects import Destination, Effect, FlushLog, Ready, Send, ShutdownComplete
@@ -27,6 +28,7 @@ from pykraft.raft.log import OffsetAndEpoch, ReplicatedLog
 from pykraft.raft.quorum_state import QuorumState
 from pykraft.raft.requests import RequestManager
 from pykraft.raft.states import NEVER, CandidateState, FollowerState, ProspectiveState, ResignedState, Role, UnattachedState
+from pykraft.raft.voter_change import ReconfigState
 from pykraft.raft.voter_history import VoterHistory
 from pykraft.raft.voter_set import Endpoints, ReplicaKey, VoterSet
 
@@ -51,12 +53,15 @@ class RaftCore:
         self.shutdown_deadline_ms: int | None = None
         self.bad_control_records = 0
         self.dropped_responses = 0
+        self.unsupported_requests = 0  # requests for APIs the raft core does not serve (counted, not answered)
+        self.reconfig = ReconfigState()  # voter changes in progress (KIP-853), see handlers/reconfig.py
 
     # ---- plumbing --------------------------------------------------------------------------------------------
     def emit(self, effect: Effect) -> None:
         self._out.append(effect)
 
     def _ready(self, now_ms: int) -> Ready:
+        reconfig.after_input(self, now_ms)
         self._maybe_complete_shutdown(now_ms)
         self.listener.deliver(self, now_ms)
         effects, self._out[:] = tuple(self._out), []
@@ -145,6 +150,19 @@ class RaftCore:
             timers.on_request_timeout(self, node_id, now_ms)
         timers.poll_state(self, now_ms)
         return self._ready(now_ms)
+
+    def upgrade_kraft_version(self, version: int, now_ms: int, validate_only: bool = False) -> tuple[int | None, Ready]:
+        """Finalize kraft.version (0 -> 1) on the leader: see kraft_upgrade.py. Returns the offset to wait for
+        (answer UpdateFeatures once the HWM passes it; None when nothing was written). Raises NotLeaderError, or
+        KRaftVersionUpgradeError when refused."""
+        if self.leader_state() is None or self.shutdown_deadline_ms is not None:
+            raise NotLeaderError(f"not the leader of epoch {self.quorum.epoch}")
+        offset = kraft_upgrade.upgrade(self, version, now_ms, validate_only)
+        return offset, self._ready(now_ms)
+
+    def kraft_version(self) -> int:
+        """The latest kraft.version in the log (possibly uncommitted, like Kafka's active controller uses)."""
+        return self.history.last_kraft_version()
 
     def resign(self, now_ms: int) -> Ready:
         if self.leader_state() is not None:
@@ -295,6 +313,9 @@ class RaftCore:
             times.append(deadline)
         if self.shutdown_deadline_ms is not None:
             times.append(self.shutdown_deadline_ms)
+        change_deadline = reconfig.next_deadline_ms(self)
+        if change_deadline is not None:
+            times.append(change_deadline)
         return max(now_ms, min(times))
 
 
