@@ -20,6 +20,8 @@ from .file_log import FileLog, LogConfig
 from .flush import FlushTicket
 from .locking import DirectoryLock
 from .log_open import RecoveryReport, open_file_log
+from .meta_properties import MetaProperties, read_meta_properties, write_meta_properties
+from .quorum_state import QuorumStateData, QuorumStateStore
 from .recovery import TornTail
 from .retention import maybe_clean
 
@@ -32,11 +34,16 @@ __all__ = [
     "LogConfig",
     "LogDirectoryLockedError",
     "LogLayoutError",
+    "MetaProperties",
     "MetaPropertiesError",
     "QuorumStateCorruptError",
+    "QuorumStateData",
+    "QuorumStateStore",
     "RecoveryReport",
     "StorageError",
     "TornTail",
     "maybe_clean",
     "open_file_log",
+    "read_meta_properties",
+    "write_meta_properties",
 ]
