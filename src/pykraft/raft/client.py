@@ -30,7 +30,7 @@ from pykraft.raft.requests import RequestManager
 from pykraft.raft.states import NEVER, CandidateState, FollowerState, ProspectiveState, ResignedState, Role, UnattachedState
 from pykraft.raft.voter_change import ReconfigState
 from pykraft.raft.voter_history import VoterHistory
-from pykraft.raft.voter_set import Endpoints, ReplicaKey, VoterSet
+from pykraft.raft.voter_set import Endpoints, ReplicaKey, VoterNode, VoterSet, VoterSetError, update_voter
 
 
 class NotLeaderError(Exception):
@@ -222,10 +222,13 @@ class RaftCore:
         )
         control: list[object] = [change]
         kraft = self.history.last_kraft_version()
-        own = voters.node(leader.local_key.id)
-        if kraft >= 1 and (not self.history.has_voters_record() or (own is not None and own.endpoints != self.local.endpoints)):
+        # A leader whose own entry is stale (endpoints or supported kraft.version range) updates it (KIP-853).
+        me = VoterNode(leader.local_key, self.local.endpoints, self.local.supported_kraft)
+        updated = update_voter(voters, me) if voters.needs_update(me) else voters
+        if kraft >= 1 and (not self.history.has_voters_record() or updated is not voters):
+            assert not isinstance(updated, VoterSetError)
             control.append(KRaftVersionRecord(version=i16(0), k_raft_version=i16(kraft)))
-            control.append(voters.to_voters_record())
+            control.append(updated.to_voters_record())
         leader.accumulator.append_control(control, now_ms)
         self._maybe_drain(leader, now_ms, force=True)
 
