@@ -36,7 +36,7 @@ RECORD_SUMMARIES = {
     "TopicRecord": "A topic was created.",
     "PartitionRecord": "The full state of one partition of a topic.",
     "ConfigRecord": "A configuration key of a resource was set or deleted.",
-    "PartitionChangeRecord": "A change to a partition's leader, ISR, replicas or ELR; untouched fields stay at default.",
+    "PartitionChangeRecord": "A change to one partition; fields left at their default did not change.",
     "FenceBrokerRecord": "A broker was fenced (legacy form of BrokerRegistrationChangeRecord).",
     "UnfenceBrokerRecord": "A broker was unfenced (legacy form of BrokerRegistrationChangeRecord).",
     "RemoveTopicRecord": "A topic was deleted.",
@@ -58,18 +58,19 @@ RECORD_SUMMARIES = {
     "RegisterControllerRecord": "A controller registered its endpoints and supported features.",
 }
 
-# Kafka type -> (Python annotation, kio kafka_type, phantom constructor for defaults or None).
+# Kafka type -> (Python annotation, kio kafka_type). kio spells every uuid `uuid.UUID | None`: it reads the zero
+# uuid as None and writes None as the zero uuid.
 PRIMITIVES = {
-    "int8": ("i8", "int8", "i8"),
-    "int16": ("i16", "int16", "i16"),
-    "int32": ("i32", "int32", "i32"),
-    "int64": ("i64", "int64", "i64"),
-    "uint16": ("u16", "uint16", "u16"),
-    "float64": ("f64", "float64", "f64"),
-    "bool": ("bool", "bool", None),
-    "string": ("str", "string", None),
-    "bytes": ("bytes", "bytes", None),
-    "uuid": ("uuid.UUID | None", "uuid", None),
+    "int8": ("i8", "int8"),
+    "int16": ("i16", "int16"),
+    "int32": ("i32", "int32"),
+    "int64": ("i64", "int64"),
+    "uint16": ("u16", "uint16"),
+    "float64": ("f64", "float64"),
+    "bool": ("bool", "bool"),
+    "string": ("str", "string"),
+    "bytes": ("bytes", "bytes"),
+    "uuid": ("uuid.UUID | None", "uuid"),
 }
 ENTITY_TYPES = {("int32", "brokerId"): "BrokerId", ("string", "topicName"): "TopicName"}
 KIO_TYPE_IMPORTS = {"BrokerId": "kio.schema.types", "TopicName": "kio.schema.types"}
@@ -117,7 +118,7 @@ def load_schema(path: Path) -> dict:
 
 
 def snake_case(name: str) -> str:
-    """Kafka field name -> Python attribute, as kio does: "IncarnationId" -> "incarnation_id"."""
+    """Kafka field name -> Python attribute, as kafka-python and kio do: "IncarnationId" -> "incarnation_id"."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
@@ -170,7 +171,7 @@ def element_annotation(kafka_type: str, entity_type: str | None) -> tuple[str, s
     """(annotation, kio kafka_type) of a primitive Kafka type, honouring entityType."""
     if kafka_type not in PRIMITIVES:
         raise SchemaError(f"unsupported Kafka type {kafka_type!r}")
-    annotation, kio_type, _ = PRIMITIVES[kafka_type]
+    annotation, kio_type = PRIMITIVES[kafka_type]
     return ENTITY_TYPES.get((kafka_type, entity_type), annotation), kio_type
 
 

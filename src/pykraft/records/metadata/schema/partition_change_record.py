@@ -21,7 +21,7 @@ from kio.static.primitive import i8
 class PartitionChangeRecordV0:
     """PartitionChangeRecord version 0 (metadata record api key 5).
 
-    A change to a partition's leader, ISR, replicas or ELR; untouched fields stay at default.
+    A change to one partition; fields left at their default did not change.
     """
 
     __type__: ClassVar = EntityType.data
@@ -58,7 +58,7 @@ class PartitionChangeRecordV0:
 class PartitionChangeRecordV1:
     """PartitionChangeRecord version 1 (metadata record api key 5).
 
-    A change to a partition's leader, ISR, replicas or ELR; untouched fields stay at default.
+    A change to one partition; fields left at their default did not change.
     """
 
     __type__: ClassVar = EntityType.data
@@ -99,7 +99,7 @@ class PartitionChangeRecordV1:
 class PartitionChangeRecordV2:
     """PartitionChangeRecord version 2 (metadata record api key 5).
 
-    A change to a partition's leader, ISR, replicas or ELR; untouched fields stay at default.
+    A change to one partition; fields left at their default did not change.
     """
 
     __type__: ClassVar = EntityType.data
