@@ -24,9 +24,10 @@ from pykraft.raft.effects import Destination, Effect, FlushLog, Ready, Send, Shu
 from pykraft.raft.election import ElectionState
 from pykraft.raft.leader import LeaderState
 from pykraft.raft.listener import ListenerProgress
-from pykraft.raft.log import OffsetAndEpoch, ReplicatedLog
+from pykraft.raft.log import InvalidSnapshotIdError, OffsetAndEpoch, ReplicatedLog, SnapshotId
 from pykraft.raft.quorum_state import QuorumState
 from pykraft.raft.requests import RequestManager
+from pykraft.raft.snapshot_writer import SnapshotWriter
 from pykraft.raft.states import NEVER, CandidateState, FollowerState, ProspectiveState, ResignedState, Role, UnattachedState
 from pykraft.raft.voter_change import ReconfigState
 from pykraft.raft.voter_history import VoterHistory
@@ -53,6 +54,7 @@ class RaftCore:
         self.shutdown_deadline_ms: int | None = None
         self.bad_control_records = 0
         self.dropped_responses = 0
+        self.rejected_snapshot_chunks = 0  # FetchSnapshot answers that did not continue the download
         self.unsupported_requests = 0  # requests for APIs the raft core does not serve (counted, not answered)
         self.reconfig = ReconfigState()  # voter changes in progress (KIP-853), see handlers/reconfig.py
 
@@ -97,19 +99,21 @@ class RaftCore:
 
     # ---- inputs ----------------------------------------------------------------------------------------------
     def initialize(self, stored: ElectionState | None, now_ms: int) -> Ready:
-        self._load_history()
+        self.reload_history()
         self.quorum.initialize(stored, self.log.last_fetched_epoch(), now_ms)
         key = self.local.key
         if key is not None and self.voters().is_only_voter(key) and self.quorum.role is Role.UNATTACHED:
             self._start_election(now_ms)
         return self._ready(now_ms)
 
-    def _load_history(self) -> None:
+    def reload_history(self) -> None:
+        """Rebuild the voter history from the latest snapshot and the log (start-up, snapshot installed)."""
+        self.history.reset()
         snapshot_id = self.log.latest_snapshot_id()
         if snapshot_id is not None:
             reader = self.log.read_snapshot(snapshot_id)
             if reader is not None:
-                self.bad_control_records += self.history.apply_batches(reader.records())
+                self.bad_control_records += self.history.apply_snapshot(reader.records(), snapshot_id)
         start, end = self.log.start_offset(), self.log.end_offset()
         if end > start:
             self.bad_control_records += self.history.apply_batches(self.log.read(start, 2**62).records)
@@ -136,6 +140,34 @@ class RaftCore:
         offset = leader.accumulator.append(values, now_ms)
         self._maybe_drain(leader, now_ms)
         return offset, self._ready(now_ms)
+
+    def create_snapshot(self, snapshot_id: SnapshotId, last_contained_log_time_ms: int,
+                        now_ms: int) -> SnapshotWriter | None:
+        """A writer for a snapshot of committed data ending at `snapshot_id` (end offset exclusive, epoch of the
+        last contained batch). Raises `InvalidSnapshotIdError` when the id is beyond the high watermark, not in
+        the log's history or not on a batch boundary; None when it is below the log start or already exists."""
+        hwm = self.high_watermark
+        if hwm is None or snapshot_id.offset > hwm:
+            raise InvalidSnapshotIdError(f"snapshot {snapshot_id} is beyond the high watermark {hwm}")
+        if snapshot_id.epoch > self.quorum.epoch:
+            raise InvalidSnapshotIdError(f"snapshot {snapshot_id} is beyond the current epoch {self.quorum.epoch}")
+        if snapshot_id.offset < self.log.start_offset():
+            return None
+        raw = self.log.create_new_snapshot(snapshot_id)
+        if raw is None:
+            return None
+        last = snapshot_id.offset - 1
+        kraft = self.history.kraft_version_at(last)
+        return SnapshotWriter(raw, last_contained_log_time_ms=last_contained_log_time_ms, now_ms=now_ms,
+                              kraft_version=kraft, voters=self.history.voter_set_at(last) if kraft >= 1 else None,
+                              on_frozen=self._on_snapshot_frozen)
+
+    def _on_snapshot_frozen(self, snapshot_id: SnapshotId) -> None:
+        self.log.on_snapshot_frozen(snapshot_id)
+        self.history.truncate_old_entries(snapshot_id.offset)
+
+    def latest_snapshot_id(self) -> SnapshotId | None:
+        return self.log.latest_snapshot_id()
 
     def on_log_flushed(self, end_offset: int, now_ms: int) -> Ready:
         leader = self.leader_state()

@@ -93,6 +93,14 @@ class LeaderState:
             self._maybe_reset_check_quorum(now_ms)
         return self._maybe_advance_high_watermark()
 
+    def record_fetch_snapshot(self, key: ReplicaKey, now_ms: int) -> None:
+        """A FetchSnapshot shows the voter follows this leader (check-quorum, heartbeat) but says nothing about
+        its log end, so replica progress and the high watermark are left alone."""
+        if key.id in self.voter_progress and self.voters.is_voter(key):
+            self.fetched_voters.add(key.id)
+            self.acked_begin_epoch.add(key.id)
+            self._maybe_reset_check_quorum(now_ms)
+
     def record_local_end(self, flushed_end_offset: int, now_ms: int) -> bool:
         progress = self.voter_progress.get(self.local_key.id)
         if progress is None:

@@ -26,8 +26,10 @@ class ListenerProgress:
         behind = self.next_offset < log.start_offset() or (
             self.next_offset == 0 and snapshot_id is not None and snapshot_id != BOOTSTRAP_SNAPSHOT_ID)
         if behind and snapshot_id is not None and snapshot_id.offset > self.next_offset:
-            if leader is not None:
-                self.skipped_snapshot_loads += 1  # LeaderNeverLoadSnapshot: a leader is always caught up
+            if leader is not None and self.notified == (leader.local_key.id, leader.epoch):
+                # LeaderNeverLoadSnapshot: once the state machine acts as leader it never reloads. A new leader
+                # whose listener is still catching up (not yet told of its leadership) may load one.
+                self.skipped_snapshot_loads += 1
             else:
                 core.emit(LoadSnapshot(snapshot_id))
                 self.next_offset = snapshot_id.offset

@@ -12,6 +12,8 @@ from kio.schema.end_quorum_epoch.v1 import response as eqe_resp
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v17 import request as fetch_req
 from kio.schema.fetch.v17 import response as fetch_resp
+from kio.schema.fetch_snapshot.v1 import request as fs_req
+from kio.schema.fetch_snapshot.v1 import response as fs_resp
 from kio.schema.types import BrokerId, TopicName
 from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_resp
@@ -149,4 +151,36 @@ def fetch_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.n
     return fetch_resp.FetchResponse(
         throttle_time=ZERO_MS, error_code=error, node_endpoints=endpoints,
         responses=(fetch_resp.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=(partition,)),),
+    )
+
+
+# ---- FetchSnapshot ---------------------------------------------------------------------------------------------
+def fetch_snapshot_request(cluster_id: str | None, replica: ReplicaKey | None, epoch: int, snapshot_id: OffsetAndEpoch,
+                           position: int, max_bytes: int) -> fs_req.FetchSnapshotRequest:
+    partition = fs_req.PartitionSnapshot(
+        partition=i32(METADATA_PARTITION), current_leader_epoch=i32(epoch),
+        snapshot_id=fs_req.SnapshotId(end_offset=i64(snapshot_id.offset), epoch=i32(snapshot_id.epoch)),
+        position=i64(position), replica_directory_id=_dir(replica.directory_id if replica else None),
+    )
+    return fs_req.FetchSnapshotRequest(
+        cluster_id=cluster_id, replica_id=BrokerId(replica.id if replica else -1), max_bytes=i32(max_bytes),
+        topics=(fs_req.TopicSnapshot(name=TOPIC, partitions=(partition,)),),
+    )
+
+
+def fetch_snapshot_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.none,
+                            leader_id: int | None = None, epoch: int = -1, snapshot_id: OffsetAndEpoch | None = None,
+                            size: int = -1, position: int = -1, records: bytes | memoryview = b"",
+                            endpoints: tuple = ()) -> fs_resp.FetchSnapshotResponse:
+    snapshot = snapshot_id or OffsetAndEpoch(-1, -1)
+    partition = fs_resp.PartitionSnapshot(
+        index=i32(METADATA_PARTITION), error_code=partition_error,
+        snapshot_id=fs_resp.SnapshotId(end_offset=i64(snapshot.offset), epoch=i32(snapshot.epoch)),
+        current_leader=fs_resp.LeaderIdAndEpoch(leader_id=BrokerId(-1 if leader_id is None else leader_id),
+                                                leader_epoch=i32(epoch)),
+        size=i64(size), position=i64(position), unaligned_records=Records(bytes(records)),
+    )
+    return fs_resp.FetchSnapshotResponse(
+        throttle_time=ZERO_MS, error_code=error, node_endpoints=endpoints,
+        topics=(fs_resp.TopicSnapshot(name=TOPIC, partitions=(partition,)),),
     )

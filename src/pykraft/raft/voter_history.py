@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
+from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.voter_set import VoterSet
 from pykraft.records import RecordsError, iter_batches
 from pykraft.records.control import ControlRecordType, decode_control_record
@@ -54,6 +55,40 @@ class VoterHistory:
                     bad += self._apply_control(record.offset, control.type, control.message)
         except RecordsError:
             bad += 1
+        return bad
+
+    def apply_snapshot(self, records: bytes | memoryview, snapshot_id: OffsetAndEpoch) -> int:
+        """Load the KRaftVersion and Voters records of a snapshot. They take effect at the snapshot's last
+        contained offset (end offset - 1) and replace whatever the history held from there on; so the bootstrap
+        snapshot (0, 0), whose records sit at -1, overrides static voters. Returns the count of bad records."""
+        at = snapshot_id.offset - 1
+        found: dict[ControlRecordType, object] = {}
+        bad = 0
+        try:
+            for batch in iter_batches(records, verify_crc=False):
+                if not batch.is_control:
+                    continue
+                for record in batch.records():
+                    try:
+                        control = decode_control_record(record)
+                    except RecordsError:
+                        bad += 1
+                        continue
+                    if control.type in (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS):
+                        found[control.type] = control.message
+        except RecordsError:
+            bad += 1
+        if ControlRecordType.KRAFT_VERSION in found:
+            cut = bisect.bisect_left(self._version_offsets, at)
+            del self._version_offsets[cut:], self._versions[cut:]
+            self.add_kraft_version(at, found[ControlRecordType.KRAFT_VERSION].k_raft_version)  # type: ignore[attr-defined]
+        if ControlRecordType.KRAFT_VOTERS in found:
+            voters = VoterSet.from_voters_record(found[ControlRecordType.KRAFT_VOTERS])  # type: ignore[arg-type]
+            if voters is None:
+                return bad + 1
+            cut = bisect.bisect_left(self._voter_offsets, at)
+            del self._voter_offsets[cut:], self._voter_sets[cut:]
+            self.add_voter_set(at, voters)
         return bad
 
     def _apply_control(self, offset: int, kind: ControlRecordType, message: object) -> int:

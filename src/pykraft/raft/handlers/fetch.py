@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v17 import request as fetch_req
 from kio.schema.fetch.v17 import response as fetch_resp
 
-from pykraft.raft import messages
+from pykraft.raft import messages, snapshot_download
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC_ID
 from pykraft.raft.effects import Destination, FlushLog, Respond
 from pykraft.raft.handlers import follower_membership, valid_cluster_id
@@ -119,7 +119,13 @@ def _fetch_request(core: RaftCore, epoch: int) -> fetch_req.FetchRequest:
 
 
 def maybe_send_fetch(core: RaftCore, state: FollowerState, now_ms: int) -> None:
-    if state.fetching_snapshot is not None or not core.requests.is_ready(state.leader_id, now_ms):
+    """The follower's next request to its leader: FetchSnapshot while a download is in progress (it pauses
+    fetching), else Fetch (or a membership request when one is due)."""
+    if not core.requests.is_ready(state.leader_id, now_ms):
+        return
+    if state.fetching_snapshot is not None:
+        request = snapshot_download.request(core, state)
+        core.send(core.destination_of(state.leader_id, state.leader_endpoints), request, now_ms)
         return
     if follower_membership.maybe_send_membership_request(core, state, now_ms):
         return  # UpdateVoter or auto-join takes this turn; fetching resumes when it is answered
@@ -151,6 +157,7 @@ def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.F
     endpoints = Endpoints.of(Endpoint(core.local.listener_name, e.host, int(e.port))
                              for e in response.node_endpoints if e.node_id == leader_id)
     if epoch < core.quorum.epoch:
+        core.requests.backoff(source_id, now_ms)  # a stale answer: ask again after the retry backoff
         return
     if epoch > core.quorum.epoch or (leader_id >= 0 and not isinstance(core.quorum.state, FollowerState)
                                      and leader_id != core.local.node_id):
@@ -160,24 +167,28 @@ def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.F
     state = core.quorum.state
     if not isinstance(state, FollowerState) or (source_id >= 0 and source_id != state.leader_id):
         return
-    if p.error_code != ErrorCode.none:
-        core.requests.backoff(source_id, now_ms)
+    if p.error_code != ErrorCode.none or not _apply_partition(core, state, p, now_ms):
+        core.requests.backoff(source_id, now_ms)  # an invalid answer does not count as a successful fetch
         return
     state.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
     state.has_fetched_from_leader = True
+    maybe_send_fetch(core, state, now_ms)
+
+
+def _apply_partition(core: RaftCore, state: FollowerState, p: fetch_resp.PartitionData, now_ms: int) -> bool:
+    """Truncate, start a snapshot download, or append; then adopt the HWM. False for an invalid answer."""
+    snapshot = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
     if p.diverging_epoch.epoch >= 0 and p.diverging_epoch.end_offset >= 0:
         _truncate(core, OffsetAndEpoch(p.diverging_epoch.end_offset, p.diverging_epoch.epoch))
-    elif p.snapshot_id.epoch >= 0 and p.snapshot_id.end_offset >= 0:
-        from pykraft.raft.handlers.fetch_snapshot import start_snapshot_download
-
-        start_snapshot_download(core, state, OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch), now_ms)
-        return
+    elif snapshot.offset >= 0 or snapshot.epoch >= 0:
+        if snapshot.offset < 0 or snapshot.epoch < 0:
+            return False  # half a snapshot id
+        snapshot_download.start(core, state, snapshot, now_ms)
     elif p.records:
         try:
             core.log.append_as_follower(p.records, state.epoch)
         except InvalidAppendError:
-            core.requests.backoff(source_id, now_ms)  # a response that does not continue our log is dropped
-            return
+            return False  # a response that does not continue our log is dropped
         core.bad_control_records += core.history.apply_batches(p.records)
         core.emit(FlushLog(core.log.end_offset()))
     if p.high_watermark >= 0:
@@ -185,7 +196,7 @@ def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.F
         if state.high_watermark is None or new_hwm > state.high_watermark:
             state.high_watermark = new_hwm
             core.log.update_high_watermark(new_hwm)
-    maybe_send_fetch(core, state, now_ms)
+    return True
 
 
 def _truncate(core: RaftCore, diverging: OffsetAndEpoch) -> None:
