@@ -40,6 +40,9 @@ def maybe_send_membership_request(core: RaftCore, state: FollowerState, now_ms: 
     voters = core.voters()
     if voters.is_voter(key):
         request = _update_voter_request(core, state, key, voters)
+        if request is None:  # up to date: look again next period, not on every fetch
+            state.update_voter_deadline_ms = now_ms + core.config.update_voter_period_ms
+            return False
     elif core.config.auto_join and core.local.can_become_voter and state.has_fetched_from_leader \
             and core.history.last_kraft_version() >= 1:
         request = _auto_join_request(core, key, voters)

@@ -32,7 +32,7 @@ from pykraft.raft import reconfig_messages as rm
 from pykraft.raft.effects import Respond
 from pykraft.raft.handlers import membership, valid_cluster_id
 from pykraft.raft.leader import LeaderState
-from pykraft.raft.voter_set import ReplicaKey, SupportedVersionRange, VoterNode, VoterSetError, update_voter
+from pykraft.raft.voter_set import Endpoints, ReplicaKey, SupportedVersionRange, VoterNode, VoterSetError, update_voter
 
 if TYPE_CHECKING:
     from pykraft.raft.client import RaftCore
@@ -40,12 +40,14 @@ if TYPE_CHECKING:
 
 def _respond(core: RaftCore, ref: Hashable, error: ErrorCode) -> None:
     leader_id = core.quorum.leader_id()
-    if leader_id == core.local.node_id:
+    if leader_id is None:
+        endpoints = Endpoints()
+    elif leader_id == core.local.node_id:
         endpoints = core.local.endpoints
     else:
-        endpoints = getattr(core.quorum.state, "leader_endpoints", None) or (
-            core.voters().endpoints_of(leader_id) if leader_id is not None else None)
-    address = endpoints.address(core.local.listener_name) if endpoints is not None else None
+        endpoints = getattr(core.quorum.state, "leader_endpoints", Endpoints())
+        endpoints = core.voters().endpoints_of(leader_id) if endpoints.is_empty() else endpoints
+    address = endpoints.address(core.local.listener_name)
     core.emit(Respond(ref, rm.update_voter_response(error, leader_id, core.quorum.epoch, address)))
 
 
