@@ -35,7 +35,7 @@ def update(ctx, node_id=1, *, epoch=None, eps=None, supported=FULL_RANGE, direct
 
 
 # ---- leader side -----------------------------------------------------------------------------------------------
-def test_update_voter_appends_the_new_endpoints_and_answers_at_once() -> None:
+def test_steps8_9_update_voter_appends_the_new_endpoints_and_answers_at_once() -> None:
     """testUpdateVoter: NONE without waiting for the commit, naming the current leader and its endpoint."""
     ctx = leader_with_committed_epoch()
     before = ctx.log.end_offset()
