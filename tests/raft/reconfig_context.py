@@ -66,10 +66,10 @@ def build(local_id: int, voter_ids: list[int] = (0, 1, 2), *, log: MemoryLog | N
     (`static=True`: voters from configuration, empty log)."""
     voter_ids = list(voter_ids)
     if static:
-        log = log or MemoryLog()
+        log = log if log is not None else MemoryLog()
         static_voters = VoterSet.of(VoterNode(ReplicaKey(i), endpoints(i), SupportedVersionRange(0, 0)) for i in voter_ids)
     else:
-        log = log or kraft1_log(voter_ids)
+        log = log if log is not None else kraft1_log(voter_ids)
         static_voters = None
     local = LocalReplica(
         node_id=local_id, directory_id=directory_id or dir_of(local_id),
