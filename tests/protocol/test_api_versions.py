@@ -147,3 +147,11 @@ def test_invalid_request_answer(version: int) -> None:
     assert response.api_keys == ()
     decoded = decode_response(unframe(encode_response(3, response)), ApiKey.API_VERSIONS, version)
     assert decoded.message == response and decoded.api_version == version
+
+
+def test_unsupported_version_answer_in_the_requested_format_still_decodes() -> None:
+    # Kafka servers answer in v0, but a body at the requested version is read too (tried second).
+    template = invalid_api_versions_response(3)
+    in_version = type(template)(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=(), throttle_time=template.throttle_time)
+    decoded = decode_response(unframe(encode_response(6, in_version)), ApiKey.API_VERSIONS, 3)
+    assert decoded.api_version == 3 and decoded.message == in_version

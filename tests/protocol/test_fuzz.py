@@ -77,7 +77,11 @@ def test_random_bytes_as_a_request(frame: bytes) -> None:
 
 
 @FUZZ
-@given(key_version=st.sampled_from(REGISTRY_PAIRS), rest=st.binary(max_size=120), correlation=st.binary(min_size=4, max_size=4))
+@given(
+    key_version=st.sampled_from(REGISTRY_PAIRS),
+    rest=st.binary(max_size=120),
+    correlation=st.binary(min_size=4, max_size=4),
+)
 def test_random_bodies_behind_valid_ids(key_version: tuple[int, int], rest: bytes, correlation: bytes) -> None:
     key, version = key_version
     check_request(key.to_bytes(2, "big") + version.to_bytes(2, "big") + correlation + rest)

@@ -50,7 +50,7 @@ class BoundsError(ValueError):
 
 def check_bounds(entity_type: type, buf: memoryview, pos: int = 0) -> int:
     """Walk one `entity_type` starting at `pos`; return the offset just past it. Raises BoundsError."""
-    return _entity_step(entity_type)(buf, pos, len(buf))
+    return _entity_plan(entity_type)[0](buf, pos, len(buf))
 
 
 def _need(pos: int, size: int, end: int, what: str) -> int:
@@ -60,6 +60,8 @@ def _need(pos: int, size: int, end: int, what: str) -> int:
 
 
 def _uvarint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+    if pos < end and buf[pos] < 0x80:  # one-byte varints are nearly all of them
+        return buf[pos], pos + 1
     value = 0
     for shift in (0, 7, 14, 21, 28):  # Kafka varints for lengths and tags have at most 5 bytes
         if pos >= end:
@@ -74,7 +76,9 @@ def _uvarint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
 
 def _fixed(size: int) -> Step:
     def step(buf: memoryview, pos: int, end: int) -> int:
-        return _need(pos, size, end, "field")
+        if pos + size <= end:
+            return pos + size
+        return _need(pos, size, end, "field")  # raises with the details
 
     return step
 
@@ -153,53 +157,75 @@ def _unwrap_optional(annotation: object) -> tuple[object, bool]:
     return annotation, False
 
 
-def _field_step(entity_type: type, field_obj: object, tagged: bool) -> Step:
+def _field_plan(entity_type: type, field_obj: object, tagged: bool) -> tuple[Step, int | None]:
+    """The step for one field, and its size when that size is fixed."""
     flexible = bool(entity_type.__flexible__)
     annotation, optional = _unwrap_optional(field_obj.type)  # type: ignore[attr-defined]
     kafka_type = field_obj.metadata.get("kafka_type")  # type: ignore[attr-defined]
     if get_origin(annotation) is tuple:
         (inner, _ellipsis) = get_args(annotation)
         inner, _ = _unwrap_optional(inner)
-        if is_dataclass(inner):
-            return _array(_entity_step(inner), None, flexible)
-        element, size = _primitive(kafka_type, flexible)
-        return _array(element, size, flexible)
+        element, size = _entity_plan(inner) if is_dataclass(inner) else _primitive(kafka_type, flexible)
+        return _array(element, size, flexible), None
     if is_dataclass(annotation):
-        nested = _entity_step(annotation)
+        nested, size = _entity_plan(annotation)
         # kio writes the null marker only for optional structs outside tagged fields.
-        return _nullable(nested) if optional and not tagged else nested
-    return _primitive(kafka_type, flexible)[0]
+        return (_nullable(nested), None) if optional and not tagged else (nested, size)
+    return _primitive(kafka_type, flexible)
+
+
+def _coalesce(plans: list[tuple[Step, int | None]]) -> tuple[Step, ...]:
+    """Merge runs of fixed-size fields into one step: fewer Python calls on the hot path."""
+    steps: list[Step] = []
+    run = 0
+    for step, size in plans:
+        if size is not None:
+            run += size
+            continue
+        if run:
+            steps.append(_fixed(run))
+            run = 0
+        steps.append(step)
+    if run:
+        steps.append(_fixed(run))
+    return tuple(steps)
 
 
 @cache
-def _entity_step(entity_type: type) -> Step:
-    regular: list[Step] = []
+def _entity_plan(entity_type: type) -> tuple[Step, int | None]:
+    """The step for one struct, and its size when every field is fixed and it has no tag section."""
+    regular: list[tuple[Step, int | None]] = []
     tagged: dict[int, Step] = {}
     for field_obj in fields(entity_type):
         tag = field_obj.metadata.get("tag")
         if tag is None:
-            regular.append(_field_step(entity_type, field_obj, tagged=False))
+            regular.append(_field_plan(entity_type, field_obj, tagged=False))
         else:
-            tagged[int(tag)] = _field_step(entity_type, field_obj, tagged=True)
-    steps = tuple(regular)
+            tagged[int(tag)] = _field_plan(entity_type, field_obj, tagged=True)[0]
+    steps = _coalesce(regular)
     if not entity_type.__flexible__:
+        if all(size is not None for _, size in regular):
+            total = sum(size for _, size in regular if size is not None)
+            return _fixed(total), total
 
-        def fixed_layout(buf: memoryview, pos: int, end: int) -> int:
+        def non_flexible(buf: memoryview, pos: int, end: int) -> int:
             for step in steps:
                 pos = step(buf, pos, end)
             return pos
 
-        return fixed_layout
+        return non_flexible, None
 
-    def flexible_layout(buf: memoryview, pos: int, end: int) -> int:
+    def flexible(buf: memoryview, pos: int, end: int) -> int:
         for step in steps:
             pos = step(buf, pos, end)
         return _tagged_fields(tagged, buf, pos, end)
 
-    return flexible_layout
+    return flexible, None
 
 
 def _tagged_fields(known: dict[int, Step], buf: memoryview, pos: int, end: int) -> int:
+    if pos < end and buf[pos] == 0:  # the usual case: no tagged fields at all
+        return pos + 1
     count, pos = _uvarint(buf, pos, end)
     if count > end - pos:  # each tagged field takes at least two bytes (tag and size)
         raise BoundsError(f"{count} tagged fields at offset {pos} cannot fit in {end - pos} bytes")

@@ -157,10 +157,13 @@ def _read_request_header(view: memoryview, header_class: type, ids: dict) -> tup
     try:
         return headers.decode_request_header(view, header_class)
     except Exception as exc:  # headers have no arrays, so kio cannot over-allocate on them
-        raise MalformedRequestError(f"request header does not decode: {type(exc).__name__}: {exc}", **ids) from exc
+        reason = f"request header does not decode: {type(exc).__name__}: {exc}"
+        raise MalformedRequestError(reason, **ids) from exc
 
 
-def decode_request(frame: bytes | bytearray | memoryview, registry: ApiRegistry) -> DecodedRequest | RequestDecodeFailure:
+def decode_request(
+    frame: bytes | bytearray | memoryview, registry: ApiRegistry
+) -> DecodedRequest | RequestDecodeFailure:
     """Decode one request frame body against what `registry` supports (see the module docstring)."""
     view = _view(frame)
     peeked = headers.peek_request_ids(view)
@@ -178,7 +181,9 @@ def decode_request(frame: bytes | bytearray | memoryview, registry: ApiRegistry)
     return DecodedRequest(header=header, message=message)
 
 
-def _refuse_version(view: memoryview, registry: ApiRegistry, header_class: type | None, ids: dict) -> RequestDecodeFailure:
+def _refuse_version(
+    view: memoryview, registry: ApiRegistry, header_class: type | None, ids: dict
+) -> RequestDecodeFailure:
     key, version, correlation_id = ids["api_key"], ids["api_version"], ids["correlation_id"]
     supported = registry.range_of(key)
     reason = f"{ApiKey(key).name} v{version} is not supported (this node: {supported})"
@@ -220,21 +225,23 @@ def decode_response(
     try:
         correlation_id, offset = headers.decode_response_header(view, header_class)
     except Exception as exc:
-        raise MalformedResponseError(f"response header does not decode: {type(exc).__name__}: {exc}", **ids) from exc
+        reason = f"response header does not decode: {type(exc).__name__}: {exc}"
+        raise MalformedResponseError(reason, **ids) from exc
     ids["correlation_id"] = correlation_id
     if request_api_key == ApiKey.API_VERSIONS and request_api_version > 0:
-        return _decode_api_versions_response(view, offset, response_type, ids)
+        return _decode_api_versions_response(view, offset, ids)
     message = _read_body(response_type, view, offset, MalformedResponseError, ids)
     return DecodedResponse(correlation_id, message, request_api_version)
 
 
-def _decode_api_versions_response(view: memoryview, offset: int, response_type: type, ids: dict) -> DecodedResponse:
+def _decode_api_versions_response(view: memoryview, offset: int, ids: dict) -> DecodedResponse:
     correlation_id, version = ids["correlation_id"], ids["api_version"]
-    v0_type = response_class(ApiKey.API_VERSIONS, 0)
-    if len(view) - offset >= _INT16.size and _INT16.unpack_from(view, offset)[0] == ErrorCode.UNSUPPORTED_VERSION:
-        return DecodedResponse(correlation_id, _read_body(v0_type, view, offset, MalformedResponseError, ids), 0)
+    error = _INT16.unpack_from(view, offset)[0] if len(view) - offset >= _INT16.size else None
+    # UNSUPPORTED_VERSION means "v0 body" from Kafka; otherwise v0 is only the fallback, as in Kafka's client.
+    first, second = (0, version) if error == ErrorCode.UNSUPPORTED_VERSION else (version, 0)
     try:
-        message = _read_body(response_type, view, offset, MalformedResponseError, ids)
+        body = _read_body(response_class(ApiKey.API_VERSIONS, first), view, offset, MalformedResponseError, ids)
+        return DecodedResponse(correlation_id, body, first)
     except MalformedResponseError:
-        return DecodedResponse(correlation_id, _read_body(v0_type, view, offset, MalformedResponseError, ids), 0)
-    return DecodedResponse(correlation_id, message, version)
+        body = _read_body(response_class(ApiKey.API_VERSIONS, second), view, offset, MalformedResponseError, ids)
+        return DecodedResponse(correlation_id, body, second)
