@@ -155,7 +155,7 @@ def test_jackson_string_escapes() -> None:
 
 def test_message_to_dict_works_on_kio_control_records() -> None:
     """dump-log uses the same view for KRaft control records, whose kio classes are declared the same way."""
-    from kio.schema.leader_change_message.v1 import LeaderChangeMessage, Voter
+    from kio.schema.leader_change_message.v1.data import LeaderChangeMessage, Voter
 
     from pykraft.records.metadata.json_view import message_to_dict
 
