@@ -16,8 +16,10 @@ from kio.schema.leader_change_message.v1.data import LeaderChangeMessage, Voter
 from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
 from kio.static.primitive import i16, i32
 
-from pykraft.raft import kraft_upgrade, messages
-from pykraft.raft.handlers import reconfig
+from pykraft.raft import kraft_upgrade, messages, timers
+from pykraft.raft.handlers import dispatch_request, dispatch_response, reconfig
+from pykraft.raft.handlers.fetch import complete_parked_fetches, fail_parked_fetches
+from pykraft.raft.handlers.vote import maybe_win_prospective
 from pykraft.raft.accumulator import BatchAccumulator
 from pykraft.raft.config import LocalReplica, QuorumConfig
 from pykraft.raft.effects import Destination, Effect, FlushLog, Ready, Send, ShutdownComplete
@@ -49,7 +51,7 @@ class RaftCore:
         self.listener = ListenerProgress()
         self._out: list[Effect] = []
         self.quorum = QuorumState(local, config, rng, self.history.last_voter_set, self.history.last_kraft_version,
-                                  self._out.append)
+                                  self._out.append, on_transition=self.requests.reset)
         self.parked_fetches: list[tuple[Hashable, Any, int]] = []  # (ref, request, expiry)
         self.shutdown_deadline_ms: int | None = None
         self.bad_control_records = 0
@@ -119,18 +121,18 @@ class RaftCore:
             self.bad_control_records += self.history.apply_batches(self.log.read(start, 2**62).records)
 
     def handle_request(self, ref: Hashable, request: Any, now_ms: int) -> Ready:
-        from pykraft.raft.handlers import dispatch_request
-
         dispatch_request(self, ref, request, now_ms)
+        # Like Kafka's loop, the current state is polled after every message: a node that just became a follower
+        # sends its first Fetch now, not at its next timer.
+        timers.poll_state(self, now_ms)
         return self._ready(now_ms)
 
     def handle_response(self, source_id: int, correlation_id: int, response: Any, now_ms: int) -> Ready:
-        from pykraft.raft.handlers import dispatch_response
-
         if self.requests.on_response(source_id, correlation_id, now_ms):
             dispatch_response(self, source_id, response, now_ms)
         else:
             self.dropped_responses += 1
+        timers.poll_state(self, now_ms)
         return self._ready(now_ms)
 
     def append(self, values: Sequence[bytes], now_ms: int, epoch: int | None = None) -> tuple[int, Ready]:
@@ -176,8 +178,6 @@ class RaftCore:
         return self._ready(now_ms)
 
     def poll(self, now_ms: int) -> Ready:
-        from pykraft.raft import timers
-
         for node_id in self.requests.expire(now_ms):
             timers.on_request_timeout(self, node_id, now_ms)
         timers.poll_state(self, now_ms)
@@ -222,8 +222,6 @@ class RaftCore:
 
     def _start_election(self, now_ms: int) -> None:
         """Voter election timeout: Prospective first (pre-vote); a sole voter goes straight through."""
-        from pykraft.raft.handlers.vote import maybe_win_prospective
-
         self.quorum.to_prospective(now_ms)
         maybe_win_prospective(self, now_ms)
 
@@ -274,8 +272,6 @@ class RaftCore:
         if self.voters() is not leader.voters:
             leader.update_voters(self.voters())
         self.emit(FlushLog(self.log.end_offset()))
-        from pykraft.raft.handlers.fetch import complete_parked_fetches
-
         complete_parked_fetches(self, now_ms)
 
     def drain_if_due(self, now_ms: int) -> None:
@@ -287,26 +283,18 @@ class RaftCore:
         hwm = self.high_watermark
         if hwm is not None:
             self.log.update_high_watermark(hwm)
-        from pykraft.raft.handlers.fetch import complete_parked_fetches
-
         complete_parked_fetches(self, now_ms)
-        from pykraft.raft.handlers.reconfig import on_high_watermark
-
-        on_high_watermark(self, now_ms)
+        reconfig.on_high_watermark(self, now_ms)
 
     def resign_leadership(self, now_ms: int) -> None:
         leader = self.leader_state()
         assert leader is not None
         preferred = leader.preferred_successors()
-        from pykraft.raft.handlers.fetch import fail_parked_fetches
-
         fail_parked_fetches(self, ErrorCode.not_leader_or_follower)
         self.quorum.to_resigned(preferred, now_ms)
 
     def transition_on_epoch(self, epoch: int, leader_id: int | None, endpoints: Endpoints, now_ms: int) -> None:
         """`maybeTransition`: follow a named leader or become Unattached at a higher epoch."""
-        from pykraft.raft.handlers.fetch import fail_parked_fetches
-
         if self.leader_state() is not None and epoch > self.quorum.epoch:
             fail_parked_fetches(self, ErrorCode.not_leader_or_follower)
         if leader_id is not None and leader_id >= 0 and leader_id != self.local.node_id:
@@ -343,7 +331,7 @@ class RaftCore:
             if drain is not None:
                 times.append(drain)
         times.extend(expiry for _, _, expiry in self.parked_fetches)
-        deadline = self.requests.next_deadline_ms()
+        deadline = self.requests.next_deadline_ms(now_ms)
         if deadline is not None:
             times.append(deadline)
         if self.shutdown_deadline_ms is not None:

@@ -101,6 +101,7 @@ class QuorumState:
         voters: Callable[[], VoterSet],
         kraft_version: Callable[[], int],
         emit: Callable[[Effect], None],
+        on_transition: Callable[[], None] | None = None,
     ) -> None:
         self.local = local
         self.config = config
@@ -108,6 +109,9 @@ class QuorumState:
         self._voters = voters
         self._kraft_version = kraft_version
         self._emit = emit
+        # Called on every change of epoch or role (not on adding a vote): the core forgets its in-flight
+        # requests, so answers to requests sent in an earlier state are dropped, as Kafka's resetConnections.
+        self._on_transition = on_transition
         self.state: object = UnattachedState(0, NEVER)
 
     # ---- queries -----------------------------------------------------------------------------------------
@@ -179,6 +183,8 @@ class QuorumState:
         if isinstance(old, FollowerState) and old.fetching_snapshot is not None:
             old.fetching_snapshot.close()  # a partial download belongs to the old leader and epoch
         self.state = new
+        if rule is not V and self._on_transition is not None:
+            self._on_transition()
         if new_role in DURABLE_ROLES or rule is V:
             # Prospective is not persisted, but a binding vote cast while prospective is.
             self._emit(PersistElection(election_state_of(new), self._kraft_version()))

@@ -60,7 +60,13 @@ class RequestManager:
         for conn in self._connections.values():
             conn.correlation_id = None
 
-    def next_deadline_ms(self) -> int | None:
+    def is_backing_off(self, node_id: int, now_ms: int) -> bool:
+        conn = self._connections.get(node_id)
+        return conn is not None and conn.correlation_id is None and now_ms < conn.backoff_until_ms
+
+    def next_deadline_ms(self, now_ms: int = 0) -> int | None:
+        """The earliest request timeout or end of a retry backoff still ahead of `now_ms` (an expired backoff
+        needs no wake-up: it would make every later wake-up "now")."""
         times = [c.deadline_ms if c.correlation_id is not None else c.backoff_until_ms
-                 for c in self._connections.values() if c.correlation_id is not None or c.backoff_until_ms]
+                 for c in self._connections.values() if c.correlation_id is not None or c.backoff_until_ms > now_ms]
         return min(times) if times else None

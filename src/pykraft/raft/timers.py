@@ -13,7 +13,17 @@ if TYPE_CHECKING:
 
 
 def poll_state(core: RaftCore, now_ms: int) -> None:
-    state = core.quorum.state
+    # A transition made by a timer is followed by the new state's own poll, so that e.g. a Prospective that falls
+    # back to Follower sends its Fetch now instead of at its next timer (bounded: each pass is time-driven).
+    for _ in range(4):
+        state = core.quorum.state
+        _poll_once(core, state, now_ms)
+        if core.quorum.state is state:
+            break
+    core._maybe_complete_shutdown(now_ms)
+
+
+def _poll_once(core: RaftCore, state: object, now_ms: int) -> None:
     if isinstance(state, LeaderState):
         _poll_leader(core, state, now_ms)
     elif isinstance(state, CandidateState):
@@ -27,7 +37,8 @@ def poll_state(core: RaftCore, now_ms: int) -> None:
         _poll_follower(core, state, now_ms)
     elif isinstance(state, UnattachedState):
         if core.quorum.is_voter() and now_ms >= state.election_deadline_ms:
-            core._start_election(now_ms)
+            if core.shutdown_deadline_ms is None:  # a node shutting down waits for a leader instead of campaigning
+                core._start_election(now_ms)
         elif not core.quorum.is_voter() or state.leader_id is not None:
             fetch.maybe_send_discovery_fetch(core, now_ms)
     elif isinstance(state, ResignedState):
@@ -37,7 +48,6 @@ def poll_state(core: RaftCore, now_ms: int) -> None:
                 core._start_election(now_ms)
         else:
             quorum_epoch.send_end_quorum_epoch(core, state, now_ms)
-    core._maybe_complete_shutdown(now_ms)
 
 
 def _poll_leader(core: RaftCore, leader: LeaderState, now_ms: int) -> None:
@@ -68,6 +78,11 @@ def _poll_follower(core: RaftCore, state: FollowerState, now_ms: int) -> None:
             # Observers never campaign: they look for the leader through the bootstrap servers instead.
             state.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
             fetch.maybe_send_discovery_fetch(core, now_ms)
+        return
+    if not core.quorum.is_voter() and core.requests.is_backing_off(state.leader_id, now_ms):
+        # An observer whose request to the leader failed or timed out asks the bootstrap servers meanwhile: the
+        # leader may have moved. (Voters just retry the leader; their fetch timeout starts an election.)
+        fetch.maybe_send_discovery_fetch(core, now_ms)
         return
     fetch.maybe_send_fetch(core, state, now_ms)
 

@@ -166,6 +166,8 @@ def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.F
             return
     state = core.quorum.state
     if not isinstance(state, FollowerState) or (source_id >= 0 and source_id != state.leader_id):
+        # A bootstrap server that is not the leader (or failed): ask another one next time.
+        core.requests.backoff(source_id, now_ms)
         return
     if p.error_code != ErrorCode.none or not _apply_partition(core, state, p, now_ms):
         core.requests.backoff(source_id, now_ms)  # an invalid answer does not count as a successful fetch
