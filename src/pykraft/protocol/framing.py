@@ -114,7 +114,8 @@ class FrameDecoder:
         self._pending += chunk[pos : pos + take]
         pos += take
         if take == missing:
-            frames.append(memoryview(bytes(self._pending[SIZE_PREFIX_BYTES:])))
+            with memoryview(self._pending) as pending:  # one copy, straight into the frame's own bytes
+                frames.append(memoryview(bytes(pending[SIZE_PREFIX_BYTES:])))
             self._pending = bytearray()
             self._size = None
         return pos
