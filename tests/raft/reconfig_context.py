@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from typing import Any
 
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.begin_quorum_epoch.v1.request import BeginQuorumEpochRequest
@@ -151,3 +152,59 @@ def response_for(ctx: Context, ref: object):
 
 def other_endpoints(node_id: int) -> Endpoints:
     return Endpoints.of([Endpoint(LISTENER, "moved-host", 19990 + node_id)])
+
+
+# ---- several cores wired together ------------------------------------------------------------------------------
+class Cluster:
+    """Routes every Send between in-process cores, delivering answers whenever they appear (parked fetches answer
+    later). Bootstrap-server destinations (negative ids) resolve by port; ApiVersions probes are answered by the
+    destination's runtime with its supported kraft.version range, as a real node would."""
+
+    def __init__(self, nodes: dict[int, Context]) -> None:
+        self.nodes = nodes
+        self.in_flight: dict[object, tuple[Context, Any]] = {}
+        self.dropped: set[int] = set()  # nodes cut off from everyone
+
+    def _target(self, send) -> Context | None:
+        node_id = send.destination.node_id
+        if node_id < 0:
+            node_id = send.destination.port - 9990  # raft_context.endpoints(i) listens on 9990 + i
+        return self.nodes.get(node_id)
+
+    def step(self) -> int:
+        moved = 0
+        for src in self.nodes.values():
+            for send in src.take_sent():
+                moved += 1
+                dst = self._target(send)
+                if dst is None or {src.core.local.node_id, dst.core.local.node_id} & self.dropped:
+                    continue  # lost; the sender's request times out
+                if isinstance(send.request, ApiVersionsRequest):
+                    answer = rm.api_versions_response(ErrorCode.none, dst.core.local.supported_kraft)
+                    src._run(src.core.handle_response(send.destination.node_id, send.correlation_id, answer, src.now))
+                    continue
+                ref = object()
+                self.in_flight[ref] = (src, send)
+                dst._run(dst.core.handle_request(ref, send.request, dst.now))
+        for ctx in self.nodes.values():
+            answers, ctx.responses = ctx.responses, []
+            for answer in answers:
+                if answer.ref not in self.in_flight:
+                    ctx.responses.append(answer)  # an answer to a request a test sent directly: keep it
+                    continue
+                src, send = self.in_flight.pop(answer.ref)
+                moved += 1
+                src._run(src.core.handle_response(send.destination.node_id, send.correlation_id, answer.response,
+                                                  src.now))
+        return moved
+
+    def run(self, ms: int, tick: int = 10) -> None:
+        for _ in range(ms // tick):
+            for ctx in self.nodes.values():
+                ctx.advance(tick)
+            for _ in range(50):
+                if not self.step():
+                    break
+
+    def leaders(self) -> list[int]:
+        return [i for i, ctx in self.nodes.items() if ctx.role == "Leader"]

@@ -2,7 +2,7 @@
 run where an observer joins a live leader through the real AddVoter path."""
 
 from kio.schema.add_raft_voter.v1.request import AddRaftVoterRequest
-from kio.schema.api_versions.v4.request import ApiVersionsRequest
+from kio.schema.add_raft_voter.v1.response import AddRaftVoterResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v17.request import FetchRequest
 from kio.schema.remove_raft_voter.v0.request import RemoveRaftVoterRequest
@@ -11,11 +11,12 @@ from pykraft.raft import messages
 from pykraft.raft import reconfig_messages as rm
 from pykraft.raft.election import ElectionState
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.voter_set import ReplicaKey, remove_voter
+from pykraft.raft.effects import Respond
+from pykraft.raft.voter_set import remove_voter
 from pykraft.records.control import encode_control_batch
 
 from raft_context import endpoints
-from reconfig_context import FULL_RANGE, build, dir_of, key, kraft1_log, kraft1_voters
+from reconfig_context import Cluster, build, dir_of, key, kraft1_log, kraft1_voters
 
 
 def observer(node_id=3, *, directory_id=None, auto_join=True, can_become_voter=True, static=False):
@@ -117,53 +118,18 @@ def test_failed_auto_join_is_retried_after_the_period() -> None:
 
 
 # ---- two cores: an observer joins a live single-voter leader -----------------------------------------------------
-class Pair:
-    """Routes messages between a leader core and an observer core (answers may come later: parked fetches); the
-    observer's runtime, not its raft core, answers the leader's ApiVersions probe."""
-
-    def __init__(self) -> None:
-        self.leader = build(0, [0], log=kraft1_log([0]))
-        self.observer = build(3, [0], auto_join=True, log=MemoryLog())
-        self.in_flight: dict[object, tuple] = {}  # request ref -> (sender ctx, send)
-        assert self.leader.role == "Leader"
-
-    def step(self) -> int:
-        """Deliver every request and every answer produced so far; returns how many messages moved."""
-        moved = 0
-        for src, dst in ((self.leader, self.observer), (self.observer, self.leader)):
-            for send in src.take_sent():
-                moved += 1
-                if isinstance(send.request, ApiVersionsRequest):
-                    answer = rm.api_versions_response(ErrorCode.none, FULL_RANGE)
-                    src._run(src.core.handle_response(send.destination.node_id, send.correlation_id, answer, src.now))
-                    continue
-                ref = object()
-                self.in_flight[ref] = (src, send)
-                dst._run(dst.core.handle_request(ref, send.request, dst.now))
-        for ctx in (self.leader, self.observer):
-            answers, ctx.responses = ctx.responses, []
-            for answer in answers:
-                src, send = self.in_flight.pop(answer.ref)
-                moved += 1
-                src._run(src.core.handle_response(send.destination.node_id, send.correlation_id, answer.response,
-                                                  src.now))
-        return moved
-
-    def run(self, ms: int, tick: int = 50) -> None:
-        for _ in range(ms // tick):
-            for ctx in (self.leader, self.observer):
-                ctx.advance(tick)
-            while self.step():
-                pass
-
-
 def test_observer_auto_joins_a_live_leader_and_becomes_a_voter() -> None:
-    pair = Pair()
-    pair.run(8000)
-    assert pair.leader.core.voters().keys() == {key(0), key(3)}
-    assert pair.observer.core.voters().keys() == {key(0), key(3)}
-    assert pair.observer.core.quorum.is_voter() and pair.observer.role == "Follower"
-    leader_hwm = pair.leader.core.high_watermark
-    assert leader_hwm is not None and leader_hwm > pair.leader.core.history.last_voter_set_offset()  # committed
-    assert pair.leader.core.reconfig.pending is None
-    assert ReplicaKey(3, dir_of(3)) in pair.leader.core.leader_state().voters.keys()
+    leader = build(0, [0], log=kraft1_log([0]))
+    joiner = build(3, [0], auto_join=True, log=MemoryLog())
+    cluster = Cluster({0: leader, 3: joiner})
+    cluster.run(8000, tick=50)
+    assert leader.core.voters().keys() == {key(0), key(3)}
+    assert joiner.core.voters().keys() == {key(0), key(3)}
+    assert joiner.core.quorum.is_voter() and joiner.role == "Follower"
+    assert leader.core.high_watermark > leader.core.history.last_voter_set_offset()  # the change committed
+    assert leader.core.reconfig.pending is None
+    # The first attempt came right after the first fetch and was refused (not caught up); the retry, one
+    # UpdateVoter period later, succeeded.
+    answers = [e.response.error_code for e in leader.effects
+               if isinstance(e, Respond) and isinstance(e.response, AddRaftVoterResponse)]
+    assert answers == [ErrorCode.request_timed_out, ErrorCode.none]
