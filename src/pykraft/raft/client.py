@@ -56,6 +56,7 @@ class RaftCore:
         self.shutdown_deadline_ms: int | None = None
         self.bad_control_records = 0
         self.dropped_responses = 0
+        self.conflicting_leader_claims = 0  # messages naming another leader of the epoch this node leads
         self.rejected_snapshot_chunks = 0  # FetchSnapshot answers that did not continue the download
         self.unsupported_requests = 0  # requests for APIs the raft core does not serve (counted, not answered)
         self.reconfig = ReconfigState()  # voter changes in progress (KIP-853), see handlers/reconfig.py
@@ -199,19 +200,20 @@ class RaftCore:
     def resign(self, now_ms: int) -> Ready:
         if self.leader_state() is not None:
             self.resign_leadership(now_ms)
+            timers.poll_state(self, now_ms)  # EndQuorumEpoch goes out now
         return self._ready(now_ms)
 
     def shutdown(self, now_ms: int, timeout_ms: int) -> Ready:
         self.shutdown_deadline_ms = now_ms + timeout_ms
         if self.leader_state() is not None:
             self.resign_leadership(now_ms)
-        self._maybe_complete_shutdown(now_ms)
+        timers.poll_state(self, now_ms)
         return self._ready(now_ms)
 
     # ---- shared actions used by handlers and timers ------------------------------------------------------------
     def _maybe_complete_shutdown(self, now_ms: int) -> None:
-        if self.shutdown_deadline_ms is None:
-            return
+        if self.shutdown_deadline_ms is None or self.shutdown_deadline_ms >= NEVER:
+            return  # not shutting down, or ShutdownComplete was already emitted
         key = self.local.key
         leader = self.quorum.leader_id()
         done = (key is None or not self.voters().is_voter(key) or self.voters().is_only_voter(key)
@@ -294,9 +296,17 @@ class RaftCore:
         self.quorum.to_resigned(preferred, now_ms)
 
     def transition_on_epoch(self, epoch: int, leader_id: int | None, endpoints: Endpoints, now_ms: int) -> None:
-        """`maybeTransition`: follow a named leader or become Unattached at a higher epoch."""
-        if self.leader_state() is not None and epoch > self.quorum.epoch:
+        """`maybeTransition`: follow a named leader or become Unattached at a higher epoch. Parked fetches of a
+        deposed leader are answered afterwards, so that they name the new leader."""
+        if epoch == self.quorum.epoch and self.quorum.role in (Role.LEADER, Role.RESIGNED):
+            self.conflicting_leader_claims += 1  # another leader in our own epoch: a peer bug, ignored
+            return
+        was_leader = self.leader_state() is not None
+        self._follow_or_unattach(epoch, leader_id, endpoints, now_ms)
+        if was_leader and self.leader_state() is None:
             fail_parked_fetches(self, ErrorCode.not_leader_or_follower)
+
+    def _follow_or_unattach(self, epoch: int, leader_id: int | None, endpoints: Endpoints, now_ms: int) -> None:
         if leader_id is not None and leader_id >= 0 and leader_id != self.local.node_id:
             if endpoints.is_empty():
                 endpoints = self.voters().endpoints_of(leader_id)
