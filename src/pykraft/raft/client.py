@@ -17,7 +17,8 @@ from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
 from kio.static.primitive import i16, i32
 
 from pykraft.raft import kraft_upgrade, messages, timers
-from pykraft.raft.handlers import dispatch_request, dispatch_response, reconfig
+from pykraft.raft.handlers import reconfig
+from pykraft.raft.handlers.dispatch import dispatch_request, dispatch_response
 from pykraft.raft.handlers.fetch import complete_parked_fetches, fail_parked_fetches
 from pykraft.raft.handlers.vote import maybe_win_prospective
 from pykraft.raft.accumulator import BatchAccumulator

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot
 from pykraft.raft.log import BOOTSTRAP_SNAPSHOT_ID
+from pykraft.records import iter_batches
 
 if TYPE_CHECKING:
     from pykraft.raft.client import RaftCore
@@ -40,8 +41,6 @@ class ListenerProgress:
         self._maybe_leader_change(core)
 
     def _commit_batches(self, core: RaftCore, records: bytes | memoryview, hwm: int) -> None:
-        from pykraft.records import iter_batches
-
         view = memoryview(records)
         start = end = 0
         first = last = -1

@@ -13,9 +13,10 @@ from pykraft.raft import messages
 from pykraft.raft.config import RETRY_BACKOFF_BASE_MS
 from pykraft.raft.effects import Respond
 from pykraft.raft.handlers import single_partition, valid_cluster_id
+from pykraft.raft.handlers.quorum_epoch import maybe_send_begin_quorum_epoch
 from pykraft.raft.leader import LeaderState
 from pykraft.raft.states import CandidateState, FollowerState, ProspectiveState, UnattachedState
-from pykraft.raft.voter_set import Endpoints, ReplicaKey
+from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
 if TYPE_CHECKING:
     from pykraft.raft.client import RaftCore
@@ -113,8 +114,6 @@ def maybe_win_candidate(core: RaftCore, now_ms: int) -> None:
     state = core.quorum.state
     if isinstance(state, CandidateState) and state.election.is_granted():
         core.become_leader(now_ms)
-        from pykraft.raft.handlers.quorum_epoch import maybe_send_begin_quorum_epoch
-
         leader = core.leader_state()
         if leader is not None:
             maybe_send_begin_quorum_epoch(core, leader, now_ms)
@@ -174,6 +173,4 @@ def handle_vote_response(core: RaftCore, source_id: int, response: vote_resp.Vot
 
 
 def _endpoints(core: RaftCore, response: vote_resp.VoteResponse) -> Endpoints:
-    from pykraft.raft.voter_set import Endpoint
-
     return Endpoints.of(Endpoint(core.local.listener_name, e.host, int(e.port)) for e in response.node_endpoints[:1])
