@@ -232,3 +232,23 @@ def test_another_leader_claimed_in_own_epoch_is_ignored_not_fatal() -> None:
     ctx._run(ctx.core.resign(ctx.now))
     ctx.request(messages.begin_quorum_epoch_request(CLUSTER, 2, epoch, ReplicaKey(0), endpoints(2)))
     assert ctx.role == "Resigned" and ctx.core.conflicting_leader_claims == 2
+
+
+def test_describe_quorum_caught_up_timestamps() -> None:
+    ctx = build(0, [0, 1])
+    become_leader(ctx)
+    epoch, start = ctx.epoch, ctx.now
+    _, ready = ctx.core.append([b"a", b"b"], ctx.now)
+    ctx._run(ready)
+    ctx.request(fetch(1, epoch, 1, epoch))  # behind the leader's end offset 3
+    assert describe(ctx).current_voters[1].last_caught_up_timestamp == -1
+    ctx.advance(100)
+    _, ready = ctx.core.append([b"c"], ctx.now)
+    ctx._run(ready)
+    ctx.request(fetch(1, epoch, 3, epoch))  # behind 4, but it reached the 3 the leader had at its previous fetch
+    leader, follower = describe(ctx).current_voters
+    assert (leader.last_fetch_timestamp, leader.last_caught_up_timestamp) == (ctx.now, ctx.now)
+    assert (follower.last_fetch_timestamp, follower.last_caught_up_timestamp) == (start + 100, start)
+    ctx.advance(100)
+    ctx.request(fetch(1, epoch, 4, epoch))  # at the leader's end offset: caught up now
+    assert describe(ctx).current_voters[1].last_caught_up_timestamp == start + 200

@@ -21,11 +21,13 @@ class ReplicaProgress:
     listeners: Endpoints = Endpoints()
 
     def record_fetch(self, fetch_offset: int, leader_leo: int, now_ms: int) -> None:
-        # Caught up: reached the leader's LEO now, or the LEO the leader had at this replica's previous fetch.
-        if fetch_offset >= leader_leo or (self.last_fetch_leader_leo >= 0 and fetch_offset >= self.last_fetch_leader_leo):
-            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms if fetch_offset >= leader_leo else self.last_fetch_ms)
+        # Caught up: reached the leader's LEO now, or (as of the previous fetch) the LEO the leader had then.
+        if fetch_offset >= leader_leo:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif self.last_fetch_leader_leo > 0 and fetch_offset >= self.last_fetch_leader_leo:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
         self.end_offset = fetch_offset
-        self.last_fetch_ms = now_ms
+        self.last_fetch_ms = max(self.last_fetch_ms, now_ms)
         self.last_fetch_leader_leo = leader_leo
 
 

@@ -15,17 +15,20 @@ from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.raft.effects import Respond
 from pykraft.raft.handlers import single_partition
 from pykraft.raft.leader import ReplicaProgress
-from pykraft.raft.voter_set import ZERO_UUID
+from pykraft.raft.voter_set import ZERO_UUID, ReplicaKey
 
 if TYPE_CHECKING:
     from pykraft.raft.client import RaftCore
 
 
-def _replica(p: ReplicaProgress) -> dq_resp.ReplicaState:
+def _replica(p: ReplicaProgress, leader: ReplicaKey, now_ms: int) -> dq_resp.ReplicaState:
+    # The leader is by definition caught up with itself right now.
+    own = p.key == leader
     return dq_resp.ReplicaState(
         replica_id=BrokerId(p.key.id), replica_directory_id=p.key.directory_id or ZERO_UUID,
         log_end_offset=i64(p.end_offset if p.end_offset is not None else -1),
-        last_fetch_timestamp=i64(p.last_fetch_ms), last_caught_up_timestamp=i64(p.last_caught_up_ms),
+        last_fetch_timestamp=i64(now_ms if own else p.last_fetch_ms),
+        last_caught_up_timestamp=i64(now_ms if own else p.last_caught_up_ms),
     )
 
 
@@ -43,8 +46,9 @@ def handle_describe_quorum(core: RaftCore, ref: Hashable, request: dq_req.Descri
     leader = core.leader_state()
     if leader is None:
         return error(ErrorCode.not_leader_or_follower, "not the leader")
-    voters = [_replica(leader.voter_progress[i]) for i in sorted(leader.voter_progress)]
-    observers = [_replica(p) for p in sorted(leader.live_observers(now_ms), key=lambda p: p.key)]
+    voters = [_replica(leader.voter_progress[i], leader.local_key, now_ms) for i in sorted(leader.voter_progress)]
+    observers = [_replica(p, leader.local_key, now_ms)
+                 for p in sorted(leader.live_observers(now_ms), key=lambda p: p.key)]
     nodes = tuple(
         dq_resp.Node(node_id=BrokerId(node.key.id), listeners=tuple(
             dq_resp.Listener(name=e.name, host=e.host, port=u16(e.port)) for e in node.endpoints.items))
