@@ -17,8 +17,7 @@ from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 from pykraft.records import SimpleRecord, encode_batch
 
 from raft_context import CLUSTER, append_batch, build, endpoints
-from scenario_helpers import (become_leader, commits, fetch, fetch_part, leader_changes, request_partition,
-                              vote)
+from scenario_helpers import become_leader, commits, fetch, fetch_part, leader_changes, request_partition
 
 NONE = ErrorCode.none
 

@@ -1,137 +1,24 @@
-"""Snapshots (KIP-630): create_snapshot, Fetch -> SnapshotId, FetchSnapshot serving and download, listener
-loads. Named after Kafka's KafkaRaftClientSnapshotTest scenarios (§5.3) whose rule they check."""
+"""Snapshots on the leader side (KIP-630): create_snapshot, the snapshot layout, listener loads, Fetch answered
+with SnapshotId, FetchSnapshot served in chunks. Named after Kafka's KafkaRaftClientSnapshotTest scenarios (§5.3)."""
 
 from __future__ import annotations
 
 import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v17.request import FetchRequest
-from kio.schema.fetch_snapshot.v1.request import FetchSnapshotRequest
-from kio.schema.vote.v2.request import VoteRequest
 
 from pykraft.raft import messages
 from pykraft.raft.config import QuorumConfig
-from pykraft.raft.effects import LoadSnapshot
 from pykraft.raft.election import ElectionState
 from pykraft.raft.log import BOOTSTRAP_SNAPSHOT_ID, InvalidSnapshotIdError, OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.snapshot_writer import SnapshotWriter
-from pykraft.raft.voter_set import ReplicaKey, VoterSet
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
-from pykraft.records.control import ControlRecordType, decode_control_record
+from pykraft.records.control import ControlRecordType
 
-from raft_context import CLUSTER, Context, append_batch, build, voter_set
-
-MAX_FETCH = QuorumConfig().max_fetch_size_bytes
-
-
-# ---- helpers -------------------------------------------------------------------------------------------------
-def write_snapshot(log: MemoryLog, snapshot_id: OffsetAndEpoch, values: list[bytes] = (), kraft: int = 0,
-                   voters: VoterSet | None = None) -> bytes:
-    """A snapshot in Kafka's layout written straight into `log` (as a previous run of the node would have)."""
-    raw = log.create_new_snapshot_unchecked(snapshot_id)
-    writer = SnapshotWriter(raw, last_contained_log_time_ms=0, now_ms=0, kraft_version=kraft, voters=voters,
-                            on_frozen=log.on_snapshot_frozen)
-    writer.append(list(values))
-    writer.freeze()
-    return bytes(log.read_snapshot(snapshot_id).records())
-
-
-def snapshot_bytes(snapshot_id: OffsetAndEpoch, values: list[bytes] = (), kraft: int = 0,
-                   voters: VoterSet | None = None) -> bytes:
-    return write_snapshot(MemoryLog(), snapshot_id, values, kraft, voters)
-
-
-def data_values(data: bytes) -> list[bytes]:
-    return [bytes(r.value) for b in iter_batches(data) if not b.is_control for r in b.records()]
-
-
-def control_types(data: bytes) -> list[ControlRecordType]:
-    return [decode_control_record(r).type for b in iter_batches(data) if b.is_control for r in b.records()]
-
-
-def log_with(*batches: tuple[int, int]) -> MemoryLog:
-    """A log holding batches of (epoch, record count)."""
-    log = MemoryLog()
-    for epoch, count in batches:
-        append_batch(log, epoch, count)
-    return log
-
-
-def become_leader(ctx: Context) -> None:
-    ctx.advance(2 * ctx.core.config.election_timeout_ms)
-    for _ in range(2):  # pre-vote round, then the vote round
-        for send in ctx.take_sent(VoteRequest):
-            ctx.respond(send, messages.vote_response(ErrorCode.none, ErrorCode.none, None, ctx.epoch, True))
-    assert ctx.role == "Leader"
-    ctx.take_sent()
-
-
-def fetch(replica: int, epoch: int, offset: int, last_epoch: int, max_wait: int = 0) -> FetchRequest:
-    return messages.fetch_request(CLUSTER, ReplicaKey(replica), epoch, offset, last_epoch, 0, max_wait, 1 << 20)
-
-
-def fetch_part(respond):
-    return respond.response.responses[0].partitions[0]
-
-
-def advance_hwm_to_leo(ctx: Context, voter: int = 1) -> None:
-    ctx.request(fetch(voter, ctx.epoch, ctx.log.end_offset(), ctx.log.last_fetched_epoch()))
-    assert ctx.core.high_watermark == ctx.log.end_offset()
-
-
-def fs_request(epoch: int, snapshot_id: OffsetAndEpoch, position: int = 0, max_bytes: int = 2**31 - 1,
-               replica: int | None = None, cluster: str | None = CLUSTER) -> FetchSnapshotRequest:
-    key = ReplicaKey(replica) if replica is not None else None
-    return messages.fetch_snapshot_request(cluster, key, epoch, snapshot_id, position, max_bytes)
-
-
-def fs_part(respond):
-    return respond.response.topics[0].partitions[0]
-
-
-def leader_with_snapshot(values: list[bytes] = (b"foo", b"bar")) -> tuple[Context, OffsetAndEpoch]:
-    """Leader of voters {0, 1} at epoch 2 over one record of epoch 1, with snapshot (1, 1) frozen."""
-    ctx = build(0, [0, 1], log=log_with((1, 1)))
-    become_leader(ctx)
-    advance_hwm_to_leo(ctx)
-    snapshot_id = OffsetAndEpoch(1, 1)
-    writer = ctx.core.create_snapshot(snapshot_id, 0, ctx.now)
-    writer.append(list(values))
-    writer.freeze()
-    return ctx, snapshot_id
-
-
-def follower(epoch: int = 2, leader: int = 1, voters: list[int] = (0, 1), config: QuorumConfig | None = None,
-             log: MemoryLog | None = None) -> Context:
-    ctx = build(0, list(voters), stored=ElectionState.with_elected_leader(epoch, leader), config=config, log=log)
-    ctx.poll()
-    return ctx
-
-
-def answer_fetch_with_snapshot(ctx: Context, snapshot_id: OffsetAndEpoch, epoch: int = 2, leader: int = 1):
-    """Answer the follower's pending Fetch with SnapshotId; returns the FetchSnapshot it sends next."""
-    send = ctx.take_sent(FetchRequest)[-1]
-    ctx.respond(send, messages.fetch_response(ErrorCode.none, leader_id=leader, epoch=epoch,
-                                              snapshot_id=snapshot_id, high_watermark=200))
-    snapshot_sends = ctx.take_sent(FetchSnapshotRequest)
-    assert len(snapshot_sends) == 1 and not ctx.take_sent(FetchRequest)  # fetching is paused
-    return snapshot_sends[0]
-
-
-def fs_answer(snapshot_id: OffsetAndEpoch, data: bytes, position: int, size: int | None = None, epoch: int = 2,
-              leader: int = 1, error: ErrorCode = ErrorCode.none):
-    return messages.fetch_snapshot_response(
-        ErrorCode.none, partition_error=error, leader_id=leader, epoch=epoch, snapshot_id=snapshot_id,
-        size=len(data) if size is None else size, position=position, records=data)
-
-
-def request_partition(send):
-    return send.request.topics[0].partitions[0]
-
-
-def loads(ctx: Context) -> list[OffsetAndEpoch]:
-    return [e.snapshot_id for e in ctx.effects if isinstance(e, LoadSnapshot)]
+from raft_context import CLUSTER, Context, build, voter_set
+from scenario_helpers import become_leader, fetch, fetch_part, request_partition
+from snapshot_helpers import (advance_hwm_to_leo, control_types, data_values, follower, fs_part, fs_request,
+                              leader_with_snapshot, loads, log_with, write_snapshot)
 
 
 # ---- snapshot ids, writer layout and listeners ---------------------------------------------------------------
@@ -379,162 +266,6 @@ def test_leader_should_resign_if_not_get_fetch_snapshot_request_from_majority_vo
     assert ctx.role == "Leader"
     ctx.advance(half)
     assert ctx.role == "Resigned"
-
-
-# ---- the follower's download ----------------------------------------------------------------------------------
-def test_fetch_response_with_snapshot_id_downloads_and_installs_the_snapshot() -> None:
-    ctx = follower()
-    snapshot_id = OffsetAndEpoch(100, 1)
-    send = answer_fetch_with_snapshot(ctx, snapshot_id)
-    request = request_partition(send)
-    assert send.request.replica_id == 0 and send.request.max_bytes == MAX_FETCH
-    assert (request.snapshot_id.end_offset, request.snapshot_id.epoch, request.position) == (100, 1, 0)
-    data = snapshot_bytes(snapshot_id, [b"foo", b"bar"])
-    ctx.respond(send, fs_answer(snapshot_id, data, 0))
-    assert bytes(ctx.log.read_snapshot(snapshot_id).records()) == data
-    assert ctx.log.start_offset() == ctx.log.end_offset() == ctx.core.high_watermark == 100
-    assert loads(ctx) == [snapshot_id]
-    next_fetch = request_partition(ctx.take_sent(FetchRequest)[-1])
-    assert (next_fetch.fetch_offset, next_fetch.last_fetched_epoch) == (100, 1)
-
-
-def test_fetch_snapshot_response_partial_data() -> None:
-    ctx = follower()
-    snapshot_id = OffsetAndEpoch(100, 1)
-    send = answer_fetch_with_snapshot(ctx, snapshot_id)
-    data = snapshot_bytes(snapshot_id, [b"foo", b"bar"])
-    half = len(data) // 2
-    ctx.respond(send, fs_answer(snapshot_id, data[:half], 0, size=len(data)))
-    assert ctx.log.read_snapshot(snapshot_id) is None and loads(ctx) == []  # nothing visible before freezing
-    send = ctx.take_sent(FetchSnapshotRequest)[-1]
-    assert request_partition(send).position == half
-    ctx.respond(send, fs_answer(snapshot_id, data[half:], half, size=len(data)))
-    assert bytes(ctx.log.read_snapshot(snapshot_id).records()) == data and loads(ctx) == [snapshot_id]
-
-
-def test_fetch_snapshot_response_with_wrong_position_is_dropped_and_retried() -> None:
-    ctx = follower()
-    snapshot_id = OffsetAndEpoch(100, 1)
-    send = answer_fetch_with_snapshot(ctx, snapshot_id)
-    data = snapshot_bytes(snapshot_id, [b"foo"])
-    ctx.respond(send, fs_answer(snapshot_id, data[5:], 5, size=len(data)))
-    assert ctx.core.rejected_snapshot_chunks == 1 and not ctx.take_sent()
-    ctx.advance(ctx.core.config.retry_backoff_ms)
-    assert request_partition(ctx.take_sent(FetchSnapshotRequest)[-1]).position == 0
-
-
-def test_fetch_snapshot_response_missing_snapshot_restarts_with_fetch() -> None:
-    ctx = follower()
-    send = answer_fetch_with_snapshot(ctx, OffsetAndEpoch(100, 1))
-    ctx.respond(send, fs_answer(OffsetAndEpoch(-1, -1), b"", -1, size=-1, error=ErrorCode.snapshot_not_found))
-    fetch_request = request_partition(ctx.take_sent(FetchRequest)[-1])
-    assert (fetch_request.fetch_offset, fetch_request.last_fetched_epoch) == (0, 0)
-    assert ctx.core.quorum.state.fetching_snapshot is None
-
-
-@pytest.mark.parametrize("new_leader", [1, 2], ids=["same-leader", "other-leader"])
-def test_fetch_snapshot_response_from_newer_epoch_follows_it_and_fetches(new_leader: int) -> None:
-    ctx = follower(voters=[0, 1, 2])
-    send = answer_fetch_with_snapshot(ctx, OffsetAndEpoch(100, 1))
-    ctx.respond(send, fs_answer(OffsetAndEpoch(-1, -1), b"", -1, size=-1, epoch=3, leader=new_leader,
-                                error=ErrorCode.fenced_leader_epoch))
-    assert ctx.epoch == 3 and ctx.core.quorum.leader_id() == new_leader
-    fetch_send = ctx.take_sent(FetchRequest)[-1]
-    assert fetch_send.destination.node_id == new_leader
-    assert (request_partition(fetch_send).current_leader_epoch, request_partition(fetch_send).fetch_offset) == (3, 0)
-
-
-def test_fetch_snapshot_response_from_older_epoch_is_ignored_and_request_resent() -> None:
-    ctx = follower()
-    send = answer_fetch_with_snapshot(ctx, OffsetAndEpoch(100, 1))
-    ctx.respond(send, fs_answer(OffsetAndEpoch(-1, -1), b"", -1, size=-1, epoch=1, leader=2,
-                                error=ErrorCode.unknown_leader_epoch))
-    assert ctx.epoch == 2 and ctx.core.quorum.leader_id() == 1
-    ctx.advance(ctx.core.config.retry_backoff_ms)
-    resent = request_partition(ctx.take_sent(FetchSnapshotRequest)[-1])
-    assert (resent.snapshot_id.end_offset, resent.position) == (100, 0)
-
-
-@pytest.mark.parametrize("bad_id", [OffsetAndEpoch(-1, 1), OffsetAndEpoch(100, -1)])
-def test_fetch_snapshot_response_with_invalid_id_restarts_with_fetch(bad_id: OffsetAndEpoch) -> None:
-    ctx = follower()
-    send = answer_fetch_with_snapshot(ctx, OffsetAndEpoch(100, 1))
-    ctx.respond(send, fs_answer(bad_id, b"", 0, size=10))
-    assert request_partition(ctx.take_sent(FetchRequest)[-1]).fetch_offset == 0
-
-
-def test_fetch_snapshot_response_naming_another_snapshot_restarts_and_is_counted() -> None:
-    ctx = follower()
-    send = answer_fetch_with_snapshot(ctx, OffsetAndEpoch(100, 1))
-    other = OffsetAndEpoch(120, 1)
-    ctx.respond(send, fs_answer(other, snapshot_bytes(other), 0))
-    assert ctx.core.rejected_snapshot_chunks == 1 and ctx.log.read_snapshot(other) is None
-    assert request_partition(ctx.take_sent(FetchRequest)[-1]).fetch_offset == 0
-
-
-def test_fetch_response_with_invalid_snapshot_id_backs_off_without_resetting_fetch_timer() -> None:
-    ctx = follower()
-    backoff = ctx.core.config.retry_backoff_ms
-    for bad_id in (OffsetAndEpoch(100, -1), OffsetAndEpoch(-1, 1)):
-        send = ctx.take_sent(FetchRequest)[-1]
-        ctx.respond(send, messages.fetch_response(ErrorCode.none, leader_id=1, epoch=2, snapshot_id=bad_id))
-        assert not ctx.take_sent(FetchSnapshotRequest)
-        ctx.advance(backoff)
-        assert request_partition(ctx.sent[-1]).fetch_offset == 0
-    ctx.advance(ctx.core.config.fetch_timeout_ms - 2 * backoff)
-    assert ctx.role == "Prospective"  # neither invalid answer counted as a successful fetch
-
-
-def test_fetch_snapshot_response_to_not_follower_is_ignored() -> None:
-    ctx = follower(config=QuorumConfig(append_linger_ms=0, request_timeout_ms=10_000))
-    snapshot_id = OffsetAndEpoch(100, 1)
-    send = answer_fetch_with_snapshot(ctx, snapshot_id)
-    ctx.advance(ctx.core.config.fetch_timeout_ms)
-    assert ctx.role == "Prospective"
-    ctx.respond(send, fs_answer(snapshot_id, snapshot_bytes(snapshot_id), 0))
-    assert ctx.role == "Prospective" and ctx.log.read_snapshot(snapshot_id) is None
-
-
-def test_fetch_snapshot_keeps_follower_alive_like_fetch() -> None:
-    ctx = follower()
-    snapshot_id = OffsetAndEpoch(100, 1)
-    data = snapshot_bytes(snapshot_id, [b"x" * 200])
-    send = answer_fetch_with_snapshot(ctx, snapshot_id)
-    ctx.advance(1500)
-    ctx.respond(send, fs_answer(snapshot_id, data[:50], 0, size=len(data)))
-    ctx.advance(1500)  # 3000 ms since the Fetch answer, 1500 since the last chunk
-    assert ctx.role == "Follower"
-
-
-def test_follower_reloads_voter_set_from_downloaded_snapshot() -> None:
-    ctx = follower()
-    snapshot_id = OffsetAndEpoch(100, 1)
-    data = snapshot_bytes(snapshot_id, kraft=1, voters=voter_set([0, 1, 5]))
-    send = answer_fetch_with_snapshot(ctx, snapshot_id)
-    ctx.respond(send, fs_answer(snapshot_id, data, 0))
-    assert set(ctx.core.voters().ids()) == {0, 1, 5}
-    assert ctx.core.history.kraft_version_at(99) == 1
-
-
-def test_listener_renotified_after_a_newer_snapshot_download() -> None:
-    ctx = follower()
-    first, second = OffsetAndEpoch(100, 1), OffsetAndEpoch(250, 2)
-    send = answer_fetch_with_snapshot(ctx, first)
-    ctx.respond(send, fs_answer(first, snapshot_bytes(first), 0))
-    send = answer_fetch_with_snapshot(ctx, second)
-    ctx.respond(send, fs_answer(second, snapshot_bytes(second), 0))
-    assert loads(ctx) == [first, second] and ctx.core.listener.next_offset == 250
-
-
-def test_follower_appends_after_installed_snapshot_and_commits_from_there() -> None:
-    ctx = follower()
-    snapshot_id = OffsetAndEpoch(100, 1)
-    ctx.respond(answer_fetch_with_snapshot(ctx, snapshot_id), fs_answer(snapshot_id, snapshot_bytes(snapshot_id), 0))
-    batch = encode_batch([SimpleRecord(value=b"after")], base_offset=100, partition_leader_epoch=2, timestamp_ms=0)
-    ctx.respond(ctx.take_sent(FetchRequest)[-1],
-                messages.fetch_response(ErrorCode.none, leader_id=1, epoch=2, high_watermark=101, records=batch))
-    assert ctx.log.end_offset() == 101 and ctx.core.high_watermark == 101
-    assert ctx.core.listener.next_offset == 101
 
 
 # ---- create_snapshot validation -------------------------------------------------------------------------------
