@@ -80,7 +80,8 @@ def install(core: RaftCore, state: FollowerState) -> bool:
     if not core.log.truncate_to_latest_snapshot():
         return False
     core.reload_history()
-    hwm = core.log.high_watermark()
+    hwm = core.log.start_offset()  # the snapshot's end offset: everything in it is committed
+    core.log.update_high_watermark(hwm)
     if state.high_watermark is None or hwm > state.high_watermark:
         state.high_watermark = hwm
     return True
