@@ -171,3 +171,15 @@ def test_end_quorum_epoch_sent_based_on_fetch_offset() -> None:
     request = ctx.take_sent(EndQuorumEpochRequest)[0].request
     candidates = [c.candidate_id for c in request.topics[0].partitions[0].preferred_candidates]
     assert candidates == [2, 1]  # the most caught-up voter first
+
+
+def test_restarted_leader_no_longer_a_voter_leaves_resigned_and_finds_the_leader() -> None:
+    ctx = build(0, [1, 2], stored=ElectionState.with_elected_leader(3, 0))  # it led epoch 3, then was removed
+    assert ctx.role == "Resigned"
+    ctx.advance(2 * ctx.core.config.election_timeout_ms)
+    assert ctx.role == "Unattached" and ctx.epoch == 4  # observers never campaign, they discover the leader
+    send = ctx.take_sent(FetchRequest)[-1]
+    ctx.respond(send, messages.fetch_response(ErrorCode.none, partition_error=ErrorCode.not_leader_or_follower
+                                              if send.destination.node_id != 1 else ErrorCode.none,
+                                              leader_id=1, epoch=4))
+    assert ctx.role == "Follower" and ctx.core.quorum.leader_id() == 1

@@ -156,7 +156,10 @@ class QuorumState:
             # A restarted leader must not lead or vote again in its epoch: unflushed data may have been lost.
             assert local.node_id is not None
             others = set(voters.ids()) - {local.node_id}
-            state = ResignedState(stored.epoch, local.node_id, deadline, others, ())
+            # Even a leader since removed from the voters leaves Resigned on this timer (then looks for the leader
+            # as an observer); with the observers' infinite timeout it would stay Resigned forever.
+            timeout = now_ms + self.random_election_timeout_ms()
+            state = ResignedState(stored.epoch, local.node_id, timeout, others, ())
         elif local.key is not None and stored.voted_key is not None and stored.is_voted_candidate(local.key) \
                 and voters.is_voter(local.key):
             election = EpochElection.start(voters.keys(), local.key)
