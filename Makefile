@@ -25,6 +25,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/codec.py
+	$(PY) benchmarks/core.py
+	$(PY) benchmarks/storage.py
 
 clean:
 	rm -rf $(VENV) .run

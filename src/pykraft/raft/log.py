@@ -14,6 +14,7 @@ Two implementations exist: `pykraft.raft.memory_log.MemoryLog` (tests, simulatio
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -32,6 +33,8 @@ __all__ = [
     "RawSnapshotWriter",
     "ReplicatedLog",
     "truncation_offset",
+    "end_offset_for_epoch_in",
+    "validate_offset_and_epoch_in",
 ]
 
 
@@ -259,6 +262,37 @@ class ReplicatedLog(Protocol):
     def flushed_end_offset(self) -> int:
         """End offset of the durable prefix of the log."""
         ...
+
+
+def end_offset_for_epoch_in(
+    epoch_starts: Sequence[tuple[int, int]], epoch: int, end_offset: int, earliest_snapshot: SnapshotId | None
+) -> OffsetAndEpoch:
+    """`ReplicatedLog.end_offset_for_epoch` over an epoch cache of (epoch, start offset) pairs in ascending order:
+    the largest epoch <= `epoch` and where the next epoch starts (or the LEO). Shared by every log implementation."""
+    lower_epoch = earliest_snapshot.epoch if earliest_snapshot is not None else 0
+    for cached_epoch, start in epoch_starts:
+        if cached_epoch > epoch:
+            return OffsetAndEpoch(start, lower_epoch)
+        lower_epoch = cached_epoch
+    return OffsetAndEpoch(end_offset, lower_epoch)
+
+
+def validate_offset_and_epoch_in(log: ReplicatedLog, offset: int, epoch: int) -> ValidOffsetAndEpoch:
+    """`ReplicatedLog.validate_offset_and_epoch` in terms of the log's other queries (reference §1.9): SNAPSHOT when
+    the position is behind the log start or older than the oldest snapshot, DIVERGING when our history for that
+    epoch ends earlier or the epoch is unknown, else VALID. Shared by every log implementation."""
+    earliest = log.earliest_snapshot_id()
+    start = log.start_offset()
+    if earliest is not None and (
+        offset < start or (offset == start and epoch != earliest.epoch) or epoch < earliest.epoch
+    ):
+        latest = log.latest_snapshot_id()
+        assert latest is not None
+        return ValidOffsetAndEpoch.snapshot(latest)
+    end = log.end_offset_for_epoch(epoch)
+    if end.epoch != epoch or end.offset < offset:
+        return ValidOffsetAndEpoch.diverging(end)
+    return ValidOffsetAndEpoch.valid(OffsetAndEpoch(offset, epoch))
 
 
 def truncation_offset(log: ReplicatedLog, diverging: OffsetAndEpoch) -> int:

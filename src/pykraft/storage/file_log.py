@@ -23,6 +23,8 @@ from pykraft.raft.log import (
     SnapshotId,
     ValidationKind,
     ValidOffsetAndEpoch,
+    end_offset_for_epoch_in,
+    validate_offset_and_epoch_in,
 )
 from pykraft.records.crc import crc32c
 
@@ -187,28 +189,10 @@ class FileLog:
         return latest.epoch if latest is not None else 0
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        earliest = self.earliest_snapshot_id()
-        lower_epoch = earliest.epoch if earliest is not None else 0
-        for cached_epoch, start in self._epochs:
-            if cached_epoch > epoch:
-                return OffsetAndEpoch(start, lower_epoch)
-            lower_epoch = cached_epoch
-        return OffsetAndEpoch(self.end_offset(), lower_epoch)
+        return end_offset_for_epoch_in(self._epochs, epoch, self.end_offset(), self.earliest_snapshot_id())
 
     def validate_offset_and_epoch(self, offset: int, epoch: int) -> ValidOffsetAndEpoch:
-        earliest = self.earliest_snapshot_id()
-        if earliest is not None and (
-            offset < self._start_offset
-            or (offset == self._start_offset and epoch != earliest.epoch)
-            or epoch < earliest.epoch
-        ):
-            latest = self.latest_snapshot_id()
-            assert latest is not None
-            return ValidOffsetAndEpoch.snapshot(latest)
-        end = self.end_offset_for_epoch(epoch)
-        if end.epoch != epoch or end.offset < offset:
-            return ValidOffsetAndEpoch.diverging(end)
-        return ValidOffsetAndEpoch.valid(OffsetAndEpoch(offset, epoch))
+        return validate_offset_and_epoch_in(self, offset, epoch)
 
     # ---- high watermark ----------------------------------------------------------------------------------
     def high_watermark(self) -> int:
