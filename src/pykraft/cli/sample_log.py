@@ -4,24 +4,27 @@ The sequence is what a Kafka 4.x KRaft cluster with three controllers (1, 2, 3) 
 writes: the first leader's start-of-epoch control batch (LeaderChange, KRaftVersion, Voters), the bootstrap
 feature levels, controller registrations, broker registrations (fenced) and their unfencing, a topic with three
 partitions, a topic config, an ISR shrink, and the active controller's periodic NoOpRecord. A snapshot of the
-first batches is written too. Ids come from a fixed seed, so the output is the same on every run.
+first batches is written too. Ids come from a fixed seed and timestamps from a fixed clock, so the files are the
+same on every run. The files are written by the same code a node uses: `FileLog` and the raft `SnapshotWriter`.
 """
 
 from __future__ import annotations
 
 import random
+import shutil
 import uuid
 from pathlib import Path
 
 from kio.schema.k_raft_version_record.v0 import KRaftVersionRecord
 from kio.schema.leader_change_message.v0 import LeaderChangeMessage
 from kio.schema.leader_change_message.v0.data import Voter as LeaderChangeVoter
-from kio.schema.snapshot_footer_record.v0 import SnapshotFooterRecord
-from kio.schema.snapshot_header_record.v0 import SnapshotHeaderRecord
 from kio.schema.voters_record.v0 import VotersRecord
 from kio.schema.voters_record.v0.data import Endpoint, KRaftVersionFeature, Voter
 from kio.static.primitive import i8, i16, i32, i64, u16
 
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.raft.snapshot_writer import SnapshotWriter
+from pykraft.raft.voter_set import VoterSet
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
 from pykraft.records.control import encode_control_batch
 from pykraft.records.metadata import (
@@ -41,6 +44,8 @@ from pykraft.records.metadata import (
     encode_metadata_record,
 )
 from pykraft.records.uuids import random_kafka_uuid
+from pykraft.storage import DirectoryLock, open_file_log
+from pykraft.storage.files import PARTITION_DIR, snapshot_name
 
 CONTROLLERS = (1, 2, 3)
 BROKERS = (4, 5, 6)
@@ -158,34 +163,55 @@ def build_sample_log(seed: int = 853) -> tuple[list[bytes], int, VotersRecord]:
     return writer.batches, snapshot_end, voters_record
 
 
-def build_snapshot(batches: list[bytes], end_offset: int, epoch: int, voters: VotersRecord) -> bytes:
-    """A snapshot file's bytes as Kafka lays them out: header; KRaftVersion and Voters (kraft.version 1);
-    the metadata records below `end_offset`, numbered from the snapshot's own offset 0; footer."""
-    header = SnapshotHeaderRecord(version=i16(0), last_contained_log_timestamp=i64(START_MS))
-    parts = [
-        encode_control_batch([header], base_offset=0, partition_leader_epoch=epoch, timestamp_ms=START_MS),
-        encode_control_batch([KRaftVersionRecord(version=i16(0), k_raft_version=i16(1)), voters], base_offset=1,
-                             partition_leader_epoch=epoch, timestamp_ms=START_MS),
-    ]
-    offset = 3
+def snapshot_batches(batches: list[bytes], end_offset: int) -> list[list[bytes]]:
+    """The values of the metadata batches below `end_offset`, batch by batch: what a snapshot at `end_offset`
+    holds (the log's control records are not state; the snapshot carries KRaftVersion and Voters itself)."""
+    out = []
     for raw in batches:
         (batch,) = list(iter_batches(raw))
-        if batch.base_offset >= end_offset or batch.is_control:
-            continue
-        records = [SimpleRecord(None if r.value is None else bytes(r.value)) for r in batch.records()]
-        parts.append(encode_batch(records, base_offset=offset, partition_leader_epoch=epoch, timestamp_ms=START_MS))
-        offset += len(records)
-    parts.append(encode_control_batch([SnapshotFooterRecord(version=i16(0))], base_offset=offset,
-                                      partition_leader_epoch=epoch, timestamp_ms=START_MS))
-    return b"".join(parts)
+        if batch.base_offset < end_offset and not batch.is_control:
+            out.append([bytes(r.value) for r in batch.records() if r.value is not None])
+    return out
+
+
+def _last_timestamp(batches: list[bytes], end_offset: int) -> int:
+    """LastContainedLogTimestamp: the append time of the last batch the snapshot covers."""
+    return max(b.max_timestamp for raw in batches for b in iter_batches(raw) if b.base_offset < end_offset)
+
+
+def _clear_previous_sample(output: Path) -> None:
+    """Rerunning replaces the sample (the log would refuse to append at offset 0 again). A formatted node
+    directory is never touched: a real metadata log is not ours to delete."""
+    if (output / "meta.properties").exists():
+        raise FileExistsError(f"{output} is a formatted log directory (it has meta.properties); "
+                              f"write the sample somewhere else")
+    shutil.rmtree(output / PARTITION_DIR, ignore_errors=True)
 
 
 def write_sample_log(output: Path) -> list[Path]:
-    partition_dir = output / "__cluster_metadata-0"
-    partition_dir.mkdir(parents=True, exist_ok=True)
+    """Write the sample through `FileLog` (segment, indexes, leader-epoch-checkpoint) and a snapshot at the end
+    of the registrations through `SnapshotWriter`. Returns the segment and the snapshot paths."""
     batches, snapshot_end, voters = build_sample_log()
-    segment = partition_dir / f"{0:020d}.log"
-    segment.write_bytes(b"".join(batches))
-    snapshot = partition_dir / f"{snapshot_end:020d}-{1:010d}.checkpoint"
-    snapshot.write_bytes(build_snapshot(batches, snapshot_end, epoch=1, voters=voters))
-    return [segment, snapshot]
+    epoch = 1
+    lock = DirectoryLock(str(output))
+    try:
+        _clear_previous_sample(output)
+        log, _ = open_file_log(str(output), lock=lock)
+        with log:
+            for batch in batches:
+                log.append_as_leader(batch, epoch)
+            log.flush()
+            log.update_high_watermark(log.end_offset())
+            snapshot_id = OffsetAndEpoch(snapshot_end, epoch)
+            raw = log.create_new_snapshot(snapshot_id)
+            assert raw is not None, "the partition directory was cleared"
+            timestamp = _last_timestamp(batches, snapshot_end)
+            with SnapshotWriter(raw, last_contained_log_time_ms=timestamp, now_ms=timestamp, kraft_version=1,
+                                voters=VoterSet.from_voters_record(voters), on_frozen=log.on_snapshot_frozen) as writer:
+                for values in snapshot_batches(batches, snapshot_end):
+                    writer.append(values)
+                writer.freeze()
+    finally:
+        lock.release()
+    partition_dir = output / PARTITION_DIR
+    return [partition_dir / f"{0:020d}.log", partition_dir / snapshot_name(snapshot_id.offset, snapshot_id.epoch)]

@@ -1,11 +1,8 @@
-"""Snapshot content as Kafka's `RecordsSnapshotWriter` lays it out, and the bootstrap snapshot.
+"""The bootstrap snapshot, and `SnapshotBuilder`, a thin adapter over the raft core's `SnapshotWriter`.
 
-A snapshot file is a sequence of v2 batches whose offsets start at 0 and whose leader epoch is the snapshot id's
-epoch:
-1. one control batch: `SnapshotHeaderRecord(version 0, LastContainedLogTimestamp)`, then, at kraft.version >= 1,
-   `KRaftVersionRecord` and (when a voter set is known) `VotersRecord`;
-2. the data batches;
-3. one control batch with `SnapshotFooterRecord(version 0)`.
+The snapshot layout (header control batch, data batches numbered from 0, footer control batch) has exactly one
+implementation: `pykraft.raft.snapshot_writer.SnapshotWriter`. This module only adapts its inputs: kio's
+`VotersRecord` becomes a `VoterSet`, and `SimpleRecord`s become the opaque values the writer takes.
 
 The bootstrap snapshot `00000000000000000000-0000000000.checkpoint` written by `storage format` for a dynamic
 quorum holds only the header batch (with KRaftVersion + Voters) and the footer.
@@ -15,19 +12,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kio.schema.k_raft_version_record.v0 import KRaftVersionRecord
-from kio.schema.snapshot_footer_record.v0 import SnapshotFooterRecord
-from kio.schema.snapshot_header_record.v0 import SnapshotHeaderRecord
 from kio.schema.voters_record.v0 import VotersRecord
-from kio.static.primitive import i16, i64
 
 from pykraft.raft.log import BOOTSTRAP_SNAPSHOT_ID, RawSnapshotWriter, SnapshotId
-from pykraft.records import SimpleRecord, encode_batch
-from pykraft.records.control import encode_control_batch
+from pykraft.raft.snapshot_writer import SnapshotWriter
+from pykraft.raft.voter_set import VoterSet
+from pykraft.records import SimpleRecord
+
+
+def _voter_set(voters: VotersRecord | None) -> VoterSet | None:
+    if voters is None:
+        return None
+    voter_set = VoterSet.from_voters_record(voters)
+    # Writing a record Kafka would refuse to load (empty, duplicate ids) would make an unbootable directory.
+    if voter_set is None:
+        raise ValueError(f"unusable voter set for a snapshot: {voters}")
+    return voter_set
 
 
 class SnapshotBuilder:
-    """Writes header, data batches and footer to a `RawSnapshotWriter`, then freezes it."""
+    """`SnapshotWriter` for callers that hold a kio `VotersRecord` and `SimpleRecord`s (storage tools, tests).
+
+    Only record values are kept: snapshot records carry no keys or headers, and their timestamps are the
+    batch's (`now_ms`), as in Kafka's `RecordsSnapshotWriter`."""
 
     def __init__(
         self,
@@ -38,41 +45,27 @@ class SnapshotBuilder:
         kraft_version: int = 1,
         voters: VotersRecord | None = None,
     ) -> None:
-        assert writer.size_in_bytes() == 0, "a snapshot builder starts on an empty snapshot"
         assert kraft_version > 0 or voters is None, "no voter set at kraft.version 0"
-        self._writer = writer
-        self._epoch = writer.snapshot_id.epoch
-        self._now = now_ms
-        self._next_offset = 0
-        messages: list[object] = [
-            SnapshotHeaderRecord(version=i16(0), last_contained_log_timestamp=i64(last_contained_log_timestamp))
-        ]
-        if kraft_version > 0:
-            messages.append(KRaftVersionRecord(version=i16(0), k_raft_version=i16(kraft_version)))
-            if voters is not None:
-                messages.append(voters)
-        self._control(messages)
-
-    def _control(self, messages: Sequence[object]) -> None:
-        data = encode_control_batch(
-            messages, base_offset=self._next_offset, partition_leader_epoch=self._epoch, timestamp_ms=self._now
+        self._raw = writer
+        self._writer = SnapshotWriter(
+            writer,
+            last_contained_log_time_ms=last_contained_log_timestamp,
+            now_ms=now_ms,
+            kraft_version=kraft_version,
+            voters=_voter_set(voters),
+            on_frozen=lambda _id: None,  # the raw writer registers the frozen file with its log
         )
-        self._writer.append(data)
-        self._next_offset += len(messages)
 
     def append(self, records: Sequence[SimpleRecord]) -> None:
         """One data batch."""
-        self._writer.append(
-            encode_batch(records, base_offset=self._next_offset, partition_leader_epoch=self._epoch, timestamp_ms=self._now)
-        )
-        self._next_offset += len(records)
+        values = [r.value for r in records]
+        assert all(v is not None for v in values), "snapshot records have values"
+        self._writer.append(values)  # type: ignore[arg-type]
 
     def freeze(self) -> int:
-        self._control([SnapshotFooterRecord(version=i16(0))])
+        """Footer, fsync, rename; returns the snapshot's size in bytes."""
         self._writer.freeze()
-        size = self._writer.size_in_bytes()
-        self._writer.close()
-        return size
+        return self._raw.size_in_bytes()
 
 
 def write_bootstrap_snapshot(log: object, voters: VotersRecord, now_ms: int) -> SnapshotId:
