@@ -172,3 +172,26 @@ def test_console_script_exit_codes(sample, tmp_path):
     cut.write_bytes(sample[0].read_bytes()[:-5])
     bad = subprocess.run([exe, "dump-log", str(cut)], capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.startswith("pykraft dump-log: ")
+
+
+def test_sample_log_refuses_a_formatted_log_directory(tmp_path):
+    (tmp_path / "meta.properties").write_text("version=1\n")
+    result = runner.invoke(app, ["sample-log", "--output", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("pykraft sample-log: ") and "meta.properties" in result.stderr
+    assert not (tmp_path / "__cluster_metadata-0").exists()
+
+
+def test_sample_log_writes_a_log_directory_the_storage_layer_reopens(tmp_path):
+    from pykraft.storage import open_file_log
+
+    result = runner.invoke(app, ["sample-log", "--output", str(tmp_path)])
+    assert result.exit_code == 0 and result.stdout.count("wrote ") == 2
+    rerun = runner.invoke(app, ["sample-log", "--output", str(tmp_path)])
+    assert rerun.exit_code == 0
+    log, report = open_file_log(str(tmp_path))
+    try:
+        assert (log.start_offset(), log.end_offset(), log.last_fetched_epoch()) == (0, 20, 1)
+        assert (log.latest_snapshot_id().offset, log.latest_snapshot_id().epoch) == (13, 1)
+    finally:
+        log.close()

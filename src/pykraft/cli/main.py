@@ -44,9 +44,16 @@ def sample_log(
     output: Annotated[Path, typer.Option("--output", help="Directory to write the sample metadata log into.")],
 ) -> None:
     """Write the metadata log a 3-controller, 3-broker cluster produces as it starts (for dump-log demos)."""
+    from pykraft.storage import StorageError
+
     from .sample_log import write_sample_log
 
-    for path in write_sample_log(output):
+    try:
+        paths = write_sample_log(output)
+    except (OSError, StorageError) as exc:
+        typer.echo(f"pykraft sample-log: {exc}", err=True)
+        raise typer.Exit(1) from None
+    for path in paths:
         typer.echo(f"wrote {path}")
 
 
