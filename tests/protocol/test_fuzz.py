@@ -1,7 +1,7 @@
 """Fuzzing: whatever bytes a peer sends, the decoders return a documented value or raise a ProtocolError.
 
 Anything else escaping (KeyError, struct.error, UnicodeDecodeError, ...) fails these tests; a process
-abort inside kio would kill the test run, which is why bounds.py exists.
+abort inside kio would kill the test run, which is why wire_check.py exists.
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ It raises (all `ProtocolError`s; the caller closes the connection, as Kafka does
 - `UnsupportedVersionError` when no error response of the request's type can be built;
 - `MalformedRequestError` for a truncated or undecodable header or body, or trailing bytes.
 
-Client side, `encode_request` and `decode_response` mirror these. Every decode runs the bounds walk of
-bounds.py before kio sees the body, and every exception kio raises on bad bytes is wrapped.
+Client side, `encode_request` and `decode_response` mirror these. Every body is walked by wire_check.py
+before kio sees it (hostile lengths and malformed fields are refused; tagged fields this version does not know
+are cut out, as Kafka skips them), and every exception kio raises on bad bytes is wrapped.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ from functools import cache
 from typing import Any
 
 import kio.index
+from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.protocol import headers
 from pykraft.protocol.api_versions import unsupported_api_versions_response
 from pykraft.protocol.apis import ApiKey, ApiRegistry, kio_knows, request_class, response_class
-from pykraft.protocol.bounds import BoundsError, check_bounds
 from pykraft.protocol.error_responses import error_response_for, has_top_level_error_code
 from pykraft.protocol.errors import (
     ErrorCode,
@@ -47,6 +49,7 @@ from pykraft.protocol.errors import (
     UnsupportedVersionError,
 )
 from pykraft.protocol.framing import encode_frame_parts
+from pykraft.protocol.wire_check import Guard, WireFormatError, guard_for, kio_input
 
 __all__ = [
     "DecodedRequest",
@@ -108,6 +111,15 @@ def _reader(entity_type: type) -> Callable[[memoryview, int], tuple[Any, int]]:
     return entity_reader(entity_type)
 
 
+@cache
+def _guard(entity_type: type) -> Guard:
+    """The walk of one request or response class, knowing the tags of every version kio has of it."""
+    is_request = entity_type.__type__ is EntityType.request
+    load = kio.index.load_request_schema if is_request else kio.index.load_response_schema
+    key = int(entity_type.__api_key__)
+    return guard_for(entity_type, tuple(load(key, version) for version in schema_name_map[api_key_map[key]]))
+
+
 def _view(frame: bytes | bytearray | memoryview) -> memoryview:
     view = memoryview(frame)
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
@@ -136,20 +148,22 @@ def encode_response(correlation_id: int, message: ResponsePayload) -> bytes:
 
 
 def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict) -> object:
-    """Bounds-walk, then decode one body that must fill the rest of the frame exactly."""
+    """Walk, then decode one body that must fill the rest of the frame exactly."""
     try:
-        end = check_bounds(entity_type, view, offset)
-        if end != len(view):
-            raise BoundsError(f"{len(view) - end} trailing bytes after the body")
-        message, size = _reader(entity_type)(view, offset)  # kio returns the size read, not an offset
-    except BoundsError as exc:
+        end, edits = _guard(entity_type).walk(view, offset, len(view))
+    except WireFormatError as exc:
         raise error(f"malformed body: {exc}", **ids) from exc
+    if end != len(view):
+        raise error(f"malformed body: {len(view) - end} trailing bytes after the body", **ids)
+    source, start, stop = kio_input(view, offset, end, edits)
+    try:
+        message, size = _reader(entity_type)(source, start)  # kio returns the size read, not an offset
     except Exception as exc:  # kio raises DecodeError, ValueError, KeyError...; all mean bad bytes here
         raise error(f"body does not decode: {type(exc).__name__}: {exc}", **ids) from exc
     # The walk and kio read the same schema, so they must agree; a disagreement means the walk missed
     # something and must not pass silently.
-    if offset + size != end:
-        raise error(f"kio read {size} body bytes, the bounds walk {end - offset}", **ids)
+    if start + size != stop:
+        raise error(f"kio read {size} body bytes, the walk {stop - start}", **ids)
     return message
 
 

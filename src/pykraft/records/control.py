@@ -3,6 +3,10 @@ message for that type, whose first field is its own `Version`.
 
 Kafka writes LeaderChangeMessage at version 0; v1 (with voter directory ids) is read too. The value's leading
 int16 picks the schema version when decoding, so both round-trip.
+
+These values come from log segments and snapshots that may be torn or corrupt, so each one is walked by
+`pykraft.protocol.wire_check` before kio's native reader sees it (a corrupt array length would otherwise abort
+the process); tagged fields a newer Kafka added are cut out, as Kafka skips them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from kio.schema.snapshot_header_record.v0 import SnapshotHeaderRecord
 from kio.schema.voters_record.v0 import VotersRecord
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
+
+from pykraft.protocol.wire_check import WireFormatError, guard_for, kio_input
 
 from .batch import Record, SimpleRecord, encode_batch
 from .errors import RecordsError
@@ -58,6 +64,13 @@ _SCHEMAS: dict[tuple[ControlRecordType, int], type] = {
 _TYPE_OF_CLASS: dict[type, ControlRecordType] = {cls: kind for (kind, _), cls in _SCHEMAS.items()}
 _WRITERS = {cls: entity_writer(cls) for cls in _SCHEMAS.values()}
 _READERS = {key: entity_reader(cls) for key, cls in _SCHEMAS.items()}
+# Each walk knows the schema's other versions: Kafka rejects their tags instead of skipping them.
+_GUARDS = {
+    key: guard_for(cls, tuple(other for (kind, _), other in _SCHEMAS.items() if kind == key[0]))
+    for key, cls in _SCHEMAS.items()
+}
+# What kio's reader raises on bytes that passed the walk but are still wrong (invalid UTF-8, a bad bool...).
+_KIO_READ_ERRORS = (SerialError, ValueError, LookupError, TypeError, OverflowError, struct.error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +137,20 @@ def _decode_value(kind: ControlRecordType, value: memoryview | bytes | None) -> 
     reader = _READERS.get((kind, version))
     if reader is None:
         raise InvalidControlRecordError(f"{kind.name} control record version {version} is not supported")
+    view = memoryview(value)
     try:
-        message, size = reader(value, 0)
-    except (SerialError, ValueError, IndexError, UnicodeDecodeError) as exc:
+        end, edits = _GUARDS[(kind, version)].walk(view, 0, len(view))
+    except WireFormatError as exc:
         raise InvalidControlRecordError(f"cannot decode {kind.name} control record: {exc}") from None
-    if size != len(value):
-        raise InvalidControlRecordError(f"{kind.name} control record has {len(value) - size} trailing bytes")
+    if end != len(view):
+        raise InvalidControlRecordError(f"{kind.name} control record has {len(view) - end} trailing bytes")
+    source, offset, stop = kio_input(view, 0, end, edits)
+    try:
+        message, size = reader(source, offset)
+    except _KIO_READ_ERRORS as exc:
+        raise InvalidControlRecordError(f"cannot decode {kind.name} control record: {exc}") from None
+    if offset + size != stop:
+        # The walk and kio read the same schema; a disagreement must not pass silently.
+        reason = f"kio read {size} bytes, the walk {stop - offset}"
+        raise InvalidControlRecordError(f"{kind.name} control record: {reason}")
     return message

@@ -5,15 +5,26 @@
 
 as Kafka's `AbstractApiMessageSerde` writes it. Decoding fails where Kafka's reader fails (frame version, type,
 version, body, trailing garbage), always with a MetadataRecordError subclass. The body is first walked by
-`wire_check` (bounds, nulls, tags) and only then handed to kio's native reader; see that module for why.
+`pykraft.protocol.wire_check` (bounds, nulls, tags) and only then handed to kio's native reader; see that module
+for why.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 
 from kio.serial.errors import SerialError
+
+from pykraft.protocol.wire_check import (
+    MAX_STRING_BYTES,
+    Guard,
+    WireFormatError,
+    guard_for,
+    kio_input,
+    read_uvarint,
+)
 
 from .errors import (
     MalformedMetadataRecordError,
@@ -23,7 +34,7 @@ from .errors import (
     UnknownFrameVersionError,
 )
 from .registry import FRAME_VERSION, RecordCodec, codec_for, codec_for_class
-from .wire_check import MAX_STRING_BYTES, WireFormatError, apply_edits, read_uvarint, walk_entity
+from .schema import RECORD_CLASSES
 
 # What kio's reader raises on bytes that passed the walk but are still wrong (invalid UTF-8, a bool that is
 # neither 0 nor 1, ...), and what its writer raises on values that do not fit their field types.
@@ -58,24 +69,27 @@ def decode_metadata_record(value: bytes | bytearray | memoryview) -> object:
     end = len(view)
     codec, body_start = _read_frame(view, end)
     try:
-        body_end, edits = walk_entity(codec.record_class, view, body_start, end, codec.invalid_tags)
+        body_end, edits = _guard(codec.record_class, codec.api_key).walk(view, body_start, end)
     except WireFormatError as exc:
         raise _body_error(codec, exc) from exc
     if body_end != end:
         raise TrailingBytesError(end - body_end, codec.name)
-    if edits:
-        # Unknown tagged fields (a newer Kafka's additions) are cut out; kio cannot skip them itself.
-        source, offset = apply_edits(view, body_start, end, edits), 0
-    else:
-        source, offset = view, body_start
+    # Unknown tagged fields (a newer Kafka's additions) are cut out of a copy; kio cannot skip them itself.
+    source, offset, stop = kio_input(view, body_start, end, edits)
     try:
         record, size = codec.read(source, offset)
     except _KIO_READ_ERRORS as exc:
         raise MalformedMetadataRecordError(f"invalid {codec.name} v{codec.version}: {exc}") from exc
-    if offset + size != len(source):
+    if offset + size != stop:
         # The walk and kio disagree on where the record ends: never expected, but never silently accepted.
         raise MalformedMetadataRecordError(f"invalid {codec.name} v{codec.version}: inconsistent length")
     return record
+
+
+@functools.cache
+def _guard(record_class: type, api_key: int) -> Guard:
+    """The walk of one record class; the record's other versions tell which tags Kafka rejects in this one."""
+    return guard_for(record_class, tuple(cls for (key, _), cls in RECORD_CLASSES.items() if key == api_key))
 
 
 def _read_only_bytes(value: bytes | bytearray | memoryview) -> memoryview:
@@ -111,6 +125,6 @@ def _body_error(codec: RecordCodec, exc: WireFormatError) -> Exception:
 def _check_encoded(codec: RecordCodec, value: bytes) -> None:
     view = memoryview(value)
     try:
-        walk_entity(codec.record_class, view, len(codec.header), len(view))
+        _guard(codec.record_class, codec.api_key).walk(view, len(codec.header), len(view))
     except WireFormatError as exc:
         raise MetadataRecordEncodeError(f"cannot encode {codec.name}: {exc}") from exc

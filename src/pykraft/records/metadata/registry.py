@@ -9,9 +9,10 @@ from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
+from pykraft.protocol.wire_check import uvarint_bytes
+
 from .errors import UnknownMetadataRecordTypeError, UnsupportedMetadataRecordVersionError
 from .schema import RECORD_CLASSES, RECORD_NAMES, MetadataRecordType
-from .wire_check import uvarint_bytes
 
 FRAME_VERSION = 1
 """The only value frame version Kafka writes and reads (`AbstractApiMessageSerde.DEFAULT_FRAME_VERSION`)."""
