@@ -2,7 +2,7 @@
 
 Messages themselves are kio's dataclasses; this package decides how they travel: framing (framing.py),
 header versions (headers.py), which APIs and versions a node speaks (apis.py, api_versions.py), error
-codes and exceptions (errors.py, error_responses.py), and the guarded decode path (bounds.py, codec.py).
+codes and exceptions (errors.py, error_responses.py), and the guarded decode path (wire_check.py, codec.py).
 """
 
 from pykraft.protocol.api_versions import (

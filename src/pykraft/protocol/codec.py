@@ -122,7 +122,8 @@ def _guard(entity_type: type) -> Guard:
 
 def _view(frame: bytes | bytearray | memoryview) -> memoryview:
     view = memoryview(frame)
-    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+    view = view if view.format == "B" and view.ndim == 1 else view.cast("B")
+    return view.toreadonly()  # kio's reader refuses writable buffers (a bytearray frame); no copy is made
 
 
 def _encode_body(message: RequestPayload | ResponsePayload) -> bytes:

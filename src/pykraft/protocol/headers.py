@@ -117,7 +117,7 @@ def decode_request_header(frame: memoryview, header_class: type[RequestHeader]) 
     """Read a request header from the start of `frame`; return it and the offset of the body.
 
     Raises whatever kio raises on bad bytes; the codec turns that into MalformedRequestError. Headers have
-    no arrays, so kio's over-allocation on array lengths (see bounds.py) cannot happen here.
+    no arrays, so kio's over-allocation on array lengths (see wire_check.py) cannot happen here.
     """
     header, size = _READERS[header_class](frame, 0)
     return header, size

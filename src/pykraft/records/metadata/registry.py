@@ -4,7 +4,7 @@ each class (built on first use and kept, as kio asks)."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from kio.serial import entity_reader, entity_writer
@@ -43,8 +43,6 @@ class RecordCodec:
     """The value frame: unsigned varints frame version, api key, record version."""
     write: Any
     read: Any
-    invalid_tags: frozenset[int]
-    """Tags the record uses in other versions only; Kafka rejects them in this version."""
 
 
 def record_type_name(api_key: int) -> str:
@@ -104,16 +102,4 @@ def _codec(cls: type) -> RecordCodec:
         header=uvarint_bytes(FRAME_VERSION) + uvarint_bytes(api_key) + uvarint_bytes(version),
         write=entity_writer(cls),
         read=entity_reader(cls),
-        invalid_tags=_tags_of_other_versions(api_key) - _tags(cls),
     )
-
-
-def _tags(cls: type) -> frozenset[int]:
-    return frozenset(f.metadata["tag"] for f in fields(cls) if "tag" in f.metadata)
-
-
-def _tags_of_other_versions(api_key: int) -> frozenset[int]:
-    tags: frozenset[int] = frozenset()
-    for version in _VERSIONS[api_key]:
-        tags |= _tags(RECORD_CLASSES[(api_key, version)])
-    return tags
