@@ -30,6 +30,7 @@ __all__ = [
     "InvalidAppendError",
     "InvalidSnapshotIdError",
     "RawSnapshotReader",
+    "BufferSnapshotReader",
     "RawSnapshotWriter",
     "ReplicatedLog",
     "truncation_offset",
@@ -137,6 +138,28 @@ class RawSnapshotReader(Protocol):
     def records(self) -> bytes | memoryview:
         """The whole snapshot content."""
         ...
+
+
+class BufferSnapshotReader:
+    """A `RawSnapshotReader` over a snapshot whose bytes are already addressable: held in memory (MemoryLog) or
+    memory-mapped from a `.checkpoint` file (the file log subclasses this)."""
+
+    def __init__(self, snapshot_id: SnapshotId, data: bytes | memoryview) -> None:
+        self._id = snapshot_id
+        self._data = data
+
+    @property
+    def snapshot_id(self) -> SnapshotId:
+        return self._id
+
+    def size_in_bytes(self) -> int:
+        return len(self._data)
+
+    def read(self, position: int, max_bytes: int) -> bytes | memoryview:
+        return self._data[position : position + max(0, max_bytes)]
+
+    def records(self) -> bytes | memoryview:
+        return self._data
 
 
 @runtime_checkable

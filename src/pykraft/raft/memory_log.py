@@ -12,6 +12,7 @@ import struct
 from dataclasses import dataclass
 
 from pykraft.raft.log import (
+    BufferSnapshotReader,
     InvalidAppendError,
     InvalidSnapshotIdError,
     LogAppendInfo,
@@ -86,25 +87,6 @@ class MemorySnapshotWriter:
 
     def close(self) -> None:
         self._closed = True
-
-
-class MemorySnapshotReader:
-    def __init__(self, snapshot_id: SnapshotId, data: bytes) -> None:
-        self._id = snapshot_id
-        self._data = data
-
-    @property
-    def snapshot_id(self) -> SnapshotId:
-        return self._id
-
-    def size_in_bytes(self) -> int:
-        return len(self._data)
-
-    def read(self, position: int, max_bytes: int) -> bytes:
-        return self._data[position : position + max(0, max_bytes)]
-
-    def records(self) -> bytes:
-        return self._data
 
 
 class MemoryLog:
@@ -258,9 +240,9 @@ class MemoryLog:
     def _install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
         self._snapshots[snapshot_id] = data
 
-    def read_snapshot(self, snapshot_id: SnapshotId) -> MemorySnapshotReader | None:
+    def read_snapshot(self, snapshot_id: SnapshotId) -> BufferSnapshotReader | None:
         data = self._snapshots.get(snapshot_id)
-        return None if data is None else MemorySnapshotReader(snapshot_id, data)
+        return None if data is None else BufferSnapshotReader(snapshot_id, data)
 
     def latest_snapshot_id(self) -> SnapshotId | None:
         return max(self._snapshots) if self._snapshots else None

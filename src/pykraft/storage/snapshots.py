@@ -15,7 +15,7 @@ import os
 import secrets
 from collections.abc import Callable
 
-from pykraft.raft.log import SnapshotId
+from pykraft.raft.log import BufferSnapshotReader, SnapshotId
 from pykraft.records import RecordsError, iter_batches
 
 from .errors import CorruptSnapshotError
@@ -76,34 +76,20 @@ class FileSnapshotWriter:
                 pass
 
 
-class FileSnapshotReader:
+class FileSnapshotReader(BufferSnapshotReader):
     """A `RawSnapshotReader` over a frozen `.checkpoint` file, memory-mapped."""
 
     def __init__(self, path: str, snapshot_id: SnapshotId) -> None:
-        self._id = snapshot_id
         self.path = path
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             self._map: mmap.mmap | None = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else None
-        self._view = memoryview(self._map) if self._map is not None else memoryview(b"")
-
-    @property
-    def snapshot_id(self) -> SnapshotId:
-        return self._id
-
-    def size_in_bytes(self) -> int:
-        return len(self._view)
-
-    def read(self, position: int, max_bytes: int) -> memoryview:
-        return self._view[position : position + max(0, max_bytes)]
-
-    def records(self) -> memoryview:
-        return self._view
+        super().__init__(snapshot_id, memoryview(self._map) if self._map is not None else memoryview(b""))
 
     def validate(self) -> None:
         """Check every batch of the snapshot (CRC, framing). Raises `CorruptSnapshotError`."""
         try:
-            for _ in iter_batches(self._view):
+            for _ in iter_batches(self._data):
                 pass
         except RecordsError as exc:
             raise CorruptSnapshotError(self.path, exc.position, str(exc)) from None
