@@ -1,0 +1,1 @@
+"""The broker process: an observer of the metadata log that registers, heartbeats and manages ISR changes."""

@@ -1,0 +1,1 @@
+"""asyncio TCP transport with Kafka framing: server, client connections, TLS. Nothing protocol-specific beyond framing and correlation ids."""

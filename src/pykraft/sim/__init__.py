@@ -1,0 +1,1 @@
+"""Deterministic simulation of whole pykraft clusters: scheduler, network, disks, faults, invariants, linearizability."""
