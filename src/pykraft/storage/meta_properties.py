@@ -61,30 +61,89 @@ class MetaProperties:
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """The subset of java.util.Properties that Kafka writes: comments (# !), key=value or key:value, escapes."""
+    """`java.util.Properties.load` semantics: the format of Kafka's server.properties and meta.properties.
+
+    Comment lines start with # or !; a line ending in an odd number of backslashes continues on the next line
+    (whose leading whitespace is dropped); the key ends at the first unescaped `=`, `:` or whitespace; escapes
+    are \\t \\n \\r \\f \\uXXXX, and a backslash before any other character keeps that character.
+    One deliberate difference: unescaped trailing whitespace of a value is dropped (Java keeps it), because a
+    stray space after `cluster.id=...` or a number is a typo, never intended.
+    """
     props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        key, value = (line, "") if cut < 0 else (line[:cut].strip(), line[cut + 1 :].strip())
-        props[_unescape(key)] = _unescape(value)
+    for line in _logical_lines(text):
+        key, value = _split_key_value(line)
+        props[_unescape(key)] = _unescape(_rstrip_unescaped(value))
     return props
+
+
+def _logical_lines(text: str):
+    pending: str | None = None
+    for raw in text.splitlines():
+        line = raw.lstrip(" \t\f")
+        if pending is None:
+            if not line or line[0] in "#!":
+                continue
+        else:
+            line = pending + line
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:  # an odd number of backslashes: the last one escapes the line break
+            pending = line[:-1]
+            continue
+        pending = None
+        yield line
+    if pending is not None:
+        yield pending
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=: \t\f":
+            break
+        i += 1
+    key, rest = line[:i], line[i:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+def _rstrip_unescaped(value: str) -> str:
+    stripped = value.rstrip(" \t\f")
+    # Whitespace right after an odd run of backslashes was escaped: keep that one character.
+    run = len(stripped) - len(stripped.rstrip("\\"))
+    return value[: len(stripped) + 1] if run % 2 == 1 and len(stripped) < len(value) else stripped
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
 def _unescape(text: str) -> str:
     if "\\" not in text:
         return text
     out = []
-    chars = iter(text)
-    for ch in chars:
-        if ch == "\\":
-            nxt = next(chars, "")
-            out.append({"n": "\n", "t": "\t", "r": "\r"}.get(nxt, nxt))
-        else:
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\":
             out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1 : i + 2]
+        if nxt == "u" and _is_hex4(text[i + 2 : i + 6]):
+            out.append(chr(int(text[i + 2 : i + 6], 16)))
+            i += 6
+            continue
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
     return "".join(out)
+
+
+def _is_hex4(text: str) -> bool:
+    return len(text) == 4 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def write_meta_properties(log_dir: str, meta: MetaProperties) -> None:
