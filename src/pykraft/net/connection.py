@@ -1,0 +1,282 @@
+"""Pipelined client connections with Kafka framing and correlation ids.
+
+A `Connection` sends requests as soon as they are built and matches responses by correlation id (the first
+int32 of every response). Kafka servers answer strictly in request order, so like Kafka's NetworkClient we
+check that each response answers the OLDEST outstanding request; anything else (an unknown or out-of-order
+id, a frame too short to hold an id) means the stream can no longer be trusted, so the connection is closed
+(Kafka throws IllegalStateException and disconnects) and counted in `Connection.unexpected_responses`.
+
+A request that times out closes the connection (Kafka's NetworkClient disconnects on request timeout): that
+request fails with `RequestTimeoutError`, every other pending one with `ConnectionClosedError`. A caller that
+is cancelled while waiting does not disturb the connection: its response, when it comes, is dropped.
+
+Built on `asyncio.Protocol` for the same reasons as the server (one read = one decoder feed, one write per
+request, no stream buffer copies); see benchmarks/net.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import struct
+from collections import deque
+from collections.abc import Callable
+
+from pykraft.net.errors import ConnectError, ConnectionClosedError, FrameTooLargeError, NetError, RequestTimeoutError
+from pykraft.protocol.errors import FrameTooLargeError as FrameSizeError
+from pykraft.protocol.errors import InvalidFrameError
+from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+
+__all__ = ["Connection"]
+
+_log = logging.getLogger("pykraft.net.client")
+_SIZE = struct.Struct(">i")
+_INT32_MAX = 2**31 - 1
+
+# One outstanding request: correlation id, the future its caller awaits, its timeout timer.
+_Pending = tuple[int, "asyncio.Future[bytes]", asyncio.TimerHandle]
+
+
+class Connection:
+    """One TCP (or TLS) connection to one peer, carrying any number of pipelined requests."""
+
+    def __init__(self, host: str, port: int, max_frame_bytes: int) -> None:
+        """Internal: use `Connection.open`."""
+        self.host = host
+        self.port = port
+        self._loop = asyncio.get_running_loop()
+        self._decoder = FrameDecoder(max_frame_bytes)
+        self._transport: asyncio.Transport | None = None
+        self._pending: deque[_Pending] = deque()
+        self._next_id = 0
+        self._failure: NetError | None = None  # set once the connection is unusable
+        self._write_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._lost: asyncio.Future[None] = self._loop.create_future()
+        self._close_listeners: list[Callable[[Connection], None]] = []
+        self.unexpected_responses = 0
+
+    @classmethod
+    async def open(
+        cls,
+        host: str,
+        port: int,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        connect_timeout_ms: int = 10_000,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> Connection:
+        """Connect (and finish the TLS handshake) within `connect_timeout_ms`, or raise ConnectError."""
+        conn = cls(host, port, max_frame_bytes)
+        loop = conn._loop
+        deadline = loop.time() + connect_timeout_ms / 1000
+        try:
+            async with asyncio.timeout_at(deadline):
+                await loop.create_connection(lambda: _ClientProtocol(conn), host, port, ssl=ssl_context)
+                if ssl_context is not None:
+                    await conn._await_tls_verdict(deadline)
+        except TimeoutError:
+            conn._abort_transport()
+            raise ConnectError(f"connect to {host}:{port} timed out after {connect_timeout_ms} ms") from None
+        except (OSError, ssl.SSLError) as exc:
+            conn._abort_transport()
+            raise ConnectError(f"connect to {host}:{port} failed: {exc}") from exc
+        except NetError as exc:
+            conn._abort_transport()
+            raise ConnectError(f"connect to {host}:{port} failed: {exc}") from exc
+        return conn
+
+    @property
+    def closed(self) -> bool:
+        return self._failure is not None
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    async def request(self, build: Callable[[int], bytes], *, timeout_ms: int) -> bytes:
+        """Send `build(correlation_id)` and return the whole payload of its response."""
+        if self._failure is not None:
+            raise ConnectionClosedError(f"connection to {self.host}:{self.port} is closed: {self._failure}")
+        correlation_id = self._next_id
+        self._next_id = 0 if correlation_id == _INT32_MAX else correlation_id + 1
+        payload = build(correlation_id)
+        future: asyncio.Future[bytes] = self._loop.create_future()
+        timer = self._loop.call_later(timeout_ms / 1000, self._on_timeout, future, correlation_id, timeout_ms)
+        self._pending.append((correlation_id, future, timer))
+        assert self._transport is not None
+        self._transport.write(_SIZE.pack(len(payload)) + payload)
+        if self._write_paused:
+            await self._drained()
+        return await future
+
+    async def close(self) -> None:
+        """Close the connection; pending requests fail with ConnectionClosedError."""
+        if self._failure is None:
+            self._fail(ConnectionClosedError(f"connection to {self.host}:{self.port} closed locally"), graceful=True)
+        if self._transport is not None:
+            await asyncio.wait([self._lost], timeout=1.0)
+
+    def add_close_listener(self, listener: Callable[[Connection], None]) -> None:
+        """Call `listener(self)` once, when the connection becomes unusable (at once if it already is)."""
+        if self._failure is not None:
+            listener(self)
+        else:
+            self._close_listeners.append(listener)
+
+    # ---- protocol callbacks (via _ClientProtocol) ----
+
+    def _connection_made(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+
+    def _data_received(self, data: bytes) -> None:
+        if self._failure is not None:
+            return
+        try:
+            frames = self._decoder.feed(data)
+        except FrameSizeError as exc:
+            self._fail(FrameTooLargeError(f"response from {self.host}:{self.port}: {exc}", size=exc.size, limit=exc.limit))
+            return
+        except InvalidFrameError as exc:
+            self._fail(ConnectionClosedError(f"invalid frame from {self.host}:{self.port}: {exc}"))
+            return
+        pending = self._pending
+        for frame in frames:
+            if len(frame) < 4:
+                self._unexpected(f"a response of {len(frame)} bytes has no correlation id")
+                return
+            (correlation_id,) = _SIZE.unpack_from(frame)
+            if not pending or pending[0][0] != correlation_id:
+                expected = pending[0][0] if pending else None
+                self._unexpected(f"response with correlation id {correlation_id}, expected {expected}")
+                return
+            _, future, timer = pending.popleft()
+            timer.cancel()
+            if not future.done():  # a cancelled caller's response is dropped
+                future.set_result(_as_bytes(frame))
+
+    def _connection_lost(self, exc: Exception | None) -> None:
+        if self._failure is None:
+            reason = f"{type(exc).__name__}: {exc}" if exc is not None else "closed by peer"
+            error = ConnectionClosedError(f"connection to {self.host}:{self.port} lost ({reason})")
+            error.__cause__ = exc
+            self._fail(error)
+        self._wake_drain_waiters()
+        if not self._lost.done():
+            self._lost.set_result(None)
+
+    def _pause_writing(self) -> None:
+        self._write_paused = True
+
+    def _resume_writing(self) -> None:
+        self._write_paused = False
+        self._wake_drain_waiters()
+
+    # ---- internals ----
+
+    def _on_timeout(self, future: asyncio.Future[bytes], correlation_id: int, timeout_ms: int) -> None:
+        if future.done() or self._failure is not None:
+            return  # answered, or the caller was cancelled (its answer will be dropped), or already closed
+        error = RequestTimeoutError(
+            f"request {correlation_id} to {self.host}:{self.port} got no response within {timeout_ms} ms")
+        future.set_exception(error)
+        self._fail(ConnectionClosedError(f"connection to {self.host}:{self.port} closed after a request timeout"))
+
+    def _unexpected(self, what: str) -> None:
+        self.unexpected_responses += 1
+        _log.warning("closing connection to %s:%s: %s", self.host, self.port, what)
+        self._fail(ConnectionClosedError(f"connection to {self.host}:{self.port} closed: {what}"))
+
+    def _fail(self, error: NetError, *, graceful: bool = False) -> None:
+        """Mark the connection unusable, close the transport, fail the oldest pending request with `error`
+        and the others with ConnectionClosedError (they did nothing wrong; they may be retried)."""
+        self._failure = error
+        pending, self._pending = self._pending, deque()
+        others = error if isinstance(error, ConnectionClosedError) else ConnectionClosedError(
+            f"connection to {self.host}:{self.port} closed: {error}")
+        for index, (_, future, timer) in enumerate(pending):
+            timer.cancel()
+            if not future.done():
+                future.set_exception(error if index == 0 else others)
+        if graceful and self._transport is not None:
+            self._transport.close()
+        else:
+            self._abort_transport()
+        self._wake_drain_waiters()
+        listeners, self._close_listeners = self._close_listeners, []
+        for listener in listeners:
+            listener(self)
+
+    def _abort_transport(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    async def _drained(self) -> None:
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._drain_waiters.append(waiter)
+        await waiter
+
+    def _wake_drain_waiters(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _await_tls_verdict(self, deadline: float) -> None:
+        """Under TLS 1.3 the client finishes its handshake before the server has checked the client's
+        certificate; a rejection arrives afterwards as an alert. A server that accepts sends its session
+        tickets right after that check, so wait for a ticket or the connection's loss (or give up waiting
+        at the deadline and assume acceptance: a server may send no tickets). TLS 1.2 needs no wait."""
+        assert self._transport is not None
+        ssl_object = self._transport.get_extra_info("ssl_object")
+        if ssl_object is None or ssl_object.version() != "TLSv1.3":
+            return
+        delay = 0.0002
+        while True:
+            if self._failure is not None:
+                raise ConnectError(f"TLS handshake rejected by {self.host}:{self.port}: {self._failure}")
+            session = ssl_object.session
+            if session is not None and session.has_ticket:
+                return
+            if self._loop.time() + delay >= deadline:
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
+def _as_bytes(frame: memoryview) -> bytes:
+    """The frame as bytes, without a copy when it already is a whole `bytes` object (large frames that
+    straddled socket reads are assembled that way by the decoder)."""
+    owner = frame.obj
+    if type(owner) is bytes and frame.nbytes == len(owner):
+        return owner
+    return bytes(frame)
+
+
+class _ClientProtocol(asyncio.Protocol):
+    """Forwards the event loop's callbacks to its Connection (kept apart so Connection's API stays small)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._conn._connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._conn._data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._conn._connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._conn._pause_writing()
+
+    def resume_writing(self) -> None:
+        self._conn._resume_writing()

@@ -1,0 +1,316 @@
+"""An asyncio server for Kafka-framed requests: one handler call per frame, responses in request order.
+
+Built on `asyncio.Protocol` rather than streams: a protocol gets each socket read as one `bytes` object that
+`FrameDecoder` slices into frames without copying, and a response is one `transport.write`; streams add a
+`StreamReader` buffer copy, two awaits per frame (`readexactly` for the prefix and the body) and a `drain()`
+per write. benchmarks/net.py measures this server against a bare streams echo.
+
+Per connection:
+- every complete frame starts its own handler task at once, so a handler that parks a request (a long-poll
+  Fetch) does not hold back the requests behind it;
+- responses are written strictly in request order, as Kafka clients require: a finished response waits
+  until all responses before it are written (a handler returning None means "no response" and only keeps
+  its place in the order);
+- backpressure: at most `max_in_flight` requests are unanswered; further frames already read wait in a
+  backlog and the socket is not read until the count drops. Reading also stops while the transport's
+  write buffer is over its high-water mark (a peer that sends but does not read);
+- a bad size prefix (negative or over `max_frame_bytes`) or a handler exception closes this connection
+  only, is logged and counted; `CloseConnection` from a handler closes it after the responses to the
+  requests before it have been written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import struct
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from pykraft.net.tls import peer_subject
+from pykraft.protocol.errors import InvalidFrameError
+from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+
+__all__ = [
+    "DEFAULT_MAX_IN_FLIGHT",
+    "CloseConnection",
+    "ConnectionInfo",
+    "FrameServer",
+    "Handler",
+    "ServerStats",
+]
+
+_log = logging.getLogger("pykraft.net.server")
+_SIZE = struct.Struct(">i")
+
+DEFAULT_MAX_IN_FLIGHT = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionInfo:
+    peer_host: str
+    peer_port: int
+    connection_id: int
+    tls_peer_subject: str | None  # RFC 4514 form, e.g. "CN=node-2", when the client presented a certificate
+
+
+Handler = Callable[[ConnectionInfo, memoryview], Awaitable[bytes | None]]
+
+
+class CloseConnection(Exception):
+    """Raised by a handler to drop its connection once the responses to earlier requests are written."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStats:
+    """Counters since the server was created (a snapshot; `FrameServer.stats` builds a new one)."""
+
+    connections_accepted: int
+    connections_open: int
+    requests: int
+    responses: int
+    invalid_frames: int  # negative or oversize size prefix: connection closed
+    handler_errors: int  # handler raised something other than CloseConnection: connection closed
+    closed_by_handler: int  # handler raised CloseConnection
+
+
+class _Counters:
+    __slots__ = ("accepted", "closed_by_handler", "handler_errors", "invalid_frames", "requests", "responses")
+
+    def __init__(self) -> None:
+        self.accepted = self.requests = self.responses = 0
+        self.invalid_frames = self.handler_errors = self.closed_by_handler = 0
+
+
+class FrameServer:
+    """Listens on one address and calls `handler(info, payload)` for every request frame."""
+
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_SIZE,
+        ssl_context: ssl.SSLContext | None = None,
+        name: str = "server",
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        ssl_handshake_timeout_ms: int = 10_000,
+    ) -> None:
+        assert max_in_flight >= 1, max_in_flight
+        self.handler = handler
+        self.max_frame_bytes = max_frame_bytes
+        self.max_in_flight = max_in_flight
+        self.name = name
+        self._ssl = ssl_context
+        self._handshake_timeout_s = ssl_handshake_timeout_ms / 1000
+        self._server: asyncio.Server | None = None
+        self._connections: set[_ServerProtocol] = set()
+        self._tasks: set[asyncio.Task[bytes | None]] = set()  # every handler task not yet finished
+        self._counters = _Counters()
+        self._next_connection_id = 0
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        """Listen on `host:port` (port 0 picks a free one); return the bound address."""
+        assert self._server is None, "already started"
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._new_protocol,
+            host,
+            port,
+            ssl=self._ssl,
+            ssl_handshake_timeout=self._handshake_timeout_s if self._ssl is not None else None,
+        )
+        bound = self._server.sockets[0].getsockname()
+        _log.info("%s listening on %s:%s", self.name, bound[0], bound[1])
+        return bound[0], bound[1]
+
+    async def close(self) -> None:
+        """Stop listening, drop every connection and wait for the handler tasks to finish."""
+        if self._server is not None:
+            self._server.close()
+        lost = [proto.lost for proto in self._connections]
+        for proto in list(self._connections):
+            proto.abort()
+        for task in list(self._tasks):
+            task.cancel()
+        waits: list[asyncio.Future[object]] = [*lost, *self._tasks]
+        if waits:
+            # Bounded: a handler that swallows cancellation must not hang shutdown forever.
+            await asyncio.wait(waits, timeout=5.0)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    @property
+    def stats(self) -> ServerStats:
+        c = self._counters
+        return ServerStats(
+            connections_accepted=c.accepted,
+            connections_open=len(self._connections),
+            requests=c.requests,
+            responses=c.responses,
+            invalid_frames=c.invalid_frames,
+            handler_errors=c.handler_errors,
+            closed_by_handler=c.closed_by_handler,
+        )
+
+    def _new_protocol(self) -> _ServerProtocol:
+        self._next_connection_id += 1
+        return _ServerProtocol(self, self._next_connection_id)
+
+
+class _ServerProtocol(asyncio.Protocol):
+    """One accepted connection: decode frames, run handlers, write responses in order."""
+
+    def __init__(self, server: FrameServer, connection_id: int) -> None:
+        self._server = server
+        self._counters = server._counters
+        self._id = connection_id
+        self._decoder = FrameDecoder(server.max_frame_bytes)
+        self._limit = server.max_in_flight
+        self._transport: asyncio.Transport | None = None
+        self._info = ConnectionInfo("", 0, connection_id, None)
+        self._slots: deque[asyncio.Task[bytes | None]] = deque()  # unanswered requests, arrival order
+        self._backlog: deque[memoryview] = deque()  # frames read but not started (over max_in_flight)
+        self._reading_paused = False
+        self._writing_paused = False
+        self._closing = False
+        self._close_when_flushed = False
+        self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    # ---- asyncio callbacks ----
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername") or ("", 0)
+        subject = peer_subject(transport.get_extra_info("ssl_object"))
+        self._info = ConnectionInfo(str(peer[0]), int(peer[1]), self._id, subject)
+        self._server._connections.add(self)
+        self._counters.accepted += 1
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        try:
+            frames = self._decoder.feed(data)
+        except InvalidFrameError as exc:
+            self._counters.invalid_frames += 1
+            _log.warning("%s: closing connection %s from %s:%s: %s", self._server.name, self._id,
+                         self._info.peer_host, self._info.peer_port, exc)
+            self.abort()
+            return
+        if frames:
+            self._counters.requests += len(frames)
+            self._backlog.extend(frames)
+            self._start_backlog()
+        self._update_reading()
+
+    def eof_received(self) -> bool | None:
+        # A half-closed peer can send nothing more; we answer nothing more either (Kafka closes too).
+        self.abort()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self._backlog.clear()
+        for task in self._slots:
+            task.cancel()
+        self._slots.clear()
+        self._server._connections.discard(self)
+        if not self.lost.done():
+            self.lost.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._update_reading()
+
+    # ---- internals ----
+
+    def abort(self) -> None:
+        """Drop the connection now, discarding unwritten data; handler tasks are cancelled."""
+        if self._transport is not None and not self._closing:
+            self._closing = True
+            self._transport.abort()
+
+    def _close_gracefully(self) -> None:
+        """Close after the bytes already written have been sent."""
+        if self._transport is not None and not self._closing:
+            self._closing = True
+            self._transport.close()
+
+    def _start_backlog(self) -> None:
+        loop_create = asyncio.get_running_loop().create_task
+        handler = self._server.handler
+        tasks = self._server._tasks
+        while self._backlog and len(self._slots) < self._limit:
+            frame = self._backlog.popleft()
+            task = loop_create(handler(self._info, frame))
+            tasks.add(task)
+            task.add_done_callback(self._on_done)
+            self._slots.append(task)
+
+    def _on_done(self, task: asyncio.Task[bytes | None]) -> None:
+        self._server._tasks.discard(task)
+        if self._closing or task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and not isinstance(exc, CloseConnection):
+            self._counters.handler_errors += 1
+            _log.error("%s: handler failed on connection %s from %s:%s; closing it", self._server.name,
+                       self._id, self._info.peer_host, self._info.peer_port, exc_info=exc)
+            self._close_gracefully()
+            return
+        if task is self._slots[0]:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write every finished response at the head of the queue, in order."""
+        out: list[bytes | bytearray | memoryview] = []
+        slots = self._slots
+        while slots and slots[0].done():
+            task = slots.popleft()
+            if task.cancelled() or isinstance(task.exception(), CloseConnection):
+                # Cancelled only by someone other than us (we return early once closing): treat as a close.
+                self._counters.closed_by_handler += 1
+                self._close_when_flushed = True
+                break
+            payload = task.result()
+            if payload is None:
+                continue
+            if not isinstance(payload, bytes | bytearray | memoryview):
+                self._counters.handler_errors += 1
+                _log.error("%s: handler returned %s, not bytes; closing connection %s", self._server.name,
+                           type(payload).__name__, self._id)
+                self._close_when_flushed = True
+                break
+            out.append(_SIZE.pack(len(payload)))
+            out.append(payload)
+        if out:
+            self._counters.responses += len(out) // 2
+            assert self._transport is not None
+            self._transport.write(b"".join(out))
+        if self._close_when_flushed:
+            self._close_gracefully()
+            return
+        self._start_backlog()
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self._closing or self._transport is None:
+            return
+        want_pause = self._writing_paused or bool(self._backlog) or len(self._slots) >= self._limit
+        if want_pause and not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()
+        elif not want_pause and self._reading_paused:
+            self._reading_paused = False
+            self._transport.resume_reading()
