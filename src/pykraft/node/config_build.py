@@ -41,11 +41,17 @@ def build_config(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str], l
     read = ValueReader(props, problems)
     roles = _roles(read)
     node_id = _node_id(read)
+    before = len(problems.errors)
     listeners = parse_listeners("listeners", read.text("listeners"), problems)
+    # A listener that did not parse is already reported; checks naming it would only repeat that problem.
+    listeners_ok = len(problems.errors) == before
     advertised = _advertised(read, listeners)
     controller_names = tuple(name.upper() for name in split_list(read.text("controller.listener.names")))
     protocols = _protocols(read, listeners, controller_names)
-    _check_listeners(problems, roles, listeners, advertised, controller_names)
+    if listeners_ok:
+        _check_listeners(problems, roles, listeners, advertised, controller_names)
+    elif not controller_names:
+        _check_listeners(problems, roles, (), (), controller_names)
     voters = parse_voters(Q + "voters", read.text(Q + "voters"), problems)
     bootstrap = parse_bootstrap_servers(Q + "bootstrap.servers", read.text(Q + "bootstrap.servers"), problems)
     _check_quorum(problems, roles, node_id, voters, bootstrap, read)
@@ -109,17 +115,28 @@ def _advertised(read: ValueReader, listeners: tuple[Listener, ...]) -> tuple[Lis
 
 
 def _protocols(read: ValueReader, listeners: tuple[Listener, ...], controller_names: tuple[str, ...]) -> dict[str, str]:
+    """listener.security.protocol.map. Unset: Kafka's default map, and any other listener name maps to PLAINTEXT.
+
+    Kafka maps only unmapped *controller* listener names to PLAINTEXT and refuses other unmapped names; pykraft
+    is more lenient when the map is not set at all, because PLAINTEXT is the only other choice it offers and
+    an SSL listener must be declared explicitly anyway.
+    """
     key = "listener.security.protocol.map"
-    if read.text(key):
-        protocols = parse_protocol_map(key, read.text(key), read.problems)
-    else:
+    names = dict.fromkeys([listener.name for listener in listeners] + list(controller_names))
+    if not read.text(key):
         protocols = dict(DEFAULT_PROTOCOL_MAP)
-        for name in controller_names:
+        for name in names:
             protocols.setdefault(name, "PLAINTEXT")
-    for name in dict.fromkeys([listener.name for listener in listeners] + list(controller_names)):
+        return protocols
+    before = len(read.problems.errors)
+    protocols = parse_protocol_map(key, read.text(key), read.problems)
+    for name in names:
         protocol = protocols.get(name)
         if protocol is None:
-            read.problems.error(f"{key}: no security protocol for listener {name} (add {name}:PLAINTEXT or {name}:SSL)")
+            if len(read.problems.errors) == before:  # else the unparsable entry probably named it
+                read.problems.error(
+                    f"{key}: no security protocol for listener {name} (add {name}:PLAINTEXT or {name}:SSL)"
+                )
         elif protocol not in SUPPORTED_PROTOCOLS:
             read.problems.error(
                 f"{key}: listener {name} uses {protocol}, which pykraft does not support (PLAINTEXT or SSL)"
@@ -204,7 +221,8 @@ def _quorum(read: ValueReader) -> QuorumConfig:
 
 
 def _dirs(read: ValueReader) -> tuple[tuple[str, ...], str]:
-    log_dirs = tuple(split_list(read.text("log.dirs"))) or tuple(split_list(read.text("log.dir", DEFAULT_LOG_DIR)))
+    given = read.text("log.dirs") or read.text("log.dir", DEFAULT_LOG_DIR)
+    log_dirs = tuple(split_list(given))
     if not log_dirs:
         read.problems.error("log.dirs is empty: give at least one directory")
         log_dirs = (DEFAULT_LOG_DIR,)
@@ -237,7 +255,7 @@ def _tls(read: ValueReader, listeners: tuple[Listener, ...], protocols: Mapping[
     ssl_listeners = [l.name for l in listeners if protocols.get(l.name) == "SSL"]
     missing = [key for key, path in zip(keys, paths) if not path]
     if missing and (ssl_listeners or len(missing) < len(keys)):
-        why = f"SSL listener {', '.join(ssl_listeners)} needs" if ssl_listeners else "TLS needs all three of"
+        why = f"SSL listener {', '.join(ssl_listeners)} needs" if ssl_listeners else "TLS needs all three"
         read.problems.error(f"{why} PEM files: set {', '.join(missing)}")
         return None
     if missing:

@@ -98,12 +98,17 @@ def parse_listeners(key: str, value: str, problems: Problems) -> tuple[Listener,
     return tuple(listeners)
 
 
-def parse_host_port(key: str, item: str, problems: Problems) -> tuple[str, int] | None:
+def parse_host_port(
+    key: str, item: str, problems: Problems, voter: str | None = None
+) -> tuple[str, int] | None:
+    """host:port (IPv6 in brackets); `voter` is the whole `id@host:port` entry when parsing a voter."""
     match = _HOST_PORT_RE.match(item)
+    shown = repr(item) if voter is None else f"voter {voter!r}"
     if match is None:
-        problems.error(f"{key}: cannot parse {item!r} (expected host:port)")
+        expected = "host:port" if voter is None else "id@host:port"
+        problems.error(f"{key}: cannot parse {shown} (expected {expected})")
         return None
-    port = _port(match.group(2), f"{key}: {item!r}", problems, allow_zero=False)
+    port = _port(match.group(2), f"{key}: {shown}", problems, allow_zero=False)
     return None if port is None else (_strip_brackets(match.group(1)), port)
 
 
@@ -117,7 +122,7 @@ def parse_voters(key: str, value: str, problems: Problems) -> tuple[VoterAddress
             problems.error(f"{key}: cannot parse voter {item!r} (expected id@host:port)")
             continue
         node_id = int(match.group(1))
-        address = parse_host_port(key, match.group(2), problems)
+        address = parse_host_port(key, match.group(2), problems, item)
         if address is None:
             continue
         if node_id < 0 or node_id > INT32_MAX:

@@ -8,6 +8,7 @@ Java properties format, as Kafka writes it: a comment line, then `key=value` lin
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from dataclasses import dataclass
 
@@ -78,7 +79,8 @@ def parse_properties(text: str) -> dict[str, str]:
 
 def _logical_lines(text: str):
     pending: str | None = None
-    for raw in text.splitlines():
+    # Java's line terminators only: str.splitlines would also split on \f, \v and others, which are data here.
+    for raw in _LINE_BREAK.split(text):
         line = raw.lstrip(" \t\f")
         if pending is None:
             if not line or line[0] in "#!":
@@ -118,6 +120,7 @@ def _rstrip_unescaped(value: str) -> str:
     return value[: len(stripped) + 1] if run % 2 == 1 and len(stripped) < len(value) else stripped
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
