@@ -1,0 +1,298 @@
+"""The admin client: finds the quorum leader, sends it the leader-only requests, retries what can be retried.
+
+Leader discovery (with `bootstrap_kind="controller"`, i.e. --bootstrap-controller): DescribeCluster v1 with
+endpoint type 2 to a bootstrap controller; its `controller_id` is the raft leader (-1 while none is known) and its
+node list gives the leader's address. An error response that names another leader (DescribeQuorum's LeaderId) is
+used directly when that node's address is known. With `bootstrap_kind="server"` (--bootstrap-server) requests go
+to the bootstrap addresses in turn, as Kafka's admin client sends them to a broker that forwards them.
+
+Retries: NOT_LEADER_OR_FOLLOWER, NOT_CONTROLLER, REQUEST_TIMED_OUT (and the other "not now" codes in
+`RETRIABLE`) and transport failures are retried with exponential backoff (`retry_backoff_ms` doubling up to
+`retry_backoff_max_ms`, no jitter) until `deadline_ms` after the call started. Every other error code raises
+`AdminError` at once. Each attempt waits at most `request_timeout_ms` (less when the deadline is nearer).
+
+Voter changes are not idempotent, so the client tracks whether an attempt may have taken effect: a transport
+time-out or a lost connection after sending, a REQUEST_TIMED_OUT answer (the leader may have appended the
+record and timed out waiting for the commit) or NOT_LEADER_OR_FOLLOWER (the leader may have appended and then
+lost leadership). After such an attempt, running out of time, or a retry answered by the very conflict the
+earlier attempt would cause (DUPLICATE_VOTER for an add, VOTER_NOT_FOUND for a remove), raises
+`OutcomeUnknownError` instead of claiming success or failure. A NONE answer is always success: the leader answers
+NONE only once the new voter set is committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ssl
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from kio.schema.describe_cluster.v1 import request as dc_req
+from kio.schema.describe_quorum.v2 import request as dq_req
+from kio.schema.types import TopicName
+from kio.schema.update_features.v1 import request as uf_req
+from kio.static.primitive import i8, i16, i32
+
+from pykraft.protocol.codec import decode_response, encode_request
+from pykraft.protocol.errors import ErrorCode, ProtocolError
+from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
+from pykraft.raft.reconfig_messages import add_voter_request, api_versions_request, remove_voter_request
+from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
+
+from . import responses
+from .errors import AdminError, DeadlineError, OutcomeUnknownError, UnreachableError
+from .model import ClusterInfo, FeatureMetadata, QuorumInfo
+from .responses import Outcome
+from .transport import Transport, TransportConnectError, TransportError, default_transport
+
+__all__ = ["RETRIABLE", "AdminClient"]
+
+T = TypeVar("T")
+Address = tuple[str, int]
+CLIENT_ID = "pykraft-admin"
+
+RETRIABLE = frozenset({
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_CONTROLLER, ErrorCode.REQUEST_TIMED_OUT,
+    ErrorCode.BROKER_NOT_AVAILABLE, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION,
+})
+# Codes after which the cached leader address is wrong or about to be.
+LEADER_MOVED = frozenset({
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_CONTROLLER, ErrorCode.BROKER_NOT_AVAILABLE,
+    ErrorCode.LEADER_NOT_AVAILABLE,
+})
+# Codes under which a voter change sent to the leader may still have been appended.
+MAYBE_APPLIED = frozenset({ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_LEADER_OR_FOLLOWER})
+
+
+class _Retry(Exception):
+    """One attempt failed in a way worth retrying."""
+
+    def __init__(self, address: Address | None, reason: str, *, maybe_applied: bool, answered: bool) -> None:
+        super().__init__(reason)
+        self.address, self.reason = address, reason
+        self.maybe_applied, self.answered = maybe_applied, answered
+
+
+class AdminClient:
+    def __init__(
+        self,
+        bootstrap: Sequence[Address],
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        deadline_ms: int = 60_000,
+        transport: Transport | None = None,
+        bootstrap_kind: str = "controller",
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        if not bootstrap:
+            raise ValueError("at least one bootstrap address is needed")
+        if bootstrap_kind not in ("controller", "server"):
+            raise ValueError(f"bootstrap_kind must be 'controller' or 'server', not {bootstrap_kind!r}")
+        self._bootstrap = [(str(h), int(p)) for h, p in bootstrap]
+        self._kind = bootstrap_kind
+        self._transport = transport if transport is not None else default_transport(ssl_context)
+        self._request_timeout_ms = request_timeout_ms
+        self._backoff_ms, self._backoff_max_ms = retry_backoff_ms, retry_backoff_max_ms
+        self._deadline_ms = deadline_ms
+        self._clock, self._sleep = clock, sleep
+        self._next_bootstrap = 0
+        self._leader: Address | None = None
+        self._cluster: ClusterInfo | None = None  # the last DescribeCluster answer: node id -> address
+
+    async def __aenter__(self) -> AdminClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._transport.close()
+
+    # ---- public operations ----------------------------------------------------------------------------------
+    async def describe_cluster(self) -> ClusterInfo:
+        return await self._retrying("DescribeCluster", self._describe_cluster_once)
+
+    async def describe_quorum(self) -> QuorumInfo:
+        message = dq_req.DescribeQuorumRequest(topics=(dq_req.TopicData(
+            topic_name=TopicName(METADATA_TOPIC),
+            partitions=(dq_req.PartitionData(partition_index=i32(METADATA_PARTITION)),)),))
+        response = await self._leader_call("DescribeQuorum", message, responses.describe_quorum_outcome)
+        return responses.quorum_info(response)
+
+    async def add_voter(self, voter_id: int, directory_id: uuid.UUID, endpoints: Endpoints | Iterable[Endpoint]) -> None:
+        endpoints = endpoints if isinstance(endpoints, Endpoints) else Endpoints.of(endpoints)
+        message = add_voter_request(None, ReplicaKey.of(voter_id, directory_id), endpoints, self._server_timeout_ms())
+        what = f"adding controller {voter_id}"
+        await self._leader_call(what, message, responses.simple_outcome,
+                                conflicts=frozenset({ErrorCode.DUPLICATE_VOTER}))
+
+    async def remove_voter(self, voter_id: int, directory_id: uuid.UUID) -> None:
+        message = remove_voter_request(None, ReplicaKey.of(voter_id, directory_id))
+        what = f"removing controller {voter_id}"
+        await self._leader_call(what, message, responses.simple_outcome,
+                                conflicts=frozenset({ErrorCode.VOTER_NOT_FOUND}))
+
+    async def describe_features(self) -> FeatureMetadata:
+        response = await self._leader_call("ApiVersions", api_versions_request(), responses.simple_outcome)
+        return responses.feature_metadata(response)
+
+    async def finalized_features(self) -> Mapping[str, Any]:
+        return (await self.describe_features()).finalized
+
+    async def supported_features(self) -> Mapping[str, Any]:
+        return (await self.describe_features()).supported
+
+    async def update_features(self, levels: Mapping[str, int], *, dry_run: bool = False,
+                              upgrade_type: int = 1) -> dict[str, AdminError | None]:
+        """UpdateFeatures v1. Returns each feature's error (None = done, or valid with dry_run). A top-level error
+        that is not retriable is every feature's error, as Kafka's admin client reports it."""
+        message = uf_req.UpdateFeaturesRequest(
+            timeout=datetime.timedelta(milliseconds=self._server_timeout_ms()), validate_only=dry_run,
+            feature_updates=tuple(uf_req.FeatureUpdateKey(feature=name, max_version_level=i16(level),
+                                                          upgrade_type=i8(upgrade_type))
+                                  for name, level in levels.items()))
+        try:
+            response = await self._leader_call("UpdateFeatures", message, responses.simple_outcome)
+        except AdminError as exc:
+            return dict.fromkeys(levels, exc)
+        return responses.feature_update_results(response, levels)
+
+    # ---- the retry loop -------------------------------------------------------------------------------------
+    async def _retrying(self, what: str, attempt: Callable[[int], Awaitable[T]],
+                        conflicts: frozenset[ErrorCode] | None = None) -> T:
+        """Run `attempt(remaining_ms)` until it returns, raises a non-retriable error, or the deadline passes.
+        `conflicts` is given for voter changes only (see the module docstring)."""
+        deadline = self._clock() + self._deadline_ms / 1000
+        backoff = self._backoff_ms
+        failures: dict[Address, str] = {}
+        answered, maybe_applied, last = False, None, "no attempt"
+        while True:
+            remaining_ms = max(int((deadline - self._clock()) * 1000), 1)
+            try:
+                return await attempt(remaining_ms)
+            except _Retry as retry:
+                last, answered = retry.reason, answered or retry.answered
+                if retry.address is not None and not retry.answered:
+                    failures[retry.address] = retry.reason
+                if retry.maybe_applied and maybe_applied is None:
+                    maybe_applied = retry.reason
+            except AdminError as exc:
+                if conflicts is not None and maybe_applied is not None and exc.code in conflicts:
+                    raise OutcomeUnknownError(
+                        what, f"an earlier attempt ended with {maybe_applied}, a retry got {exc.code.name}") from None
+                raise
+            if self._clock() + backoff / 1000 >= deadline:
+                raise self._give_up(what, failures, answered, last,
+                                    maybe_applied if conflicts is not None else None) from None
+            await self._sleep(backoff / 1000)
+            backoff = min(backoff * 2, self._backoff_max_ms)
+
+    def _give_up(self, what: str, failures: dict[Address, str], answered: bool, last: str,
+                 maybe_applied: str | None) -> Exception:
+        if maybe_applied is not None:
+            return OutcomeUnknownError(what, f"{maybe_applied}; no later answer settled it within "
+                                             f"{self._deadline_ms} ms")
+        if not answered:
+            tried = [a for a in self._bootstrap if a in failures] + [a for a in failures if a not in self._bootstrap]
+            return UnreachableError(self._kind, [(h, p, failures[(h, p)]) for h, p in tried])
+        return DeadlineError(what, self._deadline_ms, last)
+
+    async def _leader_call(self, what: str, message: Any, outcome_of: Callable[[Any], Outcome],
+                           conflicts: frozenset[ErrorCode] | None = None) -> Any:
+        async def attempt(remaining_ms: int) -> Any:
+            timeout_ms = min(self._request_timeout_ms, remaining_ms)
+            address = await self._leader_address(timeout_ms)
+            response = await self._exchange(address, message, timeout_ms)
+            outcome = outcome_of(response)
+            if outcome.code == ErrorCode.NONE:
+                return response
+            if outcome.code in LEADER_MOVED:
+                self._forget_leader(outcome.leader_hint)
+            if outcome.code in RETRIABLE:
+                reason = f"{_text(address)} answered {outcome.code.name}"
+                raise _Retry(address, reason, maybe_applied=outcome.code in MAYBE_APPLIED, answered=True)
+            raise AdminError(outcome.code, outcome.message)
+
+        return await self._retrying(what, attempt, conflicts)
+
+    # ---- leader discovery -----------------------------------------------------------------------------------
+    async def _leader_address(self, timeout_ms: int) -> Address:
+        if self._kind == "server":
+            return self._bootstrap[self._next_bootstrap % len(self._bootstrap)]
+        if self._leader is not None:
+            return self._leader
+        info = await self._describe_cluster_once(timeout_ms)
+        if info.controller_id < 0:
+            raise _Retry(None, "no leader is known yet (DescribeCluster controller_id -1)",
+                         maybe_applied=False, answered=True)
+        node = info.node(info.controller_id)
+        if node is None:
+            raise _Retry(None, f"leader {info.controller_id} is not among the controllers DescribeCluster lists",
+                         maybe_applied=False, answered=True)
+        self._leader = (node.host, node.port)
+        return self._leader
+
+    def _forget_leader(self, hint: int | None) -> None:
+        """Drop the cached leader; use the node an error response named if we know where it listens."""
+        self._leader = None
+        node = self._cluster.node(hint) if (self._cluster is not None and hint is not None and hint >= 0) else None
+        if node is not None:
+            self._leader = (node.host, node.port)
+
+    async def _describe_cluster_once(self, remaining_ms: int) -> ClusterInfo:
+        address = self._bootstrap[self._next_bootstrap % len(self._bootstrap)]
+        message = dc_req.DescribeClusterRequest(include_cluster_authorized_operations=False,
+                                                endpoint_type=i8(2 if self._kind == "controller" else 1))
+        response = await self._exchange(address, message, min(self._request_timeout_ms, remaining_ms))
+        outcome = responses.simple_outcome(response)
+        if outcome.code in RETRIABLE:
+            self._next_bootstrap += 1
+            raise _Retry(address, f"{_text(address)} answered {outcome.code.name}", maybe_applied=False, answered=True)
+        if outcome.code != ErrorCode.NONE:
+            raise AdminError(outcome.code, outcome.message)
+        self._cluster = responses.cluster_info(response)
+        return self._cluster
+
+    async def _exchange(self, address: Address, message: Any, timeout_ms: int) -> Any:
+        """One request/response with one node; every failure becomes a `_Retry`."""
+        host, port = address
+        key, version = int(message.__api_key__), int(message.__version__)
+
+        def build(correlation_id: int) -> bytes:
+            return encode_request(message, correlation_id=correlation_id, client_id=CLIENT_ID)[4:]
+
+        try:
+            payload = await self._transport.request(host, port, build, timeout_ms=timeout_ms)
+        except TransportError as exc:
+            self._on_transport_failure(address)
+            sent = not isinstance(exc, TransportConnectError)
+            raise _Retry(address, exc.reason, maybe_applied=sent, answered=False) from None
+        try:
+            return decode_response(payload, key, version).message
+        except ProtocolError as exc:  # a peer's bad bytes: retried like a lost connection
+            self._on_transport_failure(address)
+            raise _Retry(address, f"{_text(address)} sent a malformed response: {exc}",
+                         maybe_applied=True, answered=True) from None
+
+    def _on_transport_failure(self, address: Address) -> None:
+        if address == self._leader:
+            self._leader = None
+        if address == self._bootstrap[self._next_bootstrap % len(self._bootstrap)]:
+            self._next_bootstrap += 1  # the next attempt tries the next bootstrap address
+
+    def _server_timeout_ms(self) -> int:
+        # The server gives up a little before we do, so that its REQUEST_TIMED_OUT reaches us instead of our own
+        # time-out (which would leave a voter change in doubt for longer).
+        return max(self._request_timeout_ms - min(1000, self._request_timeout_ms // 4), 1)
+
+
+def _text(address: Address) -> str:
+    host, port = address
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
