@@ -1,0 +1,159 @@
+"""Connection: correlation ids, timeouts, peers that close, misbehave or answer too much."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+
+from pykraft.net.client import Connection
+from pykraft.net.errors import (
+    ConnectError,
+    ConnectionClosedError,
+    FrameTooLargeError,
+    NetError,
+    RequestTimeoutError,
+)
+
+from .conftest import OP_BAD_ID, OP_ECHO, OP_HANG, OP_WAIT, Running, correlation_of, request_bytes, until
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_correlation_ids_count_up_and_the_whole_response_is_returned(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    seen: list[int] = []
+
+    def build(correlation_id: int) -> bytes:
+        seen.append(correlation_id)
+        return struct.pack(">iBB", correlation_id, OP_ECHO, 5) + b"tail"
+
+    first = await conn.request(build, timeout_ms=5000)
+    second = await conn.request(build, timeout_ms=5000)
+    assert seen == [0, 1]
+    assert first == struct.pack(">iBB", 0, OP_ECHO, 5) + b"tail"
+    assert correlation_of(second) == 1
+    await conn.close()
+
+
+async def test_correlation_id_wraps_to_zero_after_int32_max(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    conn._next_id = 2**31 - 1  # white-box: reaching the wrap by counting would take billions of requests
+    assert correlation_of(await conn.request(request_bytes(OP_ECHO), timeout_ms=5000)) == 2**31 - 1
+    assert correlation_of(await conn.request(request_bytes(OP_ECHO), timeout_ms=5000)) == 0
+    await conn.close()
+
+
+async def test_timeout_closes_the_connection_and_fails_the_other_pending_requests(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    hanging = asyncio.ensure_future(conn.request(request_bytes(OP_HANG), timeout_ms=20))
+    behind = asyncio.ensure_future(conn.request(request_bytes(OP_WAIT, 1), timeout_ms=60_000))
+    with pytest.raises(RequestTimeoutError):
+        await hanging
+    with pytest.raises(ConnectionClosedError):
+        await behind
+    assert conn.closed
+    assert conn.pending_count == 0
+    await until(lambda: echo.server.connection_count == 0, "the server sees the connection go")
+    with pytest.raises(ConnectionClosedError):
+        await conn.request(request_bytes(OP_ECHO), timeout_ms=5000)
+
+
+async def test_server_closing_mid_request_raises_connection_closed(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    parked = asyncio.ensure_future(conn.request(request_bytes(OP_WAIT, 3), timeout_ms=60_000))
+    await until(lambda: echo.app.started == [0])
+    await echo.server.close()
+    with pytest.raises(ConnectionClosedError):
+        await parked
+    assert conn.closed
+
+
+async def test_cancelled_caller_does_not_disturb_the_connection(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    abandoned = asyncio.ensure_future(conn.request(request_bytes(OP_WAIT, 1), timeout_ms=60_000))
+    await until(lambda: echo.app.started == [0])
+    abandoned.cancel()
+    later = asyncio.ensure_future(conn.request(request_bytes(OP_ECHO), timeout_ms=60_000))
+    echo.app.gate(1).set()
+    assert correlation_of(await later) == 1
+    assert not conn.closed
+    assert conn.unexpected_responses == 0
+    await conn.close()
+
+
+async def test_unexpected_correlation_id_closes_the_connection(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    wrong = asyncio.ensure_future(conn.request(request_bytes(OP_BAD_ID), timeout_ms=60_000))
+    with pytest.raises(ConnectionClosedError, match="correlation id 1000"):
+        await wrong
+    assert conn.unexpected_responses == 1
+    assert conn.closed
+
+
+async def _one_shot_server(response_frame: bytes) -> tuple[asyncio.Server, int]:
+    """A raw server that reads one request frame and writes `response_frame` bytes back."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        await reader.readexactly(size)
+        writer.write(response_frame)
+        await writer.drain()
+        await reader.read()  # hold the connection until the client drops it
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("response", "error"),
+    [
+        (struct.pack(">i", 1 << 20) + b"\x00" * 16, FrameTooLargeError),
+        (struct.pack(">i", -5), ConnectionClosedError),
+        (struct.pack(">i", 2) + b"\x00\x00", ConnectionClosedError),  # too short for a correlation id
+    ],
+    ids=["oversize", "negative", "short"],
+)
+async def test_bad_response_frames_close_the_connection(response: bytes, error: type[NetError]) -> None:
+    server, port = await _one_shot_server(response)
+    try:
+        conn = await Connection.open("127.0.0.1", port, max_frame_bytes=1024)
+        with pytest.raises(error):
+            await conn.request(request_bytes(OP_ECHO), timeout_ms=60_000)
+        assert conn.closed
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_refused_connect_raises_connect_error(echo: Running) -> None:
+    port = echo.port
+    await echo.server.close()
+    with pytest.raises(ConnectError):
+        await Connection.open("127.0.0.1", port)
+
+
+async def test_close_fails_pending_requests_and_is_idempotent(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    parked = asyncio.ensure_future(conn.request(request_bytes(OP_WAIT, 1), timeout_ms=60_000))
+    await until(lambda: echo.app.started == [0])
+    await conn.close()
+    await conn.close()
+    with pytest.raises(ConnectionClosedError):
+        await parked
+    await until(lambda: echo.server.connection_count == 0)
+
+
+async def test_close_listener_runs_once_on_loss(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    calls: list[Connection] = []
+    conn.add_close_listener(calls.append)
+    await echo.server.close()
+    await until(lambda: conn.closed)
+    await conn.close()
+    assert calls == [conn]
+    late: list[Connection] = []
+    conn.add_close_listener(late.append)
+    assert late == [conn]
