@@ -1,0 +1,176 @@
+"""Sequential specifications for the linearizability checker (`linearizability.py`).
+
+A model says what one operation does to a state when it takes effect atomically: `step(state, input, output)`
+returns whether that output is possible from that state, and the state afterwards. Steps must be pure and states
+immutable, because the checker backtracks to old states and memoises `(linearized set, state)` pairs.
+
+Operations whose outcome is unknown (the client timed out or crashed) reach `step` with `output` set to the
+`UNKNOWN` sentinel, whatever the history recorded: the model must then accept any outcome the input could have
+had. Whether such an operation took effect at all is the checker's business (it may linearize it after
+everything else, where nothing observes it), not the model's.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pykraft.sim.linearizability import Operation
+
+
+class _Unknown(enum.Enum):
+    # An enum member rather than a bare object(): it is a singleton that survives copy/pickle and prints nicely.
+    UNKNOWN = "unknown"
+
+    def __repr__(self) -> str:
+        return "?"
+
+
+UNKNOWN = _Unknown.UNKNOWN
+
+
+class Model:
+    """Base class: subclasses implement `init` and `step`; everything else has a sensible default."""
+
+    def init(self) -> Any:
+        raise NotImplementedError
+
+    def step(self, state: Any, input: Any, output: Any) -> tuple[bool, Any]:
+        raise NotImplementedError
+
+    def partition(self, history: Sequence[Operation]) -> list[list[Operation]]:
+        """Split into independently checkable sub-histories (P-compositionality). Default: no split."""
+        return [list(history)]
+
+    def key(self, state: Any) -> Hashable:
+        """Hash bucket of a state for the memo cache; states in one bucket are told apart by `equal`."""
+        return state
+
+    def equal(self, a: Any, b: Any) -> bool:
+        return bool(a == b)
+
+    def describe_operation(self, input: Any, output: Any) -> str:
+        return f"{input!r} -> {output!r}"
+
+    def describe_state(self, state: Any) -> str:
+        return repr(state)
+
+
+def _partition_by(history: Sequence[Operation], label: Any) -> list[list[Operation]]:
+    groups: dict[Any, list[Operation]] = {}
+    for op in history:
+        groups.setdefault(label(op), []).append(op)
+    return list(groups.values())
+
+
+class KVModel(Model):
+    """A key-value store of registers.
+
+    Inputs: `("put", key, value)` (output ignored: a put's reply says nothing about the state; putting None
+    deletes), `("get", key)` (output: the value, None when absent), `("cas", key, expected, new)` (output: True if
+    it swapped, False if not, None when the client never learnt which). The state is a frozenset of `(key, value)`
+    pairs, so the model is also correct unpartitioned; partitioned by key it holds at most one pair.
+    """
+
+    def __init__(self, partitioned: bool = True) -> None:
+        self._partitioned = partitioned
+
+    def init(self) -> frozenset[tuple[Any, Any]]:
+        return frozenset()
+
+    def partition(self, history: Sequence[Operation]) -> list[list[Operation]]:
+        if not self._partitioned:
+            return [list(history)]
+        return _partition_by(history, lambda op: op.input[1])
+
+    def step(self, state: frozenset[tuple[Any, Any]], input: Any, output: Any) -> tuple[bool, Any]:
+        kind, key = input[0], input[1]
+        current = _lookup(state, key)
+        if kind == "get":
+            return (output is UNKNOWN or output == current), state
+        if kind == "put":
+            return True, _store(state, key, current, input[2])
+        if kind == "cas":
+            expected, new = input[2], input[3]
+            matches = current == expected
+            if output is UNKNOWN or output is None:
+                return True, (_store(state, key, current, new) if matches else state)
+            if output is True:
+                return matches, _store(state, key, current, new)
+            return (output is False and not matches), state
+        raise ValueError(f"KVModel: unknown operation {input!r}")
+
+    def describe_operation(self, input: Any, output: Any) -> str:
+        kind, key = input[0], input[1]
+        if kind == "put":
+            return f"put({key!r}, {input[2]!r})"
+        if kind == "get":
+            return f"get({key!r}) -> {output!r}"
+        if kind == "cas":
+            return f"cas({key!r}, {input[2]!r}, {input[3]!r}) -> {output!r}"
+        return super().describe_operation(input, output)
+
+    def describe_state(self, state: frozenset[tuple[Any, Any]]) -> str:
+        if not state:
+            return "{}"
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in state) + "}"
+
+
+def _lookup(state: frozenset[tuple[Any, Any]], key: Any) -> Any:
+    # Partitioned by key the set holds at most one pair, so a scan beats building a dict per step.
+    for k, v in state:
+        if k == key:
+            return v
+    return None
+
+
+def _store(state: frozenset[tuple[Any, Any]], key: Any, current: Any, value: Any) -> frozenset[tuple[Any, Any]]:
+    if current is not None:
+        state = state - {(key, current)}
+    return state if value is None else state | {(key, value)}
+
+
+class LogModel(Model):
+    """An append-only log, the simulator's client view of the replicated log.
+
+    Inputs: `("append", value)` with output the offset it was given (None or UNKNOWN when the client never
+    learnt it: any offset is then possible), and `("read",)` with output the sequence of committed values seen.
+    A read takes effect at one instant, so its output must be the whole log at that instant; a read that saw a
+    shorter prefix linearizes earlier, before the appends it missed. The state is the tuple of values, so the
+    same value appended twice is two entries.
+    """
+
+    def init(self) -> tuple[Any, ...]:
+        return ()
+
+    def step(self, state: tuple[Any, ...], input: Any, output: Any) -> tuple[bool, Any]:
+        kind = input[0]
+        if kind == "append":
+            ok = output is UNKNOWN or output is None or output == len(state)
+            return ok, state + (input[1],)
+        if kind == "read":
+            if output is UNKNOWN:
+                return True, state
+            return (len(output) == len(state) and tuple(output) == state), state
+        raise ValueError(f"LogModel: unknown operation {input!r}")
+
+    def describe_operation(self, input: Any, output: Any) -> str:
+        if input[0] == "append":
+            where = "offset ?" if output is None or output is UNKNOWN else f"offset {output!r}"
+            return f"append({input[1]!r}) -> {where}"
+        if input[0] == "read" and output is not UNKNOWN:
+            return f"read() -> {_describe_values(tuple(output))}"
+        return super().describe_operation(input, output)
+
+    def describe_state(self, state: tuple[Any, ...]) -> str:
+        return _describe_values(state)
+
+
+def _describe_values(values: tuple[Any, ...]) -> str:
+    # Logs get long; the tail is what disagrees in practice, so show the length and the last few values.
+    if len(values) <= 4:
+        return repr(list(values))
+    tail = ", ".join(repr(v) for v in values[-3:])
+    return f"{len(values)} values [..., {tail}]"
