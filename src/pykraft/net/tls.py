@@ -85,22 +85,31 @@ def _escape(value: str) -> str:
 
 
 def _load_chain(context: ssl.SSLContext, cert_path: str, key_path: str | None) -> None:
+    _check_readable(cert_path, "certificate")
+    if key_path is not None:
+        _check_readable(key_path, "key")
     try:
         context.load_cert_chain(cert_path, key_path)
-    except FileNotFoundError as exc:
-        raise TlsConfigError(f"TLS certificate or key file not found: {exc.filename or cert_path}") from None
     except (ssl.SSLError, OSError) as exc:
-        where = cert_path if key_path is None else f"{cert_path} / {key_path}"
-        raise TlsConfigError(f"cannot load TLS certificate and key from {where}: {_one_line(exc)}") from None
+        where = cert_path if key_path is None else f"{cert_path} and key {key_path}"
+        raise TlsConfigError(f"cannot load TLS certificate {where}: {_one_line(exc)}") from None
 
 
 def _load_ca(context: ssl.SSLContext, ca_path: str) -> None:
+    _check_readable(ca_path, "CA file")
     try:
         context.load_verify_locations(cafile=ca_path)
-    except FileNotFoundError:
-        raise TlsConfigError(f"TLS CA file not found: {ca_path}") from None
     except (ssl.SSLError, OSError) as exc:
         raise TlsConfigError(f"cannot load TLS CA file {ca_path}: {_one_line(exc)}") from None
+
+
+def _check_readable(path: str, what: str) -> None:
+    """OpenSSL's errors do not say which file failed to open; this one does."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise TlsConfigError(f"cannot read TLS {what} {path}: {exc.strerror or exc}") from None
 
 
 def _one_line(exc: BaseException) -> str:
