@@ -199,3 +199,170 @@ def test_same_value_appended_twice_is_two_entries() -> None:
 def test_empty_history_is_ok() -> None:
     assert check_operations(KVModel(), []).ok
     assert check_operations(LogModel(), [], timeout_s=0).ok
+
+
+# --- not linearizable by hand ---------------------------------------------------------------------------------
+
+
+def test_stale_read_after_completed_write() -> None:
+    history = [put(0, "x", 1, 0, 1), put(0, "x", 2, 2, 3), get(1, "x", 1, 4, 5)]
+    result = assert_illegal(KVModel(), history, "client 1 get('x') -> 1 [4..5]", "state {'x': 2}")
+    assert result.blocking is history[2]
+    assert result.linearized == tuple(history[:2])
+
+
+def test_two_readers_observing_concurrent_writes_in_opposite_orders() -> None:
+    writes = [put(0, "x", 1, 0, 100), put(1, "x", 2, 0, 100)]
+    reader_a = [get(2, "x", 1, 1, 2), get(2, "x", 2, 3, 4)]
+    reader_b = [get(3, "x", 2, 1, 2), get(3, "x", 1, 3, 4)]
+    assert check_operations(KVModel(), writes + reader_a).ok
+    assert check_operations(KVModel(), writes + reader_b).ok
+    assert_illegal(KVModel(), writes + reader_a + reader_b, "get('x')")
+
+
+def test_two_log_readers_observing_appends_in_opposite_orders() -> None:
+    appends = [append(0, "a", None, 0, 100), append(1, "b", None, 0, 100)]
+    history = appends + [read(2, ["a", "b"], 101, 102), read(3, ["b", "a"], 101, 102)]
+    assert_illegal(LogModel(), history, "read()")
+
+
+def test_lost_acknowledged_append() -> None:
+    history = [append(0, "a", 0, 0, 1), append(1, "b", 1, 2, 3), read(2, ["a"], 4, 5)]
+    assert_illegal(LogModel(), history, "client 2 read() -> ['a'] [4..5]", "state ['a', 'b']")
+
+
+def test_read_returning_a_value_never_written() -> None:
+    history = [put(0, "x", 1, 0, 1), get(1, "x", 42, 0, 5)]
+    result = assert_illegal(KVModel(), history, "client 1 get('x') -> 42 [0..5]")
+    assert result.blocking is history[1]
+
+
+def test_log_read_that_is_not_a_prefix() -> None:
+    appends = [append(0, "a", 0, 0, 1), append(0, "b", 1, 2, 3)]
+    assert_illegal(LogModel(), appends + [read(1, ["b", "a"], 4, 5)], "read() -> ['b', 'a']")
+    assert_illegal(LogModel(), appends + [read(1, ["a", "c"], 4, 5)], "read() -> ['a', 'c']")
+    assert_illegal(LogModel(), appends + [read(1, ["b"], 2, 5)], "read() -> ['b']")
+
+
+def test_append_acknowledged_at_an_offset_already_taken() -> None:
+    history = [append(0, "a", 0, 0, 1), append(1, "b", 0, 2, 3)]
+    assert_illegal(LogModel(), history, "append('b') -> offset 0 [2..3]")
+
+
+def test_long_log_states_are_abbreviated_in_the_explanation() -> None:
+    history = [append(0, n, n, 2 * n, 2 * n + 1) for n in range(10)] + [read(1, range(9), 100, 101)]
+    text = assert_illegal(LogModel(), history).explain()
+    assert "state 10 values [..., 7, 8, 9]" in text
+    assert "read() -> 9 values [..., 6, 7, 8]" in text
+
+
+def test_explanation_lists_at_most_four_unlinearized_operations() -> None:
+    history = [get(0, "x", 1, 0, 1)] + [put(n, "x", n, 2, 3) for n in range(1, 7)]
+    text = assert_illegal(KVModel(), history).explain()
+    assert text.splitlines()[1].endswith("... 3 more")
+
+
+# --- partitions -----------------------------------------------------------------------------------------------
+
+
+def test_keys_are_checked_as_independent_partitions() -> None:
+    history = [put(0, "x", 1, 0, 1), put(1, "y", 5, 0, 1), get(2, "x", 1, 2, 3), get(3, "y", 5, 2, 3)]
+    result = check_operations(KVModel(), history)
+    assert result.partitions == 2
+    assert len(result.witness) == 2
+    assert {op.input[1] for op in result.witness[0]} == {"x"}
+    assert_valid_witness(KVModel(), history, result)
+
+
+def test_one_bad_key_makes_the_whole_history_illegal() -> None:
+    good = [put(0, "x", 1, 0, 1), get(2, "x", 1, 2, 3)]
+    bad = [put(1, "y", 5, 0, 1), get(3, "y", None, 2, 3)]
+    for history in (good + bad, bad + good):
+        result = assert_illegal(KVModel(), history, "get('y') -> None")
+        assert {op.input[1] for op in result.partition} == {"y"}
+        assert result.partitions == 2
+        assert "partition" in result.explain().splitlines()[0]
+
+
+def test_unpartitioned_kv_model_reaches_the_same_verdicts() -> None:
+    good = [put(0, "x", 1, 0, 1), put(1, "y", 5, 0, 1), get(2, "x", 1, 2, 3), get(3, "y", 5, 2, 3)]
+    whole = KVModel(partitioned=False)
+    result = check_operations(whole, good)
+    assert result.partitions == 1
+    assert_valid_witness(whole, good, result)
+    assert_illegal(whole, good + [get(3, "y", 1, 4, 5)], "get('y') -> 1", "state {")
+
+
+# --- the memo cache, the timeout, custom models, malformed input ----------------------------------------------
+
+
+def concurrent_register_history(seed: int, n: int, spread: int) -> list[Operation]:
+    """Operations take effect in sequence at 10, 20, 30, ...; each interval stretches up to `spread` before and
+    after its effect point, so about 2 * spread / 10 operations overlap at any instant."""
+    rng = random.Random(seed)
+    value = None
+    history = []
+    for k in range(n):
+        effect = 10 * (k + 1)
+        call, ret = max(0, effect - rng.randint(0, spread)), effect + rng.randint(0, spread)
+        if rng.random() < 0.5:
+            value = k
+            history.append(put(k % 20, "x", k, call, ret))
+        else:
+            history.append(get(k % 20, "x", value, call, ret))
+    return history
+
+
+def max_overlap(history: Sequence[Operation]) -> int:
+    return max(sum(1 for other in history if other.call <= op.call <= (other.return_time or 0)) for op in history)
+
+
+def test_memo_cache_makes_a_heavily_concurrent_200_operation_history_tractable() -> None:
+    history = concurrent_register_history(seed=1, n=200, spread=100)
+    assert max_overlap(history) >= 12  # the setup really is heavily concurrent
+    result = check_operations(KVModel(), history)
+    assert_valid_witness(KVModel(), history, result)
+
+
+def test_timeout_gives_unknown() -> None:
+    history = concurrent_register_history(seed=1, n=50, spread=50)
+    result = check_operations(KVModel(), history, timeout_s=0)
+    assert result.outcome is Outcome.UNKNOWN
+    assert result.explain() == "unknown: timed out after 0 of 1 partition(s) were fully checked"
+    assert check_operations(KVModel(), history, timeout_s=3600).ok
+
+
+class UnorderedSetModel(Model):
+    """A grow-only set kept as an unhashable list: exercises the `key` + `equal` path of the memo cache."""
+
+    def init(self) -> list[Any]:
+        return []
+
+    def step(self, state: list[Any], input: Any, output: Any) -> tuple[bool, Any]:
+        if input[0] == "add":
+            return True, state + [input[1]]
+        return (output is UNKNOWN or sorted(output) == sorted(state)), state
+
+    def key(self, state: list[Any]) -> int:
+        return len(state)
+
+    def equal(self, a: list[Any], b: list[Any]) -> bool:
+        return sorted(a) == sorted(b)
+
+
+def test_custom_model_with_unhashable_states_uses_key_and_equal() -> None:
+    adds = [Op(n, ("add", n), 0, None, 10) for n in range(6)]
+    good = adds + [Op(9, ("members",), 11, [5, 4, 3, 2, 1, 0], 12)]
+    result = check_operations(UnorderedSetModel(), good)
+    assert_valid_witness(UnorderedSetModel(), good, result)
+    bad = adds + [Op(9, ("members",), 11, [0, 1], 12)]
+    assert_illegal(UnorderedSetModel(), bad, "('members',) -> [0, 1]")
+
+
+def test_malformed_histories_raise_value_error() -> None:
+    with pytest.raises(ValueError, match="before its call"):
+        put(0, "x", 1, 5, 4)
+    with pytest.raises(ValueError, match="unknown operation"):
+        check_operations(KVModel(), [Op(0, ("incr", "x"), 0, None, 1)])
+    with pytest.raises(ValueError, match="unknown operation"):
+        check_operations(LogModel(), [Op(0, ("truncate",), 0, None, 1)])
