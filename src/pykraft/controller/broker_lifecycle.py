@@ -176,6 +176,7 @@ class BrokerLifecycle:
             return ControllerResult((), _heartbeat_response(version, ErrorCode.stale_broker_epoch))
         offset = int(request.current_metadata_offset)
         caught_up = offset >= self.cluster.registration_offset(broker_id)
+        self.heartbeats.ensure(broker_id, registration.fenced, now_ms)
         current = self._current_state(registration, next_offset)
         leads = self.partitions.partitions_led_by(broker_id) > 0
         nxt = next_broker_state(current, bool(request.want_fence), bool(request.want_shut_down), caught_up,
@@ -193,7 +194,7 @@ class BrokerLifecycle:
             return BrokerState.FENCED
         session = self.heartbeats.session(registration.broker_id)
         if registration.in_controlled_shutdown or (session is not None and session.shutting_down):
-            if session is None or not session.shutting_down:
+            if session is not None and not session.shutting_down:
                 # Persisted (KIP-841) but not in this controller's soft state: everything written so far must
                 # be replayed by the active brokers, which includes the record that started the shutdown.
                 self.heartbeats.maybe_update_controlled_shutdown_offset(registration.broker_id, next_offset - 1)

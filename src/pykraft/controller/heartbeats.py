@@ -60,6 +60,14 @@ class HeartbeatManager:
             metadata_offset=old.metadata_offset if old is not None and not new_incarnation else NO_OFFSET,
             controlled_shutdown_offset=old.controlled_shutdown_offset if keep_shutdown else NO_SHUTDOWN_OFFSET)
 
+    def ensure(self, broker_id: int, fenced: bool, now_ms: int) -> BrokerSession:
+        """The broker's session, started now if this controller has none (a heartbeat from a broker it never
+        tracked, e.g. one registered after activation on another controller's watch)."""
+        session = self.sessions.get(broker_id)
+        if session is None:
+            session = self.sessions[broker_id] = BrokerSession(broker_id, now_ms, fenced)
+        return session
+
     def remove(self, broker_id: int) -> None:
         self.sessions.pop(broker_id, None)
 
