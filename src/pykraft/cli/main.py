@@ -57,6 +57,16 @@ def sample_log(
         typer.echo(f"wrote {path}")
 
 
+def _register_storage() -> None:
+    # storage_cmd imports only typer at module level; its commands import the storage code when they run.
+    from .storage_cmd import storage_app
+
+    app.add_typer(storage_app, name="storage")
+
+
+_register_storage()
+
+
 def main() -> None:
     app()  # click turns a broken output pipe (`... | head`) into a quiet exit
 
