@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 from pykraft.raft.config import LocalReplica, QuorumConfig
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey, SupportedVersionRange, VoterNode, VoterSet
+from pykraft.storage.meta_properties import parse_properties
 
 from .config_build import build_config
 from .config_values import Listener, VoterAddress
@@ -165,8 +166,6 @@ class NodeConfig:
 
 def parse_config(text: str, source: str = "<config>") -> NodeConfig:
     """Parse the text of a Java-properties file. Raises ConfigError listing every problem."""
-    from pykraft.storage.meta_properties import parse_properties
-
     props = parse_properties(text)
     fields, errors, warnings = build_config(props)
     if errors:
