@@ -18,6 +18,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 __all__ = [
     "KRAFT_NODE_APIS",
+    "NODE_RUNTIME_APIS",
     "ApiKey",
     "ApiRegistry",
     "VersionRange",
@@ -30,6 +31,7 @@ __all__ = [
 class ApiKey(enum.IntEnum):
     """Kafka API keys of the RPCs a pykraft node serves or sends (names as in Kafka's `ApiKeys`)."""
 
+    PRODUCE = 0
     FETCH = 1
     METADATA = 3
     API_VERSIONS = 18
@@ -171,3 +173,9 @@ KRAFT_NODE_APIS = ApiRegistry.of(
         ApiKey.UPDATE_RAFT_VOTER: (0, 0),
     }
 )
+
+
+# What a running node (pykraft/node/runtime.py) advertises: the KRaft set plus Produce to `__cluster_metadata`
+# (the quickstart's and the benchmark's write path, off unless `pykraft.produce.enable=true`). v9 is the first
+# flexible version; v13 (KIP-516) names topics by id only, which the metadata topic's clients do not send.
+NODE_RUNTIME_APIS = KRAFT_NODE_APIS.with_range(ApiKey.PRODUCE, 9, 12)

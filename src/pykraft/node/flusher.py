@@ -1,0 +1,161 @@
+"""The durability lane: quorum-state writes and log flushes, in order, off the event loop, with group commit.
+
+Every durable operation the core asks for (`PersistElection`, `FlushLog`) gets a sequence number when its effect
+is executed. The lane performs them in order in one asyncio task; the blocking part (fsync, the four fsyncs of a
+quorum-state write) runs through `run_blocking` (a worker thread by default) so the event loop keeps reading and
+processing inputs meanwhile. `done_seq` is the highest number such that every operation up to it has completed:
+the outbox (effects.py) releases a Send or Respond only when `done_seq` reaches the last durable operation issued
+before it ("persist first, then send").
+
+Group commit: when a flush reaches the head of the lane, `FileLog.prepare_flush()` captures everything appended so
+far, so the one fsync also covers every later `FlushLog` already queued; all of them complete together. Several
+queued quorum-state writes in a row collapse into one write of the newest state (the file holds one state; only
+the last one matters). Flushing data earlier than asked is always safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pykraft.storage import QuorumStateData
+
+_log = logging.getLogger("pykraft.node")
+
+RunBlocking = Callable[[Callable[[], None]], Awaitable[None]]
+
+
+def thread_runner() -> RunBlocking:
+    """Run a blocking call in the loop's default executor (a worker thread)."""
+
+    async def run(fn: Callable[[], None]) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, fn)
+
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class _Op:
+    seq: int
+    state: QuorumStateData | None  # None: a log flush
+
+
+@dataclass(slots=True)
+class LaneStats:
+    flush_requests: int = 0  # FlushLog effects seen
+    fsyncs: int = 0  # flush tickets actually synced (group commit: fewer than flush_requests)
+    election_writes: int = 0
+    election_requests: int = 0
+
+
+class DurabilityLane:
+    """Orders and performs durable writes. `log` needs prepare_flush/complete_flush; `store` needs write."""
+
+    def __init__(self, log: Any, store: Any, *, on_done: Callable[[int], None],
+                 on_flushed: Callable[[], None], run_blocking: RunBlocking | None = None) -> None:
+        self._log = log
+        self._store = store
+        self._on_done = on_done  # called with the new done_seq
+        self._on_flushed = on_flushed  # a flush completed: tell the core (via its input queue)
+        self._run_blocking = run_blocking or thread_runner()
+        self._pending: deque[_Op] = deque()
+        self._completed: set[int] = set()
+        self._next_seq = 0
+        self.done_seq = 0
+        self.stats = LaneStats()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self.failure: BaseException | None = None
+
+    @property
+    def last_seq(self) -> int:
+        """The number of the last durable operation issued (what a message sent now must wait for)."""
+        return self._next_seq
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="pykraft-durability")
+
+    def flush(self) -> int:
+        self.stats.flush_requests += 1
+        return self._issue(None)
+
+    def persist(self, state: QuorumStateData) -> int:
+        self.stats.election_requests += 1
+        return self._issue(state)
+
+    def _issue(self, state: QuorumStateData | None) -> int:
+        assert self.failure is None, "durability lane failed"
+        self._next_seq += 1
+        self._pending.append(_Op(self._next_seq, state))
+        self._idle.clear()
+        self._wake.set()
+        return self._next_seq
+
+    async def drain(self) -> None:
+        """Wait until every operation issued so far has completed."""
+        await self._idle.wait()
+        if self.failure is not None:
+            raise self.failure
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                if not self._pending:
+                    self._idle.set()
+                    if self._closing:
+                        return
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                if self._pending[0].state is None:
+                    await self._flush_all_queued()
+                else:
+                    await self._write_election()
+        except BaseException as exc:  # a failed fsync: nothing after it may be sent; the node must stop
+            self.failure = exc
+            self._idle.set()
+            _log.critical("durable write failed: %s", exc)
+            raise
+
+    async def _flush_all_queued(self) -> None:
+        covered = [op.seq for op in self._pending if op.state is None]
+        ticket = self._log.prepare_flush()
+        await self._run_blocking(ticket.sync)
+        self._log.complete_flush(ticket)
+        self.stats.fsyncs += 1
+        self._pending = deque(op for op in self._pending if op.state is not None)
+        self._complete(covered)
+        self._on_flushed()
+
+    async def _write_election(self) -> None:
+        ops = []
+        while self._pending and self._pending[0].state is not None:
+            ops.append(self._pending.popleft())
+        state = ops[-1].state
+        assert state is not None
+        await self._run_blocking(lambda: self._store.write(state))
+        self.stats.election_writes += 1
+        self._complete([op.seq for op in ops])
+
+    def _complete(self, seqs: list[int]) -> None:
+        self._completed.update(seqs)
+        done = self.done_seq
+        while done + 1 in self._completed:
+            done += 1
+            self._completed.discard(done)
+        if done != self.done_seq:
+            self.done_seq = done
+            self._on_done(done)

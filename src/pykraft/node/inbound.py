@@ -1,0 +1,94 @@
+"""Inbound requests: one frame in, one answer out (or none), never an exception that is not a closed connection.
+
+- A frame that does not decode (unknown api key, malformed header or body, a version no error answer can be built
+  for) closes the connection and is counted, as Kafka does.
+- A version the node does not support gets Kafka's UNSUPPORTED_VERSION answer (built by the codec).
+- ApiVersions, Metadata and DescribeCluster are answered here from the core's state (client_apis.py); Produce and
+  UpdateFeatures wait for their writes to commit (writes.py); the raft RPCs go through the core's input queue and
+  come back at the version the request used (versions.py).
+- Extra handlers (the controller's RPCs, later) plug in by api key.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pykraft.net.server import CloseConnection, ConnectionInfo
+from pykraft.protocol.apis import ApiKey, ApiRegistry
+from pykraft.protocol.codec import DecodedRequest, RequestDecodeFailure, decode_request, encode_response
+from pykraft.protocol.errors import ProtocolError
+
+from . import client_apis, writes
+from .versions import CORE_VERSIONS, to_core_request, to_request_version
+
+if TYPE_CHECKING:
+    from .runtime import NodeRuntime
+
+_log = logging.getLogger("pykraft.node")
+_SIZE_PREFIX = 4
+
+ExtraHandler = Callable[[DecodedRequest], Awaitable[Any | None]]
+
+
+class InboundHandler:
+    def __init__(self, runtime: NodeRuntime, registry: ApiRegistry,
+                 extra: Mapping[int, ExtraHandler] | None = None) -> None:
+        self.runtime = runtime
+        self.registry = registry
+        self.extra = dict(extra or {})
+        self.bad_frames = 0
+        self.refused_versions = 0
+        self.requests = 0
+
+    async def __call__(self, info: ConnectionInfo, payload: memoryview) -> bytes | None:
+        try:
+            decoded = decode_request(payload, self.registry)
+        except ProtocolError as exc:
+            self.bad_frames += 1
+            _log.warning("closing connection %s from %s:%s: %s", info.connection_id, info.peer_host, info.peer_port,
+                         exc)
+            raise CloseConnection(str(exc)) from None
+        if isinstance(decoded, RequestDecodeFailure):
+            self.refused_versions += 1
+            return decoded.response[_SIZE_PREFIX:]
+        self.requests += 1
+        response = await self.dispatch(decoded)
+        if response is None:
+            return None
+        return encode_response(decoded.correlation_id, response)[_SIZE_PREFIX:]
+
+    async def dispatch(self, decoded: DecodedRequest) -> Any | None:
+        key, message, runtime = decoded.api_key, decoded.message, self.runtime
+        core = runtime.core
+        if key == ApiKey.API_VERSIONS:
+            return client_apis.api_versions(core, self.registry, message)
+        if key == ApiKey.METADATA:
+            return client_apis.metadata(core, runtime.cluster_id, message)
+        if key == ApiKey.DESCRIBE_CLUSTER:
+            return client_apis.describe_cluster(core, runtime.cluster_id, message)
+        if key == ApiKey.PRODUCE:
+            return await writes.produce(runtime, runtime.produce_enabled, message)
+        if key == ApiKey.UPDATE_FEATURES:
+            return await writes.update_features(runtime, message)
+        if key in CORE_VERSIONS:
+            response = await runtime.core_request(to_core_request(message))
+            if response is None:
+                raise CloseConnection("the node is stopping")
+            return to_request_version(response, decoded.api_version)
+        handler = self.extra.get(key)
+        if handler is None:  # the registry is trimmed to what is served, so only a wiring bug lands here
+            raise CloseConnection(f"no handler for {ApiKey(key).name}")
+        return await handler(decoded)
+
+
+def served_registry(registry: ApiRegistry, extra: Mapping[int, ExtraHandler] | None) -> ApiRegistry:
+    """`registry` without the APIs nobody on this node answers (the controller RPCs until a controller plugs in):
+    advertising them would invite requests that could only be dropped."""
+    served = {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.PRODUCE, ApiKey.UPDATE_FEATURES,
+              *CORE_VERSIONS, *(extra or {})}
+    for key in registry.api_keys:
+        if key not in served:
+            registry = registry.without(key)
+    return registry

@@ -1,0 +1,92 @@
+"""Outbound raft requests: each `Send` of the core becomes one request over the connection pool, and its answer
+goes back into the core's input queue with the core's own correlation id (the wire id is the pool's business).
+
+Failures (connect refused, timeout, reset, an undecodable answer) are counted. For Fetch, FetchSnapshot and
+ApiVersions they are fed back at once as a BROKER_NOT_AVAILABLE answer, as Kafka's KafkaNetworkChannel does on a
+disconnect: the core backs off and retries (a follower asks a bootstrap server, an AddVoter fails fast instead of
+hanging). For the other RPCs the answer is dropped and the core's own request timeout takes over, because their
+handlers treat an error answer as "no information" without a retry backoff, and an immediate answer would turn
+a dead peer into a busy resend loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pykraft.net.errors import NetError
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import decode_response, encode_request
+from pykraft.protocol.error_responses import error_response_for
+from pykraft.protocol.errors import ErrorCode, ProtocolError
+from pykraft.raft.effects import Send
+
+from .versions import to_request_version
+
+_log = logging.getLogger("pykraft.node")
+
+FAIL_FAST_APIS = frozenset({ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT, ApiKey.API_VERSIONS})
+_SIZE_PREFIX = 4
+
+Deliver = Callable[[int, int, Any], None]  # (source node id, core correlation id, response)
+
+
+@dataclass(slots=True)
+class OutboundStats:
+    requests: int = 0
+    responses: int = 0
+    failures: int = 0
+    unroutable: int = 0  # destinations without a known address
+
+
+class Outbound:
+    def __init__(self, pool: Any, *, timeout_ms: int, client_id: str, deliver: Deliver) -> None:
+        self._pool = pool
+        self._timeout_ms = timeout_ms
+        self._client_id = client_id
+        self._deliver = deliver
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.stats = OutboundStats()
+
+    def transmit(self, send: Send) -> None:
+        destination = send.destination
+        if destination.host is None or destination.port is None:
+            self.stats.unroutable += 1  # the core times it out and tries elsewhere
+            return
+        self.stats.requests += 1
+        task = asyncio.get_running_loop().create_task(self._exchange(send))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _exchange(self, send: Send) -> None:
+        message = send.request
+        key, version = int(message.__api_key__), int(message.__version__)
+        destination = send.destination
+        try:
+            payload = await self._pool.request(
+                destination.host, destination.port, lambda wire_id: self._encode(message, wire_id),
+                timeout_ms=self._timeout_ms)
+            decoded = decode_response(payload, key, version)
+            response = to_request_version(decoded.message, version)
+            self.stats.responses += 1
+        except (NetError, ProtocolError) as exc:
+            self.stats.failures += 1
+            _log.debug("request %s to node %s at %s:%s failed: %s", ApiKey(key).name, destination.node_id,
+                       destination.host, destination.port, exc)
+            if key not in FAIL_FAST_APIS:
+                return
+            response = error_response_for(message, ErrorCode.BROKER_NOT_AVAILABLE)
+        self._deliver(destination.node_id, send.correlation_id, response)
+
+    def _encode(self, message: Any, wire_id: int) -> bytes:
+        return encode_request(message, correlation_id=wire_id, client_id=self._client_id)[_SIZE_PREFIX:]
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._pool.close()

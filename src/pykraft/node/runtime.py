@@ -1,0 +1,324 @@
+"""`NodeRuntime`: one process = one node. Storage, the raft core, the network and the state machine, wired.
+
+Threading (reference §1.1, Kafka's single raft I/O thread): ONE asyncio task drives the core. Everything that
+wants the core to do something (an inbound request, an answer to our request, a finished flush, a client append,
+shutdown) appends a small function to `_inputs` and wakes the task; the task runs them one at a time, polls the
+core when its wake-up time has come, and hands each `Ready` to the `EffectRunner`. The core is therefore never
+re-entered, and reading its state from a request handler between inputs is safe (asyncio is cooperative).
+Durable writes run in a worker thread (flusher.py); messages wait for them in the outbox (effects.py).
+
+Time: `now_ms` is wall-clock (time.time()), because the core stamps records with it and Kafka's tools read those
+timestamps as wall-clock. A wall-clock jump moves every deadline of the core at once: a jump forward makes timers
+fire early (a follower may start an election, a leader may resign on check-quorum), a jump backward makes them fire
+late (by up to the size of the jump). Neither breaks safety: elections are safe at any time; only liveness suffers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pykraft.net.pool import ConnectionPool
+from pykraft.net.server import FrameServer
+from pykraft.net.tls import client_context, server_context
+from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiRegistry
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.accumulator import RecordBatchTooLargeError
+from pykraft.raft.client import NotLeaderError, RaftCore
+from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot, Ready, Respond, ShutdownComplete
+from pykraft.raft.voter_change import KRaftVersionUpgradeError
+
+from .disk import NodeStorage, open_node_storage
+from .effects import EffectRunner, Outbox
+from .flusher import DurabilityLane, RunBlocking
+from .inbound import ExtraHandler, InboundHandler, served_registry
+from .outbound import Outbound
+from .snapshots import SnapshotPolicy
+from .state_machine import CountingStateMachine, StateMachine
+from .trace import TraceWriter
+from .writes import CommitWaiters, WriteFailed, produce_enabled
+
+_log = logging.getLogger("pykraft.node")
+
+SHUTDOWN_TIMEOUT_MS = 5000  # Kafka's raft client is given 5 s to hand leadership over
+Input = Callable[[int], Ready | None]
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class NodeStoppedError(Exception):
+    """The node stopped (or failed) while a request was waiting for the core."""
+
+
+class NodeRuntime:
+    def __init__(self, config: Any, *, state_machine: StateMachine | None = None,
+                 registry: ApiRegistry = NODE_RUNTIME_APIS, extra_handlers: Mapping[int, ExtraHandler] | None = None,
+                 run_blocking: RunBlocking | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.config = config
+        self.state_machine: StateMachine = state_machine or CountingStateMachine()
+        self.registry = served_registry(registry, extra_handlers)
+        self._extra = extra_handlers
+        self._run_blocking = run_blocking
+        self.clock = clock
+        self.produce_enabled = produce_enabled(config.raw)
+        self.storage: NodeStorage | None = None
+        self.core: RaftCore = None  # type: ignore[assignment]  # set by start()
+        self.cluster_id = ""
+        self.address: tuple[str, int] | None = None
+        self.waiters = CommitWaiters()
+        self._inputs: deque[Input] = deque()
+        self._wake = asyncio.Event()
+        self._wakeup_ms = 0
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._next_ref = 0
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._stopped = asyncio.Event()
+        self._shutdown_complete = asyncio.Event()
+        self._flush_input_queued = False
+        self.failure: BaseException | None = None
+        self.observers: list[Callable[[RaftCore, int], None]] = []
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        config = self.config
+        now = self.clock()
+        self.storage = storage = open_node_storage(config)
+        report = storage.report
+        _log.info("opened %s: %d segments, %d bytes validated, torn tail %s", config.metadata_log_dir,
+                  report.segments, report.bytes_validated, report.torn_tail)
+        self.cluster_id = storage.meta.cluster_id
+        local = config.local_replica(storage.meta.directory_id, storage.meta.cluster_id)
+        self.core = RaftCore(local, config.quorum, storage.log, random.Random(int.from_bytes(os.urandom(8), "big")))
+        self.trace = TraceWriter(config.metadata_log_dir, config.node_id)
+        self.trace.event(now, "recovered", segments=report.segments, bytes_validated=report.bytes_validated,
+                         torn_tail=None if report.torn_tail is None else report.torn_tail.dropped_bytes,
+                         rebuilt_indexes=list(report.rebuilt_indexes), removed_files=list(report.removed_files),
+                         log_end_offset=storage.log.end_offset())
+        self.observers.append(self.trace.observe)
+        self.outbox = Outbox()
+        self.lane = DurabilityLane(storage.log, storage.store, on_done=self.outbox.on_done,
+                                   on_flushed=self._on_flushed, run_blocking=self._run_blocking)
+        self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
+                                        now, on_snapshot=self._on_snapshot)
+        server_tls, client_tls = self._tls_contexts()
+        self.outbound = Outbound(ConnectionPool(ssl_context=client_tls), timeout_ms=config.quorum.request_timeout_ms,
+                                 client_id=f"raft-client-{config.node_id}", deliver=self._deliver)
+        self.runner = EffectRunner(self.lane, self.outbox, self)
+        self.inbound = InboundHandler(self, self.registry, self._extra)
+        self.lane.start()
+        self._apply(self.core.initialize(storage.stored_election, now), now)
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"pykraft-core-{config.node_id}")
+        self.server = FrameServer(self.inbound, ssl_context=server_tls, name=f"node-{config.node_id}")
+        listener = config.controller_listener()
+        self.address = await self.server.start(listener.host or "0.0.0.0", listener.port)
+
+    def _tls_contexts(self) -> tuple[Any, Any]:
+        config = self.config
+        if config.tls is None or config.security_protocol(config.controller_listener_name) != "SSL":
+            return None, None
+        tls = config.tls
+        return (server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=tls.client_auth_required),
+                client_context(tls.cert_path, tls.key_path, tls.ca_path))
+
+    async def run_until_stopped(self) -> None:
+        await self._stopped.wait()
+        if self.failure is not None:
+            raise self.failure
+
+    async def stop(self, graceful: bool = True, timeout_ms: int = SHUTDOWN_TIMEOUT_MS) -> None:
+        """Resign gracefully (wait for ShutdownComplete or the timeout), then flush and close everything."""
+        if self._stopping:
+            await self._stopped.wait()
+            return
+        if graceful and self._task is not None and not self._task.done():
+            self._submit(lambda now: self.core.shutdown(now, timeout_ms))
+            try:
+                await asyncio.wait_for(self._shutdown_complete.wait(), timeout_ms / 1000 + 1)
+            except TimeoutError:
+                _log.warning("graceful shutdown did not complete within %d ms", timeout_ms)
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self._close_all(graceful)
+
+    async def _close_all(self, graceful: bool) -> None:
+        for future in self._pending.values():
+            if not future.done():
+                future.set_result(None)
+        self._pending.clear()
+        self.waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER, "the node is stopping")
+        try:
+            await self.lane.drain()  # every durable write issued is done before the files close
+        except BaseException as exc:  # already recorded as the node's failure
+            _log.error("final flush failed: %s", exc)
+        await self.server.close()
+        await self.outbound.close()
+        await self.lane.close()
+        if self.storage is not None:
+            self.storage.close()
+        self.trace.event(self.clock(), "stopped", graceful=graceful)
+        self.trace.close()
+        self._stopped.set()
+
+    # ---- the core task ---------------------------------------------------------------------------------------
+    def _submit(self, fn: Input) -> None:
+        self._inputs.append(fn)
+        self._wake.set()
+
+    async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while not self._stopping:
+                if self.lane.failure is not None:
+                    raise self.lane.failure
+                while self._inputs and not self._stopping:
+                    now = self.clock()
+                    self._apply(self._inputs.popleft()(now), now)
+                    self._poll_if_due()
+                if self._stopping or self._poll_if_due():
+                    continue
+                self._wake.clear()
+                if self._inputs:
+                    continue
+                delay = max(0.0, (self._wakeup_ms - self.clock()) / 1000)
+                timer = loop.call_later(delay, self._wake.set)
+                await self._wake.wait()
+                timer.cancel()
+        except BaseException as exc:
+            self.failure = exc
+            _log.critical("the raft core task failed: %r", exc)
+            if not isinstance(exc, asyncio.CancelledError):
+                loop.create_task(self.stop(graceful=False))
+            raise
+
+    def _poll_if_due(self) -> bool:
+        now = self.clock()
+        if now < self._wakeup_ms:
+            return False
+        self._apply(self.core.poll(now), now)
+        return True
+
+    def _apply(self, ready: Ready | None, now: int) -> None:
+        if ready is not None:
+            self._wakeup_ms = ready.wakeup_ms
+            self.runner.run(ready)
+        core = self.core
+        leader = core.leader_state()
+        self.waiters.check(core.high_watermark, leader.epoch if leader is not None else None)
+        self.snapshots.maybe_snapshot(core, self.state_machine, now)
+        self.snapshots.maybe_clean(core.log, now)
+        for observe in self.observers:
+            observe(core, now)
+
+    # ---- inputs from the outside -----------------------------------------------------------------------------
+    async def core_request(self, request: Any) -> Any | None:
+        """Hand a raft request to the core; the answer, or None if the node stopped first."""
+        if self._stopping:
+            return None
+        self._next_ref += 1
+        ref = self._next_ref
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[ref] = future
+        self._submit(lambda now: self.core.handle_request(ref, request, now))
+        return await future
+
+    def _deliver(self, source_id: int, correlation_id: int, response: Any) -> None:
+        if not self._stopping:
+            self._submit(lambda now: self.core.handle_response(source_id, correlation_id, response, now))
+
+    def _on_flushed(self) -> None:
+        if self._flush_input_queued:
+            return  # one pending notification reads the newest flushed offset when it runs
+        self._flush_input_queued = True
+
+        def flushed(now: int) -> Ready:
+            self._flush_input_queued = False
+            return self.core.on_log_flushed(self.core.log.flushed_end_offset(), now)
+
+        self._submit(flushed)
+
+    async def append_committed(self, values: list[bytes]) -> int:
+        """Append on the leader and wait until committed; the base offset. Raises WriteFailed."""
+        if self._stopping:
+            raise WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER, "the node is stopping")
+        accepted: asyncio.Future[asyncio.Future[None]] = asyncio.get_running_loop().create_future()
+        last_offset = -1
+
+        def append(now: int) -> Ready | None:
+            nonlocal last_offset
+            try:
+                last_offset, ready = self.core.append(values, now)
+            except NotLeaderError as exc:
+                accepted.set_exception(WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER, str(exc)))
+                return None
+            except RecordBatchTooLargeError as exc:
+                accepted.set_exception(WriteFailed(ErrorCode.MESSAGE_TOO_LARGE, str(exc)))
+                return None
+            accepted.set_result(self.waiters.add(last_offset, self.core.quorum.epoch))
+            return ready
+
+        self._submit(append)
+        await (await accepted)
+        return last_offset - len(values) + 1
+
+    async def upgrade_kraft_committed(self, version: int, validate_only: bool) -> None:
+        if self._stopping:
+            raise WriteFailed(ErrorCode.NOT_CONTROLLER, "the node is stopping")
+        accepted: asyncio.Future[asyncio.Future[None] | None] = asyncio.get_running_loop().create_future()
+
+        def upgrade(now: int) -> Ready | None:
+            try:
+                offset, ready = self.core.upgrade_kraft_version(version, now, validate_only)
+            except NotLeaderError as exc:
+                accepted.set_exception(WriteFailed(ErrorCode.NOT_CONTROLLER, str(exc)))
+                return None
+            except KRaftVersionUpgradeError as exc:
+                accepted.set_exception(WriteFailed(ErrorCode.INVALID_UPDATE_VERSION, str(exc)))
+                return None
+            accepted.set_result(None if offset is None else self.waiters.add(offset, self.core.quorum.epoch))
+            return ready
+
+        self._submit(upgrade)
+        waiter = await accepted
+        if waiter is not None:
+            await waiter
+
+    # ---- EffectSink: what the EffectRunner hands over ----------------------------------------------------------
+    def transmit(self, send: Any) -> None:
+        self.outbound.transmit(send)
+
+    def respond(self, respond: Respond) -> None:
+        future = self._pending.pop(respond.ref, None)  # type: ignore[call-overload]
+        if future is not None and not future.done():
+            future.set_result(respond.response)
+
+    def commit(self, effect: CommitBatches) -> None:
+        self.state_machine.apply(memoryview(effect.records), effect.base_offset, effect.last_offset)
+        self.snapshots.on_commit(effect)
+
+    def load_snapshot(self, effect: LoadSnapshot) -> None:
+        reader = self.core.log.read_snapshot(effect.snapshot_id)
+        assert reader is not None, f"the core asked to load a missing snapshot {effect.snapshot_id}"
+        self.state_machine.load_snapshot(reader)
+        self.snapshots.on_snapshot_loaded(effect.snapshot_id, self.clock())
+
+    def leader_changed(self, effect: LeaderChanged) -> None:
+        self.state_machine.leader_changed(effect.leader_id, effect.epoch)
+
+    def shutdown_complete(self, effect: ShutdownComplete) -> None:
+        _log.info("raft shutdown complete (graceful=%s)", effect.graceful)
+        self._shutdown_complete.set()
+
+    def _on_snapshot(self, snapshot_id: Any, size: int) -> None:
+        self.trace.event(self.clock(), "snapshot_taken", offset=snapshot_id.offset, epoch=snapshot_id.epoch,
+                         bytes=size)

@@ -1,0 +1,130 @@
+"""Moving kio messages between versions of the same API.
+
+The raft core speaks one version per RPC (Fetch v17, Vote v2, DescribeQuorum v2, ...: `CORE_VERSIONS`), while
+peers and tools send whatever version both sides support (a Kafka 4.1 peer sends Fetch v18, an older admin tool
+DescribeQuorum v0). The runtime lifts each inbound request to the core's version and lowers the core's answer to
+the version the request came in at, like Kafka's generated code does when it writes a message at an older
+version: fields the target version does not have are dropped, fields the source did not have get the schema
+default (or Kafka's zero value when the schema has none).
+
+kio names a field the same way in every version of one schema, so fields are matched by name; nested structs and
+arrays of structs are converted recursively into the target version's own nested classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import uuid
+from dataclasses import MISSING, fields, is_dataclass
+from functools import cache
+from types import NoneType, UnionType
+from typing import Any, Union, get_args, get_origin
+
+from kio.static.primitive import i32Timedelta, i64Timedelta
+
+from pykraft.protocol.apis import ApiKey, request_class, response_class
+
+# The request versions the raft core builds and reads (see pykraft/raft/messages.py and reconfig_messages.py).
+CORE_VERSIONS: dict[int, int] = {
+    ApiKey.FETCH: 17,
+    ApiKey.VOTE: 2,
+    ApiKey.BEGIN_QUORUM_EPOCH: 1,
+    ApiKey.END_QUORUM_EPOCH: 1,
+    ApiKey.DESCRIBE_QUORUM: 2,
+    ApiKey.FETCH_SNAPSHOT: 1,
+    ApiKey.ADD_RAFT_VOTER: 1,
+    ApiKey.REMOVE_RAFT_VOTER: 0,
+    ApiKey.UPDATE_RAFT_VOTER: 0,
+}
+
+_ZERO: dict[str, Any] = {
+    "bool": False,
+    "float64": 0.0,
+    "string": "",
+    "bytes": b"",
+    "records": b"",
+    "uuid": uuid.UUID(int=0),
+    "timedelta_i32": i32Timedelta.parse(datetime.timedelta(0)),
+    "timedelta_i64": i64Timedelta.parse(datetime.timedelta(0)),
+}
+
+
+def to_core_request(message: Any) -> Any:
+    """The request lifted to the version the core reads (unchanged when it already is, or the API is not one
+    the core serves)."""
+    key = int(message.__api_key__)
+    target = CORE_VERSIONS.get(key)
+    if target is None or int(message.__version__) == target:
+        return message
+    lifted = convert(message, request_class(key, target))
+    if key == ApiKey.FETCH and hasattr(message, "replica_id") and hasattr(lifted, "replica_state"):
+        # Fetch v15 moved the top-level ReplicaId into ReplicaState (KIP-903); carry it over.
+        state = type(lifted.replica_state)(replica_id=message.replica_id, replica_epoch=lifted.replica_state.replica_epoch)
+        lifted = dataclasses.replace(lifted, replica_state=state)
+    return lifted
+
+
+def to_request_version(response: Any, version: int) -> Any:
+    """The core's response lowered (or lifted) to the version of the request it answers."""
+    if int(response.__version__) == version:
+        return response
+    return convert(response, response_class(int(response.__api_key__), version))
+
+
+def convert(message: Any, target: type) -> Any:
+    """`message` rebuilt as an instance of `target` (another version of the same entity)."""
+    values: dict[str, Any] = {}
+    source_fields = {f.name for f in fields(message)}
+    for field_obj in _fields(target):
+        if field_obj.name in source_fields:
+            values[field_obj.name] = _convert_value(getattr(message, field_obj.name), field_obj.type)
+        elif field_obj.default is MISSING and field_obj.default_factory is MISSING:
+            values[field_obj.name] = _zero(field_obj)
+    return target(**values)
+
+
+@cache
+def _fields(target: type) -> tuple:
+    return fields(target)
+
+
+def _entity_type(annotation: Any) -> type | None:
+    """The dataclass behind `X`, `X | None` or `tuple[X, ...]`, or None for a scalar field."""
+    if get_origin(annotation) in (UnionType, Union):
+        inner = [arg for arg in get_args(annotation) if arg is not NoneType]
+        annotation = inner[0] if len(inner) == 1 else annotation
+    if get_origin(annotation) is tuple:
+        args = get_args(annotation)
+        annotation = args[0] if args else annotation
+    return annotation if isinstance(annotation, type) and is_dataclass(annotation) else None
+
+
+def _convert_value(value: Any, annotation: Any) -> Any:
+    entity = _entity_type(annotation)
+    if entity is None or value is None:
+        return value
+    if isinstance(value, tuple):
+        return tuple(convert(item, entity) for item in value)
+    return convert(value, entity)
+
+
+def _zero(field_obj: Any) -> Any:
+    annotation = field_obj.type
+    optional = False
+    if get_origin(annotation) in (UnionType, Union):
+        optional = NoneType in get_args(annotation)
+        annotation = next(arg for arg in get_args(annotation) if arg is not NoneType)
+    if get_origin(annotation) is tuple:
+        return ()
+    if is_dataclass(annotation):
+        return None if optional else _zero_entity(annotation)
+    kafka_type = field_obj.metadata.get("kafka_type", "")
+    if kafka_type in _ZERO:
+        return None if optional and kafka_type in ("string", "bytes", "records") else _ZERO[kafka_type]
+    return annotation(0) if isinstance(annotation, type) else 0
+
+
+def _zero_entity(entity: type) -> Any:
+    return entity(**{f.name: _zero(f) for f in _fields(entity)
+                     if f.default is MISSING and f.default_factory is MISSING})

@@ -1,0 +1,169 @@
+"""Client writes through the runtime: Produce to `__cluster_metadata` and UpdateFeatures of kraft.version.
+
+Both append on the leader and answer only once the high watermark has passed what they wrote
+(`CommitWaiters`), or fail with NOT_LEADER_OR_FOLLOWER when this node stops leading the epoch it wrote in first
+(Kafka's appendPurgatory completes exceptionally on resignation). Produce is off unless the config has
+`pykraft.produce.enable=true`: the metadata log belongs to the controller, and a stray producer must not be able
+to write into it by accident; refused writes get TOPIC_AUTHORIZATION_FAILED with a message saying how to enable.
+Only acks=-1 is accepted (acks=0 gets no answer, as Kafka never answers those; acks=1 gets INVALID_REQUIRED_ACKS):
+an acknowledgement here means committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import importlib
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kio.static.primitive import i32Timedelta, i64
+
+from pykraft.protocol.apis import ApiKey, response_class
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
+from pykraft.records import RecordsError, iter_batches
+
+from .versions import to_request_version
+
+PRODUCE_ENABLE_KEY = "pykraft.produce.enable"
+KRAFT_VERSION = "kraft.version"
+ZERO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+
+
+class WriteFailed(Exception):
+    """A write that did not commit: carries the error code the client gets."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+@dataclass(slots=True)
+class _Waiter:
+    offset: int  # answer once the high watermark is above this offset
+    epoch: int
+    future: asyncio.Future[None]
+
+
+class CommitWaiters:
+    """Futures waiting for the high watermark; checked by the runtime after every core input."""
+
+    def __init__(self) -> None:
+        self._waiters: list[_Waiter] = []
+
+    def add(self, offset: int, epoch: int) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(_Waiter(offset, epoch, future))
+        return future
+
+    def check(self, hwm: int | None, leading_epoch: int | None) -> None:
+        if not self._waiters:
+            return
+        kept = []
+        for waiter in self._waiters:
+            if waiter.future.done():
+                continue
+            if leading_epoch != waiter.epoch:
+                waiter.future.set_exception(WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                                        "leadership was lost before the write committed"))
+            elif hwm is not None and hwm > waiter.offset:
+                waiter.future.set_result(None)
+            else:
+                kept.append(waiter)
+        self._waiters = kept
+
+    def fail_all(self, error: ErrorCode, message: str) -> None:
+        for waiter in self._waiters:
+            if not waiter.future.done():
+                waiter.future.set_exception(WriteFailed(error, message))
+        self._waiters = []
+
+    def __len__(self) -> int:
+        return len(self._waiters)
+
+
+class Writer(Protocol):
+    """What the runtime offers: both raise WriteFailed, and return once committed."""
+
+    async def append_committed(self, values: list[bytes]) -> int: ...
+
+    async def upgrade_kraft_committed(self, version: int, validate_only: bool) -> None: ...
+
+
+def produce_enabled(raw: Any) -> bool:
+    return str(raw.get(PRODUCE_ENABLE_KEY, "false")).strip().lower() == "true"
+
+
+def _values(records: bytes | memoryview | None) -> list[bytes]:
+    """Record values of the produced batches; raises RecordsError for anything malformed."""
+    values: list[bytes] = []
+    for batch in iter_batches(records or b""):
+        if batch.is_control:
+            raise RecordsError("control batches cannot be produced")
+        values.extend(bytes(r.value) if r.value is not None else b"" for r in batch.records())
+    if not values:
+        raise RecordsError("no records")
+    return values
+
+
+async def produce(writer: Writer, enabled: bool, request: Any) -> Any | None:
+    acks = int(request.acks)
+    if acks == 0:
+        return None
+    ns = importlib.import_module(response_class(ApiKey.PRODUCE, 12).__module__)
+    topics = []
+    for topic in request.topic_data:
+        partitions = []
+        for data in topic.partition_data:
+            error, message, base = await _produce_partition(writer, enabled, acks, topic.name, data)
+            partitions.append(ns.PartitionProduceResponse(
+                index=data.index, error_code=error, base_offset=i64(base), record_errors=(), error_message=message))
+        topics.append(ns.TopicProduceResponse(name=topic.name, partition_responses=tuple(partitions)))
+    response = ns.ProduceResponse(responses=tuple(topics), throttle_time=ZERO_THROTTLE)
+    return to_request_version(response, int(request.__version__))
+
+
+async def _produce_partition(writer: Writer, enabled: bool, acks: int, topic: str, data: Any
+                             ) -> tuple[ErrorCode, str | None, int]:
+    if topic != METADATA_TOPIC or int(data.index) != METADATA_PARTITION:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"only {METADATA_TOPIC}-0 exists on a controller", -1
+    if not enabled:
+        return (ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                f"writes to {METADATA_TOPIC} are disabled; set {PRODUCE_ENABLE_KEY}=true to allow them", -1)
+    if acks != -1:
+        return ErrorCode.INVALID_REQUIRED_ACKS, "only acks=-1 (all) is supported", -1
+    try:
+        values = _values(data.records)
+    except RecordsError as exc:
+        return ErrorCode.CORRUPT_MESSAGE, f"bad record batch: {exc}", -1
+    try:
+        return ErrorCode.NONE, None, await writer.append_committed(values)
+    except WriteFailed as exc:
+        return exc.error, str(exc), -1
+
+
+async def update_features(writer: Writer, request: Any) -> Any:
+    version = int(request.__version__)
+    validate_only = bool(getattr(request, "validate_only", False))
+    results = []
+    for update in request.feature_updates:
+        error, message = ErrorCode.NONE, None
+        if update.feature != KRAFT_VERSION:
+            error, message = ErrorCode.INVALID_UPDATE_VERSION, f"this node only finalizes {KRAFT_VERSION}"
+        else:
+            try:
+                await writer.upgrade_kraft_committed(int(update.max_version_level), validate_only)
+            except WriteFailed as exc:
+                error, message = exc.error, str(exc)
+        results.append((update.feature, error, message))
+    ns = importlib.import_module(response_class(ApiKey.UPDATE_FEATURES, 1).__module__)
+    first_error = next(((e, m) for _, e, m in results if e != ErrorCode.NONE), (ErrorCode.NONE, None))
+    top_error, top_message = first_error if version >= 2 else (ErrorCode.NONE, None)
+    response = ns.UpdateFeaturesResponse(
+        throttle_time=ZERO_THROTTLE, error_code=top_error, error_message=top_message,
+        results=tuple(ns.UpdatableFeatureResult(feature=f, error_code=e, error_message=m) for f, e, m in results))
+    return to_request_version(response, version)
+
+
+__all__ = ["CommitWaiters", "WriteFailed", "produce", "produce_enabled", "update_features"]
