@@ -8,8 +8,9 @@ tells apart because they mean different things for a non-idempotent request (a v
 - `TransportTimeoutError`: sent, no answer in time: the peer may or may not have acted on it;
 - `TransportClosedError`: the connection broke while the request was out: same uncertainty.
 
-`default_transport()` uses `pykraft.net.client.ConnectionPool` when that module exists, and otherwise
-`DirectTransport`, one asyncio connection per request (enough for a command-line tool that sends a handful).
+`default_transport()` uses `pykraft.net.client.ConnectionPool` (pooled, pipelined connections with Kafka's reconnect
+backoff). `DirectTransport`, one asyncio connection per request, is kept as the fallback when the net package is
+not importable and as a second, independent implementation for tests.
 """
 
 from __future__ import annotations
@@ -121,6 +122,11 @@ class _PoolTransport:
     async def request(self, host: str, port: int, build: BuildRequest, *, timeout_ms: int) -> bytes:
         from pykraft.net import errors as net
 
+        # The pool refuses at once while an address is in its reconnect backoff; waiting it out (within our time
+        # budget) keeps the real reason of the last failure ("connection refused") as what the caller sees.
+        delay_ms = min(self._pool.connection_delay_ms(host, port), timeout_ms)  # type: ignore[attr-defined]
+        if delay_ms > 0:
+            await asyncio.sleep(delay_ms / 1000)
         try:
             response = await self._pool.request(host, port, build, timeout_ms=timeout_ms)  # type: ignore[attr-defined]
         except net.ConnectError as exc:
