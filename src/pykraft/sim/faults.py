@@ -1,0 +1,184 @@
+"""Fault actions (each a traced event) and the random fault schedule of swarm runs, drawn from the seed.
+
+The swarm's fault model is bounded, like TigerBeetle's fault atlas: at any time at most a minority of the
+initial voters is down, paused, failed or cut off by a node-level fault, so that a fully healed cluster can
+always recover; message-level faults (drop, delay, duplication, reordering) are unbounded during the safety
+phase.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pykraft.sim.network import LinkProfile
+from pykraft.sim.node import Status
+
+if TYPE_CHECKING:
+    from pykraft.sim.world import World
+
+Traced = tuple[int | None, str, str]
+
+
+def leader_id(world: World) -> int | None:
+    from pykraft.sim.workload import newest_leader  # noqa: PLC0415 - workload imports node, which imports us not
+
+    leader = newest_leader(world)
+    return None if leader is None else leader.node_id
+
+
+# ---- actions -----------------------------------------------------------------------------------------------------
+def kill(world: World, node_id: int) -> Traced:
+    world.nodes[node_id].kill(world.params.torn_write_probability)
+    return node_id, "kill", ""
+
+
+def restart(world: World, node_id: int) -> Traced:
+    node = world.nodes[node_id]
+    if node.status is Status.PAUSED:
+        node.resume()
+    if node.status is Status.UP:
+        return node_id, "restart", "already up"
+    node.start()
+    return node_id, "restart", node.status.value
+
+
+def shutdown(world: World, node_id: int) -> Traced:
+    world.nodes[node_id].shutdown()
+    return node_id, "shutdown", ""
+
+
+def pause(world: World, node_id: int) -> Traced:
+    world.nodes[node_id].pause()
+    return node_id, "pause", ""
+
+
+def resume(world: World, node_id: int) -> Traced:
+    world.nodes[node_id].resume()
+    return node_id, "resume", ""
+
+
+def wipe_and_restart(world: World, node_id: int) -> Traced:
+    """Disk replacement: kill, wipe (new directory id), start again as an observer."""
+    node = world.nodes[node_id]
+    node.kill()
+    node.wipe()
+    node.start()
+    return node_id, "wipe", f"new directory {node.disk.directory_id}"
+
+
+def flip_bit(world: World, node_id: int) -> Traced:
+    node = world.nodes[node_id]
+    offset = node.disk.log.flip_bit(node.rng)
+    return node_id, "bit-flip", f"batch at {offset}"
+
+
+def clock_jump(world: World, node_id: int, forward_ms: int) -> Traced:
+    node = world.nodes[node_id]
+    node.clock.jump(forward_ms)
+    if node.core is not None and node.status is Status.UP:
+        node._schedule_poll(world.scheduler.now_ms)  # timers may be due now
+    return node_id, "clock-jump", f"+{forward_ms} ms"
+
+
+def isolate(world: World, node_id: int) -> Traced:
+    world.network.isolate(node_id, [*world.nodes, *world.endpoints])
+    return node_id, "isolate", ""
+
+
+def split(world: World, groups: list[list[int]]) -> Traced:
+    world.network.split(groups)
+    return None, "split", " | ".join(",".join(map(str, g)) for g in groups)
+
+
+def block(world: World, src: int, dst: int) -> Traced:
+    world.network.block(src, dst)
+    return src, "block", f"-> {dst}"
+
+
+def heal(world: World) -> Traced:
+    world.network.heal()
+    return None, "heal", ""
+
+
+def set_links(world: World, profile: LinkProfile) -> Traced:
+    world.network.set_profile(profile)
+    return None, "links", f"drop={profile.drop:.2f} dup={profile.duplicate:.2f} reorder={profile.reorder:.2f} " \
+                          f"delay={profile.delay_min_ms}-{profile.delay_max_ms}"
+
+
+def at(world: World, time_ms: int, action: Callable[..., Traced], *args: Any) -> None:
+    world.scheduler.at(time_ms, action, world, *args)
+
+
+# ---- the swarm's random schedule -------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class FaultMix:
+    """Which kinds of faults a swarm run uses and how often (mean gap between node faults, ms)."""
+
+    crashes: bool
+    shutdowns: bool
+    pauses: bool
+    partitions: bool
+    bit_flips: bool
+    clock_jumps: bool
+    mean_gap_ms: int
+
+    @staticmethod
+    def draw(rng: random.Random) -> FaultMix:
+        return FaultMix(rng.random() < 0.7, rng.random() < 0.4, rng.random() < 0.4, rng.random() < 0.6,
+                        rng.random() < 0.2, rng.random() < 0.3, rng.choice([300, 700, 1500]))
+
+    def kinds(self) -> list[str]:
+        return [name for name in ("crashes", "shutdowns", "pauses", "partitions", "bit_flips", "clock_jumps")
+                if getattr(self, name)]
+
+
+def schedule_random_faults(world: World, rng: random.Random, voters: list[int], start_ms: int, end_ms: int,
+                           mix: FaultMix) -> None:
+    """Node faults that each last a drawn while, at most a minority of the voters affected at a time."""
+    kinds = mix.kinds()
+    if not kinds:
+        return
+    budget = (len(voters) - 1) // 2
+    busy_until: dict[int, int] = {}
+    time = start_ms
+    while True:
+        time += rng.randint(mix.mean_gap_ms // 2, mix.mean_gap_ms * 3 // 2)
+        if time >= end_ms:
+            return
+        active = [n for n, until in busy_until.items() if until > time]
+        candidates = [n for n in sorted(world.nodes) if n not in active]
+        if not candidates or (len([n for n in active if n in voters]) >= budget
+                              and all(n in voters for n in candidates)):
+            continue
+        if len([n for n in active if n in voters]) >= budget:
+            candidates = [n for n in candidates if n not in voters]
+        node = rng.choice(candidates)
+        duration = rng.randint(200, 2500)
+        until = min(time + duration, end_ms)
+        kind = rng.choice(kinds)
+        # A flipped bit halts the node when it is read, until its disk is replaced in the liveness phase.
+        busy_until[node] = end_ms if kind == "bit_flips" else until
+        _schedule_one(world, rng, kind, node, time, until)
+
+
+def _schedule_one(world: World, rng: random.Random, kind: str, node: int, time: int, until: int) -> None:
+    if kind == "crashes":
+        at(world, time, kill, node)
+        at(world, until, restart, node)
+    elif kind == "shutdowns":
+        at(world, time, shutdown, node)
+        at(world, until, restart, node)
+    elif kind == "pauses":
+        at(world, time, pause, node)
+        at(world, until, resume, node)
+    elif kind == "partitions":
+        at(world, time, isolate, node)
+        at(world, until, heal)
+    elif kind == "bit_flips":
+        at(world, time, flip_bit, node)
+    elif kind == "clock_jumps":
+        at(world, time, clock_jump, node, rng.randint(100, 3000))

@@ -1,0 +1,353 @@
+"""SimNode: one simulated process. It owns a RaftCore and executes its effects the way the real runtime must:
+
+- `PersistElection` is written at once (atomic quorum-state write) when the core emits it, so the persisted epoch
+  always equals the in-memory one;
+- every other effect goes through one FIFO queue that a `FlushLog` blocks until the disk reports the flush
+  (after a drawn latency): nothing that follows a flush in the core's output - a Fetch whose offset counts the
+  new batches, an answer to a leader - leaves before the data is durable. Then `on_log_flushed` is called;
+- `Send` and `Respond` go to the network, `CommitBatches`/`LoadSnapshot`/`LeaderChanged` to the state machine,
+  which snapshots itself every K records through `core.create_snapshot`;
+- ApiVersions probes are answered by the runtime (the core only sends them), with the node's kraft.version range.
+
+Node faults: kill (crash: unflushed data lost, maybe a torn tail), graceful shutdown (core.shutdown, then stop
+once ShutdownComplete comes out), pause (inputs and timer firings wait in an inbox; the clock keeps running),
+restart (a new core over the same disk), wipe (disk replacement: new directory id). A read that hits a corrupted
+batch halts the node (FAILED) until its disk is replaced.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from dataclasses import replace
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.api_versions.v4.request import ApiVersionsRequest
+from kio.schema.errors import ErrorCode
+
+from pykraft.raft import reconfig_messages as rm
+from pykraft.raft.client import RaftCore
+from pykraft.raft.config import LocalReplica, QuorumConfig
+from pykraft.raft.effects import CommitBatches, FlushLog, LeaderChanged, LoadSnapshot, PersistElection, Ready, Respond, Send, ShutdownComplete
+from pykraft.raft.log import InvalidSnapshotIdError, SnapshotId
+from pykraft.raft.states import NEVER
+from pykraft.raft.voter_set import Endpoint, SupportedVersionRange
+from pykraft.sim.disk import SimDisk, StorageCorruptionError
+from pykraft.sim.scheduler import NodeClock
+from pykraft.sim.statemachine import SequenceMachine
+from pykraft.sim.wire import (
+    LISTENER, AdminRequest, AdminResponse, ClientRequest, OpStatus, RaftRequest, RaftResponse, RequestRef, Resign,
+    endpoints_of, node_of_port,
+)
+from pykraft.sim.writes import PendingWrites
+
+if TYPE_CHECKING:
+    from pykraft.sim.network import Envelope
+    from pykraft.sim.world import World
+
+CLUSTER_ID = "sim-cluster"
+SHUTDOWN_TIMEOUT_MS = 5000
+
+
+class Status(enum.Enum):
+    UP = "up"
+    DOWN = "down"
+    PAUSED = "paused"
+    FAILED = "failed"  # halted on a storage corruption; only a disk replacement brings it back
+
+
+class SimNode:
+    def __init__(self, world: World, node_id: int, disk: SimDisk, config: QuorumConfig,
+                 bootstrap: tuple[Endpoint, ...], clock: NodeClock) -> None:
+        self.world = world
+        self.node_id = node_id
+        self.disk = disk
+        self.config = config
+        self.bootstrap = bootstrap
+        self.clock = clock
+        self.status = Status.DOWN
+        self.core: RaftCore | None = None
+        self.machine = SequenceMachine()
+        self.writes = PendingWrites(self)
+        self.queue: deque[Any] = deque()
+        self.flushing = False
+        self.inbox: deque[tuple[str, Any]] = deque()  # what arrived while paused
+        self.wakeup_ms: int | None = None  # global time of the scheduled poll
+        self.starts = 0
+        self.rng = world.stream(f"node-{node_id}")
+        self.snapshots_taken = 0
+
+    # ---- lifecycle -----------------------------------------------------------------------------------------
+    @property
+    def incarnation(self) -> int:
+        return self.world.network.incarnation(self.node_id)
+
+    def now(self) -> int:
+        return self.clock.local(self.world.scheduler.now_ms)
+
+    def start(self) -> None:
+        assert self.status in (Status.DOWN, Status.FAILED)
+        self.starts += 1
+        self.world.network.bump(self.node_id)
+        local = LocalReplica(node_id=self.node_id, directory_id=self.disk.directory_id,
+                             endpoints=endpoints_of(self.node_id), supported_kraft=SupportedVersionRange(0, 1),
+                             cluster_id=CLUSTER_ID, bootstrap_servers=self.bootstrap)
+        core_rng = random.Random(self.rng.getrandbits(64))
+        self.core = RaftCore(local, self.config, self.disk.log, core_rng)
+        self.machine = SequenceMachine()
+        self.writes = PendingWrites(self)
+        self.queue.clear()
+        self.inbox.clear()
+        self.flushing = False
+        self.wakeup_ms = None
+        self.status = Status.UP
+        self._input(lambda core: core.initialize(self.disk.election, self.now()))
+        if self.core is not None:
+            # `initialize` only restores state; the first poll (discovery fetch of an observer, a sole voter's
+            # election) is the runtime's to make, as its event loop does right after start-up.
+            self._input(lambda core: core.poll(self.now()))
+
+    def kill(self, torn_probability: float = 0.0) -> None:
+        if self.status is Status.DOWN:
+            return
+        self._stop(Status.DOWN)
+        self.disk.crash(self.rng, torn_probability)
+
+    def _stop(self, status: Status) -> None:
+        self.writes.abandon()
+        self.world.network.bump(self.node_id)
+        self.core = None
+        self.queue.clear()
+        self.inbox.clear()
+        self.flushing = False
+        self.wakeup_ms = None
+        self.status = status
+
+    def shutdown(self) -> None:
+        if self.status is Status.UP:
+            self._input(lambda core: core.shutdown(self.now(), SHUTDOWN_TIMEOUT_MS))
+
+    def pause(self) -> None:
+        if self.status is Status.UP:
+            self.status = Status.PAUSED
+
+    def resume(self) -> None:
+        if self.status is not Status.PAUSED:
+            return
+        self.status = Status.UP
+        while self.inbox and self.status is Status.UP:
+            kind, item = self.inbox.popleft()
+            if kind == "message":
+                self._handle_message(item)
+            else:
+                self._flush_done()
+        if self.status is Status.UP:
+            self._input(lambda core: core.poll(self.now()))
+
+    def wipe(self) -> None:
+        """Disk replacement: the node must be down; it comes back with an empty disk and a new directory id."""
+        assert self.status in (Status.DOWN, Status.FAILED)
+        self.disk.wipe(self.world.new_directory_id())
+        self.world.checker.on_data_loss(self)
+        # A replaced disk rejoins through auto-join (KIP-853 disk failure recovery).
+        self.config = replace(self.config, auto_join=True)
+
+    def is_up(self) -> bool:
+        return self.status is Status.UP or self.status is Status.PAUSED
+
+    # ---- inputs --------------------------------------------------------------------------------------------
+    def _input(self, call: Any) -> None:
+        core = self.core
+        assert core is not None
+        try:
+            ready = call(core)
+        except StorageCorruptionError as error:
+            self.world.checker.on_storage_fault(self, str(error))
+            self._stop(Status.FAILED)
+            return
+        self._run(ready)
+
+    def deliver(self, envelope: Envelope) -> tuple[int, str, str] | None:
+        """Network delivery callback (requests and responses alike)."""
+        if not self.world.network.admit(envelope):
+            return None
+        if self.status is Status.PAUSED:
+            self.inbox.append(("message", envelope))
+            return self.node_id, "queued", envelope.label
+        if self.status is not Status.UP:
+            return None
+        self._handle_message(envelope)
+        return self.node_id, "recv", f"{envelope.label} from {envelope.src}"
+
+    def _handle_message(self, envelope: Envelope) -> None:
+        payload, now = envelope.payload, self.now()
+        if isinstance(payload, RaftResponse):
+            self._input(lambda core: core.handle_response(payload.addressed_as, payload.correlation_id,
+                                                          payload.response, now))
+        elif isinstance(payload, RaftRequest):
+            ref = RequestRef(envelope.src, envelope.src_incarnation, payload.correlation_id, payload.addressed_as)
+            if isinstance(payload.request, ApiVersionsRequest):
+                answer = rm.api_versions_response(ErrorCode.none, SupportedVersionRange(0, 1))
+                self._respond(ref, answer)
+            else:
+                self._input(lambda core: core.handle_request(ref, payload.request, now))
+        elif isinstance(payload, ClientRequest):
+            self.writes.on_client_request(envelope, payload)
+        elif isinstance(payload, AdminRequest):
+            ref = RequestRef(envelope.src, envelope.src_incarnation, payload.op_id, self.node_id, admin=True)
+            if isinstance(payload.request, Resign):
+                self._input(lambda core: core.resign(now))
+                self._respond(ref, None)
+            else:
+                self._input(lambda core: core.handle_request(ref, payload.request, now))
+
+    def on_poll(self, incarnation: int, when: int) -> tuple[int, str, str] | None:
+        if incarnation != self.incarnation or when != self.wakeup_ms:
+            return None  # superseded by an earlier wake-up, or the node restarted
+        self.wakeup_ms = None
+        if self.status is Status.PAUSED:
+            self.inbox.append(("poll", None))
+            return None
+        if self.status is not Status.UP:
+            return None
+        self._input(lambda core: core.poll(self.now()))
+        return self.node_id, "poll", self._role()
+
+    def append(self, values: list[bytes]) -> tuple[int, int] | None:
+        """Leader append from the workload: (offset, epoch), or None when this node cannot append now."""
+        core = self.core
+        if self.status is not Status.UP or core is None or core.leader_state() is None \
+                or core.shutdown_deadline_ms is not None:
+            return None
+        epoch = core.quorum.epoch
+        offset, ready = core.append(values, self.now())
+        self._run(ready)
+        return offset, epoch
+
+    def _role(self) -> str:
+        core = self.core
+        return "-" if core is None else f"{core.quorum.role.value}@{core.quorum.epoch}"
+
+    # ---- effects -------------------------------------------------------------------------------------------
+    def _run(self, ready: Ready) -> None:
+        for effect in ready.effects:
+            if isinstance(effect, PersistElection):
+                self.disk.persist(effect.state)
+                self.world.checker.on_persist(self, effect.state)
+            else:
+                self.queue.append(effect)
+        self._drain()
+        if self.core is not None and ready.wakeup_ms < NEVER:
+            self._schedule_poll(self.clock.to_global(ready.wakeup_ms))
+
+    def _schedule_poll(self, when: int) -> None:
+        scheduler = self.world.scheduler
+        when = max(when, scheduler.now_ms + 1)  # a deadline due now was just handled by this input
+        if self.wakeup_ms is None or when < self.wakeup_ms or self.wakeup_ms <= scheduler.now_ms:
+            self.wakeup_ms = when
+            scheduler.at(when, self.on_poll, self.incarnation, when)
+
+    def _drain(self) -> None:
+        while self.queue and not self.flushing and self.status is not Status.DOWN and self.core is not None:
+            effect = self.queue.popleft()
+            if isinstance(effect, FlushLog):
+                self.flushing = True
+                latency = self.rng.randint(0, self.world.params.flush_latency_max_ms)
+                self.world.scheduler.after(latency, self._on_flush_event, self.incarnation)
+            elif isinstance(effect, Send):
+                self._send(effect)
+            elif isinstance(effect, Respond):
+                self._respond(effect.ref, effect.response)
+            elif isinstance(effect, CommitBatches):
+                self._commit(effect)
+            elif isinstance(effect, LoadSnapshot):
+                self._load_snapshot(effect.snapshot_id)
+            elif isinstance(effect, LeaderChanged):
+                self._leader_changed(effect)
+            elif isinstance(effect, ShutdownComplete):
+                self.disk.log.flush()  # a clean stop leaves everything on disk
+                self._stop(Status.DOWN)
+
+    def _on_flush_event(self, incarnation: int) -> tuple[int, str, str] | None:
+        if incarnation != self.incarnation or not self.flushing:
+            return None
+        if self.status is Status.PAUSED:
+            self.inbox.append(("flush", None))
+            return self.node_id, "flush-queued", ""
+        self._flush_done()
+        return self.node_id, "flushed", str(self.disk.log.flushed_end_offset())
+
+    def _flush_done(self) -> None:
+        self.disk.log.flush()
+        self.flushing = False
+        end = self.disk.log.flushed_end_offset()
+        self._input(lambda core: core.on_log_flushed(end, self.now()))
+        self._drain()
+
+    def _send(self, send: Send) -> None:
+        destination = send.destination
+        target = destination.node_id if destination.node_id >= 0 else node_of_port(destination.port)
+        if target is None or target not in self.world.nodes:
+            return  # nobody listens there; the request times out in the core
+        payload = RaftRequest(send.correlation_id, destination.node_id, send.request)
+        self.world.send(self.node_id, target, payload, type(send.request).__name__)
+
+    def _respond(self, ref: Any, response: Any) -> None:
+        if not isinstance(ref, RequestRef):
+            return
+        if ref.admin:
+            payload: Any = AdminResponse(ref.correlation_id, response)
+        else:
+            payload = RaftResponse(ref.correlation_id, ref.addressed_as, response)
+        label = type(response).__name__
+        self.world.send(self.node_id, ref.src, payload, label, dst_incarnation=ref.src_incarnation)
+
+    # ---- state machine ---------------------------------------------------------------------------------------
+    def _commit(self, effect: CommitBatches) -> None:
+        if effect.base_offset < self.machine.next_offset:
+            self.world.checker.violation("ListenerOrder", self,
+                                         f"batches from {effect.base_offset} after {self.machine.next_offset}")
+        applied, batches = self.machine.apply(effect.records)
+        self.world.checker.on_commit(self, applied, batches)
+        self.writes.on_commit(applied)
+        self._maybe_snapshot(batches[-1].epoch if batches else None)
+
+    def _maybe_snapshot(self, epoch: int | None) -> None:
+        core, params = self.core, self.world.params
+        if core is None or epoch is None or params.snapshot_every <= 0:
+            return
+        latest = core.latest_snapshot_id()
+        base = latest.offset if latest is not None else 0
+        if self.machine.next_offset - base < params.snapshot_every:
+            return
+        snapshot_id = SnapshotId(self.machine.next_offset, epoch)
+        try:
+            writer = core.create_snapshot(snapshot_id, self.world.scheduler.now_ms, self.now())
+        except InvalidSnapshotIdError:
+            return  # e.g. the listener is ahead of a restarted node's known HWM: try again later
+        if writer is None:
+            return
+        writer.append(self.machine.snapshot_values())
+        writer.freeze()
+        self.snapshots_taken += 1
+        self.world.checker.on_snapshot_taken(self, snapshot_id, self.machine.digest())
+        if self.rng.random() < params.clean_probability:
+            self.disk.log.delete_before_snapshot(snapshot_id)
+
+    def _load_snapshot(self, snapshot_id: SnapshotId) -> None:
+        core = self.core
+        assert core is not None
+        if self.machine.leader_epoch is not None and self.machine.leader_epoch == core.quorum.epoch:
+            self.world.checker.violation("LeaderNeverLoadSnapshot", self, f"loaded {snapshot_id} while leading")
+        reader = core.log.read_snapshot(snapshot_id)
+        if reader is None:
+            self.world.checker.violation("SnapshotReadable", self, f"LoadSnapshot({snapshot_id}) has no snapshot")
+            return
+        self.machine.load(reader, snapshot_id.offset)
+        self.world.checker.on_snapshot_loaded(self, snapshot_id, self.machine.digest())
+
+    def _leader_changed(self, effect: LeaderChanged) -> None:
+        self.machine.leader_epoch = effect.epoch if effect.leader_id == self.node_id else None
+        self.writes.on_leader_changed(effect)
+        self.world.checker.on_leader_changed(self, effect)
