@@ -67,6 +67,16 @@ def _register_storage() -> None:
 _register_storage()
 
 
+def _register_server() -> None:
+    # server_cmd imports only typer at module level; `start` imports the node runtime when it runs.
+    from .server_cmd import server_app
+
+    app.add_typer(server_app, name="server")
+
+
+_register_server()
+
+
 def main() -> None:
     app()  # click turns a broken output pipe (`... | head`) into a quiet exit
 
