@@ -38,6 +38,7 @@ from .disk import NodeStorage, open_node_storage
 from .effects import EffectRunner, Outbox
 from .flusher import DurabilityLane, RunBlocking
 from .inbound import ExtraHandler, InboundHandler, served_registry
+from .metrics import NodeMetrics
 from .outbound import Outbound
 from .snapshots import SnapshotPolicy
 from .state_machine import CountingStateMachine, StateMachine
@@ -89,9 +90,34 @@ class NodeRuntime:
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
+        """Open storage, start the core task and listen. Raises StorageError, NetError or OSError (port in use,
+        TLS files) after releasing whatever it had opened."""
+        self.storage = open_node_storage(self.config)
+        try:
+            await self._start()
+        except BaseException:
+            await self._abort_start()
+            raise
+
+    async def _abort_start(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        for part in (self._task, ):
+            if part is not None:
+                await asyncio.gather(part, return_exceptions=True)
+        for closer in ("outbound", "lane"):
+            if hasattr(self, closer):
+                await getattr(self, closer).close()
+        if hasattr(self, "trace"):
+            self.trace.close()
+        assert self.storage is not None
+        self.storage.close()
+
+    async def _start(self) -> None:
         config = self.config
         now = self.clock()
-        self.storage = storage = open_node_storage(config)
+        storage = self.storage
+        assert storage is not None
         report = storage.report
         _log.info("opened %s: %d segments, %d bytes validated, torn tail %s", config.metadata_log_dir,
                   report.segments, report.bytes_validated, report.torn_tail)
@@ -104,6 +130,8 @@ class NodeRuntime:
                          rebuilt_indexes=list(report.rebuilt_indexes), removed_files=list(report.removed_files),
                          log_end_offset=storage.log.end_offset())
         self.observers.append(self.trace.observe)
+        self.metrics = NodeMetrics(self)
+        self.observers.append(self.metrics.observe)
         self.outbox = Outbox()
         self.lane = DurabilityLane(storage.log, storage.store, on_done=self.outbox.on_done,
                                    on_flushed=self._on_flushed, run_blocking=self._run_blocking)
@@ -120,6 +148,8 @@ class NodeRuntime:
         self.server = FrameServer(self.inbound, ssl_context=server_tls, name=f"node-{config.node_id}")
         listener = config.controller_listener()
         self.address = await self.server.start(listener.host or "0.0.0.0", listener.port)
+        if config.metrics_port is not None:
+            self.metrics.serve(config.metrics_port)
 
     def _tls_contexts(self) -> tuple[Any, Any]:
         config = self.config
@@ -164,8 +194,10 @@ class NodeRuntime:
         await self.server.close()
         await self.outbound.close()
         await self.lane.close()
+        self.metrics.close()
         if self.storage is not None:
             self.storage.close()
+        self.trace.flush_pending(self.core, self.clock())
         self.trace.event(self.clock(), "stopped", graceful=graceful)
         self.trace.close()
         self._stopped.set()
@@ -267,8 +299,11 @@ class NodeRuntime:
             accepted.set_result(self.waiters.add(last_offset, self.core.quorum.epoch))
             return ready
 
+        started = self.clock()
         self._submit(append)
         await (await accepted)
+        self.metrics.append_records += len(values)
+        self.metrics.commit_latency.observe(max(0, self.clock() - started))
         return last_offset - len(values) + 1
 
     async def upgrade_kraft_committed(self, version: int, validate_only: bool) -> None:

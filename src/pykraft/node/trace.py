@@ -61,6 +61,13 @@ class TraceWriter:
             self._hwm_written_ms = now_ms
             self.event(now_ms, "hwm_advanced", hwm=hwm)
 
+    def flush_pending(self, core: Any, now_ms: int) -> None:
+        """Write a high watermark held back by the rate limit (at stop)."""
+        hwm = core.high_watermark
+        if hwm is not None and hwm != self._hwm:
+            self._hwm = hwm
+            self.event(now_ms, "hwm_advanced", hwm=hwm)
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()

@@ -1,0 +1,26 @@
+"""`pykraft server start --config FILE`: run a node in the foreground (Kafka's kafka-server-start.sh)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+server_app = typer.Typer(
+    name="server",
+    help="Run a node (Kafka's kafka-server-start.sh).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@server_app.command("start")
+def start(
+    config: Annotated[Path, typer.Option("--config", "-c", help="The node's server.properties.")],
+) -> None:
+    """Start the node and run until SIGTERM or SIGINT (graceful resignation, then exit 0)."""
+    from pykraft.node.serve import run_server
+
+    raise typer.Exit(run_server(config))

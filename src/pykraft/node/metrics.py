@@ -1,0 +1,131 @@
+"""Prometheus metrics of a node, named after Kafka's `raft-metrics` group (reference §7.1).
+
+Mapping (Kafka JMX `kafka.server:type=raft-metrics,name=X` -> Prometheus `kafka_raft_X` with dashes as underscores):
+- gauges read from the core at scrape time: `kafka_raft_current_state` (an enum: leader, candidate, voted, follower,
+  unattached, observer, prospective, resigned; "voted" is Unattached with a vote, "observer" a non-voter that
+  follows), `kafka_raft_current_leader` (-1), `kafka_raft_current_vote` (-1), `kafka_raft_current_epoch`,
+  `kafka_raft_high_watermark` (-1), `kafka_raft_log_end_offset`, `kafka_raft_log_end_epoch`,
+  `kafka_raft_number_of_voters`, `kafka_raft_number_of_observers` (leader only, else 0),
+  `kafka_raft_uncommitted_voter_change` (0/1);
+- histograms (Kafka reports avg/max; Prometheus derives both and more from a histogram):
+  `kafka_raft_commit_latency_ms` (a client append until it committed), `kafka_raft_election_latency_ms` (from
+  the loss of a known leader until a leader is known again);
+- counters (Kafka's *-rate sensors are `rate()` over these): `kafka_raft_append_records_total` (records appended
+  by this leader), `kafka_raft_fetch_records_total` (log growth through fetches as a follower);
+- pykraft's own: `pykraft_fsyncs_total`, `pykraft_flush_requests_total` (their ratio shows group commit),
+  `pykraft_bad_frames_total`, `pykraft_outbound_failures_total`, `pykraft_snapshots_total`.
+Each runtime has its own registry, so several nodes can live in one process (tests).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, StateSetMetricFamily
+
+from pykraft.raft.states import Role
+
+if TYPE_CHECKING:
+    from .runtime import NodeRuntime
+
+STATES = ("leader", "candidate", "voted", "follower", "unattached", "observer", "prospective", "resigned")
+_LATENCY_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+
+
+def state_name(core: Any) -> str:
+    role = core.quorum.role
+    key = core.local.key
+    is_voter = key is not None and core.voters().is_voter(key)
+    if role is Role.FOLLOWER and not is_voter:
+        return "observer"
+    if role is Role.UNATTACHED and core.quorum.election.voted_key is not None:
+        return "voted"
+    return role.value.lower()
+
+
+class NodeMetrics:
+    def __init__(self, runtime: NodeRuntime) -> None:
+        self.runtime = runtime
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.commit_latency = Histogram("kafka_raft_commit_latency_ms", "Client append to commit (ms)",
+                                        buckets=_LATENCY_BUCKETS_MS, registry=self.registry)
+        self.election_latency = Histogram("kafka_raft_election_latency_ms", "Leader unknown to leader known (ms)",
+                                          buckets=_LATENCY_BUCKETS_MS, registry=self.registry)
+        self.append_records = 0
+        self.fetch_records = 0
+        self._leaderless_since: int | None = None
+        self._log_end: int | None = None
+        self.registry.register(self)
+        self._server: Any = None
+
+    def serve(self, port: int, host: str = "0.0.0.0") -> None:
+        server = start_http_server(port, addr=host, registry=self.registry)
+        self._server = server[0] if isinstance(server, tuple) else server
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server = None
+
+    def observe(self, core: Any, now_ms: int) -> None:
+        """After every input: election latency and follower log growth (the rest is read at scrape time)."""
+        leader = core.quorum.leader_id()
+        if leader is None and self._leaderless_since is None:
+            self._leaderless_since = now_ms
+        elif leader is not None and self._leaderless_since is not None:
+            self.election_latency.observe(max(0, now_ms - self._leaderless_since))
+            self._leaderless_since = None
+        end = core.log.end_offset()
+        if self._log_end is not None and end > self._log_end and core.quorum.role is Role.FOLLOWER:
+            self.fetch_records += end - self._log_end
+        self._log_end = end
+
+    def collect(self) -> Any:
+        runtime = self.runtime
+        core = runtime.core
+        if core is None:
+            return
+        name = state_name(core)
+        yield StateSetMetricFamily("kafka_raft_current_state", "The raft role of this node",
+                                   value={state: state == name for state in STATES})
+        election = core.quorum.election
+        leader = core.leader_state()
+        values = {
+            "current_leader": _or_minus_one(core.quorum.leader_id()),
+            "current_vote": -1 if election.voted_key is None else election.voted_key.id,
+            "current_epoch": core.quorum.epoch,
+            "high_watermark": _or_minus_one(core.high_watermark),
+            "log_end_offset": core.log.end_offset(),
+            "log_end_epoch": core.log.last_fetched_epoch(),
+            "number_of_voters": len(core.voters().ids()),
+            "number_of_observers": len(leader.observer_progress) if leader is not None else 0,
+            "uncommitted_voter_change": int(_uncommitted_change(core)),
+        }
+        for key, value in values.items():
+            yield GaugeMetricFamily(f"kafka_raft_{key}", f"raft-metrics {key.replace('_', '-')}", value=value)
+        lane, inbound, outbound = runtime.lane.stats, runtime.inbound, runtime.outbound.stats
+        counters = {
+            "kafka_raft_append_records": self.append_records,
+            "kafka_raft_fetch_records": self.fetch_records,
+            "pykraft_fsyncs": lane.fsyncs,
+            "pykraft_flush_requests": lane.flush_requests,
+            "pykraft_bad_frames": inbound.bad_frames,
+            "pykraft_outbound_failures": outbound.failures,
+            "pykraft_snapshots": runtime.snapshots.snapshots_taken,
+        }
+        for key, value in counters.items():
+            yield CounterMetricFamily(key, key.replace("_", " "), value=value)
+
+    def describe(self) -> list:
+        return []  # collected on demand: nothing to describe up front (and no scrape at registration)
+
+
+def _uncommitted_change(core: Any) -> bool:
+    pending = core.reconfig.pending
+    return core.leader_state() is not None and pending is not None and pending.record_offset is not None \
+        and not pending.is_committed(core.high_watermark)
+
+
+def _or_minus_one(value: int | None) -> int:
+    return -1 if value is None else value
