@@ -7,11 +7,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kio.schema.alter_partition.v3 import request as ap_req
 from kio.schema.create_topics.v7 import request as ct_req
-from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i16, i32, i64
 
 from pykraft.controller.controller import (
+    ALTER_PARTITION,
     BROKER_HEARTBEAT,
     BROKER_REGISTRATION,
     CREATE_TOPICS,
@@ -100,6 +102,22 @@ class Quorum:
         response = self.request(CREATE_TOPICS, ct_req.CreateTopicsRequest(topics=(topic,)))
         assert response.topics[0].error_code == 0, response
         return response
+
+    def alter_isr(self, topic: str, partition_id: int, new_isr: list[int]) -> Any:
+        """AlterPartition v3 from the partition's current leader, at the current epochs."""
+        replication = self.active.replication
+        topic_id = replication.topics_by_name[topic]
+        p = replication.partition(topic_id, partition_id)
+        cluster = self.active.cluster
+        request = ap_req.AlterPartitionRequest(
+            broker_id=BrokerId(p.leader), broker_epoch=i64(cluster.broker_epoch(p.leader)),
+            topics=(ap_req.TopicData(topic_id=topic_id, partitions=(ap_req.PartitionData(
+                partition_index=i32(partition_id), leader_epoch=i32(p.leader_epoch),
+                new_isr_with_epochs=tuple(ap_req.BrokerState(broker_id=BrokerId(b),
+                                                             broker_epoch=i64(cluster.broker_epoch(b)))
+                                          for b in new_isr),
+                partition_epoch=i32(p.partition_epoch)),)),))
+        return self.request(ALTER_PARTITION, request)
 
     def partitions(self, controller: QuorumController | None = None) -> list[Any]:
         replication = (controller or self.active).replication
