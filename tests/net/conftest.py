@@ -112,6 +112,17 @@ class EchoApp:
         return bytes(payload)
 
 
+@pytest_asyncio.fixture(autouse=True)
+async def no_loop_errors() -> AsyncIterator[list[dict[str, object]]]:
+    """Fail any test during which a callback raised into the event loop (asyncio only logs those)."""
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    yield errors
+    loop.set_exception_handler(None)
+    assert errors == [], f"exceptions reached the event loop: {errors}"
+
+
 @dataclass
 class Running:
     server: FrameServer

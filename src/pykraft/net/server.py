@@ -269,7 +269,8 @@ class _ServerProtocol(asyncio.Protocol):
                        self._id, self._info.peer_host, self._info.peer_port, exc_info=exc)
             self._close_gracefully()
             return
-        if task is self._slots[0]:
+        # A flush triggered by an earlier callback may already have written (and popped) this task's response.
+        if self._slots and self._slots[0].done():
             self._flush()
 
     def _flush(self) -> None:
