@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,12 +131,13 @@ class DurabilityLane:
             raise
 
     async def _flush_all_queued(self) -> None:
-        covered = [op.seq for op in self._pending if op.state is None]
+        # Only the flushes issued so far are covered: ones issued while the fsync runs appended data it may miss.
+        covered = {op.seq for op in self._pending if op.state is None}
         ticket = self._log.prepare_flush()
         await self._run_blocking(ticket.sync)
         self._log.complete_flush(ticket)
         self.stats.fsyncs += 1
-        self._pending = deque(op for op in self._pending if op.state is not None)
+        self._pending = deque(op for op in self._pending if op.seq not in covered)
         self._complete(covered)
         self._on_flushed()
 
@@ -150,7 +151,7 @@ class DurabilityLane:
         self.stats.election_writes += 1
         self._complete([op.seq for op in ops])
 
-    def _complete(self, seqs: list[int]) -> None:
+    def _complete(self, seqs: Iterable[int]) -> None:
         self._completed.update(seqs)
         done = self.done_seq
         while done + 1 in self._completed:

@@ -130,6 +130,17 @@ class NodeRuntime:
                          rebuilt_indexes=list(report.rebuilt_indexes), removed_files=list(report.removed_files),
                          log_end_offset=storage.log.end_offset())
         self.observers.append(self.trace.observe)
+        # Several transitions can happen inside one input (Resigned -> Unattached -> Prospective -> Candidate ->
+        # Leader in one poll); the trace wants each. QuorumState calls this hook on every epoch or role change.
+        # It is a private attribute of the core: a public listener hook is requested in the issue note.
+        core_hook = self.core.quorum._on_transition  # noqa: SLF001
+
+        def on_transition() -> None:
+            if core_hook is not None:
+                core_hook()
+            self.trace.observe_state(self.core, self.clock())
+
+        self.core.quorum._on_transition = on_transition  # noqa: SLF001
         self.metrics = NodeMetrics(self)
         self.observers.append(self.metrics.observe)
         self.outbox = Outbox()

@@ -41,11 +41,7 @@ class TraceWriter:
 
     def observe(self, core: Any, now_ms: int) -> None:
         """Compare the core's state with what was last written; called after every input."""
-        role = core.quorum.role.value.lower()
-        state = (role, core.quorum.epoch, core.quorum.leader_id())
-        if state != self._state:
-            self._state = state
-            self.event(now_ms, f"became_{role}", role=role, epoch=state[1], leader_id=state[2])
+        self.observe_state(core, now_ms)
         voters = tuple(sorted(core.voters().ids()))
         if voters != self._voters:
             if self._voters is not None:
@@ -60,6 +56,13 @@ class TraceWriter:
             self._hwm = hwm
             self._hwm_written_ms = now_ms
             self.event(now_ms, "hwm_advanced", hwm=hwm)
+
+    def observe_state(self, core: Any, now_ms: int) -> None:
+        role = core.quorum.role.value.lower()
+        state = (role, core.quorum.epoch, core.quorum.leader_id())
+        if state != self._state:
+            self._state = state
+            self.event(now_ms, f"became_{role}", role=role, epoch=state[1], leader_id=state[2])
 
     def flush_pending(self, core: Any, now_ms: int) -> None:
         """Write a high watermark held back by the rate limit (at stop)."""
