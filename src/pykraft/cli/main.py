@@ -76,6 +76,26 @@ def _register_server() -> None:
 
 _register_server()
 
+# metadata-quorum and features forward their arguments to their own typer apps, imported only when used; those
+# apps print every failure, usage errors included, as one stderr line.
+_FORWARD = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+@app.command("metadata-quorum", context_settings=_FORWARD, add_help_option=False)
+def metadata_quorum(ctx: typer.Context) -> None:
+    """Describe the KRaft quorum, add/remove controllers, reassign voters (kafka-metadata-quorum)."""
+    from .metadata_quorum_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
+
+@app.command("features", context_settings=_FORWARD, add_help_option=False)
+def features(ctx: typer.Context) -> None:
+    """Describe and upgrade feature flags, e.g. kraft.version (kafka-features)."""
+    from .features_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
 
 def main() -> None:
     app()  # click turns a broken output pipe (`... | head`) into a quiet exit
