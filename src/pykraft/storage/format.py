@@ -199,19 +199,30 @@ def _clear_interrupted_format(path: str) -> None:
     a metadata log without meta.properties is not ours to delete."""
     partition = os.path.join(path, PARTITION_DIR)
     if os.path.isdir(partition):
-        bootstrap = snapshot_name(BOOTSTRAP_SNAPSHOT_ID.offset, BOOTSTRAP_SNAPSHOT_ID.epoch)
         for name in os.listdir(partition):
-            full = os.path.join(partition, name)
-            if name.endswith(LOG_SUFFIX) and os.path.getsize(full) > 0 or name.endswith(".checkpoint") and name != bootstrap \
-                    or name.startswith("quorum-state"):
+            if _written_by_a_node(partition, name):
                 raise FormatError(
-                    f"{path} has no meta.properties but holds a metadata log ({full}); move it aside before formatting"
+                    f"{path} has no meta.properties but holds a metadata log ({os.path.join(partition, name)}); "
+                    "move it aside before formatting"
                 )
         shutil.rmtree(partition)
     try:
         os.unlink(os.path.join(path, BOOTSTRAP_CHECKPOINT))
     except FileNotFoundError:
         pass
+
+
+_BOOTSTRAP_SNAPSHOT_NAME = snapshot_name(BOOTSTRAP_SNAPSHOT_ID.offset, BOOTSTRAP_SNAPSHOT_ID.epoch)
+
+
+def _written_by_a_node(partition: str, name: str) -> bool:
+    """Format writes only an empty segment, its indexes, partition.metadata, leader-epoch-checkpoint and the
+    bootstrap snapshot. Records, other snapshots or a quorum-state mean a node ran here."""
+    if name.endswith(LOG_SUFFIX):
+        return os.path.getsize(os.path.join(partition, name)) > 0
+    if name.endswith(".checkpoint"):
+        return name != _BOOTSTRAP_SNAPSHOT_NAME
+    return name.startswith("quorum-state")
 
 
 def bootstrap_checkpoint_bytes(plan: FormatPlan, now_ms: int) -> bytes:

@@ -152,8 +152,8 @@ def parse_initial_controller(text: str) -> InitialController:
         if not bracket:
             raise FormatError(f"cannot parse initial controller {text!r}: '[' without a closing ']'")
     else:
-        host, _, rest = rest.partition(":")
-        rest = ":" + rest if _ else ""
+        host, colon, rest = rest.partition(":")
+        rest = ":" + rest if colon else ""
     if not host or not rest.startswith(":"):
         raise FormatError(f"cannot parse initial controller {text!r}: expected id@host:port:directoryId")
     port_text, colon, dir_text = rest[1:].partition(":")
