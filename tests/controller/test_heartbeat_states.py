@@ -17,7 +17,8 @@ F, U, CS, SN = BrokerState.FENCED, BrokerState.UNFENCED, BrokerState.CONTROLLED_
 
 
 def _change(h: Harness, broker_id: int, *, fenced: int = 0, shutdown: int = 0) -> BrokerRegistrationChangeRecordV2:
-    return BrokerRegistrationChangeRecordV2(broker_id=BrokerId(broker_id), broker_epoch=h.cluster.broker_epoch(broker_id),
+    return BrokerRegistrationChangeRecordV2(broker_id=BrokerId(broker_id),
+                                            broker_epoch=h.cluster.broker_epoch(broker_id),
                                             fenced=fenced, in_controlled_shutdown=shutdown)
 
 
