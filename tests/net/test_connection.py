@@ -60,6 +60,25 @@ async def test_timeout_closes_the_connection_and_fails_the_other_pending_request
         await conn.request(request_bytes(OP_ECHO), timeout_ms=5000)
 
 
+async def test_a_later_request_with_a_shorter_timeout_times_out_first(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    patient = asyncio.ensure_future(conn.request(request_bytes(OP_HANG), timeout_ms=60_000))
+    hasty = asyncio.ensure_future(conn.request(request_bytes(OP_HANG), timeout_ms=20))
+    with pytest.raises(RequestTimeoutError, match="request 1 "):
+        await hasty
+    with pytest.raises(ConnectionClosedError):
+        await patient
+
+
+async def test_deadline_moves_on_to_the_next_request_once_the_earliest_is_answered(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    assert correlation_of(await conn.request(request_bytes(OP_ECHO), timeout_ms=30)) == 0
+    hanging = asyncio.ensure_future(conn.request(request_bytes(OP_HANG), timeout_ms=60))
+    with pytest.raises(RequestTimeoutError, match="request 1 "):
+        await hanging
+    assert conn.closed
+
+
 async def test_server_closing_mid_request_raises_connection_closed(echo: Running) -> None:
     conn = await Connection.open(echo.host, echo.port)
     parked = asyncio.ensure_future(conn.request(request_bytes(OP_WAIT, 3), timeout_ms=60_000))
