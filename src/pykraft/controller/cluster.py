@@ -72,9 +72,12 @@ class FeatureRange:
 
 
 def features_of(items: Iterable[Any]) -> tuple[tuple[str, FeatureRange], ...]:
-    """Kafka feature lists (request or record elements) as a sorted, hashable (name, range) tuple."""
-    return tuple(sorted((f.name, FeatureRange(int(f.min_supported_version), int(f.max_supported_version)))
-                        for f in items))
+    """Kafka feature lists (request or record elements) as a hashable (name, range) tuple sorted by name. A name
+    listed twice (a peer's mistake) keeps its first range, as a lookup in Kafka's keyed collection would."""
+    ranges: dict[str, FeatureRange] = {}
+    for f in items:
+        ranges.setdefault(f.name, FeatureRange(int(f.min_supported_version), int(f.max_supported_version)))
+    return tuple(sorted(ranges.items(), key=lambda item: item[0]))
 
 
 def endpoints_of(items: Iterable[Any]) -> tuple[Endpoint, ...]:

@@ -66,6 +66,9 @@ HANDLED_APIS = frozenset({CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, ALTER_PAR
 REPLICATION_RECORDS = frozenset({2, 3, 5, 9})  # Topic, Partition, PartitionChange, RemoveTopic
 NO_OP_RECORD = 20
 _REPLAY_ERRORS = (ReplayError, MetadataReplayError, PartitionRecordError)
+# Versions of the broker-side APIs this controller answers (the partition side checks its own).
+SUPPORTED_VERSIONS = {BROKER_REGISTRATION: range(0, 5), BROKER_HEARTBEAT: range(0, 3), UNREGISTER_BROKER: range(0, 1),
+                      CONTROLLER_REGISTRATION: range(0, 1), UPDATE_FEATURES: range(0, 3)}
 _METADATA_RECORD_CLASSES = frozenset(RECORD_CLASSES.values())
 
 
@@ -188,6 +191,9 @@ class QuorumController:
     def handle(self, api_key: int, request: Any, now_ms: int, next_offset: int) -> ControllerResult:
         if not self.active:
             raise NotActiveControllerError(f"controller {self.config.node_id} is not active")
+        versions = SUPPORTED_VERSIONS.get(api_key)
+        if versions is not None and int(request.__version__) not in versions:
+            raise UnsupportedControllerApiError(f"api key {api_key} version {request.__version__} is not supported")
         if api_key == BROKER_HEARTBEAT:
             return self.lifecycle.handle_heartbeat(request, now_ms, next_offset)
         if api_key == BROKER_REGISTRATION:
