@@ -118,19 +118,27 @@ class _PoolTransport:
 
     def __init__(self, pool: object) -> None:
         self._pool = pool
+        self._reasons: dict[tuple[str, int], str] = {}  # the last real connect failure of each address
 
     async def request(self, host: str, port: int, build: BuildRequest, *, timeout_ms: int) -> bytes:
         from pykraft.net import errors as net
 
-        # The pool refuses at once while an address is in its reconnect backoff; waiting it out (within our time
-        # budget) keeps the real reason of the last failure ("connection refused") as what the caller sees.
-        delay_ms = min(self._pool.connection_delay_ms(host, port), timeout_ms)  # type: ignore[attr-defined]
+        # The pool refuses at once while an address is in its reconnect backoff. Waiting that out (within our time
+        # budget) avoids spending attempts on refusals, and a refusal reports the last real reason ("connection
+        # refused") rather than the backoff itself.
+        delay_ms = self._pool.connection_delay_ms(host, port)  # type: ignore[attr-defined]
+        if delay_ms > timeout_ms:
+            raise TransportConnectError(host, port, self._reasons.get((host, port), "in reconnect backoff"))
         if delay_ms > 0:
             await asyncio.sleep(delay_ms / 1000)
         try:
             response = await self._pool.request(host, port, build, timeout_ms=timeout_ms)  # type: ignore[attr-defined]
         except net.ConnectError as exc:
-            raise TransportConnectError(host, port, _net_reason(exc)) from None
+            reason = _net_reason(exc)
+            if exc.__cause__ is None and (host, port) in self._reasons:  # a backoff refusal: keep the real reason
+                reason = self._reasons[(host, port)]
+            self._reasons[(host, port)] = reason
+            raise TransportConnectError(host, port, reason) from None
         except net.RequestTimeoutError:
             raise TransportTimeoutError(host, port, "no response in time") from None
         except net.NetError as exc:  # closed, reset, oversized frame: the request may have arrived
@@ -138,11 +146,7 @@ class _PoolTransport:
         return bytes(response)
 
     async def close(self) -> None:
-        closer = getattr(self._pool, "close", None) or getattr(self._pool, "aclose", None)
-        if closer is not None:
-            result = closer()
-            if asyncio.iscoroutine(result):
-                await result
+        await self._pool.close()  # type: ignore[attr-defined]
 
 
 def _net_reason(exc: BaseException) -> str:
