@@ -64,6 +64,8 @@ OP_CLOSE = 3  # raise CloseConnection
 OP_SILENT = 4  # return None (no response)
 OP_HANG = 5  # never answer
 OP_BAD_ID = 6  # answer with a wrong correlation id
+OP_NOT_BYTES = 7  # return a str (a handler bug)
+OP_BIG = 8  # answer with arg MiB of zeros after the echoed header
 
 _REQUEST = struct.Struct(">iBB")
 
@@ -106,6 +108,10 @@ class EchoApp:
                 await asyncio.Event().wait()
             elif op == OP_BAD_ID:
                 return struct.pack(">i", correlation_id + 1000) + bytes(payload[4:])
+            elif op == OP_NOT_BYTES:
+                return "not bytes"  # type: ignore[return-value]
+            elif op == OP_BIG:
+                return bytes(payload) + bytes(arg << 20)
         except asyncio.CancelledError:
             self.cancelled += 1
             raise

@@ -13,6 +13,8 @@ from pykraft.net.errors import ConnectionClosedError
 from pykraft.net.server import FrameServer
 
 from .conftest import (
+    OP_BIG,
+    OP_NOT_BYTES,
     OP_CLOSE,
     OP_ECHO,
     OP_FAIL,
@@ -148,6 +150,41 @@ async def test_handler_exception_closes_only_that_connection(echo: Running) -> N
     await until(lambda: echo.server.connection_count == 1)
     assert echo.server.stats.handler_errors == 1
     await good.close()
+
+
+async def test_handler_returning_something_else_than_bytes_closes_the_connection(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+    first = asyncio.ensure_future(conn.request(request_bytes(OP_ECHO), timeout_ms=5000))
+    broken = asyncio.ensure_future(conn.request(request_bytes(OP_NOT_BYTES), timeout_ms=5000))
+    assert correlation_of(await first) == 0
+    with pytest.raises(ConnectionClosedError):
+        await broken
+    await until(lambda: echo.server.connection_count == 0)
+    assert echo.server.stats.handler_errors == 1
+
+
+async def test_a_peer_that_does_not_read_stops_being_read() -> None:
+    app = EchoApp()
+    server = FrameServer(app, max_in_flight=1000)
+    host, port = await server.start("127.0.0.1", 0)
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+        # 8 responses of 2 MiB: more than the loopback socket buffers hold, so the transport buffers the rest.
+        writer.write(b"".join(_frame(struct.pack(">iBB", cid, OP_BIG, 2)) for cid in range(8)))
+        await until(lambda: len(app.started) == 8)
+        (proto,) = server._connections
+        await until(lambda: proto._reading_paused, "reading paused while the write buffer is full")
+        writer.write(_frame(struct.pack(">iBB", 8, OP_ECHO, 0)))
+        for _ in range(100):
+            await asyncio.sleep(0)
+        assert len(app.started) == 8, "the request sent while paused is not read yet"
+        for cid in range(8):
+            response = await _read_frame(reader)
+            assert correlation_of(response) == cid and len(response) == 6 + (2 << 20)
+        assert correlation_of(await _read_frame(reader)) == 8, "reading resumed once the peer drained"
+        writer.close()
+    finally:
+        await server.close()
 
 
 async def test_close_connection_writes_earlier_responses_first(echo: Running) -> None:

@@ -250,7 +250,10 @@ class Connection:
         self._wake_drain_waiters()
         listeners, self._close_listeners = self._close_listeners, []
         for listener in listeners:
-            listener(self)
+            try:
+                listener(self)
+            except Exception:  # a listener's bug must not stop the others or the failing of requests
+                _log.exception("close listener of connection to %s:%s failed", self.host, self.port)
 
     def _abort_transport(self) -> None:
         if self._transport is not None:

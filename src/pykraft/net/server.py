@@ -109,9 +109,13 @@ class FrameServer:
         self._tasks: set[asyncio.Task[bytes | None]] = set()  # every handler task not yet finished
         self._counters = _Counters()
         self._next_connection_id = 0
+        self._closed = False
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        """Listen on `host:port` (port 0 picks a free one); return the bound address."""
+        """Listen on `host:port` (port 0 picks a free one); return the bound address.
+
+        Raises OSError when the address cannot be bound (in use, not local).
+        """
         assert self._server is None, "already started"
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
@@ -127,6 +131,7 @@ class FrameServer:
 
     async def close(self) -> None:
         """Stop listening, drop every connection and wait for the handler tasks to finish."""
+        self._closed = True
         if self._server is not None:
             self._server.close()
         lost = [proto.lost for proto in self._connections]
@@ -187,6 +192,10 @@ class _ServerProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        if self._server._closed:  # a TLS handshake that finished after close(): not a connection of ours
+            self._closing = True
+            transport.abort()
+            return
         peer = transport.get_extra_info("peername") or ("", 0)
         subject = peer_subject(transport.get_extra_info("ssl_object"))
         self._info = ConnectionInfo(str(peer[0]), int(peer[1]), self._id, subject)
