@@ -186,6 +186,7 @@ def _apply_partition(core: RaftCore, state: FollowerState, p: fetch_resp.Partiti
         if snapshot.offset < 0 or snapshot.epoch < 0:
             return False  # half a snapshot id
         snapshot_download.start(core, state, snapshot, now_ms)
+        return True  # our log was not validated against the leader's, so its HWM says nothing about it (sim seed 0)
     elif p.records:
         try:
             core.log.append_as_follower(p.records, state.epoch)
