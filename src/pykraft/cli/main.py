@@ -76,6 +76,16 @@ def _register_server() -> None:
 
 _register_server()
 
+
+def _register_sim() -> None:
+    # sim_cmd imports only typer at module level; its commands import the simulator when they run.
+    from .sim_cmd import sim_app
+
+    app.add_typer(sim_app, name="sim")
+
+
+_register_sim()
+
 # metadata-quorum and features forward their arguments to their own typer apps, imported only when used; those
 # apps print every failure, usage errors included, as one stderr line.
 _FORWARD = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
