@@ -47,6 +47,7 @@ ALL_INVARIANTS = frozenset({
 # What a deliberate loss of one node's committed data may break (Kafka turns the same ones off; our MonotonicEpoch
 # is per disk, so a replaced disk starting again at epoch 0 does not break it).
 DATA_LOSS_EXEMPT = frozenset({"MajorityReachedHighWatermark"})
+MAJORITY_RECHECK_EVENTS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,8 @@ class Checker:
     ack_checked: dict[tuple[int, int], int] = field(default_factory=dict)  # (leader, epoch) -> acks verified
     storage_faults: list[str] = field(default_factory=list)
     elections: set[tuple[int, int]] = field(default_factory=set)  # (epoch, leader) seen
+    _majority_signature: tuple[int, int, int, int] | None = None
+    _majority_countdown: int = 0
 
     def violation(self, invariant: str, node: SimNode | None, detail: str) -> None:
         if invariant in self.enabled:
@@ -190,8 +193,14 @@ class Checker:
                 self.violation("MonotonicHighWatermark", leader, f"hwm {hwm} at epoch {epoch} after {last_hwm} "
                                                                  f"at epoch {last_epoch}")
             self.newest_hwm = (epoch, max(hwm, last_hwm) if epoch == last_epoch else hwm)
-        if "MajorityReachedHighWatermark" in self.enabled:
-            last = core.voters()
+        last = core.voters()
+        # Re-checked when the HWM, the leader or its voters change, and every few events (log ends only fall on a
+        # crash or a truncation, which the periodic pass catches a few events later at worst).
+        signature = (leader.node_id, epoch, hwm, id(last))
+        self._majority_countdown -= 1
+        if "MajorityReachedHighWatermark" in self.enabled and (
+                signature != self._majority_signature or self._majority_countdown <= 0):
+            self._majority_signature, self._majority_countdown = signature, MAJORITY_RECHECK_EVENTS
             committed = core.history.voter_set_at(hwm - 1)
             if not (self._majority_at(last, hwm) or self._majority_at(committed, hwm)):
                 self.violation("MajorityReachedHighWatermark", leader,
