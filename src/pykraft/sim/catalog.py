@@ -56,11 +56,11 @@ def expect_progress(world: World, from_ms: int, to_ms: int) -> None:
 
 
 def _plan(name: str, seed: int, trace_size: int | None, voters: int, observers: int, faults_end_ms: int,
-          params: Params | None = None, clients: int = 1) -> Plan:
+          params: Params | None = None, clients: int = 1, interval_ms: int = 20) -> Plan:
     world = new_world(seed, trace_size, params)
     voter_ids, observer_ids = build_cluster(world, voters, observers)
     plan = Plan(name, world, voter_ids, observer_ids, faults_end_ms)
-    add_workload(plan, clients=clients)
+    add_workload(plan, clients=clients, interval_ms=interval_ms)
     return plan
 
 
@@ -240,18 +240,30 @@ def swap_partitioned_voter(seed: int, trace_size: int | None) -> Plan:
 @scenario("swarm")
 def swarm(seed: int, trace_size: int | None) -> Plan:
     """Each seed draws its own cluster (1-5 voters, 0-3 observers), network, storage knobs and fault mix."""
+    return _swarm("swarm", seed, trace_size, [5000, 8000], 3, 20)
+
+
+@scenario("swarm_short")
+def swarm_short(seed: int, trace_size: int | None) -> Plan:
+    """The swarm with a short fault phase and a slower appender: the CI sweep's profile (about 0.2 s a seed)."""
+    return _swarm("swarm_short", seed, trace_size, [2500, 3500], 2, 50)
+
+
+def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], max_observers: int,
+           interval_ms: int) -> Plan:
     probe = new_world(seed, 0).stream("swarm")
-    voters, observers = probe.randint(1, 5), probe.randint(0, 3)
+    voters, observers = probe.randint(1, 5), probe.randint(0, max_observers)
     params = Params(flush_latency_max_ms=probe.choice([0, 2, 10]), torn_write_probability=probe.choice([0, 0.5]),
                     snapshot_every=probe.choice([0, 20, 60]), clean_probability=probe.choice([0.2, 1.0]))
-    faults_end = probe.choice([5000, 8000])
-    plan = _plan("swarm", seed, trace_size, voters, observers, faults_end, params, clients=probe.randint(0, 2))
+    faults_end = probe.choice(fault_ends)
+    plan = _plan(name, seed, trace_size, voters, observers, faults_end, params, clients=probe.randint(0, 2),
+                 interval_ms=interval_ms)
     world = plan.world
     if probe.random() < 0.6:
         at(world, 0, faults.set_links, lossy(probe))
     mix = FaultMix.draw(probe)
     plan.notes.append(f"faults: {','.join(mix.kinds()) or 'none'}")
-    faults.schedule_random_faults(world, probe, plan.voters, 1500, faults_end, mix)
+    faults.schedule_random_faults(world, probe, plan.voters, min(1500, faults_end // 2), faults_end, mix)
     if observers and probe.random() < 0.4:
         plan.admin = AdminTool(world)
         everyone = plan.voters + plan.observers

@@ -1,7 +1,7 @@
 """The simulated network: per-link drop, delay, duplication and reordering; symmetric and asymmetric partitions;
 healing.
 
-Endpoints are integers: node ids for raft nodes, ids of 1000 and above for clients and the admin tool. A message
+Endpoints are integers: node ids for raft nodes, 999 for the admin tool and 1000 and above for clients. A message
 is checked against the partition table twice, when it is sent and when it would be delivered, so a partition
 that starts while a message is in flight cuts it too. Every endpoint has an incarnation number; a message to or
 from an earlier incarnation (a node that restarted meanwhile) is dropped at delivery, as the TCP connection
@@ -31,6 +31,7 @@ class LinkProfile:
 
 
 PERFECT = LinkProfile()
+FIRST_CLIENT_ENDPOINT = 999  # wire.ADMIN; clients follow (ids below are raft nodes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +117,10 @@ class Network:
             return
         incarnation = self.incarnation(dst) if dst_incarnation is None else dst_incarnation
         envelope = Envelope(src, dst, self.incarnation(src), incarnation, payload, label)
-        copies = 2 if profile.duplicate and rng.random() < profile.duplicate else 1
+        # Duplication is a raft-link fault only: a duplicated client request is a non-idempotent retry, which the
+        # client-facing log (no producer ids) does not promise to absorb.
+        raft_link = src < FIRST_CLIENT_ENDPOINT and dst < FIRST_CLIENT_ENDPOINT
+        copies = 2 if raft_link and profile.duplicate and rng.random() < profile.duplicate else 1
         self.stats.duplicated += copies - 1
         for _ in range(copies):
             delay = profile.draw_delay(rng)

@@ -125,6 +125,9 @@ class _Runner:
         scheduler.after(LIVENESS_PROBE_MS, self._probe)
 
     def _probe(self) -> None:
+        for node_id, node in sorted(self.world.nodes.items()):
+            if node.status is Status.FAILED:  # a flipped bit found only now: the operator replaces the disk
+                faults.wipe_and_restart(self.world, node_id)
         self.gaps = liveness_gaps(self.plan)
         if not self.gaps:
             self.live_at = self.world.scheduler.now_ms
