@@ -1,0 +1,199 @@
+"""`pykraft quickstart`: format and start a local quorum, write a stream of records, show the quorum working.
+
+Every step goes through the same commands an operator types (`pykraft storage format`, `pykraft server start`) in
+child processes; status comes from DescribeQuorum and writes are Produce requests to the raft leader. The run
+stops after `--duration` seconds or on Ctrl-C: writers stop, the final `describe --status` and
+`describe --replication` are printed, every node gets SIGTERM (graceful resignation) and the exit code says
+whether every node stopped cleanly and every acknowledged record is in every voter's log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pykraft.admin.client import AdminClient
+from pykraft.admin.errors import AdminClientError
+from pykraft.admin.writer import MetadataLogWriter, WriteError
+from pykraft.node.local_cluster import LocalCluster, LocalClusterError
+
+from .quorum_output import replication_table, status_text
+
+MARKER = "quickstart.txt"  # written at the root, so that --reset only ever deletes a quickstart directory
+VALUE_SIZE = 100
+
+
+@dataclass
+class WriteStats:
+    acked: int = 0
+    failed: int = 0
+    retried: int = 0
+    last_offset: int = -1
+    errors: list[str] = field(default_factory=list)
+
+
+def prepare_directory(directory: Path, reset: bool) -> None:
+    if directory.exists() and any(directory.iterdir()):
+        if not reset:
+            raise LocalClusterError(f"{directory} is not empty; give --reset to replace a previous quickstart")
+        if not (directory / MARKER).exists():
+            raise LocalClusterError(f"{directory} is not a quickstart directory (no {MARKER}); refusing to delete it")
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MARKER).write_text("created by pykraft quickstart; safe to delete\n")
+
+
+def _value(seq: int) -> bytes:
+    return f'{{"quickstart":{seq}}}'.encode().ljust(VALUE_SIZE, b" ")
+
+
+async def _writer(writer: MetadataLogWriter, sequence: itertools.count, batch: int, interval_s: float,
+                  stats: WriteStats, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        started = time.monotonic()
+        values = [_value(next(sequence)) for _ in range(batch)]
+        try:
+            result = await writer.write(values)
+        except (WriteError, AdminClientError) as exc:
+            stats.failed += len(values)
+            stats.errors.append(str(exc))
+        else:
+            stats.acked += len(values)
+            stats.retried += len(values) if result.attempts > 1 else 0
+            stats.last_offset = max(stats.last_offset, result.base_offset + len(values) - 1)
+        await _sleep_until(stop, started + interval_s)
+
+
+async def _sleep_until(stop: asyncio.Event, when: float) -> None:
+    delay = when - time.monotonic()
+    if delay > 0:
+        try:
+            await asyncio.wait_for(stop.wait(), delay)
+        except TimeoutError:
+            pass
+
+
+def _status_line(info, stats: WriteStats, elapsed: float) -> str:  # noqa: ANN001 - QuorumInfo
+    voters = " ".join(f"{v.replica_id}:{v.log_end_offset}" for v in info.voters)
+    observers = " ".join(f"{o.replica_id}:{o.log_end_offset}" for o in info.observers) or "-"
+    rate = stats.acked / elapsed if elapsed > 0 else 0.0
+    return (f"[{elapsed:6.1f}s] leader {info.leader_id} epoch {info.leader_epoch} high watermark "
+            f"{info.high_watermark} | voter LEOs {voters} | observers {observers} | acknowledged {stats.acked} "
+            f"records ({rate:.0f}/s), failed {stats.failed}")
+
+
+async def _wait_for_leader(admin: AdminClient, timeout_s: float):  # noqa: ANN202 - QuorumInfo
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            info = await admin.describe_quorum()
+            if info.leader_id >= 0 and info.high_watermark >= 0:
+                return info
+        except AdminClientError:
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise LocalClusterError(f"no leader with a known high watermark after {timeout_s:.0f} s")
+        await asyncio.sleep(0.2)
+
+
+async def _drive(cluster: LocalCluster, duration_s: float, rate: int, status_interval_s: float,
+                 stop: asyncio.Event) -> tuple[WriteStats, object]:
+    bootstrap = [n.address for n in cluster.nodes.values() if n.initial_voter]
+    stats = WriteStats()
+    async with AdminClient(bootstrap, deadline_ms=60_000) as admin, MetadataLogWriter(bootstrap) as writer:
+        info = await _wait_for_leader(admin, 60)
+        print(f"leader elected: node {info.leader_id} in epoch {info.leader_epoch}; writing {rate} records/s")
+        started = time.monotonic()
+        writers_count, batch = 4, max(1, rate // 40)  # 4 writers x 10 batches/s each
+        sequence = itertools.count()
+        tasks = [asyncio.create_task(_writer(writer, sequence, batch, writers_count * batch / rate, stats, stop))
+                 for _ in range(writers_count)]
+        end = started + duration_s if duration_s > 0 else float("inf")
+        while not stop.is_set() and time.monotonic() < end:
+            await _sleep_until(stop, min(time.monotonic() + status_interval_s, end))
+            try:
+                print(_status_line(await admin.describe_quorum(), stats, time.monotonic() - started), flush=True)
+            except AdminClientError as exc:
+                print(f"status unavailable: {exc}", flush=True)
+        stop.set()
+        await asyncio.gather(*tasks)
+        final = await _settled_quorum(admin, stats.last_offset)
+        print()
+        print(status_text(cluster.cluster_id, final))
+        print()
+        print(replication_table(final, human_readable=True, now_ms=int(time.time() * 1000)))
+        return stats, final
+
+
+async def _settled_quorum(admin: AdminClient, last_offset: int):  # noqa: ANN202 - QuorumInfo
+    """DescribeQuorum once every voter has replicated past the last acknowledged record (or after 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        info = await admin.describe_quorum()
+        if all(v.log_end_offset > last_offset for v in info.voters) or time.monotonic() > deadline:
+            return info
+        await asyncio.sleep(0.2)
+
+
+def run_quickstart(directory: Path | None, controllers: int, observers: int, duration_s: float, rate: int,
+                   status_interval_s: float, reset: bool) -> int:
+    root = directory if directory is not None else Path(f"./pykraft-quickstart-{int(time.time())}")
+    try:
+        prepare_directory(root, reset)
+        cluster = LocalCluster(root, controllers=controllers, observers=observers,
+                               properties={"pykraft.produce.enable": "true"})
+        print(f"formatting {controllers} controllers and {observers} observers in {root} "
+              f"(cluster id {cluster.cluster_id})")
+        cluster.format_all()
+        cluster.start_all()
+    except (LocalClusterError, OSError) as exc:
+        print(f"pykraft quickstart: {exc}", file=sys.stderr)
+        return 1
+    for node in cluster.nodes.values():
+        role = "voter" if node.initial_voter else "observer"
+        print(f"  node {node.node_id} ({role}) on 127.0.0.1:{node.port}, pid {node.process.pid}, log {node.log_path}")
+    return _run_and_stop(cluster, duration_s, rate, status_interval_s)
+
+
+def _run_and_stop(cluster: LocalCluster, duration_s: float, rate: int, status_interval_s: float) -> int:
+    async def main() -> tuple[WriteStats, object] | None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        return await _drive(cluster, duration_s, rate, status_interval_s, stop)
+
+    outcome: tuple[WriteStats, object] | None = None
+    problem = None
+    try:
+        outcome = asyncio.run(main())
+    except (AdminClientError, LocalClusterError) as exc:
+        problem = str(exc)
+    finally:
+        print("\nstopping every node (SIGTERM: graceful resignation)")
+        codes = cluster.stop_all()
+    crashed = {node_id: code for node_id, code in codes.items() if code not in (0, None)}
+    if crashed:
+        problem = problem or f"nodes exited with errors: {crashed} (see their server.log)"
+    if outcome is not None:
+        stats, final = outcome
+        lagging = [v.replica_id for v in final.voters if v.log_end_offset <= stats.last_offset]
+        print(f"acknowledged {stats.acked} records (last offset {stats.last_offset}), failed {stats.failed}; "
+              f"every voter holds them: {'yes' if not lagging else 'no, behind: ' + str(lagging)}")
+        if stats.errors:
+            print(f"first write error: {stats.errors[0]}")
+        if lagging and problem is None:
+            problem = f"voters {lagging} did not replicate every acknowledged record"
+    first = next(iter(cluster.nodes.values()))
+    print(f"inspect a log: pykraft dump-log {first.data_dir}/__cluster_metadata-0/00000000000000000000.log")
+    if problem:
+        print(f"pykraft quickstart: {problem}", file=sys.stderr)
+        return 1
+    return 0
