@@ -92,3 +92,12 @@ def test_preferred_balance_writes_at_most_max_partitions_records_per_call():
     assert [r.partition_id for r in first] == [0, 1]
     apply(control, first)
     assert [r.partition_id for r in control.records_for_preferred_balance(view, max_partitions=2)] == [2, 3]
+
+
+def test_periodic_unclean_check_elects_only_in_topics_that_allow_it():
+    control = new_control(unclean_election_enabled=lambda name: name == "dirty")
+    add_partition(control, T1, 0, (1, 2), isr=(1,), leader=-1, name="dirty")
+    add_partition(control, topic_id(2), 0, (1, 2), isr=(1,), leader=-1, name="clean")
+    records = control.records_for_unclean_recovery(brokers(1, 2, fenced=[1]))
+    assert [(r.topic_id, r.leader, r.isr) for r in records] == [(T1, 2, (2,))]
+    assert records[0].leader_recovery_state == LeaderRecoveryState.RECOVERING

@@ -251,6 +251,10 @@ class Kip841Machine(RuleBasedStateMachine):
     def balance_leaders(self, limit):
         self._emit(self.control.records_for_preferred_balance(self.view(), limit))
 
+    @rule()
+    def unclean_recovery(self):
+        self._emit(self.control.records_for_unclean_recovery(self.view()))
+
     # ---- checks ---------------------------------------------------------------------------------------------
 
     @invariant()

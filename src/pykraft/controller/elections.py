@@ -98,6 +98,18 @@ def records_for_unfence(control: ReplicationControl, broker_id: int, brokers: Br
     return records
 
 
+def records_for_unclean_recovery(control: ReplicationControl, brokers: BrokerEligibility) -> list[object]:
+    """The periodic unclean check (every 5 minutes in Kafka): leaderless partitions of topics that allow unclean
+    elections get one, possibly outside the ISR."""
+    records: list[object] = []
+    for key in control.leaderless_partitions():
+        if control.unclean_election_enabled(control.topics[key[0]].name):
+            record = _builder(control, key, brokers).build()
+            if record is not None:
+                records.append(record)
+    return records
+
+
 def records_for_preferred_balance(control: ReplicationControl, brokers: BrokerEligibility,
                                   max_partitions: int) -> list[object]:
     """Move leadership back to the preferred (first) replica where it is in the ISR and active, at most

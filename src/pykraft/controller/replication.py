@@ -218,6 +218,9 @@ class ReplicationControl:
     def records_for_unfence(self, broker_id: int, brokers: BrokerEligibility) -> list[object]:
         return elections.records_for_unfence(self, broker_id, brokers)
 
+    def records_for_unclean_recovery(self, brokers: BrokerEligibility) -> list[object]:
+        return elections.records_for_unclean_recovery(self, brokers)
+
     def records_for_preferred_balance(self, brokers: BrokerEligibility, max_partitions: int) -> list[object]:
         return elections.records_for_preferred_balance(self, brokers, max_partitions)
 
