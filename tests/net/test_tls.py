@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from pykraft.net.client import Connection, ConnectionPool
-from pykraft.net.errors import ConnectError, NetError, TlsConfigError
+from pykraft.net.errors import ConnectError, ConnectionClosedError, NetError, TlsConfigError
 from pykraft.net.server import FrameServer
 from pykraft.net.tls import client_context, server_context
 
@@ -123,3 +124,38 @@ def test_contexts_require_tls_1_2_and_verify_peers(certs: Certs) -> None:
     assert server.minimum_version == ssl.TLSVersion.TLSv1_2 == client.minimum_version
     assert server.verify_mode == ssl.CERT_REQUIRED == client.verify_mode
     assert client.check_hostname is False
+
+
+@pytest_asyncio.fixture
+async def silent_port() -> AsyncIterator[int]:
+    """A TCP server that accepts and never says anything: a TLS handshake against it never finishes."""
+    held = []
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    yield server.sockets[0].getsockname()[1]
+    for writer in held:
+        writer.close()
+    server.close()
+    await server.wait_closed()
+
+
+@pytest.mark.asyncio
+async def test_connect_timeout_covers_the_tls_handshake(certs: Certs, silent_port: int) -> None:
+    context = client_context(certs.node2_cert, certs.node2_key, certs.ca)
+    with pytest.raises(ConnectError, match="timed out"):
+        await Connection.open("127.0.0.1", silent_port, ssl_context=context, connect_timeout_ms=50)
+
+
+@pytest.mark.asyncio
+async def test_pool_closed_during_a_connect_fails_its_callers_with_connection_closed(
+        certs: Certs, silent_port: int) -> None:
+    pool = ConnectionPool(ssl_context=client_context(certs.node2_cert, certs.node2_key, certs.ca))
+    waiting = asyncio.ensure_future(pool.request("127.0.0.1", silent_port, request_bytes(OP_ECHO), timeout_ms=5000))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    await pool.close()
+    with pytest.raises(ConnectionClosedError):
+        await waiting

@@ -117,8 +117,15 @@ class ConnectionPool:
             if wait_ms > 0:
                 raise ConnectError(f"{host}:{port} is in reconnect backoff for another {wait_ms:.0f} ms")
             endpoint.connecting = asyncio.get_running_loop().create_task(self._connect(key, endpoint))
-        # Shielded: one caller giving up (cancelled) must not abort the connect the others are waiting on.
-        return await asyncio.shield(endpoint.connecting)
+        connecting = endpoint.connecting
+        try:
+            # Shielded: one caller giving up (cancelled) must not abort the connect the others are waiting on.
+            return await asyncio.shield(connecting)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if connecting.cancelled() and current is not None and current.cancelling() == 0:
+                raise ConnectionClosedError("connection pool closed while connecting") from None
+            raise
 
     async def _connect(self, key: tuple[str, int], endpoint: _Endpoint) -> Connection:
         try:
