@@ -62,3 +62,16 @@ def test_standalone_controller_grows_the_quorum_with_add_voter() -> None:
     assert committed < ctx.log.end_offset()  # new data now waits for node 1
     fetch(ctx, 1)
     assert ctx.core.high_watermark == ctx.log.end_offset()
+
+
+def test_observer_asks_bootstrap_servers_for_the_leader_at_start_up():
+    """An Unattached observer has no election timer: without a first discovery Fetch at initialization, nothing
+    would ever wake it up (found with a real node formatted with --no-initial-controllers)."""
+    from kio.schema.fetch.v17.request import FetchRequest
+
+    from pykraft.raft.memory_log import MemoryLog
+
+    ctx = build(4, [1, 2, 3], log=MemoryLog())
+    assert ctx.role == "Unattached"
+    sends = ctx.take_sent(FetchRequest)
+    assert len(sends) == 1 and sends[0].destination.node_id < 0  # a bootstrap server, not a known voter

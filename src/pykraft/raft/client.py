@@ -108,6 +108,10 @@ class RaftCore:
         key = self.local.key
         if key is not None and self.voters().is_only_voter(key) and self.quorum.role is Role.UNATTACHED:
             self._start_election(now_ms)
+        if self.quorum.role is Role.UNATTACHED and not self.quorum.is_voter():
+            # An Unattached observer has no timer that would ever fire: like Kafka's first poll after start-up, it
+            # asks the bootstrap servers for the leader now (later requests are paced by their timeouts/backoff).
+            timers.poll_state(self, now_ms)
         return self._ready(now_ms)
 
     def reload_history(self) -> None:
