@@ -47,8 +47,12 @@ class AdminTool:
     """Drives one reassignment at a time towards `target` (ids); `set_target` replaces it, as the planner's
     stateless contract allows. `ack_when_committed=False` (answer on append) is used for some additions."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, eager: bool = False, ack_on_append: float = 0.3) -> None:
         self.world = world
+        self.ack_on_append = ack_on_append  # chance that an AddVoter asks to be answered on append (KIP-1186)
+        # Eager: send the next step as soon as the previous one was answered, without waiting for the voter set
+        # to commit (an answer on append comes earlier); the leader must then refuse a second uncommitted change.
+        self.eager = eager
         self.rng = world.stream("admin")
         self.target: list[int] | None = None
         self.in_flight: int | None = None
@@ -87,7 +91,7 @@ class AdminTool:
         if self.target is None or self.in_flight is not None or self.blocked is not None:
             return None
         leader = newest_leader(self.world)
-        if leader is None or not self._settled(leader):
+        if leader is None or not (self.eager or self._settled(leader)):
             self.world.scheduler.after(RETRY_MS, self.tick)
             return None
         step = self._step(leader)
@@ -98,7 +102,7 @@ class AdminTool:
             return ADMIN, "admin-blocked", step.reason
         if isinstance(step, AddVoterStep):
             request: Any = rm.add_voter_request(CLUSTER_ID, step.node.key, step.node.endpoints, ADD_TIMEOUT_MS,
-                                                ack_when_committed=self.rng.random() < 0.7)
+                                                ack_when_committed=self.rng.random() >= self.ack_on_append)
         elif isinstance(step, RemoveVoterStep):
             request = rm.remove_voter_request(CLUSTER_ID, step.key)
         else:
@@ -133,7 +137,7 @@ class AdminTool:
             self.stats.ok += 1
         else:
             self._count(error.name)
-        self.world.scheduler.after(RETRY_MS, self.tick)
+        self.world.scheduler.after(1 if self.eager else RETRY_MS, self.tick)
         return ADMIN, "admin-return", getattr(error, "name", str(error))
 
     def _count(self, what: str) -> None:

@@ -57,6 +57,11 @@ def expect_progress(world: World, from_ms: int, to_ms: int) -> None:
 
 def _plan(name: str, seed: int, trace_size: int | None, voters: int, observers: int, faults_end_ms: int,
           params: Params | None = None, clients: int = 1, interval_ms: int = 20) -> Plan:
+    if params is None:  # storage knobs drawn per seed: some runs never clean the log, so followers that fall
+        # behind are repaired by truncation (diverging epochs) rather than by snapshots
+        knobs = new_world(seed, 0).stream("params")
+        params = Params(snapshot_every=knobs.choice([0, 40, 150]), clean_probability=knobs.choice([0.3, 1.0]),
+                        torn_write_probability=knobs.choice([0.0, 0.5]))
     world = new_world(seed, trace_size, params)
     voter_ids, observer_ids = build_cluster(world, voters, observers)
     plan = Plan(name, world, voter_ids, observer_ids, faults_end_ms)
@@ -164,9 +169,9 @@ def add_and_remove_voters(seed: int, trace_size: int | None) -> Plan:
     observers = max(observers, 1)
     plan = _plan("add_and_remove_voters", seed, trace_size, voters, observers, 12_000)
     world = plan.world
-    plan.admin = AdminTool(world)
-    everyone = plan.voters + plan.observers
     rng = world.stream("targets")
+    plan.admin = AdminTool(world, eager=rng.random() < 0.5, ack_on_append=rng.choice([0.0, 0.3, 1.0]))
+    everyone = plan.voters + plan.observers
     at(world, 2500, lambda w: plan.admin.set_target(everyone))
     final = sorted(rng.sample(everyone, rng.randint(1, len(everyone))))
     at(world, 6000, lambda w: plan.admin.set_target(final))
@@ -249,6 +254,12 @@ def swarm_short(seed: int, trace_size: int | None) -> Plan:
     return _swarm("swarm_short", seed, trace_size, [2500, 3500], 2, 50)
 
 
+@scenario("swarm_ci")
+def swarm_ci(seed: int, trace_size: int | None) -> Plan:
+    """The CI sweep's profile: the swarm's draws with a 1.5-2.5 s fault phase and at most one observer."""
+    return _swarm("swarm_ci", seed, trace_size, [1500, 2500], 1, 60)
+
+
 def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], max_observers: int,
            interval_ms: int) -> Plan:
     probe = new_world(seed, 0).stream("swarm")
@@ -265,7 +276,7 @@ def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], 
     plan.notes.append(f"faults: {','.join(mix.kinds()) or 'none'}")
     faults.schedule_random_faults(world, probe, plan.voters, min(1500, faults_end // 2), faults_end, mix)
     if observers and probe.random() < 0.4:
-        plan.admin = AdminTool(world)
+        plan.admin = AdminTool(world, eager=probe.random() < 0.5)
         everyone = plan.voters + plan.observers
         target = sorted(probe.sample(everyone, probe.randint(1, len(everyone))))
         at(world, probe.randint(2000, 4000), lambda w: plan.admin.set_target(target))

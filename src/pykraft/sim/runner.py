@@ -128,6 +128,8 @@ class _Runner:
         for node_id, node in sorted(self.world.nodes.items()):
             if node.status is Status.FAILED:  # a flipped bit found only now: the operator replaces the disk
                 faults.wipe_and_restart(self.world, node_id)
+            elif node.status is Status.DOWN:  # a graceful shutdown that completed after the faults stopped
+                node.start()
         self.gaps = liveness_gaps(self.plan)
         if not self.gaps:
             self.live_at = self.world.scheduler.now_ms

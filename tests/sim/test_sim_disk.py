@@ -1,0 +1,54 @@
+"""The simulated disk: fsync semantics, torn writes recovered by CRC and length, bit flips found on read."""
+
+import random
+
+import pytest
+
+from pykraft.raft.election import ElectionState
+from pykraft.records import SimpleRecord, encode_batch
+from pykraft.sim.disk import SimDisk, SimLog, StorageCorruptionError
+
+
+def log_with(batches: int, flushed: int) -> SimLog:
+    log = SimLog()
+    for i in range(batches):
+        log.append_as_follower(encode_batch([SimpleRecord(value=f"v{i}".encode() * 20)], base_offset=i,
+                                            partition_leader_epoch=1, timestamp_ms=0), 1)
+        if i + 1 == flushed:
+            log.flush()
+    return log
+
+
+def test_crash_loses_exactly_the_unflushed_batches() -> None:
+    log = log_with(5, flushed=3)
+    log.crash(random.Random(1), torn_probability=0.0)
+    assert log.end_offset() == 3
+
+
+def test_torn_tail_keeps_only_whole_valid_batches() -> None:
+    ends = set()
+    for seed in range(40):
+        log = log_with(6, flushed=2)
+        log.crash(random.Random(seed), torn_probability=1.0)
+        assert 2 <= log.end_offset() < 6  # the torn batch itself never survives
+        assert log.read(0, 1 << 20).records  # what is left reads back with valid CRCs
+        ends.add(log.end_offset())
+    assert len(ends) > 1  # sometimes some unflushed batches made it whole
+
+
+def test_bit_flip_is_detected_on_read_and_survives_a_crash() -> None:
+    log = log_with(4, flushed=4)
+    base = log.flip_bit(random.Random(3))
+    assert base is not None
+    with pytest.raises(StorageCorruptionError):
+        log.read(0, 1 << 20)
+    log.crash(random.Random(0), torn_probability=0.0)
+    with pytest.raises(StorageCorruptionError):
+        log.read(base, 1 << 20)
+
+
+def test_wipe_is_a_new_directory_with_nothing_on_it() -> None:
+    disk = SimDisk(__import__("uuid").UUID(int=1), log_with(3, flushed=3))
+    disk.persist(ElectionState(4, 1))
+    disk.wipe(__import__("uuid").UUID(int=2))
+    assert disk.log.end_offset() == 0 and disk.election is None and disk.generation == 1
