@@ -44,7 +44,9 @@ ConfigOption = Annotated[Path, typer.Option("--config", "-c", help="The node's s
 @storage_app.command("format")
 def format_command(
     config: ConfigOption,
-    cluster_id: Annotated[str, typer.Option("--cluster-id", "-t", help="The cluster id (pykraft storage random-uuid).")],
+    cluster_id: Annotated[
+        str, typer.Option("--cluster-id", "-t", help="The cluster id (pykraft storage random-uuid).")
+    ],
     standalone: Annotated[
         bool, typer.Option("--standalone", "-s", help="This controller is the only initial voter (dynamic quorum).")
     ] = False,
@@ -69,8 +71,9 @@ def format_command(
     from pykraft.storage import StorageError
     from pykraft.storage.format import FormatError, FormatRequest, QuorumFlag, format_directories
 
-    given = [flag for flag, on in (("--standalone", standalone), ("--initial-controllers", initial_controllers is not None),
-                                   ("--no-initial-controllers", no_initial_controllers)) if on]
+    flags = (("--standalone", standalone), ("--initial-controllers", initial_controllers is not None),
+             ("--no-initial-controllers", no_initial_controllers))
+    given = [flag for flag, on in flags if on]
     if len(given) > 1:
         raise _fail(f"only one of --standalone, --initial-controllers and --no-initial-controllers may be given, "
                     f"not {' and '.join(given)}")

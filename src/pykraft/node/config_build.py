@@ -29,7 +29,9 @@ ROLES = ("broker", "controller")
 DEFAULT_LOG_DIR = "/tmp/kafka-logs"  # Kafka's log.dir default
 # Kafka's default listener.security.protocol.map; controller listener names missing from it map to PLAINTEXT
 # when the map is not set explicitly.
-DEFAULT_PROTOCOL_MAP = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL"}
+DEFAULT_PROTOCOL_MAP = {
+    "PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL",
+}
 SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL")
 UNROUTABLE_HOSTS = ("0.0.0.0", "::")
 Q = "controller.quorum."

@@ -47,7 +47,13 @@ from .format_options import (
 from .errors import StorageError
 from .locking import DirectoryLock
 from .log_open import open_file_log
-from .meta_properties import META_PROPERTIES, MetaProperties, parse_properties, read_meta_properties, write_meta_properties
+from .meta_properties import (
+    META_PROPERTIES,
+    MetaProperties,
+    parse_properties,
+    read_meta_properties,
+    write_meta_properties,
+)
 from .snapshot_content import write_bootstrap_snapshot
 
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
@@ -125,7 +131,8 @@ def plan_format(request: FormatRequest, rng: random.Random) -> FormatPlan:
         if is_metadata:
             kind = "metadata directory"
             if voters is not None:
-                kind = "dynamic metadata voter directory" if request.node_id in voters.ids() else "dynamic metadata directory"
+                voter = request.node_id in voters.ids()
+                kind = "dynamic metadata voter directory" if voter else "dynamic metadata directory"
         meta = MetaProperties(request.cluster_id, request.node_id, directory_id)
         directories.append(DirectoryPlan(path, kind, meta, voters if is_metadata else None))
     return FormatPlan(metadata_version, kraft_version, tuple(directories))
@@ -137,7 +144,8 @@ def _initial_voters(request: FormatRequest, rng: random.Random) -> tuple[VoterSe
         if request.controller_endpoints.is_empty():
             raise FormatError("--standalone needs an advertised controller listener: none found in the configuration")
         directory_id = random_kafka_uuid(rng)
-        node = VoterNode(ReplicaKey(request.node_id, directory_id), request.controller_endpoints, SupportedVersionRange(0, 1))
+        key = ReplicaKey(request.node_id, directory_id)
+        node = VoterNode(key, request.controller_endpoints, SupportedVersionRange(0, 1))
         return VoterSet.of([node]), directory_id
     if request.quorum_flag is QuorumFlag.INITIAL_CONTROLLERS:
         if not request.initial_controllers:

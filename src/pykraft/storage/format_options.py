@@ -77,7 +77,8 @@ def parse_features(items: Sequence[str]) -> dict[str, int]:
         if name in levels:
             raise FormatError(f"--feature {name} was given more than once")
         if name not in (METADATA_VERSION, KRAFT_VERSION):
-            raise FormatError(f"unsupported feature: {name}. Supported features are: {KRAFT_VERSION}, {METADATA_VERSION}")
+            supported = f"{KRAFT_VERSION}, {METADATA_VERSION}"
+            raise FormatError(f"unsupported feature: {name}. Supported features are: {supported}")
         try:
             levels[name] = int(value.strip())
         except ValueError:
@@ -183,7 +184,9 @@ def parse_initial_controllers(text: str) -> tuple[InitialController, ...]:
         if entry.node_id in ids:
             raise FormatError(f"--initial-controllers: node id {entry.node_id} was specified more than once")
         if entry.directory_id in dirs:
-            raise FormatError(f"--initial-controllers: directory id of node {entry.node_id} was specified more than once")
+            raise FormatError(
+                f"--initial-controllers: directory id of node {entry.node_id} was specified more than once"
+            )
         ids.add(entry.node_id)
         dirs.add(entry.directory_id)
     return tuple(entries)
