@@ -302,3 +302,41 @@ def test_console_entry_point_runs_format(tmp_path):
                              CLUSTER_ID], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"Formatting metadata directory {tmp_path / 'logs'} with metadata.version 4.1-IV1.\n"
+
+
+def test_standalone_refuses_a_wildcard_controller_address(tmp_path):
+    config = write_config(tmp_path)
+    config.write_text(config.read_text().replace("CONTROLLER://127.0.0.1:9093", "CONTROLLER://0.0.0.0:9093"))
+    assert refusal(tmp_path, "-t", CLUSTER_ID, "-s", config=config) == (
+        "--standalone would record the nonroutable address 0.0.0.0 for listener CONTROLLER: set advertised.listeners "
+        "to a routable host"
+    )
+
+
+def test_initial_controllers_on_a_broker(tmp_path):
+    config = write_config(tmp_path, roles="broker", node_id=4)
+    assert refusal(tmp_path, "-t", CLUSTER_ID, "-I", f"1@h:1:{DIR_1}", config=config) == (
+        "you cannot use --initial-controllers on a broker node: only controllers are initial voters"
+    )
+
+
+def test_combined_node_standalone(tmp_path):
+    config = write_config(tmp_path, roles="broker,controller")
+    result = storage("format", "-c", str(config), "-t", CLUSTER_ID, "-s")
+    assert result.exit_code == 0, result.output
+    voters = bootstrap_voters(tmp_path / "logs")
+    assert voters.endpoints_of(1) == Endpoints.of([Endpoint("CONTROLLER", "127.0.0.1", 9093)])
+
+
+def test_info_reports_a_legacy_directory(tmp_path):
+    config = write_config(tmp_path, voters="1@127.0.0.1:9093")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "meta.properties").write_text(f"cluster.id={CLUSTER_ID}\nbroker.id=1\nversion=0\n")
+    result = storage("info", "-c", str(config))
+    assert result.exit_code == 1
+    assert result.stdout == (
+        f"Found log directory:\n  {tmp_path / 'logs'}\n\n"
+        f"Found metadata: {{broker.id=1, cluster.id={CLUSTER_ID}, version=0}}\n\n"
+        "Found problem:\n  The kafka configuration file appears to be for a cluster in KRaft mode, but the directories "
+        "are formatted for legacy mode.\n\n"
+    )

@@ -143,6 +143,13 @@ def _initial_voters(request: FormatRequest, rng: random.Random) -> tuple[VoterSe
     if request.quorum_flag is QuorumFlag.STANDALONE:
         if request.controller_endpoints.is_empty():
             raise FormatError("--standalone needs an advertised controller listener: none found in the configuration")
+        unroutable = [e for e in request.controller_endpoints.items if e.host in ("0.0.0.0", "::")]
+        if unroutable:
+            # The VotersRecord is how the other controllers will reach this one: a wildcard address cannot work.
+            raise FormatError(
+                f"--standalone would record the nonroutable address {unroutable[0].host} for listener "
+                f"{unroutable[0].name}: set advertised.listeners to a routable host"
+            )
         directory_id = random_kafka_uuid(rng)
         key = ReplicaKey(request.node_id, directory_id)
         node = VoterNode(key, request.controller_endpoints, SupportedVersionRange(0, 1))
