@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pykraft.admin.model import FeatureMetadata, QuorumInfo, ReplicaState
 from pykraft.raft.voter_set import Endpoint, ReplicaKey
 from pykraft.records.uuids import uuid_to_kafka_str
+from pykraft.storage.format_options import METADATA_VERSIONS
 
 __all__ = [
     "REPLICATION_HEADERS",
@@ -30,13 +31,10 @@ LABEL_WIDTH = 24
 REPLICATION_HEADERS = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
                        "LastCaughtUpTimestamp", "Status")
 
-# metadata.version feature levels and the release names Kafka prints for them (MetadataVersion).
-_METADATA_VERSIONS = (
-    "3.0-IV1", "3.1-IV0", "3.2-IV0", "3.3-IV0", "3.3-IV1", "3.3-IV2", "3.3-IV3", "3.4-IV0", "3.5-IV0", "3.5-IV1",
-    "3.5-IV2", "3.6-IV0", "3.6-IV1", "3.6-IV2", "3.7-IV0", "3.7-IV1", "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0",
-    "3.9-IV0", "4.0-IV0", "4.0-IV1", "4.0-IV2", "4.0-IV3", "4.1-IV0", "4.1-IV1", "4.2-IV0", "4.2-IV1",
-)
-METADATA_VERSION_LEVELS = {name: level for level, name in enumerate(_METADATA_VERSIONS, start=1)}
+# metadata.version release names by feature level: the table `storage format` uses (Kafka 4.x's MetadataVersion,
+# 3.3-IV3 = 7 onwards; Kafka 4.x no longer knows older levels and prints them as "UNKNOWN n" too).
+METADATA_VERSION_LEVELS = dict(METADATA_VERSIONS)
+_NAMES_BY_LEVEL = {level: name for name, level in METADATA_VERSIONS.items()}
 
 
 def _label(name: str) -> str:
@@ -148,7 +146,7 @@ def removed_controller_line(key: ReplicaKey, dry_run: bool) -> str:
 def level_text(feature: str, level: int) -> str:
     """metadata.version levels print as release names ("4.1-IV1"), other features as numbers."""
     if feature == "metadata.version":
-        return _METADATA_VERSIONS[level - 1] if 1 <= level <= len(_METADATA_VERSIONS) else f"UNKNOWN {level}"
+        return _NAMES_BY_LEVEL.get(level, f"UNKNOWN {level}")
     return str(level)
 
 
