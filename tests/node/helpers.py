@@ -47,8 +47,8 @@ def config_text(node_id: int, ports: dict[int, int], data_dir: Path, *, extra: s
         f"metadata.log.dir={data_dir}",
         f"log.dirs={data_dir}",
         "controller.quorum.election.timeout.ms=300",
-        "controller.quorum.fetch.timeout.ms=1000",
-        "controller.quorum.request.timeout.ms=500",
+        "controller.quorum.fetch.timeout.ms=1500",
+        "controller.quorum.request.timeout.ms=1000",  # above the 500 ms fetch long-poll
         "controller.quorum.append.linger.ms=1",
         "pykraft.produce.enable=true",
         extra,

@@ -113,6 +113,7 @@ class NodeMetrics:
             "pykraft_bad_frames": inbound.bad_frames,
             "pykraft_outbound_failures": outbound.failures,
             "pykraft_snapshots": runtime.snapshots.snapshots_taken,
+            "pykraft_stale_wakeups": runtime.stale_wakeups,
         }
         for key, value in counters.items():
             yield CounterMetricFamily(key, key.replace("_", " "), value=value)

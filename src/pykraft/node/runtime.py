@@ -47,6 +47,7 @@ from .writes import CommitWaiters, WriteFailed, produce_enabled
 
 _log = logging.getLogger("pykraft.node")
 
+MIN_WAIT_S = 0.001
 SHUTDOWN_TIMEOUT_MS = 5000  # Kafka's raft client is given 5 s to hand leadership over
 Input = Callable[[int], Ready | None]
 
@@ -86,6 +87,7 @@ class NodeRuntime:
         self._shutdown_complete = asyncio.Event()
         self._flush_input_queued = False
         self.failure: BaseException | None = None
+        self.stale_wakeups = 0  # polls that left the core's wake-up time in the past (a core timer not cleared)
         self.observers: list[Callable[[RaftCore, int], None]] = []
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
@@ -228,12 +230,17 @@ class NodeRuntime:
                     now = self.clock()
                     self._apply(self._inputs.popleft()(now), now)
                     self._poll_if_due()
-                if self._stopping or self._poll_if_due():
-                    continue
+                if self._stopping:
+                    break
+                self._poll_if_due()
                 self._wake.clear()
                 if self._inputs:
                     continue
-                delay = max(0.0, (self._wakeup_ms - self.clock()) / 1000)
+                # At least 1 ms: a wake-up time that stays in the past after a poll must not starve the event loop
+                # (the network, the flusher's completions) - it only costs a poll per millisecond.
+                delay = max(MIN_WAIT_S, (self._wakeup_ms - self.clock()) / 1000)
+                if self._wakeup_ms <= self.clock():
+                    self.stale_wakeups += 1
                 timer = loop.call_later(delay, self._wake.set)
                 await self._wake.wait()
                 timer.cancel()
