@@ -254,6 +254,13 @@ def test_bootstrap_server_mode_sends_to_the_bootstrap_without_discovery():
     assert transport.apis_sent() == [(A, "DESCRIBE_QUORUM")]
 
 
+def test_bootstrap_server_mode_moves_to_the_next_address_on_not_controller():
+    transport = FakeTransport({A: lambda r: error(r, ErrorCode.NOT_CONTROLLER), B: quorum_ok})
+    clock = FakeClock()
+    run(make_client(transport, clock, bootstrap=(A, B), bootstrap_kind="server").describe_quorum())
+    assert transport.apis_sent() == [(A, "DESCRIBE_QUORUM"), (B, "DESCRIBE_QUORUM")]
+
+
 def test_close_closes_the_transport():
     transport = FakeTransport()
 

@@ -215,6 +215,8 @@ class AdminClient:
                 return response
             if outcome.code in LEADER_MOVED:
                 self._forget_leader(outcome.leader_hint)
+                if self._kind == "server":
+                    self._next_bootstrap += 1  # no discovery with --bootstrap-server: try the next address
             if outcome.code in RETRIABLE:
                 reason = f"{_text(address)} answered {outcome.code.name}"
                 raise _Retry(address, reason, maybe_applied=outcome.code in MAYBE_APPLIED, answered=True)
