@@ -189,6 +189,47 @@ def test_log_append_with_unknown_outcome_both_ways() -> None:
     assert_illegal(LogModel(), answered, "read() -> []")
 
 
+def test_unknown_read_is_left_out_of_the_search_and_placed_last() -> None:
+    history = [get(0, "x", "whatever", 0, None), put(1, "x", 1, 1, 2), get(2, "x", 1, 3, 4)]
+    result = check_operations(KVModel(), history)
+    assert result.witness == ((history[1], history[2], history[0]),)
+
+
+def test_unknown_append_no_read_saw_is_left_out_when_no_offset_could_count_it() -> None:
+    history = [append(0, "a", None, 0, None), append(1, "b", 0, 1, 2), read(2, ["b"], 3, 4)]
+    result = check_operations(LogModel(), history)
+    assert result.witness == ((history[1], history[2], history[0]),)
+    # An acknowledged offset 1 needs an entry before it, which only the unseen append can be; then the read
+    # must have seen both.
+    bad = [append(0, "a", None, 0, None), append(1, "b", 1, 1, 2), read(2, ["b"], 3, 4)]
+    assert_illegal(LogModel(), bad)
+
+
+def test_unknown_append_no_read_saw_is_narrowed_to_after_the_last_read_call() -> None:
+    history = [append(0, "a", None, 0, None), read(1, [], 1, 2), append(1, "b", 0, 3, 4), append(2, "c", 2, 5, 6)]
+    result = check_operations(LogModel(), history)
+    assert [op.input for op in result.witness[0]] == [("read",), ("append", "b"), ("append", "a"), ("append", "c")]
+    # The acknowledged offset 1 could only be explained by the unseen append going before the read; the
+    # explanation shows the interval the search used for it.
+    bad = [append(0, "a", None, 0, None), append(1, "b", 1, 0, 1), read(2, [], 2, 3)]
+    assert "append('a') -> offset ? [0..?] searched as [2..?]" in assert_illegal(LogModel(), bad).explain()
+
+
+def test_unknown_append_a_read_saw_is_narrowed_to_before_that_read_returned() -> None:
+    history = [append(0, "a", None, 0, None), read(1, ["a"], 1, 2), read(1, ["a"], 3, 4)]
+    result = check_operations(LogModel(), history)
+    assert result.witness == (tuple(history),)
+    assert_illegal(LogModel(), history + [read(2, [], 3, 4)], "read() -> [] [3..4]", "(the read has 0 values, the log 1)")
+
+
+def test_log_read_mismatch_names_the_first_differing_offset() -> None:
+    history = [append(0, n, n, 2 * n, 2 * n + 1) for n in range(10)]
+    seen = list(range(10))
+    seen[3] = "bad"
+    text = assert_illegal(LogModel(), history + [read(1, seen, 100, 101)]).explain()
+    assert "the read has 'bad' at offset 3 where the log has 3" in text
+
+
 def test_same_value_appended_twice_is_two_entries() -> None:
     history = [append(0, "v", 0, 0, 1), append(1, "v", 1, 0, 1), read(2, ["v", "v"], 2, 3)]
     assert check_operations(LogModel(), history).ok
@@ -366,3 +407,187 @@ def test_malformed_histories_raise_value_error() -> None:
         check_operations(KVModel(), [Op(0, ("incr", "x"), 0, None, 1)])
     with pytest.raises(ValueError, match="unknown operation"):
         check_operations(LogModel(), [Op(0, ("truncate",), 0, None, 1)])
+
+
+# --- generated histories --------------------------------------------------------------------------------------
+
+NEVER_WRITTEN = "never-written"
+
+
+def interval(draw: st.DrawFn, k: int, unknown: bool) -> tuple[int, int | None]:
+    """Operation k takes effect at 10 * (k + 1); its interval contains that point and may overlap neighbours."""
+    effect = 10 * (k + 1)
+    call = effect - draw(st.integers(0, 25))
+    return call, None if unknown else effect + draw(st.integers(0, 25))
+
+
+@st.composite
+def dict_histories(draw: st.DrawFn, max_ops: int = 30) -> list[Operation]:
+    """Operations run one at a time against a real dict. An unknown outcome (no return) may or may not have been
+    applied, and records a garbage output the checker must ignore."""
+    real: dict[str, int] = {}
+    history = []
+    for k in range(draw(st.integers(1, max_ops))):
+        key, client = draw(st.sampled_from("xy")), draw(st.integers(0, 3))
+        unknown = draw(st.integers(0, 5)) == 0
+        applied = not unknown or draw(st.booleans())
+        kind = draw(st.sampled_from(["put", "get", "cas"]))
+        call, ret = interval(draw, k, unknown)
+        current = real.get(key)
+        if kind == "put":
+            value = draw(st.integers(0, 3))
+            inp, out = ("put", key, value), None
+            if applied:
+                real[key] = value
+        elif kind == "get":
+            inp, out = ("get", key), current
+        else:
+            expected, new = draw(st.sampled_from([current, 0, 1])), draw(st.integers(0, 3))
+            inp, out = ("cas", key, expected, new), current == expected
+            if applied and current == expected:
+                real[key] = new
+        history.append(Op(client, inp, call, "lost" if unknown else out, ret))
+    return history
+
+
+@st.composite
+def log_histories(draw: st.DrawFn, max_ops: int = 30) -> list[Operation]:
+    """Appends (unique values: client and sequence) and reads run one at a time against a real list."""
+    real: list[str] = []
+    history = []
+    for k in range(draw(st.integers(1, max_ops))):
+        client = draw(st.integers(0, 3))
+        unknown = draw(st.integers(0, 5)) == 0
+        call, ret = interval(draw, k, unknown)
+        if draw(st.booleans()):
+            value = f"{client}-{k}"
+            history.append(append(client, value, None if unknown else len(real), call, ret))
+            if not unknown or draw(st.booleans()):
+                real.append(value)
+        else:
+            history.append(read(client, real, call, ret))
+    return history
+
+
+@settings(deadline=None, max_examples=100)
+@given(dict_histories())
+def test_histories_run_against_a_real_dict_are_linearizable(history: list[Operation]) -> None:
+    result = check_operations(KVModel(), history)
+    assert_valid_witness(KVModel(), history, result)
+
+
+@settings(deadline=None, max_examples=100)
+@given(log_histories())
+def test_histories_run_against_a_real_list_are_linearizable(history: list[Operation]) -> None:
+    result = check_operations(LogModel(), history)
+    assert_valid_witness(LogModel(), history, result)
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.data())
+def test_a_read_corrupted_to_a_value_never_written_is_illegal(data: st.DataObject) -> None:
+    history = data.draw(dict_histories())
+    reads = [n for n, op in enumerate(history) if op.input[0] == "get" and op.return_time is not None]
+    target = data.draw(st.sampled_from(reads)) if reads else None
+    if target is None:
+        return
+    history[target] = Op(history[target].client_id, history[target].input, history[target].call,
+                         NEVER_WRITTEN, history[target].return_time)
+    result = assert_illegal(KVModel(), history, f"-> {NEVER_WRITTEN!r}")
+    assert result.blocking is history[target]
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.data())
+def test_a_log_read_corrupted_to_a_value_never_written_is_illegal(data: st.DataObject) -> None:
+    history = data.draw(log_histories())
+    reads = [n for n, op in enumerate(history) if op.input[0] == "read" and op.return_time is not None]
+    target = data.draw(st.sampled_from(reads)) if reads else None
+    if target is None:
+        return
+    old = history[target]
+    seen = list(old.output)
+    where = data.draw(st.integers(0, len(seen)))
+    corrupted = seen[:where] + [NEVER_WRITTEN] + seen[where + 1 :]
+    history[target] = read(old.client_id, corrupted, old.call, old.return_time)
+    result = assert_illegal(LogModel(), history)
+    if result.blocking is history[target]:
+        assert f"the read has {NEVER_WRITTEN!r} at offset" in result.explain() or "values, the log" in result.explain()
+    else:
+        # The corruption hid an append from every read, so the model narrowed it and the blame moved with it.
+        assert result.narrowed and "searched as" in result.explain()
+
+
+# --- a brute-force oracle on small arbitrary histories --------------------------------------------------------
+
+
+def brute_force_linearizable(model: Model, history: Sequence[Operation]) -> bool:
+    """Try every order that respects real time, extending only prefixes the model accepts."""
+
+    def extend(state: Any, remaining: list[Operation]) -> bool:
+        if not remaining:
+            return True
+        for op in remaining:
+            if any(precedes(other, op) for other in remaining):
+                continue
+            ok, after = model.step(state, op.input, UNKNOWN if op.return_time is None else op.output)
+            if ok and extend(after, [o for o in remaining if o is not op]):
+                return True
+        return False
+
+    return extend(model.init(), list(history))
+
+
+@st.composite
+def arbitrary_kv_histories(draw: st.DrawFn) -> list[Operation]:
+    history = []
+    for client in range(draw(st.integers(1, 6))):
+        key, kind = draw(st.sampled_from("xy")), draw(st.sampled_from(["put", "get", "cas"]))
+        call = draw(st.integers(0, 8))
+        ret = None if draw(st.integers(0, 5)) == 0 else call + draw(st.integers(0, 4))
+        if kind == "put":
+            history.append(put(client, key, draw(st.integers(1, 2)), call, ret))
+        elif kind == "get":
+            history.append(get(client, key, draw(st.sampled_from([None, 1, 2])), call, ret))
+        else:
+            history.append(cas(client, key, draw(st.sampled_from([None, 1, 2])), draw(st.integers(1, 2)),
+                               draw(st.sampled_from([True, False, None])), call, ret))
+    return history
+
+
+@st.composite
+def arbitrary_log_histories(draw: st.DrawFn) -> list[Operation]:
+    """Either values that repeat or one value per client (the case `LogModel.prepare` narrows hardest), with
+    unknown outcomes common enough that most examples have one."""
+    values = draw(st.sampled_from(["ab", "abcdefg"]))
+    history = []
+    for client in range(draw(st.integers(1, 7))):
+        call = draw(st.integers(0, 8))
+        ret = None if draw(st.integers(0, 3)) == 0 else call + draw(st.integers(0, 4))
+        if draw(st.booleans()):
+            value = values[client % len(values)]
+            history.append(append(client, value, draw(st.sampled_from([None, 0, 1, 2])), call, ret))
+        else:
+            history.append(read(client, draw(st.lists(st.sampled_from(values[:3]), max_size=3)), call, ret))
+    return history
+
+
+@settings(deadline=None, max_examples=200)
+@given(arbitrary_kv_histories())
+def test_kv_verdicts_match_brute_force(history: list[Operation]) -> None:
+    expected = brute_force_linearizable(KVModel(partitioned=False), history)
+    for model in (KVModel(), KVModel(partitioned=False)):
+        result = check_operations(model, history)
+        assert result.ok == expected
+        if expected:
+            assert_valid_witness(model, history, result)
+
+
+@settings(deadline=None, max_examples=200)
+@given(arbitrary_log_histories())
+def test_log_verdicts_match_brute_force(history: list[Operation]) -> None:
+    expected = brute_force_linearizable(LogModel(), history)
+    result = check_operations(LogModel(), history)
+    assert result.ok == expected
+    if expected:
+        assert_valid_witness(LogModel(), history, result)

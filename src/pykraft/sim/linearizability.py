@@ -65,8 +65,10 @@ class Outcome(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """The verdict. For ILLEGAL: the failing partition and the longest linearizable prefix the search found,
-    plus the operation that had to take effect next and could not (`blocking`) and the state it faced."""
+    """The verdict. For ILLEGAL: the failing partition (the operations searched: read-only operations with an
+    unknown outcome are left out, see `Model.prepare`), the longest linearizable prefix the search found, the
+    operation that had to take effect next and could not (`blocking`) and the state it faced. For OK: a witness
+    order per partition, with those left-out operations last."""
 
     outcome: Outcome
     partitions: int = 0
@@ -77,6 +79,10 @@ class CheckResult:
     not_linearized: tuple[Operation, ...] = ()
     blocking: Operation | None = None
     state: str = ""
+    mismatch: str = ""  # the model's account of why `blocking` fails in that state, when it has one
+    # Operations the model narrowed before the search (see `Model.prepare`), as (recorded, searched) pairs:
+    # the explanation shows both, because the verdict about them rests on the narrowed interval.
+    narrowed: tuple[tuple[Operation, Operation], ...] = ()
     witness: tuple[tuple[Operation, ...], ...] = ()  # OK: one linearization order per partition
     model: Model | None = field(default=None, repr=False, compare=False)
 
@@ -103,7 +109,7 @@ class CheckResult:
             prefix += f", last {self._describe(self.linearized[-1])}"
         first = (
             f"not linearizable ({where}): {self._describe(self.blocking)} cannot take effect in state "
-            f"{self.state}, reached by the longest linearizable prefix ({prefix}); no other pending operation "
+            f"{self.state}{f' ({self.mismatch})' if self.mismatch else ''}, reached by the longest linearizable prefix ({prefix}); no other pending operation "
             "can go first"
         )
         shown = [self._describe(op) for op in self.not_linearized[:4]]
@@ -114,8 +120,15 @@ class CheckResult:
     def _describe(self, op: Operation) -> str:
         model = self.model if self.model is not None else Model()
         output = UNKNOWN if op.return_time is None else op.output
-        end = "?" if op.return_time is None else op.return_time
-        return f"client {op.client_id} {model.describe_operation(op.input, output)} [{op.call}..{end}]"
+        text = f"client {op.client_id} {model.describe_operation(op.input, output)} {_interval(op)}"
+        for recorded, searched in self.narrowed:
+            if recorded is op:
+                text += f" searched as {_interval(searched)}"
+        return text
+
+
+def _interval(op: Operation) -> str:
+    return f"[{op.call}..{'?' if op.return_time is None else op.return_time}]"
 
 
 class _Timeout(Exception):
@@ -237,26 +250,35 @@ def check_operations(model: Model, history: Sequence[Operation], timeout_s: floa
     partitions = [p for p in model.partition(history) if p]
     witness: list[tuple[Operation, ...]] = []
     for index, ops in enumerate(partitions):
+        prepared = model.prepare(ops)
+        searched = [n for n, op in enumerate(prepared) if op is not None]
+        narrowed: list[Any] = []
         try:
             if deadline is not None and time.monotonic() >= deadline:
                 raise _Timeout
-            found = _search(model, ops, deadline)
+            narrowed = [prepared[n] for n in searched]
+            found = _search(model, narrowed, deadline)
         except _Timeout:
             return CheckResult(Outcome.UNKNOWN, len(partitions), index, model=model)
+        # Report in terms of the recorded operations, not the narrowed copies the search ran on.
+        originals = [ops[n] for n in searched]
         if isinstance(found, _Failure):
-            return _illegal(model, partitions, index, found)
-        witness.append(tuple(ops[i] for i in found))
-    return CheckResult(
-        Outcome.OK, len(partitions), len(partitions), witness=tuple(witness), model=model
-    )
+            return _illegal(model, originals, narrowed, len(partitions), index, found)
+        left_out = tuple(op for op, p in zip(ops, prepared) if p is None)
+        witness.append(tuple(originals[i] for i in found) + left_out)
+    return CheckResult(Outcome.OK, len(partitions), len(partitions), witness=tuple(witness), model=model)
 
 
-def _illegal(model: Model, partitions: list[list[Operation]], index: int, failure: _Failure) -> CheckResult:
-    ops = partitions[index]
+def _illegal(
+    model: Model, ops: list[Operation], searched: list[Operation], partitions: int, index: int, failure: _Failure
+) -> CheckResult:
+    """`ops` are the recorded operations the search ran on, `searched` the same after `Model.prepare`."""
     in_prefix = set(failure.prefix)
+    blocking = searched[failure.blocking]
+    output = UNKNOWN if blocking.return_time is None else blocking.output
     return CheckResult(
         Outcome.ILLEGAL,
-        partitions=len(partitions),
+        partitions=partitions,
         partitions_checked=index + 1,
         partition_index=index,
         partition=tuple(ops),
@@ -264,5 +286,7 @@ def _illegal(model: Model, partitions: list[list[Operation]], index: int, failur
         not_linearized=tuple(sorted((op for i, op in enumerate(ops) if i not in in_prefix), key=lambda o: o.call)),
         blocking=ops[failure.blocking],
         state=model.describe_state(failure.state),
+        mismatch=model.describe_mismatch(failure.state, blocking.input, output) or "",
+        narrowed=tuple((a, b) for a, b in zip(ops, searched) if a is not b),
         model=model,
     )

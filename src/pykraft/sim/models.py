@@ -13,7 +13,9 @@ everything else, where nothing observes it), not the model's.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -44,6 +46,19 @@ class Model:
         """Split into independently checkable sub-histories (P-compositionality). Default: no split."""
         return [list(history)]
 
+    def read_only(self, input: Any) -> bool:
+        """True if the operation never changes the state. Such an operation with an unknown outcome constrains
+        nothing (it may take effect last and see anything), so `prepare` leaves it out of the search, where it
+        would only multiply the orders to try."""
+        return False
+
+    def prepare(self, ops: Sequence[Operation]) -> list[Operation | None]:
+        """Per operation of one partition: the operation to search with, or None to leave it out because it can
+        always be linearized last. A model may also narrow an interval it proves the operation cannot take
+        effect outside of; that must never change the verdict, only the time to reach it. A narrowed operation
+        whose outcome was unknown must keep an output its `step` reads as unknown."""
+        return [None if op.return_time is None and self.read_only(op.input) else op for op in ops]
+
     def key(self, state: Any) -> Hashable:
         """Hash bucket of a state for the memo cache; states in one bucket are told apart by `equal`."""
         return state
@@ -56,6 +71,10 @@ class Model:
 
     def describe_state(self, state: Any) -> str:
         return repr(state)
+
+    def describe_mismatch(self, state: Any, input: Any, output: Any) -> str | None:
+        """Why `step` rejects this output in this state, when the two descriptions alone would not show it."""
+        return None
 
 
 def _partition_by(history: Sequence[Operation], label: Any) -> list[list[Operation]]:
@@ -84,6 +103,9 @@ class KVModel(Model):
         if not self._partitioned:
             return [list(history)]
         return _partition_by(history, lambda op: op.input[1])
+
+    def read_only(self, input: Any) -> bool:
+        return bool(input[0] == "get")
 
     def step(self, state: frozenset[tuple[Any, Any]], input: Any, output: Any) -> tuple[bool, Any]:
         kind, key = input[0], input[1]
@@ -145,6 +167,9 @@ class LogModel(Model):
     def init(self) -> tuple[Any, ...]:
         return ()
 
+    def read_only(self, input: Any) -> bool:
+        return bool(input[0] == "read")
+
     def step(self, state: tuple[Any, ...], input: Any, output: Any) -> tuple[bool, Any]:
         kind = input[0]
         if kind == "append":
@@ -156,6 +181,42 @@ class LogModel(Model):
             return (len(output) == len(state) and tuple(output) == state), state
         raise ValueError(f"LogModel: unknown operation {input!r}")
 
+    def prepare(self, ops: Sequence[Operation]) -> list[Operation | None]:
+        """Narrow appends whose outcome is unknown, using what the reads saw. Without this every such append may
+        go anywhere after its call, and proving a history illegal means trying all those placements.
+        - A value no read saw: any read after the append would have seen it, so the append takes effect after
+          every read, at a position p at least as long as the longest read. An acknowledged offset after it
+          would be above p; if there is none that high, nothing observes the append and it is left out.
+          Otherwise it cannot take effect before the last read was called.
+        - A value appended once and seen by reads: the append took effect before the first of those reads
+          returned."""
+        prepared = super().prepare(ops)
+        reads = [op for op in ops if op.input[0] == "read" and op.return_time is not None]
+        if not reads:
+            return prepared
+        last_read_call = max(r.call for r in reads)
+        longest_read = max(len(r.output) for r in reads)
+        acknowledged = [op.output for op in ops if op.input[0] == "append" and _known_offset(op)]
+        unobserved_is_invisible = max(acknowledged, default=-1) <= longest_read
+        appends_per_value = Counter(op.input[1] for op in ops if op.input[0] == "append")
+        first_seen: dict[Any, Any] = {}
+        for r in reads:
+            for value in set(r.output):
+                if value not in first_seen or r.return_time < first_seen[value]:
+                    first_seen[value] = r.return_time
+        for n, op in enumerate(prepared):
+            if op is None or op.input[0] != "append" or op.return_time is not None:
+                continue
+            value = op.input[1]
+            if value not in first_seen:
+                invisible = unobserved_is_invisible
+                prepared[n] = None if invisible else replace(op, call=max(op.call, last_read_call), output=None)
+            elif appends_per_value[value] == 1:
+                # max(): a read that saw the value before the append was called is illegal anyway, and the
+                # search reports it; the interval only has to stay well formed.
+                prepared[n] = replace(op, output=None, return_time=max(op.call, first_seen[value]))
+        return prepared
+
     def describe_operation(self, input: Any, output: Any) -> str:
         if input[0] == "append":
             where = "offset ?" if output is None or output is UNKNOWN else f"offset {output!r}"
@@ -166,6 +227,20 @@ class LogModel(Model):
 
     def describe_state(self, state: tuple[Any, ...]) -> str:
         return _describe_values(state)
+
+    def describe_mismatch(self, state: tuple[Any, ...], input: Any, output: Any) -> str | None:
+        # Both sides are abbreviated to their tails, so point at the first offset where they part.
+        if input[0] != "read" or output is UNKNOWN:
+            return None
+        seen = tuple(output)
+        for offset, (got, want) in enumerate(zip(seen, state)):
+            if got != want:
+                return f"the read has {got!r} at offset {offset} where the log has {want!r}"
+        return f"the read has {len(seen)} values, the log {len(state)}"
+
+
+def _known_offset(op: Operation) -> bool:
+    return op.return_time is not None and isinstance(op.output, int)
 
 
 def _describe_values(values: tuple[Any, ...]) -> str:
