@@ -16,7 +16,9 @@ from pykraft.net.errors import (
     RequestTimeoutError,
 )
 
-from .conftest import OP_BAD_ID, OP_ECHO, OP_HANG, OP_WAIT, Running, correlation_of, request_bytes, until
+from pykraft.net.server import FrameServer
+
+from .conftest import OP_BAD_ID, OP_ECHO, OP_HANG, OP_WAIT, EchoApp, Running, correlation_of, request_bytes, until
 
 pytestmark = pytest.mark.asyncio
 
@@ -181,3 +183,25 @@ async def test_close_listener_runs_once_on_loss(echo: Running) -> None:
     late: list[Connection] = []
     conn.add_close_listener(late.append)
     assert late == [conn]
+
+
+async def test_client_stops_at_the_write_buffer_limit_until_the_server_reads_again() -> None:
+    app = EchoApp()
+    server = FrameServer(app, max_in_flight=1, max_frame_bytes=4 << 20)
+    host, port = await server.start("127.0.0.1", 0)
+    try:
+        conn = await Connection.open(host, port)
+        big = b"y" * (2 << 20)
+        # The first request parks the server's only slot, so it stops reading; 7 more of 2 MiB fill the
+        # socket buffers and then the client transport's buffer.
+        requests = [asyncio.ensure_future(conn.request(request_bytes(OP_WAIT if i == 0 else OP_ECHO, 0, big),
+                                                       timeout_ms=60_000)) for i in range(8)]
+        await until(lambda: conn._write_paused, "the client transport reports its buffer full")
+        assert not any(task.done() for task in requests)
+        app.gate(0).set()
+        results = await asyncio.gather(*requests)
+        assert [correlation_of(r) for r in results] == list(range(8))
+        assert all(len(r) == 6 + len(big) for r in results)
+        await conn.close()
+    finally:
+        await server.close()

@@ -82,9 +82,9 @@ class Connection:
                 await loop.create_connection(lambda: _ClientProtocol(conn), host, port, ssl=ssl_context)
                 if ssl_context is not None:
                     await conn._await_tls_verdict(deadline)
-        except TimeoutError:
+        except TimeoutError as exc:
             conn._abort_transport()
-            raise ConnectError(f"connect to {host}:{port} timed out after {connect_timeout_ms} ms") from None
+            raise ConnectError(f"connect to {host}:{port} timed out after {connect_timeout_ms} ms") from exc
         except (OSError, ssl.SSLError) as exc:
             conn._abort_transport()
             raise ConnectError(f"connect to {host}:{port} failed: {exc}") from exc
