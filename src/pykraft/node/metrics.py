@@ -39,7 +39,7 @@ def state_name(core: Any) -> str:
     is_voter = key is not None and core.voters().is_voter(key)
     if role is Role.FOLLOWER and not is_voter:
         return "observer"
-    if role is Role.UNATTACHED and core.quorum.election.voted_key is not None:
+    if role is Role.UNATTACHED and core.quorum.election().voted_key is not None:
         return "voted"
     return role.value.lower()
 
@@ -54,7 +54,7 @@ class NodeMetrics:
                                           buckets=_LATENCY_BUCKETS_MS, registry=self.registry)
         self.append_records = 0
         self.fetch_records = 0
-        self._leaderless_since: int | None = None
+        self._leaderless_since: int | None = runtime.clock()  # a node starts without a known leader
         self._log_end: int | None = None
         self.registry.register(self)
         self._server: Any = None
@@ -89,7 +89,7 @@ class NodeMetrics:
         name = state_name(core)
         yield StateSetMetricFamily("kafka_raft_current_state", "The raft role of this node",
                                    value={state: state == name for state in STATES})
-        election = core.quorum.election
+        election = core.quorum.election()
         leader = core.leader_state()
         values = {
             "current_leader": _or_minus_one(core.quorum.leader_id()),
