@@ -205,3 +205,18 @@ async def test_client_stops_at_the_write_buffer_limit_until_the_server_reads_aga
         await conn.close()
     finally:
         await server.close()
+
+
+async def test_a_failing_request_builder_leaves_the_connection_usable(echo: Running) -> None:
+    conn = await Connection.open(echo.host, echo.port)
+
+    def broken(correlation_id: int) -> bytes:
+        raise ValueError("cannot encode")
+
+    with pytest.raises(ValueError):
+        await conn.request(broken, timeout_ms=5000)
+    with pytest.raises(TypeError):
+        await conn.request(lambda cid: "text", timeout_ms=5000)  # type: ignore[arg-type,return-value]
+    assert conn.pending_count == 0
+    assert correlation_of(await conn.request(request_bytes(OP_ECHO), timeout_ms=5000)) == 2
+    await conn.close()

@@ -107,7 +107,7 @@ class Connection:
             raise ConnectionClosedError(f"connection to {self.host}:{self.port} is closed: {self._failure}")
         correlation_id = self._next_id
         self._next_id = 0 if correlation_id == _INT32_MAX else correlation_id + 1
-        payload = build(correlation_id)
+        frame = _frame(build(correlation_id))  # before any bookkeeping: a failing build leaves no trace
         future: asyncio.Future[bytes] = self._loop.create_future()
         deadline = self._loop.time() + timeout_ms / 1000
         if deadline < self._deadline_at:
@@ -117,12 +117,12 @@ class Connection:
         if idle:
             # Nothing in flight: send now, latency matters (one request at a time, as the raft client does).
             assert self._transport is not None
-            self._transport.write(_SIZE.pack(len(payload)) + payload)
+            self._transport.write(frame)
         else:
             # Pipelining: gather the frames of this loop iteration into one send() instead of one per request.
             if not self._out:
                 self._loop.call_soon(self._send_out)
-            self._out.append(_SIZE.pack(len(payload)) + payload)
+            self._out.append(frame)
         if self._write_paused:
             await self._drained()
         return await future
@@ -293,6 +293,13 @@ class Connection:
                 return
             polls += 1
             await asyncio.sleep(delay)
+
+
+def _frame(payload: bytes | bytearray | memoryview) -> bytes:
+    if not isinstance(payload, bytes | bytearray | memoryview):
+        raise TypeError(f"a request builder returned {type(payload).__name__}, not bytes")
+    size = len(payload) if isinstance(payload, bytes) else memoryview(payload).nbytes
+    return _SIZE.pack(size) + payload
 
 
 def _as_bytes(frame: memoryview) -> bytes:
