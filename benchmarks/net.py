@@ -12,7 +12,8 @@ The peers measured in the same run:
   tasks, no ordering queue), its client writing and reading on the same stream;
 - "streams server": a FrameServer-like server built on streams (a task per request, responses written in
   order, drain per write) served to the same Connection client, to show what the Protocol choice buys.
-Every figure is the median of RUNS runs with the lowest and highest in brackets; the contenders take turns\nwithin each run, and each ratio is the median of the per-run ratios.
+Every figure is the median of RUNS runs with the lowest and highest in brackets; the contenders take turns
+within each run, and each ratio is the median of the per-run ratios.
 """
 
 from __future__ import annotations

@@ -152,7 +152,8 @@ class Connection:
         try:
             frames = self._decoder.feed(data)
         except FrameSizeError as exc:
-            self._fail(FrameTooLargeError(f"response from {self.host}:{self.port}: {exc}", size=exc.size, limit=exc.limit))
+            self._fail(FrameTooLargeError(f"response from {self.host}:{self.port}: {exc}",
+                                          size=exc.size, limit=exc.limit))
             return
         except InvalidFrameError as exc:
             self._fail(ConnectionClosedError(f"invalid frame from {self.host}:{self.port}: {exc}"))
