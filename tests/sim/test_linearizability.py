@@ -591,3 +591,8 @@ def test_log_verdicts_match_brute_force(history: list[Operation]) -> None:
     assert result.ok == expected
     if expected:
         assert_valid_witness(LogModel(), history, result)
+
+
+def test_kv_operation_without_a_key_raises_value_error() -> None:
+    with pytest.raises(ValueError, match="without a key"):
+        check_operations(KVModel(), [Op(0, ("get",), 0, None, 1)])

@@ -13,7 +13,8 @@ The search is Lowe's refinement of Wing & Gong, with the P-compositional split o
 
 An operation with `return_time=None` (outcome unknown) returns after every other event, so it may take effect
 anywhere after its call, including after everything else, where it is indistinguishable from never happening.
-Its recorded output is ignored: the model sees `UNKNOWN`.
+Its recorded output is ignored: the model sees `UNKNOWN`. Such operations are what make the search expensive,
+so before it `Model.prepare` may leave out the ones that constrain nothing and narrow the others' intervals.
 """
 
 from __future__ import annotations
@@ -65,10 +66,10 @@ class Outcome(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """The verdict. For ILLEGAL: the failing partition (the operations searched: read-only operations with an
-    unknown outcome are left out, see `Model.prepare`), the longest linearizable prefix the search found, the
+    """The verdict. For ILLEGAL: the failing partition (the operations searched; those `Model.prepare` left out
+    because they constrain nothing are not in it), the longest linearizable prefix the search found, the
     operation that had to take effect next and could not (`blocking`) and the state it faced. For OK: a witness
-    order per partition, with those left-out operations last."""
+    order per partition, with the left-out operations last."""
 
     outcome: Outcome
     partitions: int = 0
@@ -107,10 +108,10 @@ class CheckResult:
         prefix = f"{len(self.linearized)} of {len(self.partition)} operations"
         if self.linearized:
             prefix += f", last {self._describe(self.linearized[-1])}"
+        state = f"{self.state} ({self.mismatch})" if self.mismatch else self.state
         first = (
-            f"not linearizable ({where}): {self._describe(self.blocking)} cannot take effect in state "
-            f"{self.state}{f' ({self.mismatch})' if self.mismatch else ''}, reached by the longest linearizable prefix ({prefix}); no other pending operation "
-            "can go first"
+            f"not linearizable ({where}): {self._describe(self.blocking)} cannot take effect in state {state}, "
+            f"reached by the longest linearizable prefix ({prefix}); no other pending operation can go first"
         )
         shown = [self._describe(op) for op in self.not_linearized[:4]]
         if len(self.not_linearized) > 4:
@@ -251,19 +252,18 @@ def check_operations(model: Model, history: Sequence[Operation], timeout_s: floa
     witness: list[tuple[Operation, ...]] = []
     for index, ops in enumerate(partitions):
         prepared = model.prepare(ops)
-        searched = [n for n, op in enumerate(prepared) if op is not None]
-        narrowed: list[Any] = []
+        kept = [n for n, op in enumerate(prepared) if op is not None]
+        searched = [op for op in prepared if op is not None]
         try:
             if deadline is not None and time.monotonic() >= deadline:
                 raise _Timeout
-            narrowed = [prepared[n] for n in searched]
-            found = _search(model, narrowed, deadline)
+            found = _search(model, searched, deadline)
         except _Timeout:
             return CheckResult(Outcome.UNKNOWN, len(partitions), index, model=model)
         # Report in terms of the recorded operations, not the narrowed copies the search ran on.
-        originals = [ops[n] for n in searched]
+        originals = [ops[n] for n in kept]
         if isinstance(found, _Failure):
-            return _illegal(model, originals, narrowed, len(partitions), index, found)
+            return _illegal(model, originals, searched, len(partitions), index, found)
         left_out = tuple(op for op, p in zip(ops, prepared) if p is None)
         witness.append(tuple(originals[i] for i in found) + left_out)
     return CheckResult(Outcome.OK, len(partitions), len(partitions), witness=tuple(witness), model=model)

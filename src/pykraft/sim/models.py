@@ -102,7 +102,7 @@ class KVModel(Model):
     def partition(self, history: Sequence[Operation]) -> list[list[Operation]]:
         if not self._partitioned:
             return [list(history)]
-        return _partition_by(history, lambda op: op.input[1])
+        return _partition_by(history, _key_of)
 
     def read_only(self, input: Any) -> bool:
         return bool(input[0] == "get")
@@ -138,6 +138,12 @@ class KVModel(Model):
         if not state:
             return "{}"
         return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in state) + "}"
+
+
+def _key_of(op: Operation) -> Any:
+    if not isinstance(op.input, tuple) or len(op.input) < 2:
+        raise ValueError(f"KVModel: operation without a key {op.input!r}")
+    return op.input[1]
 
 
 def _lookup(state: frozenset[tuple[Any, Any]], key: Any) -> Any:
