@@ -209,3 +209,14 @@ def test_nothing_is_sent_before_our_own_registration_is_in_the_cache() -> None:
     assert manager.proposal(tp(0)) is not None
     cache.replay(register(1, 10), 3)
     assert sent_isrs(one_send(manager.sync_metadata(LAG + 2))) == {tp(0): (1,)}
+
+
+def test_queued_expansion_is_dropped_when_the_newcomer_becomes_ineligible_before_it_is_sent() -> None:
+    leader = Leader(partitions=2, isr=[1, 2])
+    first = one_send(leader.progress(100, {2: (100, 1000), 3: (100, 1000)}, partitions=[0]))
+    leader.progress(100, {2: (100, 1000), 3: (100, 1000)}, partitions=[1])
+    assert leader.manager.proposal(tp(1)).state is ProposalState.QUEUED
+    leader.apply(change(3, EPOCHS[3], fenced=FENCE))
+    leader.sync()
+    assert leader.manager.proposal(tp(1)) is None
+    assert leader.respond(first, answer(first)).sends == ()

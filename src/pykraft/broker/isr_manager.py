@@ -265,6 +265,12 @@ class IsrManager:
     def _evaluate_all(self, now_ms: int, actions: list[Action]) -> Ready:
         wakeups: list[int | None] = []
         for tp, led in self._led.items():
+            proposal = led.proposal
+            if proposal is not None and proposal.state is ProposalState.QUEUED \
+                    and not all(self._eligible(b, _fetch_epoch(led, b)) for b in proposal.added):
+                # Not sent yet (or to be retried) and a newcomer became ineligible meanwhile: the controller
+                # would refuse it, so start again from the committed state.
+                led.proposal = None
             wakeups.append(self._evaluate(tp, led, now_ms))
         send = self._maybe_send(now_ms)
         if send is not None:
@@ -338,6 +344,11 @@ def _request(broker_id: int, broker_epoch: int, proposals: Mapping[TopicPartitio
     return ap_req.AlterPartitionRequest(
         broker_id=BrokerId(broker_id), broker_epoch=i64(broker_epoch),
         topics=tuple(ap_req.TopicData(topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
+
+
+def _fetch_epoch(led: _Led, replica: int) -> int:
+    follower = None if led.progress is None else led.progress.follower(replica)
+    return -1 if follower is None else follower.broker_epoch
 
 
 def _error_of(message: object) -> ErrorCode:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pykraft.controller.partitions import LeaderRecoveryState, PartitionRegistration
 
@@ -178,8 +177,3 @@ def member_epochs(isr: tuple[int, ...], leader: int, leader_epoch: int | None,
         epochs.append((replica, -1 if f is None else f.broker_epoch))
     return tuple(epochs)
 
-
-def describe(proposal: Proposal) -> dict[str, Any]:
-    """A plain view for logs and test failure messages."""
-    return {"kind": proposal.kind.value, "isr": proposal.isr, "state": proposal.state.value,
-            "leader_epoch": proposal.base.leader_epoch, "partition_epoch": proposal.base.partition_epoch}
