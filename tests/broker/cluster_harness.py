@@ -68,7 +68,7 @@ class Cluster:
         self.append(self.controller.activate(self.now).records)
         self.brokers = {b: self._node(b) for b in broker_ids}
         for node in self.brokers.values():
-            self._collect(node, "lifecycle", node.lifecycle.start(self.now))
+            self.collect(node, "lifecycle", node.lifecycle.start(self.now))
 
     def _node(self, broker_id: int) -> BrokerNode:
         cache = MetadataCache()
@@ -119,11 +119,11 @@ class Cluster:
         live = [n for n in self.brokers.values() if not n.stopped]
         for node in live:
             self._catch_up(node)
-            self._collect(node, "lifecycle", node.lifecycle.poll(self.now))
-            self._collect(node, "isr", node.isr.poll(self.now))
+            self.collect(node, "lifecycle", node.lifecycle.poll(self.now))
+            self.collect(node, "isr", node.isr.poll(self.now))
         self._replicate()
         for node in live:
-            self._collect(node, "isr", node.isr.update_progress(self._progress(node), self.now))
+            self.collect(node, "isr", node.isr.update_progress(self._progress(node), self.now))
         for node in live:
             self._deliver(node)
 
@@ -134,16 +134,16 @@ class Cluster:
             node.cache.replay(self.log[offset], offset)
         node.applied = len(self.log)
         node.lifecycle.note_metadata_offset(node.cache.last_applied_offset)
-        self._collect(node, "isr", node.isr.sync_metadata(self.now))
+        self.collect(node, "isr", node.isr.sync_metadata(self.now))
 
-    def _collect(self, node: BrokerNode, component: str, ready: Ready) -> None:
+    def collect(self, node: BrokerNode, component: str, ready: Ready) -> None:
         for action in ready.actions:
             if isinstance(action, SendToController):
                 node.outbox.append((component, action))
             elif isinstance(action, StateChanged):
                 node.states.append(action.new)
                 if action.new is BrokerState.RECOVERY:  # nothing of its own to recover: ready at once
-                    self._collect(node, "lifecycle", node.lifecycle.set_ready_to_unfence(self.now))
+                    self.collect(node, "lifecycle", node.lifecycle.set_ready_to_unfence(self.now))
             elif isinstance(action, ShutdownComplete):
                 node.shutdown = action
                 node.stopped = True
@@ -153,13 +153,13 @@ class Cluster:
             component, send = node.outbox.pop(0)
             target = node.lifecycle if component == "lifecycle" else node.isr
             if component == "lifecycle" and not node.heartbeats_reach_controller:
-                self._collect(node, component, target.handle_failure(send.request_id, self.now))
+                self.collect(node, component, target.handle_failure(send.request_id, self.now))
                 continue
             response = self.request(send.api_key, send.request)
             if getattr(response, "error_code", 0) == 0 and component == "isr":
                 codes = [int(p.error_code) for t in response.topics for p in t.partitions]
                 self.ineligible_answers += codes.count(107)
-            self._collect(node, component, target.handle_response(send.request_id, response, self.now))
+            self.collect(node, component, target.handle_response(send.request_id, response, self.now))
 
     # ---- toy data plane ----------------------------------------------------------------------------------------
     def _replicate(self) -> None:

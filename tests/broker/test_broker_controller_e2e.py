@@ -77,7 +77,7 @@ def test_controlled_shutdown_moves_leadership_away_before_the_broker_stops() -> 
     cluster = _started_cluster_with_topic()
     node = cluster.brokers[2]
     assert node.isr.led_partitions()
-    cluster._collect(node, "lifecycle", node.lifecycle.begin_controlled_shutdown(cluster.now))
+    cluster.collect(node, "lifecycle", node.lifecycle.begin_controlled_shutdown(cluster.now))
     cluster.run_until(lambda: node.shutdown is not None, limit_ms=10_000)
     assert node.shutdown.clean
     assert BrokerState.PENDING_CONTROLLED_SHUTDOWN in node.states

@@ -15,7 +15,8 @@ The rules themselves (shrink, expand, high watermark) are in isr_rules.py. Here:
   change); FENCED_LEADER_EPOCH, NEW_LEADER_ELECTED, INVALID_UPDATE_VERSION, INVALID_REQUEST, unknown topic or
   partition -> never re-sent, wait for metadata; NOT_CONTROLLER and other retriable errors, top-level errors,
   a missing partition, timeouts and undeliverable requests -> the same proposal again after the retry backoff
-  (FindController first when the controller is the problem).
+  (FindController first when the controller is the problem). A proposal not yet sent (or waiting for its
+  retry) whose newcomer the cache no longer shows eligible is dropped instead of sent.
 """
 
 from __future__ import annotations
