@@ -93,3 +93,27 @@ async def test_a_write_in_flight_when_the_leader_stops_fails_or_commits_never_bo
         assert survivor.state_machine.records >= len(acked)  # every acknowledged write survived the fail-over
     finally:
         await stop_all(running)
+
+
+@pytest.mark.asyncio
+async def test_describe_quorum_sent_to_a_follower_is_answered_by_the_leader(tmp_path):
+    """Stock clients send DescribeQuorum to any node they know; a follower forwards it to the leader (as a Kafka
+    broker forwards it to the active controller) instead of answering NOT_LEADER_OR_FOLLOWER."""
+    from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i32
+
+    ports, runtimes = await start_cluster(tmp_path)
+    try:
+        await wait_for(lambda: leader_of(list(runtimes.values())) is not None
+                       and all(r.core.quorum.leader_id() is not None for r in runtimes.values()))
+        leader = leader_of(list(runtimes.values()))
+        follower_id = next(i for i in IDS if i != leader.config.node_id)
+        request = DescribeQuorumRequest(topics=(TopicData(topic_name=TopicName("__cluster_metadata"),
+                                                          partitions=(PartitionData(partition_index=i32(0)),)),))
+        answer = (await call(ports[follower_id], request)).topics[0].partitions[0]
+        assert answer.error_code == ErrorCode.NONE
+        assert answer.leader_id == leader.config.node_id
+        assert sorted(v.replica_id for v in answer.current_voters) == list(IDS)
+    finally:
+        await stop_all(runtimes)

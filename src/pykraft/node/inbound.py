@@ -6,6 +6,7 @@
 - ApiVersions, Metadata and DescribeCluster are answered here from the core's state (client_apis.py); Produce and
   UpdateFeatures wait for their writes to commit (writes.py); the raft RPCs go through the core's input queue and
   come back at the version the request used (versions.py).
+- DescribeQuorum reaching a node that is not the leader is forwarded to the leader (`_forward_to_leader`).
 - Extra handlers (the controller's RPCs, later) plug in by api key.
 """
 
@@ -72,6 +73,10 @@ class InboundHandler:
             return await writes.produce(runtime, runtime.produce_enabled, message)
         if key == ApiKey.UPDATE_FEATURES:
             return await writes.update_features(runtime, message)
+        if key == ApiKey.DESCRIBE_QUORUM:
+            forwarded = await self._forward_to_leader(to_core_request(message))
+            if forwarded is not None:
+                return to_request_version(forwarded, decoded.api_version)
         if key in CORE_VERSIONS:
             response = await runtime.core_request(to_core_request(message))
             if response is None:
@@ -81,6 +86,21 @@ class InboundHandler:
         if handler is None:  # the registry is trimmed to what is served, so only a wiring bug lands here
             raise CloseConnection(f"no handler for {ApiKey(key).name}")
         return await handler(decoded)
+
+
+    async def _forward_to_leader(self, message: Any) -> Any | None:
+        """DescribeQuorum on a node that is not the leader goes on to the leader, as a Kafka broker forwards it to the
+        active controller: stock clients (kafka-python) send it to whichever node they know, and only the leader can
+        answer it. Without a known leader address (or if forwarding fails) the core answers NOT_LEADER_OR_FOLLOWER."""
+        core = self.runtime.core
+        leader_id = core.quorum.leader_id()
+        if leader_id is None or leader_id == core.local.node_id:
+            return None
+        endpoints = getattr(core.quorum.state, "leader_endpoints", None)
+        destination = core.destination_of(leader_id, endpoints if endpoints else None)
+        if destination.host is None or destination.port is None:
+            return None
+        return await self.runtime.outbound.forward(destination.host, destination.port, message)
 
 
 def served_registry(registry: ApiRegistry, extra: Mapping[int, ExtraHandler] | None) -> ApiRegistry:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pykraft.records.uuids import uuid_to_kafka_str
+from pykraft.storage.meta_properties import read_meta_properties
 
 CLI = (sys.executable, "-m", "pykraft.cli.main")
 LISTENER = "CONTROLLER"
@@ -131,6 +132,8 @@ class LocalCluster:
             initial = ",".join(n.voter_spec for n in self.nodes.values() if n.initial_voter)
             flags = ("--initial-controllers", initial) if node.initial_voter else ("--no-initial-controllers",)
         self.cli("storage", "format", "--config", str(node.config_path), "--cluster-id", self.cluster_id, *flags)
+        # Only --initial-controllers uses the directory id we chose; otherwise format drew a fresh one.
+        node.directory_id = read_meta_properties(str(node.data_dir)).directory_id
 
     def format_all(self) -> None:
         for node in self.nodes.values():

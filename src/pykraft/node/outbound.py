@@ -81,6 +81,18 @@ class Outbound:
             response = error_response_for(message, ErrorCode.BROKER_NOT_AVAILABLE)
         self._deliver(destination.node_id, send.correlation_id, response)
 
+    async def forward(self, host: str, port: int, message: Any) -> Any | None:
+        """Send a client's request on to another node (the leader) and return its answer; None if that failed."""
+        key, version = int(message.__api_key__), int(message.__version__)
+        try:
+            payload = await self._pool.request(host, port, lambda wire_id: self._encode(message, wire_id),
+                                               timeout_ms=self._timeout_ms)
+            return decode_response(payload, key, version).message
+        except (NetError, ProtocolError) as exc:
+            self.stats.failures += 1
+            _log.debug("forwarding %s to %s:%s failed: %s", ApiKey(key).name, host, port, exc)
+            return None
+
     def _encode(self, message: Any, wire_id: int) -> bytes:
         return encode_request(message, correlation_id=wire_id, client_id=self._client_id)[_SIZE_PREFIX:]
 
