@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test bench sim-sweep clean
 
 setup: $(STAMP)
 
@@ -14,11 +14,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,compression]'
 	touch $(STAMP)
 
-# The main job. Until the cluster runs, it writes a sample metadata log (the records a real
-# KRaft cluster writes as it starts up) and decodes it with dump-log.
+# The main job: a local 3-controller quorum (real server processes on 127.0.0.1) and an observer, formatted and
+# started through the CLI, a stream of records written through the leader, the quorum status printed as it runs,
+# then a clean stop. Ctrl-C stops it early, cleanly.
 run: $(STAMP)
-	$(VENV)/bin/pykraft sample-log --output .run/sample
-	$(VENV)/bin/pykraft dump-log .run/sample/__cluster_metadata-0/00000000000000000000.log
+	$(VENV)/bin/pykraft quickstart --dir .run/quickstart --reset --observers 1 --duration 20
 
 test: $(STAMP)
 	$(PY) -m pytest -q
@@ -33,6 +33,12 @@ bench: $(BENCH_STAMP)
 	$(PY) benchmarks/codec.py
 	$(PY) benchmarks/core.py
 	$(PY) benchmarks/storage.py
+	$(PY) benchmarks/net.py
+	$(PY) benchmarks/quorum.py
+
+# The long simulation sweep (the test suite runs 500 short seeds; this runs 2000 full-length swarm seeds).
+sim-sweep: $(STAMP)
+	$(VENV)/bin/pykraft sim sweep --seeds 2000 --jobs 2 --scenario swarm
 
 clean:
 	rm -rf $(VENV) .run
