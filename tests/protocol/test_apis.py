@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
-from pykraft.protocol.apis import KRAFT_NODE_APIS, ApiKey, ApiRegistry, VersionRange
+from pykraft.protocol.apis import (
+    KRAFT_NODE_APIS,
+    NODE_RUNTIME_APIS,
+    ApiKey,
+    ApiRegistry,
+    VersionRange,
+    kio_knows,
+    kio_lists,
+    request_class,
+    response_class,
+)
 
 EXPECTED_DEFAULT = {
     ApiKey.API_VERSIONS: (0, 4),
@@ -100,3 +112,35 @@ def test_version_range_membership() -> None:
     assert [v for v in range(7) if v in versions] == [2, 3, 4]
     assert "3" not in versions
     assert str(versions) == "2-4"
+
+
+@pytest.mark.parametrize("registry", [KRAFT_NODE_APIS, NODE_RUNTIME_APIS], ids=["kraft", "runtime"])
+def test_every_registered_class_really_loads(registry: ApiRegistry) -> None:
+    # Construction only reads kio's index (kio_lists); this is the import check it no longer does, so an
+    # index entry whose module is missing or broken fails here, not when a peer first sends that version.
+    for key, versions in registry:
+        for version in range(versions.min_version, versions.max_version + 1):
+            assert kio_knows(key, version), (key.name, version)
+            assert request_class(key, version).__api_key__ == key
+            assert response_class(key, version).__version__ == version
+
+
+@pytest.mark.parametrize(
+    ("key", "version", "listed"),
+    [(ApiKey.VOTE, 2, True), (ApiKey.VOTE, 99, False), (ApiKey.FETCH, 3, False), (9999, 0, False), (-1, 0, False)],
+)
+def test_index_check_agrees_with_loading(key: int, version: int, listed: bool) -> None:
+    assert kio_lists(key, version) is listed
+    assert kio_knows(key, version) is listed
+
+
+def test_importing_the_registry_loads_no_schema_module() -> None:
+    # The start-up cost this guards against: validating the registry used to import every schema module.
+    # A fresh interpreter, because this test process has long since imported them.
+    probe = (
+        "import sys, pykraft.protocol.apis as apis; "
+        "assert apis.NODE_RUNTIME_APIS.supports(0, 12); "
+        "print(sorted(m for m in sys.modules if m.startswith(('kio.schema.produce.', 'kio.schema.fetch.'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "[]"
