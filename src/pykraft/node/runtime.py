@@ -19,11 +19,13 @@ import asyncio
 import logging
 import os
 import random
+import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pykraft.net.errors import ConnectError
 from pykraft.net.pool import ConnectionPool
 from pykraft.net.server import FrameServer
 from pykraft.net.tls import client_context, server_context
@@ -58,6 +60,38 @@ def wall_clock_ms() -> int:
 
 class NodeStoppedError(Exception):
     """The node stopped (or failed) while a request was waiting for the core."""
+
+
+class _TlsFailureLog:
+    """The outbound pool, logging every failed TLS handshake at WARNING. Outbound logs failures at DEBUG, since
+    a peer that is down is routine; a peer that refuses our certificate (or offers one we do not trust) is a
+    misconfiguration the operator must see, as Kafka's NetworkClient logs a failed authentication. Attempts are
+    paced by the pool's reconnect backoff, so this is at most about one line per peer per second."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+        self._last: BaseException | None = None  # callers sharing one connect attempt get the same exception
+
+    async def request(self, host: str, port: int, build: Callable[[int], bytes], *, timeout_ms: int) -> bytes:
+        try:
+            return await self._pool.request(host, port, build, timeout_ms=timeout_ms)
+        except ConnectError as exc:
+            if exc is not self._last and _tls_failure(exc):
+                self._last = exc
+                _log.warning("TLS handshake with %s:%s failed: %s", host, port, " ".join(str(exc).split()))
+            raise
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+
+def _tls_failure(exc: BaseException | None) -> bool:
+    """Whether an SSL error or a TLS rejection (connection.py's wording) is anywhere in the cause chain."""
+    while exc is not None:
+        if isinstance(exc, ssl.SSLError) or "TLS handshake rejected" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 class NodeRuntime:
@@ -151,7 +185,8 @@ class NodeRuntime:
         self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
                                         now, on_snapshot=self._on_snapshot)
         server_tls, client_tls = self._tls_contexts()
-        self.outbound = Outbound(ConnectionPool(ssl_context=client_tls), timeout_ms=config.quorum.request_timeout_ms,
+        pool = ConnectionPool(ssl_context=client_tls)
+        self.outbound = Outbound(pool if client_tls is None else _TlsFailureLog(pool), timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver)
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.inbound = InboundHandler(self, self.registry, self._extra)
@@ -219,6 +254,12 @@ class NodeRuntime:
     def _submit(self, fn: Input) -> None:
         self._inputs.append(fn)
         self._wake.set()
+
+    def submit(self, fn: Input) -> None:
+        """Run `fn(now_ms)` on the core task (the state machine's way in, e.g. the controller host); a Ready it
+        returns is carried out like the core's own. Ignored once the node is stopping."""
+        if not self._stopping:
+            self._submit(fn)
 
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()

@@ -18,7 +18,7 @@ from pykraft.storage import StorageError
 
 from .config import ConfigError, load_config
 from .logs import configure_logging
-from .runtime import NodeRuntime
+from .controller_host import controller_runtime
 
 PREFIX = "pykraft server: "
 _log = logging.getLogger("pykraft.node")
@@ -43,7 +43,10 @@ def run_server(config_path: str | Path) -> int:
 
 
 async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
-    runtime = NodeRuntime(config)
+    try:
+        runtime = controller_runtime(config)  # the QuorumController is the state machine of every controller
+    except ValueError as exc:  # BootstrapFileError, or a controller setting that is not a number
+        return _fail(str(exc))
     try:
         await runtime.start()
     except (StorageError, NetError, OSError) as exc:

@@ -1,0 +1,411 @@
+"""`ControllerHost`: the QuorumController run as the node runtime's state machine (controller_common.md contract).
+
+Every replica replays the committed metadata records (`apply`, `load_snapshot`). The raft leader's replica is the
+active controller: it is activated (bootstrap records from `<metadata.log.dir>/bootstrap.checkpoint` on an empty
+image) once the runtime reports its leadership, i.e. after it has replayed everything before its epoch.
+
+A request runs as ONE input of the runtime's core task (so nothing interleaves): read the offset the next record
+will get, `handle`, append the result's records as one batch (`RaftCore.append` keeps one append in one batch),
+and replay them at once into the active controller, as Kafka does. The answer waits until the high watermark has
+passed them (a result without records waits for every earlier write of this controller: its answer may reveal
+them). If leadership is lost first the caller gets NOT_CONTROLLER and the controller is rebuilt from the last
+snapshot plus the committed log, discarding the replays that never committed.
+
+The committed replay on the leader skips the offsets it already replayed (`_pending`, ascending ranges). Other
+committed records (the quickstart's Produce values) are replayed in log order; values that are not metadata
+records are counted in `undecodable_records` and skipped.
+
+Known limit: CreateTopics, DeleteTopics, ElectLeaders and UnregisterBroker are served over the wire only once
+`pykraft.protocol.apis.ApiKey` knows their keys (`ApiRegistry` accepts enum members only); `request()` serves them
+in-process already.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import os
+import random
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.create_topics.v7 import response as create_response
+from kio.schema.delete_topics.v6 import response as delete_response
+from kio.static.primitive import i32Timedelta
+
+from pykraft.controller.controller import (
+    ALTER_PARTITION,
+    BROKER_HEARTBEAT,
+    BROKER_REGISTRATION,
+    CONTROLLER_REGISTRATION,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    ELECT_LEADERS,
+    UNREGISTER_BROKER,
+    ControllerConfig,
+    NotActiveControllerError,
+    QuorumController,
+    UnsupportedControllerApiError,
+)
+from pykraft.controller.result import ControllerResult
+from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
+from pykraft.protocol.error_responses import error_response_for
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.accumulator import RecordBatchTooLargeError
+from pykraft.raft.client import NotLeaderError
+from pykraft.raft.log import RawSnapshotReader
+from pykraft.records import RecordsError, iter_batches
+from pykraft.records.metadata.errors import MetadataRecordError
+from pykraft.records.metadata.frame import decode_metadata_record, encode_metadata_record
+from pykraft.storage import StorageError
+from pykraft.storage.meta_properties import read_meta_properties
+
+from .versions import to_request_version
+from .writes import WriteFailed
+
+if TYPE_CHECKING:
+    from pykraft.protocol.codec import DecodedRequest
+
+    from .runtime import NodeRuntime
+
+_log = logging.getLogger("pykraft.node.controller")
+
+BOOTSTRAP_FILE = "bootstrap.checkpoint"
+MIN_TICK_DELAY_S = 0.001
+# Every API the controller's `handle` answers, with the versions kio has classes for.
+HOST_APIS: Mapping[int, tuple[int, int]] = {
+    CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ELECT_LEADERS: (0, 2), ALTER_PARTITION: (2, 3),
+    BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0), CONTROLLER_REGISTRATION: (0, 0),
+}
+
+
+_NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+
+
+class BootstrapFileError(ValueError):
+    """`bootstrap.checkpoint` exists but is not a readable batch file (the node must not start on it)."""
+
+
+def read_bootstrap_records(metadata_log_dir: str) -> tuple[Any, ...]:
+    """The metadata records of the bootstrap checkpoint (control records skipped); () when there is none."""
+    path = os.path.join(metadata_log_dir, BOOTSTRAP_FILE)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return ()
+    try:
+        return tuple(decode_metadata_record(bytes(r.value or b"")) for batch in iter_batches(data)
+                     if not batch.is_control for r in batch.records())
+    except (RecordsError, MetadataRecordError) as exc:
+        raise BootstrapFileError(f"{path}: {exc}") from exc
+
+
+def controller_config(node_config: Any, cluster_id: str, bootstrap_records: tuple[Any, ...]) -> ControllerConfig:
+    """The controller settings of a node config (Kafka's keys and defaults). Raises ValueError on a bad number."""
+    raw = node_config.raw
+    return ControllerConfig(
+        node_id=node_config.node_id, cluster_id=cluster_id,
+        session_timeout_ms=int(raw.get("broker.session.timeout.ms", 9000)),
+        max_idle_interval_ms=int(raw.get("metadata.max.idle.interval.ms", 500)),
+        auto_leader_rebalance=str(raw.get("auto.leader.rebalance.enable", "true")).strip().lower() == "true",
+        leader_imbalance_check_interval_ms=int(raw.get("leader.imbalance.check.interval.seconds", 300)) * 1000,
+        bootstrap_records=bootstrap_records)
+
+
+def controller_runtime(node_config: Any, **runtime_options: Any) -> NodeRuntime:
+    """A NodeRuntime whose state machine is a ControllerHost (reachable as `runtime.state_machine`).
+    Raises BootstrapFileError for an unreadable bootstrap.checkpoint, ValueError for a bad controller setting."""
+    from .runtime import NodeRuntime
+
+    try:
+        cluster_id = read_meta_properties(node_config.metadata_log_dir).cluster_id
+    except StorageError:
+        cluster_id = ""  # NodeRuntime.start() refuses the directory with the proper message
+    bootstrap = read_bootstrap_records(node_config.metadata_log_dir)
+    host = ControllerHost(controller_config(node_config, cluster_id, bootstrap))
+    runtime = NodeRuntime(node_config, state_machine=host, registry=host.registry(NODE_RUNTIME_APIS),
+                          extra_handlers=host.extra_handlers(), **runtime_options)
+    host.bind(runtime)
+    return runtime
+
+
+class ControllerHost:
+    """A `StateMachine` for NodeRuntime; `bind(runtime)` before the runtime starts."""
+
+    def __init__(self, config: ControllerConfig, rng: random.Random | None = None) -> None:
+        self.config = config
+        self.rng = rng or random.Random(int.from_bytes(os.urandom(8), "big"))
+        self.controller = QuorumController(config, self.rng)
+        self.runtime: NodeRuntime | None = None
+        self.committed_offset = -1  # last offset handed to apply (or contained in the loaded snapshot)
+        self.active_epoch: int | None = None
+        self._pending: deque[tuple[int, int]] = deque()  # offsets replayed before commit, ascending ranges
+        self._last_written = -1
+        self._tick_handle: asyncio.TimerHandle | None = None
+        self.undecodable_records = 0
+        self.rebuilds = 0
+        self.not_controller_answers = 0
+
+    def bind(self, runtime: NodeRuntime) -> None:
+        self.runtime = runtime
+        runtime.observers.append(self._observe)
+
+    def registry(self, base: ApiRegistry) -> ApiRegistry:
+        """`base` plus every controller API `ApiKey` knows (see the module docstring for the others)."""
+        for key, (low, high) in HOST_APIS.items():
+            if key in ApiKey._value2member_map_:  # noqa: SLF001 - membership by value
+                base = base.with_range(ApiKey(key), low, high)
+        return base
+
+    def extra_handlers(self) -> dict[int, Any]:
+        async def handler(decoded: DecodedRequest) -> Any:
+            return await self.request(int(decoded.api_key), decoded.message)
+
+        return {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}  # noqa: SLF001
+
+    # ---- StateMachine ------------------------------------------------------------------------------------------
+    def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
+        for batch in iter_batches(batches, verify_crc=False):
+            if batch.is_control:
+                continue
+            for record in batch.records():
+                if self._already_replayed(record.offset):
+                    continue
+                decoded = self._decode(record.value)
+                if decoded is not None:
+                    self.controller.replay(decoded, record.offset)
+        self.committed_offset = max(self.committed_offset, last_offset)
+        if self.runtime is not None and self.runtime.core is not None:
+            self.controller.note_kraft_version(self.runtime.core.kraft_version())
+
+    def load_snapshot(self, reader: RawSnapshotReader) -> None:
+        self._pending.clear()
+        last_contained = reader.snapshot_id.offset - 1
+        self.controller.load_snapshot(self._snapshot_objects(reader), last_contained)
+        self.committed_offset = last_contained
+
+    def leader_changed(self, leader_id: int | None, epoch: int) -> None:
+        if leader_id == self.config.node_id and self.runtime is not None:
+            self.runtime.submit(lambda now: self._activate(epoch, now))
+        elif self.controller.active:
+            self._resign()
+
+    def snapshot_records(self) -> Iterable[bytes]:
+        """The committed image only: with uncommitted replays in the active controller, a second controller is
+        built from the last snapshot plus the committed log for the snapshot."""
+        source = self.controller
+        if self._pending:
+            source = QuorumController(self.config, random.Random(0))
+            self._load_committed(source)
+        return [encode_metadata_record(r) for r in source.snapshot_records()]
+
+    # ---- requests ----------------------------------------------------------------------------------------------
+    async def request(self, api_key: int, message: Any) -> Any:
+        """Run one controller request on the core task; the answer at the request's version, once committed."""
+        runtime = self.runtime
+        assert runtime is not None, "bind() the host first"
+        version = int(message.__version__)
+        accepted: asyncio.Future[tuple[Any, asyncio.Future[None] | None, int]] = (
+            asyncio.get_running_loop().create_future())
+        runtime.submit(lambda now: self._handle_on_core(api_key, message, now, accepted))
+        try:
+            response, waiter, first_offset = await accepted
+            if waiter is not None:
+                await waiter
+        except WriteFailed as exc:
+            # The runtime's commit waiters speak for the raft layer; to a controller client the same loss is
+            # NOT_CONTROLLER (it then looks for the new active controller).
+            error = ErrorCode.NOT_CONTROLLER if exc.error == ErrorCode.NOT_LEADER_OR_FOLLOWER else exc.error
+            self.not_controller_answers += error == ErrorCode.NOT_CONTROLLER
+            return to_request_version(error_reply(api_key, message, error, str(exc)), version)
+        if callable(response):
+            response = response(first_offset)
+        return to_request_version(response, version)
+
+    def _handle_on_core(self, api_key: int, message: Any, now: int, accepted: asyncio.Future) -> Any:
+        if accepted.done():
+            return None  # the caller went away
+        core = self.runtime.core  # type: ignore[union-attr]
+        leader = core.leader_state()
+        if not self.controller.active or leader is None or leader.epoch != self.active_epoch:
+            self.not_controller_answers += 1
+            accepted.set_result((error_reply(api_key, message, ErrorCode.NOT_CONTROLLER,
+                                             f"node {self.config.node_id} is not the active controller"), None, -1))
+            return None
+        next_offset = leader.accumulator.next_offset
+        try:
+            result = self.controller.handle(api_key, message, now, next_offset)
+        except NotActiveControllerError as exc:
+            accepted.set_result((error_reply(api_key, message, ErrorCode.NOT_CONTROLLER, str(exc)), None, -1))
+            return None
+        except UnsupportedControllerApiError as exc:
+            accepted.set_result((error_reply(api_key, message, ErrorCode.UNSUPPORTED_VERSION, str(exc)), None, -1))
+            return None
+        except Exception as exc:  # a controller bug met by a peer's request must not stop the core task
+            _log.exception("controller failed on api key %d", api_key)
+            accepted.set_result((error_reply(api_key, message, ErrorCode.UNKNOWN_SERVER_ERROR, repr(exc)), None, -1))
+            return None
+        waiter, ready = self._write(result, now, next_offset)
+        accepted.set_result((result.response, waiter, next_offset))
+        self._schedule_tick()
+        return ready
+
+    def _write(self, result: ControllerResult, now: int, next_offset: int) -> tuple[asyncio.Future[None] | None, Any]:
+        """Append `result.records` as one batch and replay them at once. The waiter completes when they (or, with
+        no records, every earlier write of this controller) commit; it fails with WriteFailed otherwise."""
+        runtime = self.runtime
+        assert runtime is not None and self.active_epoch is not None
+        epoch = self.active_epoch
+        if not result.records:
+            if self._last_written > self.committed_offset:
+                return runtime.waiters.add(self._last_written, epoch), None
+            return None, None
+        try:
+            values = [encode_metadata_record(r) for r in result.records]
+            last, ready = runtime.core.append(values, now, epoch)
+        except NotLeaderError as exc:
+            return _failed(ErrorCode.NOT_CONTROLLER, str(exc)), None
+        except (RecordBatchTooLargeError, MetadataRecordError) as exc:
+            _log.error("controller result not written: %s", exc)
+            return _failed(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)), None
+        assert last == next_offset + len(values) - 1, "the records did not get the offsets handle was given"
+        for index, record in enumerate(result.records):
+            self.controller.replay(record, next_offset + index)
+        self._pending.append((next_offset, last))
+        self._last_written = last
+        return runtime.waiters.add(last, epoch), ready
+
+    # ---- activation, periodic work, resignation ----------------------------------------------------------------
+    def _activate(self, epoch: int, now: int) -> Any:
+        core = self.runtime.core  # type: ignore[union-attr]
+        leader = core.leader_state()
+        if leader is None or leader.epoch != epoch or self.controller.active:
+            return None
+        self.active_epoch = epoch
+        self.controller.note_kraft_version(core.kraft_version())
+        result = self.controller.activate(now)
+        _log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
+        _, ready = self._write(result, now, leader.accumulator.next_offset)
+        self._schedule_tick()
+        return ready
+
+    def _tick(self, now: int) -> Any:
+        self._tick_handle = None
+        core = self.runtime.core  # type: ignore[union-attr]
+        leader = core.leader_state()
+        if not self.controller.active or leader is None or leader.epoch != self.active_epoch:
+            return None
+        next_offset = leader.accumulator.next_offset
+        _, ready = self._write(self.controller.tick(now, next_offset), now, next_offset)
+        self._schedule_tick()
+        return ready
+
+    def _schedule_tick(self) -> None:
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+            self._tick_handle = None
+        wakeup = self.controller.next_wakeup_ms()
+        runtime = self.runtime
+        if wakeup is None or runtime is None:
+            return
+        delay = max(MIN_TICK_DELAY_S, (wakeup - runtime.clock()) / 1000)
+        self._tick_handle = asyncio.get_running_loop().call_later(delay, runtime.submit, self._tick)
+
+    def _observe(self, core: Any, now: int) -> None:
+        """After every core input: a leader that lost its epoch (resigned, stepped down, shutting down) stops."""
+        if not self.controller.active:
+            return
+        leader = core.leader_state()
+        if leader is None or leader.epoch != self.active_epoch or core.shutdown_deadline_ms is not None:
+            self._resign()
+
+    def _resign(self) -> None:
+        _log.info("node %d stops being the active controller", self.config.node_id)
+        self.controller.deactivate()
+        self.active_epoch = None
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+            self._tick_handle = None
+        if self._pending:  # replays that may never commit: back to the committed image
+            self._load_committed(self.controller)
+            self._pending.clear()
+            self.rebuilds += 1
+        self._last_written = -1
+
+    # ---- committed state from disk -----------------------------------------------------------------------------
+    def _load_committed(self, target: QuorumController) -> None:
+        """`target` := the latest snapshot + the committed log up to `committed_offset`."""
+        log = self.runtime.core.log  # type: ignore[union-attr]
+        snapshot_id = log.latest_snapshot_id()
+        start = 0
+        if snapshot_id is not None and 0 < snapshot_id.offset <= self.committed_offset + 1:
+            reader = log.read_snapshot(snapshot_id)
+            if reader is not None:
+                start = snapshot_id.offset
+                target.load_snapshot(self._snapshot_objects(reader), start - 1)
+        if start == 0:
+            target.load_snapshot((), -1)
+        start = max(start, log.start_offset())
+        if start > self.committed_offset:
+            return
+        for batch in iter_batches(log.read(start, 2**62).records, verify_crc=False):
+            if batch.base_offset > self.committed_offset:
+                break
+            if batch.is_control:
+                continue
+            for record in batch.records():
+                decoded = self._decode(record.value) if record.offset <= self.committed_offset else None
+                if decoded is not None:
+                    target.replay(decoded, record.offset)
+
+    def _snapshot_objects(self, reader: RawSnapshotReader) -> Iterator[Any]:
+        for batch in iter_batches(reader.records(), verify_crc=False):
+            if batch.is_control:
+                continue
+            for record in batch.records():
+                decoded = self._decode(record.value)
+                if decoded is not None:
+                    yield decoded
+
+    def _decode(self, value: Any) -> Any | None:
+        try:
+            return decode_metadata_record(bytes(value or b""))
+        except MetadataRecordError:
+            self.undecodable_records += 1
+            return None
+
+    def _already_replayed(self, offset: int) -> bool:
+        pending = self._pending
+        while pending and pending[0][1] < offset:
+            pending.popleft()  # cannot happen in log order; kept so a gap never blocks the queue
+        if pending and pending[0][0] <= offset:
+            if offset == pending[0][1]:
+                pending.popleft()
+            return True
+        return False
+
+
+def _failed(error: ErrorCode, message: str) -> asyncio.Future[None]:
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    future.set_exception(WriteFailed(error, message))
+    return future
+
+
+def error_reply(api_key: int, message: Any, error: ErrorCode, text: str) -> Any:
+    """`error` for every part of `message`: per topic for CreateTopics / DeleteTopics (no top-level error code),
+    at the top level for the others. CreateTopics / DeleteTopics answers come at v7 / v6, like the controller's."""
+    if api_key == CREATE_TOPICS:
+        return create_response.CreateTopicsResponse(throttle_time=_NO_THROTTLE, topics=tuple(
+            create_response.CreatableTopicResult(name=t.name, topic_id=None, error_code=error, error_message=text,
+                                                 configs=None) for t in message.topics))
+    if api_key == DELETE_TOPICS:
+        topics = getattr(message, "topics", None)
+        named = ([(t.name, t.topic_id) for t in topics] if topics is not None
+                 else [(name, None) for name in message.topic_names])
+        return delete_response.DeleteTopicsResponse(throttle_time=_NO_THROTTLE, responses=tuple(
+            delete_response.DeletableTopicResult(name=name, topic_id=topic_id, error_code=error, error_message=text)
+            for name, topic_id in named))
+    return error_response_for(message, error, error_message=text)
