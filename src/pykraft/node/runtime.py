@@ -186,7 +186,8 @@ class NodeRuntime:
                                         now, on_snapshot=self._on_snapshot)
         server_tls, client_tls = self._tls_contexts()
         pool = ConnectionPool(ssl_context=client_tls)
-        self.outbound = Outbound(pool if client_tls is None else _TlsFailureLog(pool), timeout_ms=config.quorum.request_timeout_ms,
+        self.outbound = Outbound(pool if client_tls is None else _TlsFailureLog(pool),
+                                 timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver)
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.inbound = InboundHandler(self, self.registry, self._extra)
