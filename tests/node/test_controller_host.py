@@ -22,6 +22,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
 from pykraft.records.metadata.frame import decode_metadata_record, encode_metadata_record
 from pykraft.records.metadata.schema.feature_level_record import FeatureLevelRecordV0
+from pykraft.records.metadata.schema.no_op_record import NoOpRecordV0
 from pykraft.records.metadata.schema.register_broker_record import RegisterBrokerRecordV3
 
 from .helpers import CLUSTER_ID, call, free_ports, leader_of, make_config, produce_request, wait_for
@@ -162,6 +163,8 @@ async def test_leadership_lost_before_commit_answers_not_controller_and_drops_th
             await running.pop(node_id).stop(graceful=False)
         pending = asyncio.ensure_future(call(ports[leader_id], registration(), timeout_ms=15_000))
         await wait_for(lambda: host(leader).controller.cluster.registration(BROKER) is not None)  # replayed at once
+        snapshot = [decode_metadata_record(v) for v in host(leader).snapshot_records()]
+        assert snapshot and not any(isinstance(r, RegisterBrokerRecordV3) for r in snapshot)  # committed image only
         answer = await pending  # check-quorum makes the leader resign: the write cannot commit
         assert answer.error_code == ErrorCode.NOT_CONTROLLER
         assert not host(leader).controller.active
@@ -191,3 +194,61 @@ def test_apply_skips_and_counts_values_that_are_not_metadata_records():
     assert controller_host.undecodable_records == 2
     assert controller_host.controller.features.finalized == {"metadata.version": 21}
     assert controller_host.committed_offset == 12
+
+
+def noop_records(runtime: NodeRuntime) -> int:
+    count = 0
+    for batch in iter_batches(runtime.core.log.read(0, 2**62).records, verify_crc=False):
+        if not batch.is_control:
+            count += sum(1 for r in batch.records() if bytes(r.value or b"")[:3] == _NOOP_FRAME)
+    return count
+
+
+_NOOP_FRAME = encode_metadata_record(NoOpRecordV0())[:3]
+
+
+@pytest.mark.asyncio
+async def test_ticks_write_noop_records_and_fence_a_broker_whose_session_expired(tmp_path):
+    ports = dict(zip((1,), free_ports(1)))
+    runtime = controller_runtime(make_config(tmp_path, 1, ports, extra="broker.session.timeout.ms=400\n"
+                                                                        "metadata.max.idle.interval.ms=50"))
+    await runtime.start()
+    try:
+        leader = await active_controller({1: runtime})
+        answer = await call(ports[1], registration())
+        beat = await call(ports[1], heartbeat(int(answer.broker_epoch), leader.core.high_watermark))
+        assert not beat.is_fenced
+        hwm = runtime.core.high_watermark
+        await wait_for(lambda: noop_records(runtime) >= 2 and runtime.core.high_watermark > hwm)
+        # No more heartbeats: the session expires and a tick fences the broker.
+        await wait_for(lambda: host(runtime).controller.cluster.registration(BROKER).fenced)
+        assert host(runtime).controller.heartbeats.timed_out_heartbeats >= 1
+    finally:
+        await runtime.stop(graceful=False)
+
+
+@pytest.mark.asyncio
+async def test_snapshot_of_the_controller_image_is_loaded_at_restart(tmp_path):
+    ports = dict(zip((1,), free_ports(1)))
+    extra = "metadata.log.max.record.bytes.between.snapshots=1\nmetadata.max.idle.interval.ms=0"
+    runtime = controller_runtime(make_config(tmp_path, 1, ports, extra=extra))
+    await runtime.start()
+    try:
+        leader = await active_controller({1: runtime})
+        answer = await call(ports[1], registration())
+        await call(ports[1], heartbeat(int(answer.broker_epoch), leader.core.high_watermark))
+        created = await host(runtime).request(CREATE_TOPICS, create_topic("snap", 2))
+        assert created.topics[0].error_code == ErrorCode.NONE
+        await wait_for(lambda: runtime.snapshots.snapshotted_end > host(runtime).controller.last_applied_offset)
+        image = host(runtime).controller.image()
+    finally:
+        await runtime.stop()
+    restarted = controller_runtime(make_config(tmp_path, 1, ports, extra=extra))
+    await restarted.start()
+    try:
+        await active_controller({1: restarted})
+        assert host(restarted).snapshots_loaded == 1  # started from the snapshot, not only from the log
+        assert host(restarted).controller.image() == image
+        assert host(restarted).undecodable_records == 0
+    finally:
+        await restarted.stop(graceful=False)

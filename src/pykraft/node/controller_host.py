@@ -35,20 +35,10 @@ from kio.schema.create_topics.v7 import response as create_response
 from kio.schema.delete_topics.v6 import response as delete_response
 from kio.static.primitive import i32Timedelta
 
-from pykraft.controller.controller import (
-    ALTER_PARTITION,
-    BROKER_HEARTBEAT,
-    BROKER_REGISTRATION,
-    CONTROLLER_REGISTRATION,
-    CREATE_TOPICS,
-    DELETE_TOPICS,
-    ELECT_LEADERS,
-    UNREGISTER_BROKER,
-    ControllerConfig,
-    NotActiveControllerError,
-    QuorumController,
-    UnsupportedControllerApiError,
-)
+from pykraft.controller.controller import (ALTER_PARTITION, BROKER_HEARTBEAT, BROKER_REGISTRATION,
+                                          CONTROLLER_REGISTRATION, CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS,
+                                          UNREGISTER_BROKER, ControllerConfig, NotActiveControllerError,
+                                          QuorumController, UnsupportedControllerApiError)
 from pykraft.controller.result import ControllerResult
 from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
 from pykraft.protocol.error_responses import error_response_for
@@ -146,6 +136,7 @@ class ControllerHost:
         self._last_written = -1
         self._tick_handle: asyncio.TimerHandle | None = None
         self.undecodable_records = 0
+        self.snapshots_loaded = 0
         self.rebuilds = 0
         self.not_controller_answers = 0
 
@@ -186,6 +177,7 @@ class ControllerHost:
         last_contained = reader.snapshot_id.offset - 1
         self.controller.load_snapshot(self._snapshot_objects(reader), last_contained)
         self.committed_offset = last_contained
+        self.snapshots_loaded += 1
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
         if leader_id == self.config.node_id and self.runtime is not None:
@@ -226,28 +218,25 @@ class ControllerHost:
         return to_request_version(response, version)
 
     def _handle_on_core(self, api_key: int, message: Any, now: int, accepted: asyncio.Future) -> Any:
+        def refuse(error: ErrorCode, text: str) -> None:
+            self.not_controller_answers += error == ErrorCode.NOT_CONTROLLER
+            accepted.set_result((error_reply(api_key, message, error, text), None, -1))
+
         if accepted.done():
             return None  # the caller went away
-        core = self.runtime.core  # type: ignore[union-attr]
-        leader = core.leader_state()
+        leader = self.runtime.core.leader_state()  # type: ignore[union-attr]
         if not self.controller.active or leader is None or leader.epoch != self.active_epoch:
-            self.not_controller_answers += 1
-            accepted.set_result((error_reply(api_key, message, ErrorCode.NOT_CONTROLLER,
-                                             f"node {self.config.node_id} is not the active controller"), None, -1))
-            return None
+            return refuse(ErrorCode.NOT_CONTROLLER, f"node {self.config.node_id} is not the active controller")
         next_offset = leader.accumulator.next_offset
         try:
             result = self.controller.handle(api_key, message, now, next_offset)
         except NotActiveControllerError as exc:
-            accepted.set_result((error_reply(api_key, message, ErrorCode.NOT_CONTROLLER, str(exc)), None, -1))
-            return None
+            return refuse(ErrorCode.NOT_CONTROLLER, str(exc))
         except UnsupportedControllerApiError as exc:
-            accepted.set_result((error_reply(api_key, message, ErrorCode.UNSUPPORTED_VERSION, str(exc)), None, -1))
-            return None
+            return refuse(ErrorCode.UNSUPPORTED_VERSION, str(exc))
         except Exception as exc:  # a controller bug met by a peer's request must not stop the core task
             _log.exception("controller failed on api key %d", api_key)
-            accepted.set_result((error_reply(api_key, message, ErrorCode.UNKNOWN_SERVER_ERROR, repr(exc)), None, -1))
-            return None
+            return refuse(ErrorCode.UNKNOWN_SERVER_ERROR, repr(exc))
         waiter, ready = self._write(result, now, next_offset)
         accepted.set_result((result.response, waiter, next_offset))
         self._schedule_tick()
