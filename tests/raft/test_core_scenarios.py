@@ -328,6 +328,26 @@ def test_leader_should_not_resign_leadership_if_only_one_voter() -> None:
     assert ctx.role == "Leader"
 
 
+def test_sole_voter_leader_wakeup_after_the_check_quorum_period_is_in_the_future() -> None:
+    # Found by the simulator (initial_election seed 23): past its check-quorum deadline a sole voter kept that
+    # deadline as its next wake-up, so every poll answered "now" and a runtime busy-looped.
+    ctx = build(0, [0])
+    timeout = ctx.core.config.check_quorum_timeout_ms
+    assert ctx.role == "Leader" and ctx.epoch == 1
+    ready = ctx.advance(timeout + 1)
+    assert ctx.now < ready.wakeup_ms <= ctx.now + timeout  # the timer was reset, not dropped
+    # A runtime that sleeps until each wake-up gets through ten periods without spinning: the leader's timers
+    # (BeginQuorumEpoch resend, check-quorum) each fire once per period at most.
+    polls = 0
+    while ctx.now < 10 * timeout and polls < 1_000:
+        ctx.now = ready.wakeup_ms
+        ready = ctx.poll()
+        polls += 1
+        assert ready.wakeup_ms > ctx.now
+    assert polls <= 10 * timeout // ctx.core.config.begin_quorum_resend_ms + 1
+    assert ctx.role == "Leader" and ctx.epoch == 1
+
+
 def test_begin_quorum_epoch_heartbeat() -> None:
     ctx = build(0, [0, 1, 2])
     elect_leader(ctx)

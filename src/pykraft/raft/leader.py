@@ -141,9 +141,18 @@ class LeaderState:
             self.fetched_voters.clear()
             self.check_quorum_deadline_ms = now_ms + self.config.check_quorum_timeout_ms
 
-    def check_quorum_expired(self, now_ms: int) -> bool:
+    def poll_check_quorum(self, now_ms: int) -> bool:
+        """Whether the leader must resign: no majority of the voters fetched within the check-quorum timeout.
+
+        A sole voter is its own majority: it never resigns, and its timer is reset at every poll, as Kafka's
+        LeaderState resets it. Only skipping the check is not enough: the passed deadline would stay the core's
+        next wake-up ("now") forever and a runtime would poll in a busy loop (found by the simulator, seed 23 of
+        initial_election). The reset also gives a voter added later a full period to fetch before the check bites.
+        """
         if self.voters.is_only_voter(self.local_key):
-            return False  # a single-voter quorum never loses its majority
+            self.fetched_voters.clear()
+            self.check_quorum_deadline_ms = now_ms + self.config.check_quorum_timeout_ms
+            return False
         return now_ms >= self.check_quorum_deadline_ms
 
     def unacked_voters(self) -> list[int]:

@@ -51,7 +51,7 @@ def _poll_once(core: RaftCore, state: object, now_ms: int) -> None:
 
 
 def _poll_leader(core: RaftCore, leader: LeaderState, now_ms: int) -> None:
-    if leader.check_quorum_expired(now_ms):
+    if leader.poll_check_quorum(now_ms):
         core.resign_leadership(now_ms)
         return
     core.drain_if_due(now_ms)
