@@ -252,3 +252,29 @@ async def test_snapshot_of_the_controller_image_is_loaded_at_restart(tmp_path):
         assert host(restarted).undecodable_records == 0
     finally:
         await restarted.stop(graceful=False)
+
+
+@pytest.mark.asyncio
+async def test_bad_requests_get_error_codes_and_the_node_keeps_serving(tmp_path, monkeypatch):
+    ports = dict(zip((1,), free_ports(1)))
+    runtime = controller_runtime(make_config(tmp_path, 1, ports))
+    await runtime.start()
+    try:
+        await active_controller({1: runtime})
+        foreign = await call(ports[1], registration(cluster_id="AAAAAAAAAAAAAAAAAAAAAA"))
+        assert foreign.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID  # the cluster id came from meta.properties
+        stale = await call(ports[1], heartbeat(12345, 0))
+        assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
+
+        def broken(*_args, **_kwargs):
+            raise KeyError("a controller bug")
+
+        monkeypatch.setattr(host(runtime).controller, "handle", broken)
+        failed = await call(ports[1], registration())
+        assert failed.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+        monkeypatch.undo()
+        assert runtime.failure is None
+        answer = await call(ports[1], registration())
+        assert answer.error_code == ErrorCode.NONE and answer.broker_epoch == register_broker_offset(runtime, BROKER)
+    finally:
+        await runtime.stop(graceful=False)
