@@ -159,6 +159,9 @@ async def test_leadership_lost_before_commit_answers_not_controller_and_drops_th
     try:
         leader = await active_controller(running)
         leader_id = leader.config.node_id
+        assert (await call(ports[leader_id], produce_request([b"raw"]))).responses[0].partition_responses[0] \
+            .error_code == ErrorCode.NONE
+        await wait_for(lambda: host(leader).undecodable_records == 1)
         for node_id in [i for i in IDS if i != leader_id]:  # no majority: nothing the leader writes can commit
             await running.pop(node_id).stop(graceful=False)
         pending = asyncio.ensure_future(call(ports[leader_id], registration(), timeout_ms=15_000))
@@ -170,6 +173,7 @@ async def test_leadership_lost_before_commit_answers_not_controller_and_drops_th
         assert not host(leader).controller.active
         assert host(leader).controller.cluster.registration(BROKER) is None  # rebuilt from committed state
         assert host(leader).rebuilds == 1
+        assert host(leader).undecodable_records == 1  # the rebuild read the raw value again without counting it
     finally:
         await stop_all(running)
 
@@ -278,3 +282,31 @@ async def test_bad_requests_get_error_codes_and_the_node_keeps_serving(tmp_path,
         assert answer.error_code == ErrorCode.NONE and answer.broker_epoch == register_broker_offset(runtime, BROKER)
     finally:
         await runtime.stop(graceful=False)
+
+
+@pytest.mark.parametrize("problem", ["bootstrap", "setting"])
+def test_server_start_refuses_a_corrupt_bootstrap_file_or_a_bad_controller_setting(tmp_path, capsys, problem):
+    import logging
+
+    from pykraft.node.serve import run_server
+
+    from .helpers import config_text
+
+    port = free_ports(1)[0]
+    make_config(tmp_path, 1, {1: port})
+    data = tmp_path / "node-1"
+    extra = "leader.imbalance.check.interval.seconds=soon" if problem == "setting" else ""
+    if problem == "bootstrap":
+        (data / "bootstrap.checkpoint").write_bytes(b"\x00" * 10)
+    path = tmp_path / "server.properties"
+    path.write_text(config_text(1, {1: port}, data, extra=extra))
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        assert run_server(path) == 1
+    finally:
+        root.handlers, root.level = handlers, level
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("pykraft server: ")
+    assert ("bootstrap.checkpoint" if problem == "bootstrap" else "leader.imbalance.check.interval.seconds") \
+        in lines[-1]

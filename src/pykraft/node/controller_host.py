@@ -11,19 +11,16 @@ passed them (a result without records waits for every earlier write of this cont
 them). If leadership is lost first the caller gets NOT_CONTROLLER and the controller is rebuilt from the last
 snapshot plus the committed log, discarding the replays that never committed.
 
-The committed replay on the leader skips the offsets it already replayed (`_pending`, ascending ranges). Other
-committed records (the quickstart's Produce values) are replayed in log order; values that are not metadata
-records are counted in `undecodable_records` and skipped.
+The leader's committed replay skips the offsets it replayed already (`_pending`); values that are not metadata
+records (the quickstart's Produce values) are counted in `undecodable_records` and skipped.
 
-Known limit: CreateTopics, DeleteTopics, ElectLeaders and UnregisterBroker are served over the wire only once
-`pykraft.protocol.apis.ApiKey` knows their keys (`ApiRegistry` accepts enum members only); `request()` serves them
-in-process already.
+Known limit: CreateTopics, DeleteTopics, ElectLeaders and UnregisterBroker reach the wire only once `ApiKey` (in
+pykraft.protocol.apis) has their keys; `request()` serves them in-process already.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 import os
 import random
@@ -33,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.create_topics.v7 import response as create_response
 from kio.schema.delete_topics.v6 import response as delete_response
-from kio.static.primitive import i32Timedelta
 
 from pykraft.controller.controller import (ALTER_PARTITION, BROKER_HEARTBEAT, BROKER_REGISTRATION,
                                           CONTROLLER_REGISTRATION, CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS,
@@ -53,7 +49,7 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from .versions import to_request_version
-from .writes import WriteFailed
+from .writes import ZERO_THROTTLE, WriteFailed
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
@@ -69,9 +65,6 @@ HOST_APIS: Mapping[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ELECT_LEADERS: (0, 2), ALTER_PARTITION: (2, 3),
     BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0), CONTROLLER_REGISTRATION: (0, 0),
 }
-
-
-_NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 class BootstrapFileError(ValueError):
@@ -94,14 +87,17 @@ def read_bootstrap_records(metadata_log_dir: str) -> tuple[Any, ...]:
 
 
 def controller_config(node_config: Any, cluster_id: str, bootstrap_records: tuple[Any, ...]) -> ControllerConfig:
-    """The controller settings of a node config (Kafka's keys and defaults). Raises ValueError on a bad number."""
+    """The controller settings of a node config (Kafka's keys and defaults; the node config validated the first
+    two). Raises ValueError on a bad leader.imbalance.check.interval.seconds."""
     raw = node_config.raw
+    check_s = str(raw.get("leader.imbalance.check.interval.seconds", "300")).strip()
+    if not check_s.isdigit():
+        raise ValueError(f"leader.imbalance.check.interval.seconds: {check_s!r} is not a non-negative integer")
     return ControllerConfig(
-        node_id=node_config.node_id, cluster_id=cluster_id,
-        session_timeout_ms=int(raw.get("broker.session.timeout.ms", 9000)),
-        max_idle_interval_ms=int(raw.get("metadata.max.idle.interval.ms", 500)),
+        node_id=node_config.node_id, cluster_id=cluster_id, session_timeout_ms=node_config.broker_session_timeout_ms,
+        max_idle_interval_ms=node_config.max_idle_interval_ms,
         auto_leader_rebalance=str(raw.get("auto.leader.rebalance.enable", "true")).strip().lower() == "true",
-        leader_imbalance_check_interval_ms=int(raw.get("leader.imbalance.check.interval.seconds", 300)) * 1000,
+        leader_imbalance_check_interval_ms=int(check_s) * 1000,
         bootstrap_records=bootstrap_records)
 
 
@@ -154,7 +150,6 @@ class ControllerHost:
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.request(int(decoded.api_key), decoded.message)
-
         return {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}  # noqa: SLF001
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
@@ -242,30 +237,32 @@ class ControllerHost:
         self._schedule_tick()
         return ready
 
-    def _write(self, result: ControllerResult, now: int, next_offset: int) -> tuple[asyncio.Future[None] | None, Any]:
+    def _write(self, result: ControllerResult, now: int, next_offset: int,
+               wait: bool = True) -> tuple[asyncio.Future[None] | None, Any]:
         """Append `result.records` as one batch and replay them at once. The waiter completes when they (or, with
-        no records, every earlier write of this controller) commit; it fails with WriteFailed otherwise."""
+        no records, every earlier write of this controller) commit; it fails with WriteFailed otherwise. Without
+        `wait` (ticks, activation: nobody to answer) there is no waiter, so no failure goes unretrieved."""
         runtime = self.runtime
         assert runtime is not None and self.active_epoch is not None
         epoch = self.active_epoch
         if not result.records:
-            if self._last_written > self.committed_offset:
+            if wait and self._last_written > self.committed_offset:
                 return runtime.waiters.add(self._last_written, epoch), None
             return None, None
         try:
             values = [encode_metadata_record(r) for r in result.records]
             last, ready = runtime.core.append(values, now, epoch)
         except NotLeaderError as exc:
-            return _failed(ErrorCode.NOT_CONTROLLER, str(exc)), None
+            return _failed(ErrorCode.NOT_CONTROLLER, str(exc)) if wait else None, None
         except (RecordBatchTooLargeError, MetadataRecordError) as exc:
             _log.error("controller result not written: %s", exc)
-            return _failed(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)), None
+            return _failed(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)) if wait else None, None
         assert last == next_offset + len(values) - 1, "the records did not get the offsets handle was given"
         for index, record in enumerate(result.records):
             self.controller.replay(record, next_offset + index)
         self._pending.append((next_offset, last))
         self._last_written = last
-        return runtime.waiters.add(last, epoch), ready
+        return runtime.waiters.add(last, epoch) if wait else None, ready
 
     # ---- activation, periodic work, resignation ----------------------------------------------------------------
     def _activate(self, epoch: int, now: int) -> Any:
@@ -277,7 +274,7 @@ class ControllerHost:
         self.controller.note_kraft_version(core.kraft_version())
         result = self.controller.activate(now)
         _log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
-        _, ready = self._write(result, now, leader.accumulator.next_offset)
+        _, ready = self._write(result, now, leader.accumulator.next_offset, wait=False)
         self._schedule_tick()
         return ready
 
@@ -288,14 +285,17 @@ class ControllerHost:
         if not self.controller.active or leader is None or leader.epoch != self.active_epoch:
             return None
         next_offset = leader.accumulator.next_offset
-        _, ready = self._write(self.controller.tick(now, next_offset), now, next_offset)
+        _, ready = self._write(self.controller.tick(now, next_offset), now, next_offset, wait=False)
         self._schedule_tick()
         return ready
 
-    def _schedule_tick(self) -> None:
+    def _cancel_tick(self) -> None:
         if self._tick_handle is not None:
             self._tick_handle.cancel()
             self._tick_handle = None
+
+    def _schedule_tick(self) -> None:
+        self._cancel_tick()
         wakeup = self.controller.next_wakeup_ms()
         runtime = self.runtime
         if wakeup is None or runtime is None:
@@ -315,9 +315,7 @@ class ControllerHost:
         _log.info("node %d stops being the active controller", self.config.node_id)
         self.controller.deactivate()
         self.active_epoch = None
-        if self._tick_handle is not None:
-            self._tick_handle.cancel()
-            self._tick_handle = None
+        self._cancel_tick()
         if self._pending:  # replays that may never commit: back to the committed image
             self._load_committed(self.controller)
             self._pending.clear()
@@ -334,7 +332,7 @@ class ControllerHost:
             reader = log.read_snapshot(snapshot_id)
             if reader is not None:
                 start = snapshot_id.offset
-                target.load_snapshot(self._snapshot_objects(reader), start - 1)
+                target.load_snapshot(self._snapshot_objects(reader, count=False), start - 1)
         if start == 0:
             target.load_snapshot((), -1)
         start = max(start, log.start_offset())
@@ -346,24 +344,26 @@ class ControllerHost:
             if batch.is_control:
                 continue
             for record in batch.records():
-                decoded = self._decode(record.value) if record.offset <= self.committed_offset else None
+                decoded = self._decode(record.value, count=False) if record.offset <= self.committed_offset else None
                 if decoded is not None:
                     target.replay(decoded, record.offset)
 
-    def _snapshot_objects(self, reader: RawSnapshotReader) -> Iterator[Any]:
+    def _snapshot_objects(self, reader: RawSnapshotReader, count: bool = True) -> Iterator[Any]:
         for batch in iter_batches(reader.records(), verify_crc=False):
             if batch.is_control:
                 continue
             for record in batch.records():
-                decoded = self._decode(record.value)
+                decoded = self._decode(record.value, count)
                 if decoded is not None:
                     yield decoded
 
-    def _decode(self, value: Any) -> Any | None:
+    def _decode(self, value: Any, count: bool = True) -> Any | None:
+        """The record, or None for a value that is not a metadata record (counted once: not again when the
+        committed image is rebuilt from the log)."""
         try:
             return decode_metadata_record(bytes(value or b""))
         except MetadataRecordError:
-            self.undecodable_records += 1
+            self.undecodable_records += count
             return None
 
     def _already_replayed(self, offset: int) -> bool:
@@ -387,14 +387,14 @@ def error_reply(api_key: int, message: Any, error: ErrorCode, text: str) -> Any:
     """`error` for every part of `message`: per topic for CreateTopics / DeleteTopics (no top-level error code),
     at the top level for the others. CreateTopics / DeleteTopics answers come at v7 / v6, like the controller's."""
     if api_key == CREATE_TOPICS:
-        return create_response.CreateTopicsResponse(throttle_time=_NO_THROTTLE, topics=tuple(
+        return create_response.CreateTopicsResponse(throttle_time=ZERO_THROTTLE, topics=tuple(
             create_response.CreatableTopicResult(name=t.name, topic_id=None, error_code=error, error_message=text,
                                                  configs=None) for t in message.topics))
     if api_key == DELETE_TOPICS:
         topics = getattr(message, "topics", None)
         named = ([(t.name, t.topic_id) for t in topics] if topics is not None
                  else [(name, None) for name in message.topic_names])
-        return delete_response.DeleteTopicsResponse(throttle_time=_NO_THROTTLE, responses=tuple(
+        return delete_response.DeleteTopicsResponse(throttle_time=ZERO_THROTTLE, responses=tuple(
             delete_response.DeletableTopicResult(name=name, topic_id=topic_id, error_code=error, error_message=text)
             for name, topic_id in named))
     return error_response_for(message, error, error_message=text)
