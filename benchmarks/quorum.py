@@ -1,0 +1,234 @@
+"""A 3-voter pykraft quorum against PySyncObj 0.3.17 (3 nodes, journal on disk), same host, same run.
+
+Run: .venv/bin/python benchmarks/quorum.py [--quick] [--profile]
+
+Measured for both, one system after the other, 100-byte commands:
+- throughput: committed records/s from concurrent writers. pykraft: `--client-procs` processes x `--tasks`
+  MetadataLogWriter tasks, each sending Produce (acks=-1) of `--batch` records; PySyncObj: its leader process
+  keeps `--inflight` asynchronous commands outstanding (appendEntriesUseBatch=True, its best throughput setting);
+- commit latency at low load: one writer, one record per request, sequential; p50/p99. pykraft with Kafka's
+  defaults (append.linger.ms=25, which every low-load write waits out) and, as a second row, with
+  append.linger.ms=0, the counterpart of PySyncObj's appendEntriesUseBatch=False used for its latency run;
+- failover: a sequential writer runs, the leader gets SIGKILL, time to the first write acknowledged by a new
+  leader; the killed node is restarted and caught up; median of 5 runs (3 with --quick). pykraft keeps Kafka's
+  default raft timeouts (election 1 s, fetch 2 s); PySyncObj keeps its defaults;
+- RSS (VmRSS) of each node after start (idle) and in the middle of the throughput run (loaded), plus each
+  process's CPU seconds during the throughput run, to show which side saturates.
+pykraft fsyncs its log (the default); PySyncObj's journal is memory-mapped and NEVER fsynced, so it is not durable.
+`--profile` adds a throughput run whose servers run under cProfile and prints the leader's top costs.
+Prints a table, the ratios pykraft / PySyncObj, and one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import quorum_pykraft as pk  # noqa: E402 - after the path insert
+import quorum_pysyncobj as ps  # noqa: E402
+
+LINGER = "controller.quorum.append.linger.ms"
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def median(samples: list[float]) -> float:
+    return statistics.median(samples) if samples else float("nan")
+
+
+def settle_rss(pids: dict[int, int]) -> dict[int, int]:
+    time.sleep(2.0)
+    return {i: pk.rss_kib(pid) for i, pid in pids.items()}
+
+
+def run_pykraft(args: argparse.Namespace, root: Path) -> dict:
+    out: dict = {}
+    quorum = pk.PykraftQuorum(root / "pykraft", {})
+    log(f"pykraft: formatting and starting 3 voters in {root / 'pykraft'}")
+    quorum.start()
+    try:
+        out["idle_rss_kib"] = settle_rss(quorum.pids())
+        leader = quorum.leader()
+        log(f"pykraft: throughput ({args.client_procs} client processes x {args.tasks} writers x {args.batch} "
+            f"records per Produce, {args.seconds} s)")
+        result = pk.throughput(quorum, args.client_procs, args.tasks, args.batch, args.seconds)
+        out.update(rate=result.rate, committed=result.committed, failed=result.failed, seconds=result.seconds,
+                   loaded_rss_kib=result.loaded_rss_kib, server_cpu_s=result.server_cpu_s,
+                   client_cpu_s=result.client_cpu_s, leader=leader)
+        log(f"pykraft: latency ({args.latency_count} sequential single-record writes, linger 25 ms)")
+        out["latency_ms"] = pk.latency(quorum, args.latency_count)
+        log(f"pykraft: failover x{args.failovers} (SIGKILL the leader, default timeouts)")
+        out["failover_s"] = pk.failover(quorum, args.failovers)
+    finally:
+        quorum.stop()
+    quorum = pk.PykraftQuorum(root / "pykraft-linger0", {LINGER: "0"})
+    log("pykraft: latency again with append.linger.ms=0")
+    quorum.start()
+    try:
+        out["latency_linger0_ms"] = pk.latency(quorum, args.latency_count)
+    finally:
+        quorum.stop()
+    return out
+
+
+def run_pysyncobj(args: argparse.Namespace, root: Path) -> dict:
+    out: dict = {}
+    cluster = ps.PeerCluster(root / "pysyncobj-batch", batch=True)
+    log("PySyncObj: starting 3 nodes (appendEntriesUseBatch=True)")
+    cluster.start_all()
+    try:
+        out["idle_rss_kib"] = settle_rss(cluster.pids())
+        log(f"PySyncObj: throughput ({args.pso_count} commands, {args.inflight} in flight)")
+        result = ps.throughput(cluster, args.pso_count, args.inflight)
+        out.update(rate=result["committed"] / result["seconds"], committed=result["committed"],
+                   seconds=result["seconds"], loaded_rss_kib=result["loaded_rss_kib"],
+                   server_cpu_s=result["server_cpu_s"], leader=result["leader"])
+        log(f"PySyncObj: failover x{args.failovers}")
+        out["failover_s"] = ps.failover(cluster, args.failovers)
+    finally:
+        cluster.stop_all()
+    cluster = ps.PeerCluster(root / "pysyncobj-nobatch", batch=False)
+    log("PySyncObj: latency (appendEntriesUseBatch=False)")
+    cluster.start_all()
+    try:
+        out["latency_ms"] = ps.latency(cluster, args.latency_count)
+    finally:
+        cluster.stop_all()
+    return out
+
+
+def run_profile(args: argparse.Namespace, root: Path) -> list[str]:
+    quorum = pk.PykraftQuorum(root / "pykraft-profile", {}, profile=True)
+    log("profile: pykraft servers under cProfile, one throughput run")
+    quorum.start()
+    try:
+        leader = quorum.leader()
+        result = pk.throughput(quorum, args.client_procs, args.tasks, args.batch, args.seconds)
+    finally:
+        quorum.stop()
+    head = (f"leader node {leader} under cProfile: {result.rate:,.0f} records/s (profiling slows it); "
+            f"server CPU s {fmt_map(result.server_cpu_s, '{:.1f}')}, clients {result.client_cpu_s:.1f} s "
+            f"over {result.seconds:.1f} s")
+    return [head, *pk.top_costs(quorum.profile_path(leader), 25)]
+
+
+def fmt_map(values: dict, pattern: str) -> str:
+    return " ".join(pattern.format(v) for _, v in sorted(values.items()))
+
+
+def fmt_s(value: float) -> str:
+    return "stuck" if value == float("inf") else f"{value:.2f}"
+
+
+def report(pk_out: dict, ps_out: dict) -> dict:
+    rows = [
+        ("committed records/s", f"{pk_out['rate']:,.0f}", f"{ps_out['rate']:,.0f}", pk_out["rate"] / ps_out["rate"]),
+        ("commit p50 ms (pykraft linger 25)", f"{percentile(pk_out['latency_ms'], .5):.2f}",
+         f"{percentile(ps_out['latency_ms'], .5):.2f}",
+         percentile(pk_out["latency_ms"], .5) / percentile(ps_out["latency_ms"], .5)),
+        ("commit p99 ms (pykraft linger 25)", f"{percentile(pk_out['latency_ms'], .99):.2f}",
+         f"{percentile(ps_out['latency_ms'], .99):.2f}",
+         percentile(pk_out["latency_ms"], .99) / percentile(ps_out["latency_ms"], .99)),
+        ("commit p50 ms (pykraft linger 0)", f"{percentile(pk_out['latency_linger0_ms'], .5):.2f}",
+         f"{percentile(ps_out['latency_ms'], .5):.2f}",
+         percentile(pk_out["latency_linger0_ms"], .5) / percentile(ps_out["latency_ms"], .5)),
+        ("commit p99 ms (pykraft linger 0)", f"{percentile(pk_out['latency_linger0_ms'], .99):.2f}",
+         f"{percentile(ps_out['latency_ms'], .99):.2f}",
+         percentile(pk_out["latency_linger0_ms"], .99) / percentile(ps_out["latency_ms"], .99)),
+        ("failover median s", fmt_s(median(pk_out["failover_s"])), fmt_s(median(ps_out["failover_s"])),
+         median(pk_out["failover_s"]) / median(ps_out["failover_s"])),
+        ("failover runs s", " ".join(fmt_s(v) for v in pk_out["failover_s"]),
+         " ".join(fmt_s(v) for v in ps_out["failover_s"]), None),
+        ("idle RSS MiB per node", "/".join(f"{v / 1024:.0f}" for _, v in sorted(pk_out["idle_rss_kib"].items())),
+         "/".join(f"{v / 1024:.0f}" for _, v in sorted(ps_out["idle_rss_kib"].items())),
+         max(pk_out["idle_rss_kib"].values()) / max(ps_out["idle_rss_kib"].values())),
+        ("loaded RSS MiB per node", "/".join(f"{v / 1024:.0f}" for _, v in sorted(pk_out["loaded_rss_kib"].items())),
+         "/".join(f"{v / 1024:.0f}" for _, v in sorted(ps_out["loaded_rss_kib"].items())),
+         max(pk_out["loaded_rss_kib"].values()) / max(ps_out["loaded_rss_kib"].values())),
+        ("server CPU s in throughput run", fmt_map(pk_out["server_cpu_s"], "{:.1f}"),
+         fmt_map(ps_out["server_cpu_s"], "{:.1f}"), None),
+    ]
+    print()
+    print(f"{'':36} {'pykraft':>24} {'PySyncObj 0.3.17':>24} {'ratio':>7}")
+    for label, mine, theirs, ratio in rows:
+        print(f"{label:36} {mine:>24} {theirs:>24} {'' if ratio is None else f'{ratio:.2f}':>7}")
+    print(f"pykraft throughput run: {pk_out['committed']:,} records in {pk_out['seconds']:.1f} s, "
+          f"{pk_out['failed']} failed; leader node {pk_out['leader']}; client processes used "
+          f"{pk_out['client_cpu_s']:.1f} CPU s; PySyncObj: {ps_out['committed']:,} commands in "
+          f"{ps_out['seconds']:.1f} s, leader node {ps_out['leader']}")
+    print("ratio = pykraft / PySyncObj. RSS ratios compare the largest node. pykraft fsyncs every commit (group "
+          "commit); PySyncObj's journal is memory-mapped and never fsynced: it is NOT durable in this comparison.")
+    goals = {"throughput_ratio": rows[0][3], "p99_ratio_linger25": rows[2][3], "p99_ratio_linger0": rows[4][3],
+             "failover_median_s": median(pk_out["failover_s"])}
+    print(f"goals: throughput >= 5x: {'met' if goals['throughput_ratio'] >= 5 else 'MISSED'} "
+          f"({goals['throughput_ratio']:.2f}x); lower p99: {'met' if goals['p99_ratio_linger25'] < 1 else 'MISSED'}"
+          f" with defaults, {'met' if goals['p99_ratio_linger0'] < 1 else 'MISSED'} with linger 0; "
+          f"failover median < 3 s: {'met' if goals['failover_median_s'] < 3 else 'MISSED'} "
+          f"({goals['failover_median_s']:.2f} s)")
+    return goals
+
+
+def finite(value: object) -> object:
+    """JSON has no infinity: a stuck failover becomes null."""
+    if isinstance(value, float) and value == float("inf"):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="shorter runs, 3 failovers (about 3 minutes)")
+    parser.add_argument("--profile", action="store_true", help="also profile the pykraft leader under load")
+    parser.add_argument("--client-procs", type=int, default=2)
+    parser.add_argument("--tasks", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=250)
+    parser.add_argument("--inflight", type=int, default=20_000)
+    args = parser.parse_args()
+    args.seconds = 5.0 if args.quick else 10.0
+    args.pso_count = 80_000 if args.quick else 250_000
+    args.latency_count = 300 if args.quick else 1000
+    args.failovers = 3 if args.quick else 5
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pykraft-bench-quorum-") as tmp:
+        root = Path(tmp)
+        pk_out = run_pykraft(args, root)
+        ps_out = run_pysyncobj(args, root)
+        profile = run_profile(args, root) if args.profile else []
+    goals = report(pk_out, ps_out)
+    for line in profile:
+        print(line)
+    summary = {"bench": "quorum", "quick": args.quick, **goals,
+               "pykraft": {k: v for k, v in pk_out.items() if not k.startswith("latency")},
+               "pysyncobj": {k: v for k, v in ps_out.items() if not k.startswith("latency")},
+               "latency_ms": {name: {"p50": percentile(s, .5), "p99": percentile(s, .99)} for name, s in (
+                   ("pykraft_linger25", pk_out["latency_ms"]), ("pykraft_linger0", pk_out["latency_linger0_ms"]),
+                   ("pysyncobj", ps_out["latency_ms"]))},
+               "wall_s": time.monotonic() - started}
+    print(json.dumps(finite(summary)))
+
+
+if __name__ == "__main__":
+    main()
