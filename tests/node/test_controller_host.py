@@ -310,3 +310,20 @@ def test_server_start_refuses_a_corrupt_bootstrap_file_or_a_bad_controller_setti
     assert lines[-1].startswith("pykraft server: ")
     assert ("bootstrap.checkpoint" if problem == "bootstrap" else "leader.imbalance.check.interval.seconds") \
         in lines[-1]
+
+
+@pytest.mark.asyncio
+async def test_create_topics_over_the_wire_reaches_the_active_controller(tmp_path):
+    """CreateTopics is advertised and served over TCP, not only in-process: a follower answers NOT_CONTROLLER for
+    the topic, the leader answers the controller's own verdict (no broker is registered: INVALID_REPLICATION_FACTOR)."""
+    ports, runtimes = await start_cluster(tmp_path)
+    try:
+        leader = await active_controller(runtimes)
+        follower_id = next(i for i in runtimes if i != leader.config.node_id)
+        request = create_topic("t", 1)
+        from_follower = (await call(ports[follower_id], request)).topics[0]
+        assert from_follower.error_code == ErrorCode.NOT_CONTROLLER
+        from_leader = (await call(ports[leader.config.node_id], request)).topics[0]
+        assert from_leader.error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+    finally:
+        await stop_all(runtimes)
