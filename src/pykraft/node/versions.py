@@ -14,16 +14,13 @@ arrays of structs are converted recursively into the target version's own nested
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import uuid
 from dataclasses import MISSING, fields, is_dataclass
 from functools import cache
 from types import NoneType, UnionType
 from typing import Any, Union, get_args, get_origin
 
-from kio.static.primitive import i32Timedelta, i64Timedelta
-
 from pykraft.protocol.apis import ApiKey, request_class, response_class
+from pykraft.protocol.error_responses import zero_value
 
 # The request versions the raft core builds and reads (see pykraft/raft/messages.py and reconfig_messages.py).
 CORE_VERSIONS: dict[int, int] = {
@@ -37,18 +34,6 @@ CORE_VERSIONS: dict[int, int] = {
     ApiKey.REMOVE_RAFT_VOTER: 0,
     ApiKey.UPDATE_RAFT_VOTER: 0,
 }
-
-_ZERO: dict[str, Any] = {
-    "bool": False,
-    "float64": 0.0,
-    "string": "",
-    "bytes": b"",
-    "records": b"",
-    "uuid": uuid.UUID(int=0),
-    "timedelta_i32": i32Timedelta.parse(datetime.timedelta(0)),
-    "timedelta_i64": i64Timedelta.parse(datetime.timedelta(0)),
-}
-
 
 def to_core_request(message: Any) -> Any:
     """The request lifted to the version the core reads (unchanged when it already is, or the API is not one
@@ -80,7 +65,7 @@ def convert(message: Any, target: type) -> Any:
         if field_obj.name in source_fields:
             values[field_obj.name] = _convert_value(getattr(message, field_obj.name), field_obj.type)
         elif field_obj.default is MISSING and field_obj.default_factory is MISSING:
-            values[field_obj.name] = _zero(field_obj)
+            values[field_obj.name] = zero_value(field_obj)
     return target(**values)
 
 
@@ -107,24 +92,3 @@ def _convert_value(value: Any, annotation: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(convert(item, entity) for item in value)
     return convert(value, entity)
-
-
-def _zero(field_obj: Any) -> Any:
-    annotation = field_obj.type
-    optional = False
-    if get_origin(annotation) in (UnionType, Union):
-        optional = NoneType in get_args(annotation)
-        annotation = next(arg for arg in get_args(annotation) if arg is not NoneType)
-    if get_origin(annotation) is tuple:
-        return ()
-    if is_dataclass(annotation):
-        return None if optional else _zero_entity(annotation)
-    kafka_type = field_obj.metadata.get("kafka_type", "")
-    if kafka_type in _ZERO:
-        return None if optional and kafka_type in ("string", "bytes", "records") else _ZERO[kafka_type]
-    return annotation(0) if isinstance(annotation, type) else 0
-
-
-def _zero_entity(entity: type) -> Any:
-    return entity(**{f.name: _zero(f) for f in _fields(entity)
-                     if f.default is MISSING and f.default_factory is MISSING})

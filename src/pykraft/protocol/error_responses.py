@@ -23,7 +23,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 from pykraft.protocol.apis import response_class
 from pykraft.protocol.errors import ErrorCode
 
-__all__ = ["error_response_for", "has_top_level_error_code"]
+__all__ = ["error_response_for", "has_top_level_error_code", "zero_value"]
 
 _ZERO_BY_KAFKA_TYPE: dict[str, Any] = {
     "bool": False,
@@ -73,7 +73,7 @@ def _zero_entity(entity_type: type, overrides: dict[str, Any]) -> Any:
     for field_obj in fields(entity_type):
         if field_obj.name in values or _has_default(field_obj):
             continue
-        values[field_obj.name] = _zero_value(field_obj)
+        values[field_obj.name] = zero_value(field_obj)
     return entity_type(**values)
 
 
@@ -81,7 +81,8 @@ def _has_default(field_obj: Field[Any]) -> bool:
     return field_obj.default is not MISSING or field_obj.default_factory is not MISSING
 
 
-def _zero_value(field_obj: Field[Any]) -> Any:
+def zero_value(field_obj: Field[Any]) -> Any:
+    """The value Kafka's generated code gives a field nobody set (also used to fill fields a newer version adds)."""
     annotation = field_obj.type
     optional = False
     if get_origin(annotation) in (UnionType, Union):
@@ -92,8 +93,8 @@ def _zero_value(field_obj: Field[Any]) -> Any:
     if is_dataclass(annotation):
         # A nullable struct is left null; a required one is filled with its own zero values.
         return None if optional else _zero_entity(annotation, {})
-    kafka_type = field_obj.metadata["kafka_type"]
-    if kafka_type in _INTEGER_TYPES:
+    kafka_type = field_obj.metadata.get("kafka_type", "")
+    if kafka_type in _INTEGER_TYPES or kafka_type not in _ZERO_BY_KAFKA_TYPE:
         return annotation(0) if isinstance(annotation, type) else 0
     if optional and kafka_type in ("string", "bytes", "records"):
         return None
