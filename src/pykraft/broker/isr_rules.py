@@ -95,35 +95,33 @@ class Proposal:
         return tuple(b for b in self.isr if b not in self.base.isr)
 
 
-def out_of_sync(committed: Committed, progress: LeaderProgress | None, leader_since_ms: int, now_ms: int,
-                lag_max_ms: int) -> tuple[int, ...]:
-    """ISR followers that have not caught up for longer than the lag time. A follower we have no progress for
-    counts as caught up when this leadership started (Kafka resets followers' state on becoming leader)."""
-    stale = []
+def _lagging_since(committed: Committed, progress: LeaderProgress | None,
+                   leader_since_ms: int) -> list[tuple[int, int]]:
+    """(replica, last caught-up time) of the ISR followers not at the leader's log end. A follower we have no
+    progress for counts as caught up when this leadership started (Kafka resets followers' state on becoming
+    leader)."""
+    lagging = []
     for replica in committed.isr:
         if replica == committed.leader:
             continue
         f = None if progress is None else progress.follower(replica)
         if f is not None and f.log_end_offset >= progress.log_end_offset:  # type: ignore[union-attr]
             continue
-        last = leader_since_ms if f is None else max(f.last_caught_up_ms, leader_since_ms)
-        if now_ms - last > lag_max_ms:
-            stale.append(replica)
-    return tuple(stale)
+        lagging.append((replica, leader_since_ms if f is None else max(f.last_caught_up_ms, leader_since_ms)))
+    return lagging
+
+
+def out_of_sync(committed: Committed, progress: LeaderProgress | None, leader_since_ms: int, now_ms: int,
+                lag_max_ms: int) -> tuple[int, ...]:
+    """ISR followers that have not caught up for longer than the lag time."""
+    return tuple(replica for replica, last in _lagging_since(committed, progress, leader_since_ms)
+                 if now_ms - last > lag_max_ms)
 
 
 def next_shrink_check_ms(committed: Committed, progress: LeaderProgress | None, leader_since_ms: int,
                          lag_max_ms: int) -> int | None:
     """The earliest time a follower now in the ISR would be out of sync if nothing changes."""
-    times = []
-    for replica in committed.isr:
-        if replica == committed.leader:
-            continue
-        f = None if progress is None else progress.follower(replica)
-        if f is not None and f.log_end_offset >= progress.log_end_offset:  # type: ignore[union-attr]
-            continue
-        last = leader_since_ms if f is None else max(f.last_caught_up_ms, leader_since_ms)
-        times.append(last + lag_max_ms + 1)
+    times = [last + lag_max_ms + 1 for _, last in _lagging_since(committed, progress, leader_since_ms)]
     return min(times) if times else None
 
 
