@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 __all__ = [
+    "EpochIndexedLog",
     "OffsetAndEpoch",
     "SnapshotId",
     "BOOTSTRAP_SNAPSHOT_ID",
@@ -330,3 +331,25 @@ def truncation_offset(log: ReplicatedLog, diverging: OffsetAndEpoch) -> int:
     # past it belong to epochs the leader does not have).
     local = log.end_offset_for_epoch(diverging.epoch)
     return min(local.offset, diverging.offset, log.end_offset())
+
+
+class EpochIndexedLog:
+    """The `ReplicatedLog` methods every implementation derives the same way from its epoch entries and high
+    watermark. Subclasses keep `_epochs` ((epoch, start offset), ascending) and `_high_watermark`, and provide
+    `end_offset()` and `earliest_snapshot_id()`."""
+
+    _epochs: list[tuple[int, int]]
+    _high_watermark: int
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        return end_offset_for_epoch_in(self._epochs, epoch, self.end_offset(),  # type: ignore[attr-defined]
+                                       self.earliest_snapshot_id())  # type: ignore[attr-defined]
+
+    def validate_offset_and_epoch(self, offset: int, epoch: int) -> ValidOffsetAndEpoch:
+        return validate_offset_and_epoch_in(self, offset, epoch)  # type: ignore[arg-type]
+
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> None:
+        self._high_watermark = min(offset, self.end_offset())  # type: ignore[attr-defined]

@@ -13,16 +13,13 @@ from dataclasses import dataclass
 
 from pykraft.raft.log import (
     BufferSnapshotReader,
+    EpochIndexedLog,
     InvalidAppendError,
     InvalidSnapshotIdError,
     LogAppendInfo,
     LogFetchInfo,
-    OffsetAndEpoch,
     SnapshotId,
     ValidationKind,
-    ValidOffsetAndEpoch,
-    end_offset_for_epoch_in,
-    validate_offset_and_epoch_in,
 )
 
 # Record batch v2 header prefix: base offset, batch length, partition leader epoch, magic, crc, attributes,
@@ -89,7 +86,7 @@ class MemorySnapshotWriter:
         self._closed = True
 
 
-class MemoryLog:
+class MemoryLog(EpochIndexedLog):
     """A `ReplicatedLog` held in memory. Not thread safe (the core is single threaded)."""
 
     def __init__(self) -> None:
@@ -167,19 +164,6 @@ class MemoryLog:
             return self._batches[-1].epoch
         latest = self.latest_snapshot_id()
         return latest.epoch if latest is not None else 0
-
-    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        return end_offset_for_epoch_in(self._epochs, epoch, self.end_offset(), self.earliest_snapshot_id())
-
-    def validate_offset_and_epoch(self, offset: int, epoch: int) -> ValidOffsetAndEpoch:
-        return validate_offset_and_epoch_in(self, offset, epoch)
-
-    # ---- high watermark ----------------------------------------------------------------------------------
-    def high_watermark(self) -> int:
-        return self._high_watermark
-
-    def update_high_watermark(self, offset: int) -> None:
-        self._high_watermark = min(offset, self.end_offset())
 
     # ---- truncation --------------------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> None:

@@ -15,16 +15,13 @@ import weakref
 from dataclasses import dataclass
 
 from pykraft.raft.log import (
+    EpochIndexedLog,
     InvalidAppendError,
     InvalidSnapshotIdError,
     LogAppendInfo,
     LogFetchInfo,
-    OffsetAndEpoch,
     SnapshotId,
     ValidationKind,
-    ValidOffsetAndEpoch,
-    end_offset_for_epoch_in,
-    validate_offset_and_epoch_in,
 )
 from pykraft.records.crc import crc32c
 
@@ -75,7 +72,7 @@ def parse_batches(records: bytes | memoryview, verify_crc: bool) -> tuple[memory
     return view, batches
 
 
-class FileLog:
+class FileLog(EpochIndexedLog):
     """A `ReplicatedLog` backed by segment files. Single threaded; see `flush.py` for the flush contract."""
 
     def __init__(self, directory: str, config: LogConfig, lock: DirectoryLock | None) -> None:
@@ -187,19 +184,6 @@ class FileLog:
             return self._last_batch_epoch
         latest = self.latest_snapshot_id()
         return latest.epoch if latest is not None else 0
-
-    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        return end_offset_for_epoch_in(self._epochs, epoch, self.end_offset(), self.earliest_snapshot_id())
-
-    def validate_offset_and_epoch(self, offset: int, epoch: int) -> ValidOffsetAndEpoch:
-        return validate_offset_and_epoch_in(self, offset, epoch)
-
-    # ---- high watermark ----------------------------------------------------------------------------------
-    def high_watermark(self) -> int:
-        return self._high_watermark
-
-    def update_high_watermark(self, offset: int) -> None:
-        self._high_watermark = min(offset, self.end_offset())
 
     # ---- truncation --------------------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
