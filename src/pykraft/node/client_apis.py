@@ -3,12 +3,29 @@
 These let stock clients (kafka-python, aiokafka, Kafka's admin tools) bootstrap against a controller:
 - ApiVersions lists the node's registry, SupportedFeatures kraft.version 0-1 (the local replica's range) and
   metadata.version 7-27, and FinalizedFeatures with the log's kraft.version (level 0 is omitted, Kafka's rule).
-- Metadata presents the controllers (the voters with an endpoint on the controller listener) as the brokers, the
-  cluster id, and the raft leader as the controller; `__cluster_metadata` partition 0 (leader, epoch, voters as
-  replicas and ISR) is listed when a request names it, never in an all-topics listing (Kafka hides it too).
-- DescribeCluster (v0-v1) lists the same controllers. endpoint_type 2 (controllers, KIP-919) is what Kafka's
-  admin client sends to a controller; type 1 (brokers, and every v0 request) gets the same list, because a pure
-  controller quorum has no brokers and kafka-python's describe_cluster() asks for brokers.
+- Metadata and DescribeCluster read the metadata image when the runtime's state machine offers one
+  (`metadata_image()`, see `MetadataImage`: the controller host returns its QuorumController, a broker host its
+  MetadataCache; a plain state machine has none):
+  - Metadata lists the image's topics (all of them for an all-topics request; named ones or ids otherwise, unknown
+    names UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID as Kafka) and, as brokers, the unfenced
+    registered brokers. `__cluster_metadata` partition 0 (raft leader, epoch, voters as replicas and ISR) is
+    listed when a request names it, never in an all-topics listing (Kafka hides it too).
+  - With no registered broker in the image (a pure controller quorum, or no image), Metadata presents the
+    controllers (the voters with an endpoint on the controller listener) as the brokers, so stock clients that
+    bootstrap against controllers keep working; DescribeCluster type 1 does the same for kafka-python's
+    describe_cluster(), which asks for brokers.
+  - DescribeCluster v0-v2: endpoint type 2 (controllers, KIP-919: what Kafka's admin client sends to a
+    controller) lists the controllers; type 1 (brokers, and every v0 request) the registered brokers: unfenced
+    ones only, plus the fenced ones (IsFenced set) when a v2 request sets IncludeFencedBrokers (KIP-1073).
+  - A broker is shown with its endpoint on the listener the request came in on when the caller knows it and the
+    broker has it, else with its first registered listener: a controller's own listener (CONTROLLER) is never a
+    broker listener, so on a controller this is the broker's first listener (Kafka's brokers answer on the
+    request's listener and leave out brokers without it; a broker host can pass its listener name).
+  - controller_id is the raft leader in both (Kafka's brokers name a random live broker instead, since they
+    forward controller requests; the active controller is the raft leader here).
+  - Known limit: on the active controller the image also holds records written but not yet committed (the
+    controller replays its own writes at once, as Kafka's does), so a topic can show up there a moment before its
+    creation commits.
 Each answer is built at the newest version and lowered to the request's (versions.py).
 """
 
@@ -16,7 +33,8 @@ from __future__ import annotations
 
 import datetime
 import importlib
-from typing import Any
+import uuid
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.static.primitive import i8, i32, i32Timedelta
 
@@ -31,11 +49,34 @@ from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOP
 
 from .versions import to_request_version
 
+if TYPE_CHECKING:
+    from pykraft.controller.cluster import BrokerRegistration, ClusterControl
+    from pykraft.controller.partitions import PartitionRegistration
+    from pykraft.controller.replication import ReplicationControl, TopicInfo
+
 KRAFT_VERSION = "kraft.version"
 METADATA_VERSION = "metadata.version"
 METADATA_VERSION_RANGE = VersionRange(7, 27)  # 3.3-IV3 .. 4.1-IV1, the levels KRaft-only Kafka 4.x accepts
+BROKERS_ENDPOINT_TYPE = 1
 CONTROLLERS_ENDPOINT_TYPE = 2
+NO_LEADER = -1
+_ZERO_UUID = uuid.UUID(int=0)
+# Kafka's internal topics (Topic.isInternal): flagged IsInternal in Metadata, as Kafka's brokers do.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 ZERO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+
+
+class MetadataImage(Protocol):
+    """What `state_machine.metadata_image()` returns: the registrations and the topics of the replayed log."""
+
+    cluster: ClusterControl
+    replication: ReplicationControl
+
+
+def image_of(state_machine: Any) -> MetadataImage | None:
+    """The state machine's metadata image, or None when it has none (CountingStateMachine and the like)."""
+    getter = getattr(state_machine, "metadata_image", None)
+    return getter() if callable(getter) else None
 
 
 def _namespace(api_key: int, version: int) -> Any:
@@ -77,21 +118,99 @@ def api_versions(core: Any, registry: ApiRegistry, request: Any) -> Any:
     )
 
 
-def metadata(core: Any, cluster_id: str, request: Any) -> Any:
+def _endpoint(registration: BrokerRegistration, listener: str | None) -> tuple[str, int] | None:
+    """The broker's endpoint on `listener` when it has one, else its first listener (see the module docstring)."""
+    chosen = next((e for e in registration.listeners if e.name == listener), None) if listener else None
+    if chosen is None and registration.listeners:
+        chosen = registration.listeners[0]
+    return None if chosen is None else (chosen.host, int(chosen.port))
+
+
+def registered_brokers(image: MetadataImage | None, listener: str | None = None,
+                       include_fenced: bool = False) -> list[tuple[BrokerRegistration, str, int]]:
+    """(registration, host, port) of the image's brokers by id: unfenced ones, fenced ones too if asked; a
+    registration without any listener cannot be reached and is left out."""
+    if image is None:
+        return []
+    found = []
+    for broker_id in sorted(image.cluster.brokers):
+        registration = image.cluster.brokers[broker_id]
+        endpoint = _endpoint(registration, listener)
+        if endpoint is not None and (include_fenced or not registration.fenced):
+            found.append((registration, *endpoint))
+    return found
+
+
+def _has_brokers(image: MetadataImage | None) -> bool:
+    return image is not None and bool(image.cluster.brokers)
+
+
+def metadata(core: Any, cluster_id: str, request: Any, image: MetadataImage | None = None,
+             listener: str | None = None) -> Any:
     ns = _namespace(ApiKey.METADATA, 12)
-    brokers = tuple(ns.MetadataResponseBroker(node_id=i32(n), host=h, port=i32(p)) for n, h, p in controllers(core))
-    topics = []
-    for topic in request.topics or ():
-        name = getattr(topic, "name", None)
-        topic_id = getattr(topic, "topic_id", None)
-        if name == METADATA_TOPIC or topic_id == METADATA_TOPIC_ID:
-            topics.append(_metadata_topic(core, ns))
-        else:
-            topics.append(ns.MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,
-                                                   topic_id=topic_id, partitions=()))
+    if _has_brokers(image):
+        brokers = tuple(ns.MetadataResponseBroker(node_id=i32(r.broker_id), host=h, port=i32(p), rack=r.rack)
+                        for r, h, p in registered_brokers(image, listener))
+    else:
+        brokers = tuple(ns.MetadataResponseBroker(node_id=i32(n), host=h, port=i32(p))
+                        for n, h, p in controllers(core))
+    version = int(request.__version__)
+    # v0 has no null array: an empty topic list asks for every topic there; from v1 on, null does.
+    every_topic = request.topics is None or (version == 0 and not request.topics)
+    if every_topic:
+        topics = [] if image is None else [
+            _image_topic(ns, image, info) for info in sorted(image.replication.topics.values(), key=_by_name)]
+    else:
+        topics = [_requested_topic(core, ns, image, topic) for topic in request.topics]
     response = ns.MetadataResponse(throttle_time=ZERO_THROTTLE, brokers=brokers, cluster_id=cluster_id,
                                    controller_id=i32(leader_id(core)), topics=tuple(topics))
-    return to_request_version(response, int(request.__version__))
+    return to_request_version(response, version)
+
+
+def _by_name(info: TopicInfo) -> str:
+    return info.name
+
+
+def _requested_topic(core: Any, ns: Any, image: MetadataImage | None, topic: Any) -> Any:
+    name = getattr(topic, "name", None)
+    raw_id = getattr(topic, "topic_id", None)
+    topic_id = None if raw_id == _ZERO_UUID else raw_id  # v10+ requests by name carry the zero id
+    if name == METADATA_TOPIC or (name is None and topic_id == METADATA_TOPIC_ID):
+        return _metadata_topic(core, ns)
+    info = None
+    if image is not None:
+        if name is not None:
+            found_id = image.replication.topics_by_name.get(name)
+            info = None if found_id is None else image.replication.topics.get(found_id)
+        elif topic_id is not None:
+            info = image.replication.topics.get(topic_id)
+    if info is not None:
+        return _image_topic(ns, image, info)  # type: ignore[arg-type]
+    error = ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic_id is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return ns.MetadataResponseTopic(error_code=error, name=name, topic_id=raw_id, partitions=())
+
+
+def _image_topic(ns: Any, image: MetadataImage, info: TopicInfo) -> Any:
+    partitions = tuple(_image_partition(ns, image.cluster, index, info.partitions[index])
+                       for index in sorted(info.partitions))
+    return ns.MetadataResponseTopic(error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id,
+                                    is_internal=info.name in INTERNAL_TOPICS, partitions=partitions)
+
+
+def _image_partition(ns: Any, cluster: ClusterControl, index: int, partition: PartitionRegistration) -> Any:
+    # Offline replicas as Kafka's KRaftMetadataCache computes them: the replica's broker is not registered or is
+    # fenced (Kafka also counts a broker without the request's listener and a replica in a failed log directory;
+    # we pick a listener for every broker and track no directory failures).
+    offline = tuple(i32(r) for r in partition.replicas
+                    if cluster.registration(r) is None or cluster.registration(r).fenced)  # type: ignore[union-attr]
+    # A leader that is not (or no longer) registered cannot be reached: Kafka answers LEADER_NOT_AVAILABLE with
+    # leader -1, as for a partition without a leader.
+    leader = partition.leader if partition.leader >= 0 and cluster.registration(partition.leader) else NO_LEADER
+    return ns.MetadataResponsePartition(
+        error_code=ErrorCode.NONE if leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE,
+        partition_index=i32(index), leader_id=i32(leader), leader_epoch=i32(partition.leader_epoch),
+        replica_nodes=tuple(i32(r) for r in partition.replicas), isr_nodes=tuple(i32(r) for r in partition.isr),
+        offline_replicas=offline)
 
 
 def _metadata_topic(core: Any, ns: Any) -> Any:
@@ -105,18 +224,25 @@ def _metadata_topic(core: Any, ns: Any) -> Any:
                                     is_internal=True, partitions=(partition,))
 
 
-def describe_cluster(core: Any, cluster_id: str, request: Any) -> Any:
-    ns = _namespace(ApiKey.DESCRIBE_CLUSTER, 1)
-    endpoint_type = int(getattr(request, "endpoint_type", 1))
-    if endpoint_type not in (1, CONTROLLERS_ENDPOINT_TYPE):
+def describe_cluster(core: Any, cluster_id: str, request: Any, image: MetadataImage | None = None,
+                     listener: str | None = None) -> Any:
+    ns = _namespace(ApiKey.DESCRIBE_CLUSTER, 2)
+    endpoint_type = int(getattr(request, "endpoint_type", BROKERS_ENDPOINT_TYPE))
+    if endpoint_type not in (BROKERS_ENDPOINT_TYPE, CONTROLLERS_ENDPOINT_TYPE):
         response = ns.DescribeClusterResponse(
             throttle_time=ZERO_THROTTLE, error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
             error_message=f"unsupported endpoint type {endpoint_type}", endpoint_type=i8(endpoint_type),
             cluster_id=cluster_id, controller_id=i32(-1), brokers=())
+        return to_request_version(response, int(request.__version__))
+    if endpoint_type == BROKERS_ENDPOINT_TYPE and _has_brokers(image):
+        include_fenced = bool(getattr(request, "include_fenced_brokers", False))  # v2 only (KIP-1073)
+        brokers = tuple(ns.DescribeClusterBroker(broker_id=i32(r.broker_id), host=h, port=i32(p), rack=r.rack,
+                                                 is_fenced=r.fenced)
+                        for r, h, p in registered_brokers(image, listener, include_fenced))
     else:
-        response = ns.DescribeClusterResponse(
-            throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE, endpoint_type=i8(endpoint_type),
-            cluster_id=cluster_id, controller_id=i32(leader_id(core)),
-            brokers=tuple(ns.DescribeClusterBroker(broker_id=i32(n), host=h, port=i32(p))
-                          for n, h, p in controllers(core)))
+        brokers = tuple(ns.DescribeClusterBroker(broker_id=i32(n), host=h, port=i32(p), is_fenced=False)
+                        for n, h, p in controllers(core))
+    response = ns.DescribeClusterResponse(
+        throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE, endpoint_type=i8(endpoint_type),
+        cluster_id=cluster_id, controller_id=i32(leader_id(core)), brokers=brokers)
     return to_request_version(response, int(request.__version__))

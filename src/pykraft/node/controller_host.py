@@ -147,6 +147,11 @@ class ControllerHost:
                 base = base.with_range(ApiKey(key), low, high)
         return base
 
+    def metadata_image(self) -> QuorumController:
+        """The image Metadata and DescribeCluster answer from (client_apis.MetadataImage: `.cluster`,
+        `.replication`). On the active controller it includes its own writes before they commit."""
+        return self.controller
+
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.request(int(decoded.api_key), decoded.message)

@@ -66,9 +66,10 @@ class InboundHandler:
         if key == ApiKey.API_VERSIONS:
             return client_apis.api_versions(core, self.registry, message)
         if key == ApiKey.METADATA:
-            return client_apis.metadata(core, runtime.cluster_id, message)
+            return client_apis.metadata(core, runtime.cluster_id, message, client_apis.image_of(runtime.state_machine))
         if key == ApiKey.DESCRIBE_CLUSTER:
-            return client_apis.describe_cluster(core, runtime.cluster_id, message)
+            return client_apis.describe_cluster(core, runtime.cluster_id, message,
+                                                client_apis.image_of(runtime.state_machine))
         if key == ApiKey.PRODUCE:
             return await writes.produce(runtime, runtime.produce_enabled, message)
         if key == ApiKey.UPDATE_FEATURES:

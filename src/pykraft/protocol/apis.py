@@ -190,7 +190,7 @@ KRAFT_NODE_APIS = ApiRegistry.of(
         ApiKey.ALTER_PARTITION: (2, 3),
         ApiKey.UPDATE_FEATURES: (0, 2),
         ApiKey.FETCH_SNAPSHOT: (0, 1),
-        ApiKey.DESCRIBE_CLUSTER: (0, 1),
+        ApiKey.DESCRIBE_CLUSTER: (0, 2),  # v2 = IncludeFencedBrokers / IsFenced (KIP-1073)
         ApiKey.BROKER_REGISTRATION: (0, 4),
         ApiKey.BROKER_HEARTBEAT: (0, 1),
         ApiKey.CONTROLLER_REGISTRATION: (0, 0),
