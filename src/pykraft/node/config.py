@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -110,16 +110,34 @@ class NodeConfig:
     def security_protocol(self, listener_name: str) -> str:
         return self.listener_security_protocols.get(listener_name.upper(), "PLAINTEXT")
 
-    def advertised_controller_listeners(self) -> tuple[Listener, ...]:
-        """Each controller listener as advertised: from advertised.listeners if named there, else from listeners.
+    def broker_listener_names(self) -> tuple[str, ...]:
+        """The listeners a broker serves clients on: every bound listener that is not a controller listener."""
+        controller = set(self.controller_listener_names)
+        return tuple(listener.name for listener in self.listeners if listener.name not in controller)
 
-        Kafka's `effectiveAdvertisedControllerListeners`; an empty host (bind all interfaces) advertises this
-        machine's fully qualified name, as Kafka advertises the canonical host name.
-        """
+    def served_listener(self) -> Listener:
+        """The listener this process's server binds: the raft channel on a controller, else the broker's first
+        listener (config validation guarantees a broker has one)."""
+        if self.is_controller:
+            return self.controller_listener()
+        name = self.broker_listener_names()[0]
+        return next(listener for listener in self.listeners if listener.name == name)
+
+    def advertised_controller_listeners(self) -> tuple[Listener, ...]:
+        """Each controller listener as advertised (Kafka's `effectiveAdvertisedControllerListeners`)."""
+        return self._advertised(self.controller_listener_names)
+
+    def advertised_broker_listeners(self) -> tuple[Listener, ...]:
+        """Each broker listener as advertised, in `listeners` order (what BrokerRegistration announces)."""
+        return self._advertised(self.broker_listener_names())
+
+    def _advertised(self, names: Iterable[str]) -> tuple[Listener, ...]:
+        """From advertised.listeners if named there, else from listeners; an empty host (bind all interfaces)
+        advertises this machine's fully qualified name, as Kafka advertises the canonical host name."""
         advertised = {listener.name: listener for listener in self.advertised_listeners}
         bound = {listener.name: listener for listener in self.listeners}
         result = []
-        for name in self.controller_listener_names:
+        for name in names:
             listener = advertised.get(name) or bound.get(name)
             if listener is None:
                 continue

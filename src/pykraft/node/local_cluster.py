@@ -26,6 +26,7 @@ from pykraft.storage.meta_properties import read_meta_properties
 
 CLI = (sys.executable, "-m", "pykraft.cli.main")
 LISTENER = "CONTROLLER"
+BROKER_LISTENER = "PLAINTEXT"
 
 
 class LocalClusterError(Exception):
@@ -54,6 +55,7 @@ class LocalNode:
     directory_id: uuid.UUID
     initial_voter: bool
     extra: dict[str, str] = field(default_factory=dict)
+    is_broker: bool = False  # process.roles=broker (else controller)
     process: subprocess.Popen | None = None
 
     @property
@@ -83,35 +85,47 @@ class LocalNode:
 
 @dataclass
 class LocalCluster:
-    """`controllers` initial voters (ids 1..n) and `observers` controllers that start as observers (ids n+1..)."""
+    """`controllers` initial voters (ids 1..n), `observers` controllers that start as observers (the next ids)
+    and `brokers` broker processes (the ids after those)."""
 
     root: Path
     controllers: int = 3
     observers: int = 0
+    brokers: int = 0
     properties: Mapping[str, str] = field(default_factory=dict)  # extra keys for every node
     cluster_id: str = field(default_factory=lambda: uuid_to_kafka_str(uuid.uuid4()))
     nodes: dict[int, LocalNode] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
-        ports = free_ports(self.controllers + self.observers)
+        ports = free_ports(self.controllers + self.observers + self.brokers)
         for index, port in enumerate(ports):
             node_id = index + 1
             self.nodes[node_id] = LocalNode(node_id, port, self.root / f"node-{node_id}", uuid.uuid4(),
-                                            initial_voter=index < self.controllers)
+                                            initial_voter=index < self.controllers,
+                                            is_broker=index >= self.controllers + self.observers)
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [n.node_id for n in self.nodes.values() if n.is_broker]
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return [n.node_id for n in self.nodes.values() if not n.is_broker]
 
     # ---- configuration and formatting ------------------------------------------------------------------------
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values() if n.initial_voter)
 
     def config_text(self, node: LocalNode) -> str:
+        listener = BROKER_LISTENER if node.is_broker else LISTENER
         keys = {
-            "process.roles": "controller",
+            "process.roles": "broker" if node.is_broker else "controller",
             "node.id": str(node.node_id),
-            "listeners": f"{LISTENER}://127.0.0.1:{node.port}",
-            "advertised.listeners": f"{LISTENER}://127.0.0.1:{node.port}",
+            "listeners": f"{listener}://127.0.0.1:{node.port}",
+            "advertised.listeners": f"{listener}://127.0.0.1:{node.port}",
             "controller.listener.names": LISTENER,
-            "listener.security.protocol.map": f"{LISTENER}:PLAINTEXT",
+            "listener.security.protocol.map": f"{LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT",
             "log.dirs": str(node.data_dir),
             "metadata.log.dir": str(node.data_dir),
             "controller.quorum.bootstrap.servers": self.bootstrap_servers(),
@@ -125,10 +139,10 @@ class LocalCluster:
         node.config_path.write_text(self.config_text(node))
 
     def format(self, node: LocalNode, *flags: str) -> None:
-        """`pykraft storage format` for one node; voters get --initial-controllers, others
-        --no-initial-controllers, unless `flags` says otherwise."""
+        """`pykraft storage format` for one node; voters get --initial-controllers, other controllers
+        --no-initial-controllers, brokers no quorum flag, unless `flags` says otherwise."""
         self.write_config(node)
-        if not flags:
+        if not flags and not node.is_broker:
             initial = ",".join(n.voter_spec for n in self.nodes.values() if n.initial_voter)
             flags = ("--initial-controllers", initial) if node.initial_voter else ("--no-initial-controllers",)
         self.cli("storage", "format", "--config", str(node.config_path), "--cluster-id", self.cluster_id, *flags)
@@ -191,7 +205,13 @@ class LocalCluster:
         return node.process.returncode
 
     def stop_all(self, timeout: float = 30) -> dict[int, int | None]:
-        running = [n for n in self.nodes.values() if n.is_running()]
+        """SIGTERM to every node, brokers first: a broker's controlled shutdown needs the controllers up."""
+        self._stop_group([n for n in self.nodes.values() if n.is_broker and n.is_running()], timeout)
+        self._stop_group([n for n in self.nodes.values() if not n.is_broker and n.is_running()], timeout)
+        return {n.node_id: (n.process.returncode if n.process else None) for n in self.nodes.values()}
+
+    @staticmethod
+    def _stop_group(running: list[LocalNode], timeout: float) -> None:
         for node in running:
             node.process.send_signal(signal.SIGCONT)  # a paused node cannot handle SIGTERM
             node.process.send_signal(signal.SIGTERM)
@@ -202,7 +222,6 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 node.process.kill()
                 node.process.wait(timeout=30)
-        return {n.node_id: (n.process.returncode if n.process else None) for n in self.nodes.values()}
 
     def add_node(self, *, initial_voter: bool = False, extra: Mapping[str, str] | None = None) -> LocalNode:
         """A new controller (not yet formatted or started) with the next free id."""

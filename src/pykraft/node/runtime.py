@@ -195,18 +195,26 @@ class NodeRuntime:
         self._apply(self.core.initialize(storage.stored_election, now), now)
         self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"pykraft-core-{config.node_id}")
         self.server = FrameServer(self.inbound, ssl_context=server_tls, name=f"node-{config.node_id}")
-        listener = config.controller_listener()
+        listener = config.served_listener()
         self.address = await self.server.start(listener.host or "0.0.0.0", listener.port)
         if config.metrics_port is not None:
             self.metrics.serve(config.metrics_port)
 
     def _tls_contexts(self) -> tuple[Any, Any]:
+        """(server side: the listener this process binds, client side: the controller listener it fetches from);
+        each is None when that listener is not SSL."""
         config = self.config
-        if config.tls is None or config.security_protocol(config.controller_listener_name) != "SSL":
-            return None, None
         tls = config.tls
-        return (server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=tls.client_auth_required),
-                client_context(tls.cert_path, tls.key_path, tls.ca_path))
+        if tls is None:
+            return None, None
+        server = None
+        if config.security_protocol(config.served_listener().name) == "SSL":
+            server = server_context(tls.cert_path, tls.key_path, tls.ca_path,
+                                    require_client_cert=tls.client_auth_required)
+        client = None
+        if config.security_protocol(config.controller_listener_name) == "SSL":
+            client = client_context(tls.cert_path, tls.key_path, tls.ca_path)
+        return server, client
 
     async def run_until_stopped(self) -> None:
         await self._stopped.wait()

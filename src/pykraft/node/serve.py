@@ -3,6 +3,11 @@
 Exit codes: 0 after a clean stop (graceful resignation, flush, close); 1 when the configuration or the storage
 cannot be used (one line on stderr, Kafka's wording where Kafka has it), or when the node fails while running.
 A second signal during the graceful stop skips the wait for the hand-over (the data is flushed either way).
+
+A controller (`process.roles=controller`) runs the QuorumController as its state machine (controller_host.py); a
+broker (`process.roles=broker`) is an observer of the metadata log that registers and heartbeats
+(broker_host.py): its first signal starts a controlled shutdown, and the process exits once the controller let
+it go (or gave up: exit 1). Combined mode (`broker,controller` in one process) is refused for now.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pykraft.storage import StorageError
 
 from .config import ConfigError, load_config
 from .logs import configure_logging
+from .broker_host import BrokerHost, broker_runtime
 from .controller_host import controller_runtime
 
 PREFIX = "pykraft server: "
@@ -34,8 +40,9 @@ def run_server(config_path: str | Path) -> int:
         config = load_config(config_path)
     except ConfigError as exc:
         return _fail("; ".join(exc.problems))
-    if not config.is_controller:
-        return _fail("process.roles must contain 'controller': this runtime serves controllers only for now")
+    if config.is_controller and config.is_broker:
+        return _fail("process.roles=broker,controller (combined mode) is not supported: run the brokers and the "
+                     "controllers as separate processes")
     configure_logging(config.log_format, config.node_id)
     for warning in config.warnings:
         _log.warning(warning)
@@ -44,22 +51,32 @@ def run_server(config_path: str | Path) -> int:
 
 async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
     try:
-        runtime = controller_runtime(config)  # the QuorumController is the state machine of every controller
-    except ValueError as exc:  # BootstrapFileError, or a controller setting that is not a number
+        # The QuorumController is the state machine of every controller; a broker's is its metadata cache.
+        runtime = broker_runtime(config) if config.is_broker else controller_runtime(config)
+    except ValueError as exc:  # BootstrapFileError, or a setting that is not a number
         return _fail(str(exc))
     try:
         await runtime.start()
     except (StorageError, NetError, OSError) as exc:
         return _fail(str(exc))
+    broker = runtime.state_machine if isinstance(runtime.state_machine, BrokerHost) else None
+    if broker is not None:
+        broker.start()
     loop = asyncio.get_running_loop()
     signals = 0
+
+    async def graceful_stop() -> None:
+        if broker is not None:
+            done = await broker.controlled_shutdown()
+            _log.info("controlled shutdown %s: %s", "done" if done.clean else "failed", done.reason)
+        await runtime.stop(graceful=True)
 
     def on_signal() -> None:
         nonlocal signals
         signals += 1
         graceful = signals == 1
         _log.info("signal received: stopping (%s)", "graceful" if graceful else "without hand-over")
-        loop.create_task(runtime.stop(graceful=graceful))
+        loop.create_task(graceful_stop() if graceful else runtime.stop(graceful=False))
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
@@ -68,4 +85,16 @@ async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
     except BaseException as exc:  # the core or a durable write failed: the node must not go on
         _log.critical("node failed: %r", exc)
         return 1
+    finally:
+        if broker is not None:
+            broker.close()
+    return _broker_exit(broker) if broker is not None else 0
+
+
+def _broker_exit(broker: BrokerHost) -> int:
+    """0 after a clean controlled shutdown (or a stop before registering); 1 when the lifecycle gave up."""
+    finished = broker.finished
+    done = finished.result() if finished is not None and finished.done() else None
+    if done is not None and not done.clean:
+        return _fail(done.reason)
     return 0
