@@ -41,7 +41,7 @@ async def test_client_apis_describe_the_single_controller(tmp_path):
     try:
         versions = await call(port, ApiVersionsV3(client_software_name="test", client_software_version="1"))
         keys = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
-        assert keys[0] == (9, 12) and keys[3] == (0, 12) and keys[60] == (0, 1) and keys[52] == (0, 2)
+        assert keys[0] == (9, 12) and keys[3] == (0, 12) and keys[60] == (0, 2) and keys[52] == (0, 2)
         assert 62 not in keys  # BrokerRegistration is not served without a controller state machine
         assert {f.name: (f.min_version, f.max_version) for f in versions.supported_features} == {
             "metadata.version": (7, 27)}  # v3 omits ranges starting at 0 (kraft.version), KAFKA-17492
