@@ -282,3 +282,5 @@ def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], 
         at(world, probe.randint(2000, 4000), lambda w: plan.admin.set_target(target))
         plan.notes.append(f"reassign to {target}")
     return plan
+
+from pykraft.sim import metadata_scenarios  # noqa: E402,F401 - registers the metadata scenarios (it uses LeaderVictim)

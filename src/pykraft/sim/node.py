@@ -95,7 +95,7 @@ class SimNode:
                              cluster_id=CLUSTER_ID, bootstrap_servers=self.bootstrap)
         core_rng = random.Random(self.rng.getrandbits(64))
         self.core = RaftCore(local, self.config, self.disk.log, core_rng)
-        self.machine = SequenceMachine()
+        self.machine = self.new_machine()
         self.writes = PendingWrites(self)
         self.queue.clear()
         self.inbox.clear()
@@ -107,6 +107,10 @@ class SimNode:
             # `initialize` only restores state; the first poll (discovery fetch of an observer, a sole voter's
             # election) is the runtime's to make, as its event loop does right after start-up.
             self._input(lambda core: core.poll(self.now()))
+
+    def new_machine(self) -> Any:
+        """The state machine of a fresh start (a subclass hosting a controller or a broker brings its own)."""
+        return SequenceMachine()
 
     def kill(self, torn_probability: float = 0.0) -> None:
         if self.status is Status.DOWN:

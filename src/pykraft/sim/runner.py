@@ -192,6 +192,8 @@ def liveness_gaps(plan: Plan) -> list[str]:
         gaps.append(f"clients {busy} waiting")
     if plan.admin is not None and not plan.admin.done():
         gaps.append("reassignment pending")
+    for check in plan.gap_checks:
+        gaps += check()
     return gaps
 
 
@@ -214,6 +216,8 @@ def run_stats(plan: Plan, live_at: int | None) -> dict[str, Any]:
     }
     if plan.admin is not None:
         stats["admin"] = f"{plan.admin.stats.ok} ok, errors {plan.admin.stats.errors}, blocked {plan.admin.blocked}"
+    for hook in plan.stat_hooks:
+        stats.update(hook())
     if plan.notes:
         stats["notes"] = "; ".join(plan.notes)
     return stats

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pykraft.raft.config import QuorumConfig
 from pykraft.raft.log import BOOTSTRAP_SNAPSHOT_ID
@@ -44,6 +45,10 @@ class Plan:
     appender: SequenceAppender | None = None
     admin: AdminTool | None = None
     notes: list[str] = field(default_factory=list)
+    # Extra liveness conditions (each returns what still keeps the run from converging) and extra statistics,
+    # for scenarios that run more than the raft core (the metadata scenarios).
+    gap_checks: list[Callable[[], list[str]]] = field(default_factory=list)
+    stat_hooks: list[Callable[[], dict[str, Any]]] = field(default_factory=list)
 
 
 def bootstrap_log(voters: VoterSet) -> SimLog:
