@@ -1,13 +1,11 @@
-"""Snapshots on Kafka's byte trigger, loaded again at restart; metrics named after raft-metrics; UpdateFeatures
-refusals; version conversion of the core's fixed RPC versions."""
+"""Snapshots on Kafka's byte trigger, loaded again at restart; metrics named after raft-metrics; version conversion
+of the core's fixed RPC versions. (UpdateFeatures is the controller host's: tests/node/test_controller_features.py.)"""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
-from kio.static.primitive import i8, i16
 from prometheus_client import generate_latest
 
 from pykraft.node.runtime import NodeRuntime
@@ -66,25 +64,6 @@ async def test_metrics_follow_the_core(tmp_path):
         assert "kafka_raft_append_records_total 2.0" in text
         assert "kafka_raft_commit_latency_ms_count 1.0" in text
         assert "pykraft_fsyncs_total" in text and "kafka_raft_election_latency_ms_count 1.0" in text
-    finally:
-        await runtime.stop()
-
-
-@pytest.mark.asyncio
-async def test_update_features_refusals(tmp_path):
-    ports = {1: free_ports(1)[0]}
-    runtime = NodeRuntime(make_config(tmp_path, 1, ports))
-    await runtime.start()
-    try:
-        await wait_for(lambda: leader_of([runtime]) is not None)
-        request = UpdateFeaturesRequest(feature_updates=(
-            FeatureUpdateKey(feature="metadata.version", max_version_level=i16(27), upgrade_type=i8(1)),
-            FeatureUpdateKey(feature="kraft.version", max_version_level=i16(5), upgrade_type=i8(1))))
-        response = await call(ports[1], request)
-        errors = {r.feature: r.error_code for r in response.results}
-        assert errors == {"metadata.version": ErrorCode.INVALID_UPDATE_VERSION,
-                          "kraft.version": ErrorCode.INVALID_UPDATE_VERSION}
-        assert "not supported" in response.results[1].error_message
     finally:
         await runtime.stop()
 

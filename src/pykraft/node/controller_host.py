@@ -11,6 +11,10 @@ passed them (a result without records waits for every earlier write of this cont
 them). If leadership is lost first the caller gets NOT_CONTROLLER and the controller is rebuilt from the last
 snapshot plus the committed log, discarding the replays that never committed.
 
+UpdateFeatures is answered here too (the one place its rules run): metadata.version and other features become
+FeatureLevelRecords like any result; an accepted kraft.version change (`result.kraft_version_upgrade`) is asked of
+the raft core first (`_upgrade_kraft`), and its refusal answers INVALID_UPDATE_VERSION with nothing written.
+
 The leader's committed replay skips the offsets it replayed already (`_pending`); values that are not metadata
 records (the quickstart's Produce values) are counted in `undecodable_records` and skipped.
 
@@ -33,15 +37,18 @@ from kio.schema.delete_topics.v6 import response as delete_response
 
 from pykraft.controller.controller import (ALTER_PARTITION, BROKER_HEARTBEAT, BROKER_REGISTRATION,
                                           CONTROLLER_REGISTRATION, CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS,
-                                          UNREGISTER_BROKER, ControllerConfig, NotActiveControllerError,
-                                          QuorumController, UnsupportedControllerApiError)
-from pykraft.controller.result import ControllerResult
+                                          UNREGISTER_BROKER, UPDATE_FEATURES, ControllerConfig,
+                                          NotActiveControllerError, QuorumController, UnsupportedControllerApiError)
+from pykraft.controller.features import FeatureUpdateError, update_features_response
+from pykraft.controller.result import ControllerResult, KRaftVersionUpgrade
 from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
 from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.accumulator import RecordBatchTooLargeError
 from pykraft.raft.client import NotLeaderError
+from pykraft.raft.effects import Ready
 from pykraft.raft.log import RawSnapshotReader
+from pykraft.raft.voter_change import KRaftVersionUpgradeError
 from pykraft.records import RecordsError, iter_batches
 from pykraft.records.metadata.errors import MetadataRecordError
 from pykraft.records.metadata.frame import decode_metadata_record, encode_metadata_record
@@ -64,6 +71,7 @@ MIN_TICK_DELAY_S = 0.001
 HOST_APIS: Mapping[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ELECT_LEADERS: (0, 2), ALTER_PARTITION: (2, 3),
     BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0), CONTROLLER_REGISTRATION: (0, 0),
+    UPDATE_FEATURES: (0, 2),
 }
 
 
@@ -237,10 +245,31 @@ class ControllerHost:
         except Exception as exc:  # a controller bug met by a peer's request must not stop the core task
             _log.exception("controller failed on api key %d", api_key)
             return refuse(ErrorCode.UNKNOWN_SERVER_ERROR, repr(exc))
+        kraft_offset, kraft_ready = None, None
+        if result.kraft_version_upgrade is not None:
+            try:
+                kraft_offset, kraft_ready = self._upgrade_kraft(result.kraft_version_upgrade, now)
+            except KRaftVersionUpgradeError as exc:  # nothing written: the request is atomic
+                return refuse(ErrorCode.INVALID_UPDATE_VERSION, str(exc))
+            except NotLeaderError as exc:
+                return refuse(ErrorCode.NOT_CONTROLLER, str(exc))
+            next_offset = leader.accumulator.next_offset  # the control batch took offsets
         waiter, ready = self._write(result, now, next_offset)
+        if kraft_offset is not None and not result.records:
+            waiter = self.runtime.waiters.add(kraft_offset, leader.epoch)  # type: ignore[union-attr]
         accepted.set_result((result.response, waiter, next_offset))
         self._schedule_tick()
-        return ready
+        return _merged(kraft_ready, ready)
+
+    def _upgrade_kraft(self, upgrade: KRaftVersionUpgrade, now: int) -> tuple[int | None, Ready]:
+        """kraft.version is the raft layer's (a KRaftVersionRecord + VotersRecord control batch), asked for BEFORE the
+        FeatureLevelRecords of the same request are written, so a refusal leaves nothing behind (Kafka's
+        QuorumController.updateFeatures order). Their batch follows the control batch, so waiting for the records'
+        commit covers both; without records the answer waits for the control batch's offset."""
+        core = self.runtime.core  # type: ignore[union-attr]
+        offset, ready = core.upgrade_kraft_version(upgrade.version, now, upgrade.validate_only)
+        self.controller.note_kraft_version(core.kraft_version())
+        return offset, ready
 
     def _write(self, result: ControllerResult, now: int, next_offset: int,
                wait: bool = True) -> tuple[asyncio.Future[None] | None, Any]:
@@ -382,6 +411,13 @@ class ControllerHost:
         return False
 
 
+def _merged(first: Ready | None, second: Ready | None) -> Ready | None:
+    """Two core calls in one input each drain the core's effects into their own Ready: run both, in order."""
+    if first is None or second is None:
+        return second if first is None else first
+    return Ready(first.effects + second.effects, min(first.wakeup_ms, second.wakeup_ms))
+
+
 def _failed(error: ErrorCode, message: str) -> asyncio.Future[None]:
     future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     future.set_exception(WriteFailed(error, message))
@@ -390,7 +426,11 @@ def _failed(error: ErrorCode, message: str) -> asyncio.Future[None]:
 
 def error_reply(api_key: int, message: Any, error: ErrorCode, text: str) -> Any:
     """`error` for every part of `message`: per topic for CreateTopics / DeleteTopics (no top-level error code),
-    at the top level for the others. CreateTopics / DeleteTopics answers come at v7 / v6, like the controller's."""
+    at the top level for the others (UpdateFeatures v0-v1 also per feature, as the controller answers its own
+    refusals). CreateTopics / DeleteTopics answers come at v7 / v6, like the controller's."""
+    if api_key == UPDATE_FEATURES:
+        return update_features_response(int(message.__version__), [u.feature for u in message.feature_updates],
+                                        FeatureUpdateError(error, text))
     if api_key == CREATE_TOPICS:
         return create_response.CreateTopicsResponse(throttle_time=ZERO_THROTTLE, topics=tuple(
             create_response.CreatableTopicResult(name=t.name, topic_id=None, error_code=error, error_message=text,

@@ -3,9 +3,9 @@
 - A frame that does not decode (unknown api key, malformed header or body, a version no error answer can be built
   for) closes the connection and is counted, as Kafka does.
 - A version the node does not support gets Kafka's UNSUPPORTED_VERSION answer (built by the codec).
-- ApiVersions, Metadata and DescribeCluster are answered here from the core's state (client_apis.py); Produce and
-  UpdateFeatures wait for their writes to commit (writes.py); the raft RPCs go through the core's input queue and
-  come back at the version the request used (versions.py).
+- ApiVersions, Metadata and DescribeCluster are answered here from the core's state (client_apis.py); Produce
+  waits for its write to commit (writes.py); UpdateFeatures is the controller host's (an extra handler); the raft
+  RPCs go through the core's input queue and come back at the version the request used (versions.py).
 - DescribeQuorum reaching a node that is not the leader is forwarded to the leader (`_forward_to_leader`).
 - Extra handlers (the controller's RPCs, later) plug in by api key.
 """
@@ -72,8 +72,6 @@ class InboundHandler:
                                                 client_apis.image_of(runtime.state_machine))
         if key == ApiKey.PRODUCE:
             return await writes.produce(runtime, runtime.produce_enabled, message)
-        if key == ApiKey.UPDATE_FEATURES:
-            return await writes.update_features(runtime, message)
         if key == ApiKey.DESCRIBE_QUORUM:
             forwarded = await self._forward_to_leader(to_core_request(message))
             if forwarded is not None:
@@ -107,8 +105,8 @@ class InboundHandler:
 def served_registry(registry: ApiRegistry, extra: Mapping[int, ExtraHandler] | None) -> ApiRegistry:
     """`registry` without the APIs nobody on this node answers (the controller RPCs until a controller plugs in):
     advertising them would invite requests that could only be dropped."""
-    served = {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.PRODUCE, ApiKey.UPDATE_FEATURES,
-              *CORE_VERSIONS, *(extra or {})}
+    served = {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.PRODUCE, *CORE_VERSIONS,
+              *(extra or {})}  # UpdateFeatures is the controller's (an extra handler): a raft-only node has no rules
     for key in registry.api_keys:
         if key not in served:
             registry = registry.without(key)

@@ -1,8 +1,9 @@
-"""Client writes through the runtime: Produce to `__cluster_metadata` and UpdateFeatures of kraft.version.
+"""Client writes through the runtime: Produce to `__cluster_metadata`, and the commit waiters every write uses.
 
-Both append on the leader and answer only once the high watermark has passed what they wrote
-(`CommitWaiters`), or fail with NOT_LEADER_OR_FOLLOWER when this node stops leading the epoch it wrote in first
-(Kafka's appendPurgatory completes exceptionally on resignation). Produce is off unless the config has
+UpdateFeatures is not here: the controller host answers it (node/controller_host.py), with the controller's rules
+for metadata.version and the raft core for kraft.version. A write appends on the leader and answers only once the
+high watermark has passed what it wrote (`CommitWaiters`), or fails with NOT_LEADER_OR_FOLLOWER when this node stops
+leading the epoch it wrote in first (Kafka's appendPurgatory completes exceptionally on resignation). Produce is off unless the config has
 `pykraft.produce.enable=true`: the metadata log belongs to the controller, and a stray producer must not be able
 to write into it by accident; refused writes get TOPIC_AUTHORIZATION_FAILED with a message saying how to enable.
 Only acks=-1 is accepted (acks=0 gets no answer, as Kafka never answers those; acks=1 gets INVALID_REQUIRED_ACKS):
@@ -27,7 +28,6 @@ from pykraft.records import RecordsError, iter_batches
 from .versions import to_request_version
 
 PRODUCE_ENABLE_KEY = "pykraft.produce.enable"
-KRAFT_VERSION = "kraft.version"
 ZERO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
@@ -84,11 +84,9 @@ class CommitWaiters:
 
 
 class Writer(Protocol):
-    """What the runtime offers: both raise WriteFailed, and return once committed."""
+    """What the runtime offers: raises WriteFailed, returns once committed."""
 
     async def append_committed(self, values: list[bytes]) -> int: ...
-
-    async def upgrade_kraft_committed(self, version: int, validate_only: bool) -> None: ...
 
 
 def produce_enabled(raw: Any) -> bool:
@@ -143,27 +141,4 @@ async def _produce_partition(writer: Writer, enabled: bool, acks: int, topic: st
         return exc.error, str(exc), -1
 
 
-async def update_features(writer: Writer, request: Any) -> Any:
-    version = int(request.__version__)
-    validate_only = bool(getattr(request, "validate_only", False))
-    results = []
-    for update in request.feature_updates:
-        error, message = ErrorCode.NONE, None
-        if update.feature != KRAFT_VERSION:
-            error, message = ErrorCode.INVALID_UPDATE_VERSION, f"this node only finalizes {KRAFT_VERSION}"
-        else:
-            try:
-                await writer.upgrade_kraft_committed(int(update.max_version_level), validate_only)
-            except WriteFailed as exc:
-                error, message = exc.error, str(exc)
-        results.append((update.feature, error, message))
-    ns = importlib.import_module(response_class(ApiKey.UPDATE_FEATURES, 1).__module__)
-    first_error = next(((e, m) for _, e, m in results if e != ErrorCode.NONE), (ErrorCode.NONE, None))
-    top_error, top_message = first_error if version >= 2 else (ErrorCode.NONE, None)
-    response = ns.UpdateFeaturesResponse(
-        throttle_time=ZERO_THROTTLE, error_code=top_error, error_message=top_message,
-        results=tuple(ns.UpdatableFeatureResult(feature=f, error_code=e, error_message=m) for f, e, m in results))
-    return to_request_version(response, version)
-
-
-__all__ = ["CommitWaiters", "WriteFailed", "produce", "produce_enabled", "update_features"]
+__all__ = ["CommitWaiters", "WriteFailed", "produce", "produce_enabled"]
