@@ -143,6 +143,7 @@ class ControllerHost:
         self.snapshots_loaded = 0
         self.rebuilds = 0
         self.not_controller_answers = 0
+        self.last_applied_timestamp_ms: int | None = None  # append time of the last committed batch (lag metric)
 
     def bind(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
@@ -168,6 +169,7 @@ class ControllerHost:
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
         for batch in iter_batches(batches, verify_crc=False):
+            self.last_applied_timestamp_ms = batch.max_timestamp
             if batch.is_control:
                 continue
             for record in batch.records():

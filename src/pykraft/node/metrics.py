@@ -14,6 +14,15 @@ Mapping (Kafka JMX `kafka.server:type=raft-metrics,name=X` -> Prometheus `kafka_
   by this leader), `kafka_raft_fetch_records_total` (log growth through fetches as a follower);
 - pykraft's own: `pykraft_fsyncs_total`, `pykraft_flush_requests_total` (their ratio shows group commit),
   `pykraft_bad_frames_total`, `pykraft_outbound_failures_total`, `pykraft_snapshots_total`.
+
+Controller metrics (reference §7.2), only when the state machine is a ControllerHost: every value of
+`QuorumController.metrics()` as a gauge named the way Prometheus' JMX exporter names a Kafka MBean with
+`lowercaseOutputName: true`: `kafka.controller:type=KafkaController,name=X` -> `kafka_controller_kafkacontroller_`
++ X lowercased (domain, type and name joined by "_", dots as "_"), e.g. ActiveControllerCount ->
+`kafka_controller_kafkacontroller_activecontrollercount`. The host adds LastCommittedRecordOffset,
+LastAppliedRecordTimestamp and LastAppliedRecordLagMs (now minus the append time of the last committed batch; -1
+before any), and its own counters `pykraft_controller_undecodable_records_total`, `..._rebuilds_total`,
+`..._not_controller_answers_total`, `..._snapshots_loaded_total`.
 Each runtime has its own registry, so several nodes can live in one process (tests).
 """
 
@@ -117,9 +126,38 @@ class NodeMetrics:
         }
         for key, value in counters.items():
             yield CounterMetricFamily(key, key.replace("_", " "), value=value)
+        yield from _controller_families(runtime.state_machine, runtime.clock())
 
     def describe(self) -> list:
         return []  # collected on demand: nothing to describe up front (and no scrape at registration)
+
+
+CONTROLLER_PREFIX = "kafka_controller_kafkacontroller_"
+
+
+def controller_metric_name(kafka_name: str) -> str:
+    """The JMX exporter's name for `kafka.controller:type=KafkaController,name=<kafka_name>` (lowercased)."""
+    return CONTROLLER_PREFIX + kafka_name.lower()
+
+
+def _controller_families(state_machine: Any, now_ms: int) -> Any:
+    from .controller_host import ControllerHost  # the host imports the controller: only load it when asked
+
+    if not isinstance(state_machine, ControllerHost):
+        return
+    values = state_machine.controller.metrics().by_kafka_name()
+    stamp = state_machine.last_applied_timestamp_ms
+    values["LastCommittedRecordOffset"] = state_machine.committed_offset
+    values["LastAppliedRecordTimestamp"] = -1 if stamp is None else stamp
+    values["LastAppliedRecordLagMs"] = -1 if stamp is None else max(0, now_ms - stamp)
+    for kafka_name, value in values.items():
+        yield GaugeMetricFamily(controller_metric_name(kafka_name), f"KafkaController {kafka_name}", value=value)
+    counters = {"undecodable_records": state_machine.undecodable_records, "rebuilds": state_machine.rebuilds,
+                "not_controller_answers": state_machine.not_controller_answers,
+                "snapshots_loaded": state_machine.snapshots_loaded}
+    for key, value in counters.items():
+        yield CounterMetricFamily(f"pykraft_controller_{key}", f"controller host {key.replace('_', ' ')}",
+                                  value=value)
 
 
 def _uncommitted_change(core: Any) -> bool:

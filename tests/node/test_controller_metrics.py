@@ -1,0 +1,86 @@
+"""Controller metrics on the node's Prometheus endpoint: KafkaController gauges under the JMX exporter's names, the
+controller host's counters, and none of them on a node without a controller host."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from pykraft.controller.controller import CREATE_TOPICS
+from pykraft.controller.metrics import KAFKA_NAMES
+from pykraft.node.controller_host import ControllerHost, controller_runtime
+from pykraft.node.metrics import controller_metric_name
+from pykraft.node.runtime import NodeRuntime
+from pykraft.protocol.errors import ErrorCode
+
+from .helpers import call, free_ports, leader_of, make_config, produce_request, wait_for
+from .test_controller_host import create_topic, heartbeat, registration
+
+
+def samples(text: str) -> dict[str, float]:
+    return {sample.name: sample.value for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        return answer.read().decode()
+
+
+def test_controller_metric_names_follow_the_jmx_exporter_convention():
+    assert controller_metric_name("ActiveControllerCount") == "kafka_controller_kafkacontroller_activecontrollercount"
+    assert controller_metric_name("LastAppliedRecordLagMs") == "kafka_controller_kafkacontroller_lastappliedrecordlagms"
+
+
+@pytest.mark.asyncio
+async def test_active_controller_publishes_its_metrics_on_the_metrics_port(tmp_path):
+    port, metrics_port = free_ports(2)
+    runtime = controller_runtime(make_config(tmp_path, 1, {1: port}, extra=f"pykraft.metrics.port={metrics_port}\n"
+                                                                     "metadata.max.idle.interval.ms=0"))
+    await runtime.start()
+    try:
+        host = runtime.state_machine
+        assert isinstance(host, ControllerHost)
+        await wait_for(lambda: leader_of([runtime]) is not None and host.controller.active)
+        answer = await call(port, registration())
+        await call(port, heartbeat(int(answer.broker_epoch), runtime.core.high_watermark))
+        created = await host.request(CREATE_TOPICS, create_topic("m", 3))
+        assert created.topics[0].error_code == ErrorCode.NONE
+        await call(port, produce_request([b"not-a-record"]))
+        # No NoOpRecords (idle interval 0): once everything is applied the values stand still for the scrape.
+        await wait_for(lambda: host.undecodable_records == 1
+                       and host.committed_offset == runtime.core.log.end_offset() - 1)
+        values = samples(await asyncio.to_thread(scrape, metrics_port))
+        expected = host.controller.metrics().by_kafka_name()
+        for kafka_name in KAFKA_NAMES.values():  # every ControllerMetrics value, under its exporter name
+            assert values[controller_metric_name(kafka_name)] == expected[kafka_name]
+        gauge = lambda name: values[controller_metric_name(name)]  # noqa: E731
+        assert gauge("ActiveControllerCount") == 1 and gauge("NewActiveControllersCount") == 1
+        assert gauge("ActiveBrokerCount") == 1 and gauge("FencedBrokerCount") == 0
+        assert gauge("GlobalTopicCount") == 1 and gauge("GlobalPartitionCount") == 3
+        assert gauge("OfflinePartitionsCount") == 0
+        assert gauge("LastCommittedRecordOffset") == host.committed_offset > 0
+        assert gauge("LastAppliedRecordTimestamp") > 0 and gauge("LastAppliedRecordLagMs") >= 0
+        assert values["pykraft_controller_undecodable_records_total"] == 1
+        assert values["pykraft_controller_not_controller_answers_total"] == 0
+        assert values["pykraft_controller_rebuilds_total"] == 0
+        assert values["pykraft_controller_snapshots_loaded_total"] == 0
+    finally:
+        await runtime.stop(graceful=False)
+
+
+@pytest.mark.asyncio
+async def test_a_node_without_a_controller_host_has_no_controller_metrics(tmp_path):
+    ports = {1: free_ports(1)[0]}
+    runtime = NodeRuntime(make_config(tmp_path, 1, ports))
+    await runtime.start()
+    try:
+        await wait_for(lambda: leader_of([runtime]) is not None)
+        text = generate_latest(runtime.metrics.registry).decode()
+        assert "kafka_raft_current_epoch" in text  # the raft metrics are there
+        assert "kafka_controller_" not in text and "pykraft_controller_" not in text
+    finally:
+        await runtime.stop()
