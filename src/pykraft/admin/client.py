@@ -42,9 +42,9 @@ from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.raft.reconfig_messages import add_voter_request, api_versions_request, remove_voter_request
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
-from . import responses
-from .errors import AdminError, DeadlineError, OutcomeUnknownError, UnreachableError
-from .model import ClusterInfo, FeatureMetadata, QuorumInfo
+from . import responses, topics
+from .errors import AdminError, DeadlineError, OutcomeUnknownError, TopicError, UnreachableError
+from .model import BrokerInfo, ClusterInfo, FeatureMetadata, QuorumInfo, TopicCreated, TopicDescription
 from .responses import Outcome
 from .transport import Transport, TransportConnectError, TransportError, default_transport
 
@@ -105,6 +105,9 @@ class AdminClient:
         self._next_bootstrap = 0
         self._leader: Address | None = None
         self._cluster: ClusterInfo | None = None  # the last DescribeCluster answer: node id -> address
+        # --bootstrap-server only: the active controller found after a NOT_CONTROLLER (see _controller_address).
+        self._active_controller: Address | None = None
+        self._rediscover = False
 
     async def __aenter__(self) -> AdminClient:
         return self
@@ -163,6 +166,104 @@ class AdminClient:
         except AdminError as exc:
             return dict.fromkeys(levels, exc)
         return responses.feature_update_results(response, levels)
+
+    # ---- topics and brokers -----------------------------------------------------------------------------------
+    async def create_topics(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
+                            replica_assignment: Sequence[Sequence[int]] | None = None,
+                            configs: Mapping[str, str] | None = None, validate_only: bool = False) -> TopicCreated:
+        """CreateTopics for one topic at the active controller; None = the cluster default. A refusal raises
+        TopicError (TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, ...). A retry after an attempt whose answer
+        was lost can meet TOPIC_ALREADY_EXISTS for the topic that attempt created, as with Kafka's admin client."""
+        message = topics.create_topics_request(name, partitions, replication_factor, replica_assignment, configs,
+                                               validate_only, self._server_timeout_ms())
+        try:
+            response = await self._controller_call(f"creating topic {name}", lambda: message, topics.create_outcome)
+        except TopicError:
+            raise
+        except AdminError as exc:
+            raise TopicError(name, exc.code, exc.message) from None
+        return topics.topic_created(response)
+
+    async def delete_topics(self, names_or_ids: Iterable[str | uuid.UUID]) -> None:
+        """DeleteTopics at the active controller. Topics answered with a retriable error are sent again (alone);
+        the first topic refused for good raises TopicError once every topic has its answer."""
+        pending = list(dict.fromkeys(names_or_ids))
+        refused: list[TopicError] = []
+
+        def outcome(response: Any) -> Outcome:
+            retry = None
+            for key, error in topics.delete_results(response, pending).items():
+                if error is not None and error.code in RETRIABLE:
+                    retry = retry or error
+                    continue
+                pending.remove(key)
+                if error is not None:
+                    refused.append(error)
+            return Outcome(retry.code, retry.message) if retry is not None else Outcome(ErrorCode.NONE)
+
+        if pending:
+            await self._controller_call("DeleteTopics", lambda: topics.delete_topics_request(
+                pending, self._server_timeout_ms()), outcome)
+        if refused:
+            raise refused[0]
+
+    async def describe_topics(self, names: Iterable[str] | None = None) -> list[TopicDescription]:
+        """Metadata v12 of the named topics (None: every topic), sorted by name; an unknown name raises TopicError."""
+        message = topics.metadata_request(None if names is None else list(names))
+        response = await self._leader_call("Metadata", message, lambda _: Outcome(ErrorCode.NONE))
+        found, errors = topics.topic_descriptions(response)
+        if errors:
+            raise errors[0]
+        return found
+
+    async def list_brokers(self) -> list[BrokerInfo]:
+        """The registered brokers, fenced ones included (DescribeCluster v2), by id. A node without registered
+        brokers answers with the controllers (see node/client_apis.py), which are then listed unfenced."""
+        response = await self._leader_call("DescribeCluster", topics.describe_brokers_request(),
+                                           responses.simple_outcome)
+        return topics.broker_infos(response)
+
+    async def _controller_call(self, what: str, build: Callable[[], Any],
+                               outcome_of: Callable[[Any], Outcome]) -> Any:
+        """Send `build()` to the active controller until it answers something other than a retriable error."""
+        async def attempt(remaining_ms: int) -> Any:
+            timeout_ms = min(self._request_timeout_ms, remaining_ms)
+            address = await self._controller_address(timeout_ms)
+            response = await self._exchange(address, build(), timeout_ms)
+            outcome = outcome_of(response)
+            if outcome.code == ErrorCode.NONE:
+                return response
+            if outcome.code in LEADER_MOVED:
+                self._forget_leader(outcome.leader_hint)
+                self._active_controller, self._rediscover = None, True
+            if outcome.code in RETRIABLE:
+                raise _Retry(address, f"{_text(address)} answered {outcome.code.name}", maybe_applied=False,
+                             answered=True)
+            raise AdminError(outcome.code, outcome.message)
+
+        return await self._retrying(what, attempt)
+
+    async def _controller_address(self, timeout_ms: int) -> Address:
+        """With --bootstrap-controller: the raft leader (the active controller). With --bootstrap-server: the
+        bootstrap node (a Kafka broker forwards controller requests); after it answered NOT_CONTROLLER, the
+        controller its DescribeCluster (endpoint type 2) names, else the next bootstrap address."""
+        if self._kind == "controller":
+            return await self._leader_address(timeout_ms)
+        if self._active_controller is None and self._rediscover:
+            self._rediscover = False
+            self._active_controller = await self._find_active_controller(timeout_ms)
+        return self._active_controller or self._bootstrap[self._next_bootstrap % len(self._bootstrap)]
+
+    async def _find_active_controller(self, timeout_ms: int) -> Address | None:
+        address = self._bootstrap[self._next_bootstrap % len(self._bootstrap)]
+        message = dc_req.DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=i8(2))
+        response = await self._exchange(address, message, timeout_ms)
+        if responses.simple_outcome(response).code != ErrorCode.NONE:  # e.g. a broker: UNSUPPORTED_ENDPOINT_TYPE
+            self._next_bootstrap += 1
+            return None
+        info = responses.cluster_info(response)
+        node = info.node(info.controller_id) if info.controller_id >= 0 else None
+        return None if node is None else (node.host, node.port)
 
     # ---- the retry loop -------------------------------------------------------------------------------------
     async def _retrying(self, what: str, attempt: Callable[[int], Awaitable[T]],

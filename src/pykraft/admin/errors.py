@@ -1,6 +1,8 @@
 """Exceptions the admin client raises. Every one has a one-line `str()` that the CLI prints as is.
 
 - `AdminError`: the server answered with an error that retrying will not fix (Kafka's name + its message).
+- `TopicError`: an `AdminError` for one topic of a CreateTopics / DeleteTopics / Metadata answer (`topic`;
+  `code` is Kafka's error, e.g. TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION; `message` the server's text).
 - `UnreachableError`: no bootstrap address ever answered before the deadline.
 - `DeadlineError`: retriable errors (no leader yet, NOT_LEADER_OR_FOLLOWER, time-outs) until the deadline.
 - `OutcomeUnknownError`: a voter change that may or may not have been applied (see client.py).
@@ -17,6 +19,7 @@ __all__ = [
     "AdminError",
     "DeadlineError",
     "OutcomeUnknownError",
+    "TopicError",
     "UnreachableError",
 ]
 
@@ -35,6 +38,21 @@ class AdminError(AdminClientError):
 
     def __str__(self) -> str:
         return f"{self.code.name}: {self.message}" if self.message else self.code.name
+
+
+class TopicError(AdminError):
+    """A per-topic error; `message` defaults to Kafka's wording for the common codes, so it can be printed as is."""
+
+    def __init__(self, topic: str, code: ErrorCode, message: str | None = None) -> None:
+        self.topic = topic
+        super().__init__(code, message or _TOPIC_MESSAGES.get(code, "").format(topic=topic) or None)
+
+
+_TOPIC_MESSAGES = {
+    ErrorCode.TOPIC_ALREADY_EXISTS: "Topic '{topic}' already exists.",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+    ErrorCode.UNKNOWN_TOPIC_ID: "This server does not host this topic ID.",
+}
 
 
 class UnreachableError(AdminClientError):

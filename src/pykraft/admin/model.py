@@ -17,13 +17,17 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey, VoterNode, VoterSet, normalize_directory_id
 
 __all__ = [
+    "BrokerInfo",
     "ClusterInfo",
     "ClusterNode",
     "FeatureMetadata",
     "FinalizedRange",
+    "PartitionInfo",
     "QuorumInfo",
     "ReplicaState",
     "SupportedRange",
+    "TopicCreated",
+    "TopicDescription",
     "error_code_of",
 ]
 
@@ -133,3 +137,52 @@ class FeatureMetadata:
     def __post_init__(self) -> None:
         object.__setattr__(self, "supported", MappingProxyType(dict(self.supported)))
         object.__setattr__(self, "finalized", MappingProxyType(dict(self.finalized)))
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """One partition as Metadata describes it. `leader` is None when the partition has no reachable leader
+    (Kafka's LEADER_NOT_AVAILABLE); `offline` are the replicas whose broker is fenced or not registered."""
+
+    partition: int
+    leader: int | None
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline: tuple[int, ...] = ()
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    name: str
+    topic_id: uuid.UUID | None
+    partitions: tuple[PartitionInfo, ...]  # by partition index
+    is_internal: bool = False
+
+    @property
+    def replication_factor(self) -> int:
+        """Of the first partition, as kafka-topics prints it (0 for a topic without partitions)."""
+        return len(self.partitions[0].replicas) if self.partitions else 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCreated:
+    """CreateTopics' answer for one topic (with validate_only: what would have been created)."""
+
+    name: str
+    topic_id: uuid.UUID | None
+    partitions: int
+    replication_factor: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+    fenced: bool
