@@ -1,9 +1,14 @@
 """`pykraft features`: Kafka's kafka-features `describe` and `upgrade` against the controller quorum.
 
-describe prints one line per supported feature (reference §6.3). upgrade sends UpdateFeatures (upgrade type 1,
-ValidateOnly with --dry-run) and prints Kafka's per-feature result lines; any failed feature makes the tool exit 1
-with "N out of M operation(s) failed." on stderr, as Kafka's tool does. `upgrade --feature kraft.version=1` is the
-static-to-dynamic quorum conversion (KAFKA-16538).
+describe prints one line per supported feature (reference §6.3), metadata.version levels as release names
+("4.1-IV1", Kafka's MetadataVersion). upgrade sends UpdateFeatures (upgrade type 1, ValidateOnly with --dry-run) to
+the active controller, which decides (downgrades, unknown features and unsupported levels are refused there), and
+prints Kafka's per-feature result lines; any failed feature makes the tool exit 1 with "N out of M operation(s)
+failed." on stderr, as Kafka's tool does. The metadata.version to upgrade to is given as `--metadata 4.1-IV1`,
+`--release-version 4.1-IV1` (Kafka 4's name for the same; pykraft finalizes no other feature a release implies, so
+both set metadata.version only) or `--feature metadata.version=27`; a bare release ("4.0") means its latest level,
+as Kafka's MetadataVersion.fromVersionString reads it. `upgrade --feature kraft.version=1` is the static-to-dynamic
+quorum conversion (KAFKA-16538).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Annotated
 import typer
 
 from pykraft.admin.client import AdminClient
+from pykraft.storage.format_options import FormatError, parse_release_version
 
 from . import quorum_output as out
 from .metadata_quorum_cmd import (
@@ -60,16 +66,17 @@ def upgrade(
     feature: Annotated[list[str] | None, typer.Option(
         "--feature", help="A feature upgrade in feature=level form, e.g. kraft.version=1 (repeatable).")] = None,
     metadata: Annotated[str | None, typer.Option(
-        "--metadata", help="The metadata.version to upgrade to, e.g. 4.1-IV1.")] = None,
+        "--metadata", help="The metadata.version to upgrade to, e.g. 4.1-IV1 or 4.0.")] = None,
+    release_version: Annotated[str | None, typer.Option(
+        "--release-version", help="The release whose metadata.version to upgrade to, e.g. 4.1-IV1 or 4.0.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate the upgrade, but do not perform it.")] = False,
 ) -> None:
     """Upgrade one or more feature flags."""
+    if metadata is not None and release_version is not None:
+        raise ToolFailure("Only one of --metadata and --release-version can be given.")
     levels: dict[str, int] = {}
-    if metadata is not None:
-        if metadata not in out.METADATA_VERSION_LEVELS:
-            raise ToolFailure(f"Unsupported metadata version {metadata}. Supported metadata versions are "
-                              + ", ".join(out.METADATA_VERSION_LEVELS))
-        levels["metadata.version"] = out.METADATA_VERSION_LEVELS[metadata]
+    if metadata is not None or release_version is not None:
+        levels["metadata.version"] = _metadata_level(metadata if metadata is not None else release_version)
     try:
         for name, level in out.parse_levels(feature or []).items():
             if name in levels:
@@ -92,3 +99,11 @@ def upgrade(
                                            dry_run))
     if failures:
         raise ToolFailure(f"{failures} out of {len(levels)} operation(s) failed.")
+
+
+def _metadata_level(text: str) -> int:
+    try:
+        return parse_release_version(text)
+    except FormatError:
+        raise ToolFailure(f"Unsupported metadata version {text}. Supported metadata versions are "
+                          + ", ".join(out.METADATA_VERSION_LEVELS)) from None

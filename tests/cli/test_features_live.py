@@ -1,0 +1,88 @@
+"""`pykraft features upgrade` against a running controller (in-process, 127.0.0.1): --metadata with a release name
+or a bare release, --feature metadata.version=N, --release-version, --dry-run, and the controller's refusals
+(downgrade, unknown feature, level out of range) as Kafka's lines with exit 1. The CLI runs in a worker thread
+(it has its own event loop) while the node serves on the test's loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import pytest_asyncio
+from typer.testing import CliRunner
+
+from pykraft.cli.main import app
+from pykraft.node.controller_host import ControllerHost, controller_runtime
+from pykraft.storage.format import FormatPlan, bootstrap_checkpoint_bytes
+
+# tests/ is on sys.path (pytest's rootdir-based import of the tests/<area> packages)
+from node.helpers import free_ports, leader_of, make_config, wait_for
+
+runner = CliRunner()
+
+
+@pytest_asyncio.fixture()
+async def controller(tmp_path):
+    ports = {1: free_ports(1)[0]}
+    config = make_config(tmp_path, 1, ports)
+    (tmp_path / "node-1" / "bootstrap.checkpoint").write_bytes(bootstrap_checkpoint_bytes(FormatPlan(21, 0, ()), 0))
+    runtime = controller_runtime(config)
+    await runtime.start()
+    host = runtime.state_machine
+    assert isinstance(host, ControllerHost)
+    await wait_for(lambda: leader_of([runtime]) is not None and host.controller.features.metadata_version == 21)
+    try:
+        yield ports[1], host
+    finally:
+        await runtime.stop(graceful=False)
+
+
+async def features(port: int, *args: str):
+    return await asyncio.to_thread(runner.invoke, app, ["features", "--bootstrap-controller", f"127.0.0.1:{port}",
+                                                        *args])
+
+
+@pytest.mark.asyncio
+async def test_upgrade_metadata_version_by_release_by_level_and_by_release_version(controller):
+    port, host = controller
+    dry = await features(port, "upgrade", "--metadata", "4.0", "--dry-run")
+    assert (dry.exit_code, dry.stdout) == (0, "metadata.version can be upgraded to 25.\n"), dry.stderr
+    assert host.controller.features.metadata_version == 21  # a dry run changes nothing
+    result = await features(port, "upgrade", "--metadata", "4.0")  # a bare release: its latest level, 4.0-IV3
+    assert (result.exit_code, result.stdout) == (0, "metadata.version was upgraded to 25.\n"), result.stderr
+    assert host.controller.features.metadata_version == 25
+    result = await features(port, "upgrade", "--feature", "metadata.version=26")
+    assert (result.exit_code, result.stdout) == (0, "metadata.version was upgraded to 26.\n"), result.stderr
+    result = await features(port, "upgrade", "--release-version", "4.1-IV1")
+    assert (result.exit_code, result.stdout) == (0, "metadata.version was upgraded to 27.\n"), result.stderr
+    assert host.controller.features.metadata_version == 27
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("args", "line"), [
+    (["--metadata", "3.8"], "Could not upgrade metadata.version to 20. INVALID_UPDATE_VERSION: Invalid update "
+                            "version 20 for feature metadata.version. Can't downgrade the version of this feature"),
+    (["--feature", "foo.version=1"], "Could not upgrade foo.version to 1. INVALID_UPDATE_VERSION: Invalid update "
+                                     "version 1 for feature foo.version. Local controller 1 does not support this "
+                                     "feature."),
+    (["--feature", "metadata.version=28"], "Could not upgrade metadata.version to 28. INVALID_UPDATE_VERSION: "
+                                           "Invalid update version 28 for feature metadata.version. Local "
+                                           "controller 1 only supports versions 7-27."),
+], ids=["downgrade", "unknown-feature", "level-out-of-range"])
+async def test_refusals_print_kafkas_line_and_exit_1(controller, args, line):
+    port, host = controller
+    result = await features(port, "upgrade", *args)
+    assert result.exit_code == 1
+    assert result.stdout.startswith(line)
+    assert result.stderr == "pykraft features: 1 out of 1 operation(s) failed.\n"
+    assert host.controller.features.metadata_version == 21
+
+
+@pytest.mark.asyncio
+async def test_metadata_and_release_version_together_are_refused_before_sending(controller):
+    port, _ = controller
+    result = await features(port, "upgrade", "--metadata", "4.0", "--release-version", "4.1")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == "pykraft features: Only one of --metadata and --release-version can be given.\n"
+    unknown = await features(port, "upgrade", "--release-version", "9.9")
+    assert unknown.exit_code == 1 and "Unsupported metadata version 9.9." in unknown.stderr
