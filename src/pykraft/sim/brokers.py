@@ -102,6 +102,7 @@ class BrokerNode(SimNode):
         self.previous_epoch = -1
         self.incarnations: list[uuid.UUID] = []
         self.clean_stops = 0
+        self.isr_shrinks = self.isr_expands = 0  # over every incarnation
         self.states: list[BrokerState] = []
         self._wake_generation = {Component.LIFECYCLE: 0, Component.ISR: 0}
         super().__init__(*args, **kwargs)
@@ -137,9 +138,20 @@ class BrokerNode(SimNode):
             self.world.scheduler.after(PROGRESS_EVERY_MS, self._progress_event, self.incarnation)
 
     def _stop(self, status: Status) -> None:
+        self._count_isr()
         super()._stop(status)
         self.lifecycle = None
         self.isr = None
+
+    def _count_isr(self) -> None:
+        if self.isr is not None:
+            self.isr_shrinks += self.isr.metrics.isr_shrinks
+            self.isr_expands += self.isr.metrics.isr_expands
+            self.isr = None
+
+    def isr_counts(self) -> tuple[int, int]:
+        live = (0, 0) if self.isr is None else (self.isr.metrics.isr_shrinks, self.isr.metrics.isr_expands)
+        return self.isr_shrinks + live[0], self.isr_expands + live[1]
 
     def controlled_shutdown(self) -> str:
         """Graceful shutdown: controlled shutdown first; the process stops when the lifecycle says it is done."""

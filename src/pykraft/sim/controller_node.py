@@ -57,6 +57,7 @@ class ControllerNode(SimNode):
         self.rebuilds = 0
         self.activations = 0
         self.not_controller_answers = 0
+        self.written: dict[str, int] = {}  # record type -> how many this node appended as active controller
         super().__init__(*args, **kwargs)
 
     def _reset_host(self) -> None:
@@ -107,7 +108,9 @@ class ControllerNode(SimNode):
     def _commit(self, effect: Any) -> None:
         super()._commit(effect)
         checker = getattr(self.world, "metadata_checker", None)
-        if checker is not None and not self.pending:
+        # Everything this controller wrote has committed (then, in a correct host, nothing is pending): its image
+        # must be the committed one.
+        if checker is not None and self.last_written <= self.committed_offset:
             checker.on_controller_settled(self)
 
     # ---- every input -----------------------------------------------------------------------------------------
@@ -200,6 +203,8 @@ class ControllerNode(SimNode):
             self.world.checker.violation("ControllerOffsets", self, f"records at {next_offset}.. got last {last}")
         for index, record in enumerate(result.records):
             self.controller.replay(record, next_offset + index)
+            name = type(record).__name__
+            self.written[name] = self.written.get(name, 0) + 1
         self.pending.append((next_offset, last))
         self.last_written = last
         if caller is not None:

@@ -169,6 +169,10 @@ def metadata_stats(plan: Plan, admin: MetadataAdmin) -> dict[str, Any]:
     checker = world.metadata_checker  # type: ignore[attr-defined]
     leader = newest_leader(world)
     image = leader.committed_image if isinstance(leader, ControllerNode) else None
+    written: dict[str, int] = {}
+    for c in controllers:
+        for name, count in c.written.items():
+            written[name] = written.get(name, 0) + count
     return {
         "activations": sum(c.activations for c in controllers),
         "rebuilds": sum(c.rebuilds for c in controllers),
@@ -180,6 +184,8 @@ def metadata_stats(plan: Plan, admin: MetadataAdmin) -> dict[str, Any]:
         "topics_created": len(admin.created),
         "partitions": 0 if image is None else image.replication.partition_count(),
         "metadata_errors": sum(c.controller.metadata_errors for c in controllers),
+        "isr_shrinks/expands": "/".join(str(sum(b.isr_counts()[k] for b in brokers)) for k in (0, 1)),
+        "written": ", ".join(f"{n.removesuffix('Record').split('RecordV')[0]}={c}" for n, c in sorted(written.items())),
     }
 
 
