@@ -107,6 +107,22 @@ def features(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@app.command("topics", context_settings=_FORWARD, add_help_option=False)
+def topics(ctx: typer.Context) -> None:
+    """Create, delete, describe and list topics (kafka-topics)."""
+    from .topics_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
+
+@app.command("brokers", context_settings=_FORWARD, add_help_option=False)
+def brokers(ctx: typer.Context) -> None:
+    """List the registered brokers (ID, host, port, rack, fenced/unfenced)."""
+    from .brokers_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
+
 @app.command("quickstart")
 def quickstart(
     directory: Annotated[Path | None, typer.Option("--dir", help="Where the nodes live (default: a new "
