@@ -214,7 +214,8 @@ class ControllerNode(SimNode):
 
     def _reply(self, reply: ReplyTo, response: Any) -> None:
         payload = ControllerResponse(reply.request_id, reply.component, response)
-        self.world.send(self.node_id, reply.src, payload, type(response).__name__, dst_incarnation=reply.src_incarnation)
+        self.world.send(self.node_id, reply.src, payload, type(response).__name__,
+                        dst_incarnation=reply.src_incarnation)
 
     def _refuse(self, reply: ReplyTo, api_key: int, request: Any, error: ErrorCode, text: str) -> None:
         self.not_controller_answers += error == ErrorCode.NOT_CONTROLLER

@@ -17,7 +17,6 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32
 
 from pykraft.broker.actions import BrokerState
-from pykraft.controller.cluster import FeatureRange
 from pykraft.controller.controller import CREATE_TOPICS, ControllerConfig
 from pykraft.controller.features import DEFAULT_SUPPORTED_FEATURES
 from pykraft.protocol.errors import ErrorCode

@@ -17,7 +17,7 @@ committed batches are the controller's NoOps, and encoding the image after each 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from pykraft.raft.log import BufferSnapshotReader
@@ -109,7 +109,3 @@ class MetadataMachine:
         if self.on_changed is not None:
             self.on_changed(self, end_offset)
 
-
-def replay_all(target: Any, records: Iterable[tuple[int, Any]]) -> None:
-    for offset, record in records:
-        target.replay(record, offset)

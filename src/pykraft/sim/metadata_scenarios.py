@@ -5,7 +5,7 @@ module), so `pykraft sim run --scenario metadata_basic --seed N` and `sim sweep`
 - metadata_basic: 3 controllers, 3 brokers, two topics (RF 3), no faults.
 - metadata_failover: the active controller is killed or isolated, repeatedly, and comes back.
 - metadata_brokers: brokers crash (and restart as new incarnations), are cut off from the controllers or from
-  everyone, and shut down gracefully (controlled shutdown), at most one broker at a time.
+  everyone, and shut down gracefully (controlled shutdown), one broker at a time, or all crash at once.
 - metadata_swarm: a per-seed draw of cluster size (1-3 controllers, 3-4 brokers), lossy links, storage knobs and
   a mix of all of the above, bounded like the raft swarm (a minority of controllers, one broker at a time).
 """
@@ -53,7 +53,7 @@ def cut_from_controllers(world: World, node_id: int, controllers: list[int]) -> 
 
 def schedule_broker_faults(world: World, rng: random.Random, brokers: list[int], controllers: list[int],
                            start_ms: int, end_ms: int, kinds: list[str]) -> None:
-    """One broker fault at a time, each lasting a drawn while, then recovered."""
+    """One broker fault at a time (or an outage of all of them), each lasting a drawn while, then recovered."""
     time = start_ms
     while kinds:
         time += rng.randint(300, 1200)
@@ -73,6 +73,11 @@ def schedule_broker_faults(world: World, rng: random.Random, brokers: list[int],
         elif kind == "isolate":
             at(world, time, faults.isolate, node)
             at(world, until, faults.heal)
+        elif kind == "outage":  # every broker dies: partitions keep their last ISR member, leaderless
+            for index, broker in enumerate(brokers):
+                at(world, time + 50 * index, crash_broker, broker)
+                at(world, until + 300 * index, faults.restart, broker)
+            until += 300 * len(brokers)
         time = until
 
 
@@ -110,7 +115,7 @@ def metadata_failover(seed: int, trace_size: int | None) -> Plan:
 def metadata_brokers(seed: int, trace_size: int | None) -> Plan:
     plan = _plan("metadata_brokers", seed, trace_size, 3, 4, 14_000)
     schedule_broker_faults(plan.world, plan.world.stream("broker-faults"), plan.observers, plan.voters, 2500,
-                           13_000, ["crash", "shutdown", "cut", "isolate"])
+                           13_000, ["crash", "shutdown", "cut", "isolate", "outage"])
     return plan
 
 
@@ -125,7 +130,7 @@ def metadata_swarm(seed: int, trace_size: int | None) -> Plan:
     world = plan.world
     if probe.random() < 0.5:
         at(world, 0, faults.set_links, lossy(probe))
-    kinds = [k for k in ("crash", "shutdown", "cut", "isolate") if probe.random() < 0.5]
+    kinds = [k for k in ("crash", "shutdown", "cut", "isolate", "outage") if probe.random() < 0.5]
     schedule_broker_faults(world, probe, plan.observers, plan.voters, 1500, faults_end, kinds)
     if controllers > 1 and probe.random() < 0.6:
         schedule_controller_failovers(world, probe, 1500, faults_end)
