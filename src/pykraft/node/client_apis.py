@@ -186,7 +186,8 @@ def _requested_topic(core: Any, ns: Any, image: MetadataImage | None, topic: Any
             info = image.replication.topics.get(topic_id)
     if info is not None:
         return _image_topic(ns, image, info)  # type: ignore[arg-type]
-    error = ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic_id is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    by_id = name is None and topic_id is not None
+    error = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return ns.MetadataResponseTopic(error_code=error, name=name, topic_id=raw_id, partitions=())
 
 
@@ -201,11 +202,10 @@ def _image_partition(ns: Any, cluster: ClusterControl, index: int, partition: Pa
     # Offline replicas as Kafka's KRaftMetadataCache computes them: the replica's broker is not registered or is
     # fenced (Kafka also counts a broker without the request's listener and a replica in a failed log directory;
     # we pick a listener for every broker and track no directory failures).
-    offline = tuple(i32(r) for r in partition.replicas
-                    if cluster.registration(r) is None or cluster.registration(r).fenced)  # type: ignore[union-attr]
+    offline = tuple(i32(r) for r in partition.replicas if cluster.is_fenced(r))  # True for unregistered too
     # A leader that is not (or no longer) registered cannot be reached: Kafka answers LEADER_NOT_AVAILABLE with
     # leader -1, as for a partition without a leader.
-    leader = partition.leader if partition.leader >= 0 and cluster.registration(partition.leader) else NO_LEADER
+    leader = partition.leader if cluster.is_registered(partition.leader) else NO_LEADER
     return ns.MetadataResponsePartition(
         error_code=ErrorCode.NONE if leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE,
         partition_index=i32(index), leader_id=i32(leader), leader_epoch=i32(partition.leader_epoch),
