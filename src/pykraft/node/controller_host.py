@@ -52,6 +52,7 @@ from pykraft.raft.voter_change import KRaftVersionUpgradeError
 from pykraft.records import RecordsError, iter_batches
 from pykraft.records.metadata.errors import MetadataRecordError
 from pykraft.records.metadata.frame import decode_metadata_record, encode_metadata_record
+from pykraft.records.metadata.registry import FRAME_VERSION
 from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
@@ -396,6 +397,9 @@ class ControllerHost:
     def _decode(self, value: Any, count: bool = True) -> Any | None:
         """The record, or None for a value that is not a metadata record (counted once: not again when the
         committed image is rebuilt from the log)."""
+        if not _may_be_metadata_record(value):
+            self.undecodable_records += count
+            return None
         try:
             return decode_metadata_record(bytes(value or b""))
         except MetadataRecordError:
@@ -411,6 +415,14 @@ class ControllerHost:
                 pending.popleft()
             return True
         return False
+
+
+def _may_be_metadata_record(value: bytes | memoryview | None) -> bool:
+    """False only for values a full decode refuses at its first byte: empty, or a one-byte frame version other
+    than 1 (the quickstart's JSON values start with "{"). A first byte with the varint continuation bit goes on to
+    the full decode, which reads the frame version as Kafka does. Skipping the full decode (copy, memoryview,
+    exception) for those cuts the cost of a rejected value from ~4.0 to ~0.5 us (report of issue 7)."""
+    return bool(value) and (value[0] == FRAME_VERSION or value[0] >= 0x80)  # type: ignore[index]
 
 
 def _merged(first: Ready | None, second: Ready | None) -> Ready | None:
