@@ -113,3 +113,13 @@ def test_random_control_records_raise_only_records_errors(key, value):
 def test_encode_refuses_non_control_messages():
     with pytest.raises(TypeError):
         encode_control_record(SimpleRecord(b"x"))
+
+
+def test_control_records_decode_from_a_writable_buffer_as_a_log_read_from_disk_gives_them():
+    """A file log reads segments into a bytearray; kio refuses writable buffers, so the decoder must not pass one
+    on (this lost every VotersRecord of a restarted observer's log: it could not find its controllers)."""
+    message = KRaftVersionRecord(version=i16(0), k_raft_version=i16(1))
+    raw = encode_control_batch([message], base_offset=7, partition_leader_epoch=1, timestamp_ms=5)
+    (batch,) = iter_batches(memoryview(bytearray(raw)), verify_crc=False)
+    (record,) = batch.records()
+    assert decode_control_record(record).message == message

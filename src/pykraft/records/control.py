@@ -137,7 +137,7 @@ def _decode_value(kind: ControlRecordType, value: memoryview | bytes | None) -> 
     reader = _READERS.get((kind, version))
     if reader is None:
         raise InvalidControlRecordError(f"{kind.name} control record version {version} is not supported")
-    view = memoryview(value)
+    view = memoryview(value).toreadonly()  # kio refuses writable buffers (a log read into a bytearray)
     try:
         end, edits = _GUARDS[(kind, version)].walk(view, 0, len(view))
     except WireFormatError as exc:
