@@ -207,7 +207,7 @@ class BrokerHost:
             if isinstance(action, SendToController):
                 task = asyncio.get_running_loop().create_task(self._send(name, action))
                 self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                task.add_done_callback(self._send_done)
             elif isinstance(action, StateChanged):
                 self._on_state_changed(action)
             elif isinstance(action, ShutdownComplete):
@@ -236,9 +236,20 @@ class BrokerHost:
             response = await self.runtime.outbound.forward(address[0], address[1], send.request)  # type: ignore[union-attr]
         component = self._component(name)
         if response is None:
+            _log.debug("%s: %s to the controller at %s got no answer", name, type(send.request).__name__, address)
             self._run(name, component.handle_failure(send.request_id, self._now()))
-        else:
-            self._run(name, component.handle_response(send.request_id, response, self._now()))
+            return
+        error = int(getattr(response, "error_code", 0))
+        if error:
+            _log.info("%s: the controller at %s answered %s with error %d", name, address,
+                      type(send.request).__name__, error)
+        self._run(name, component.handle_response(send.request_id, response, self._now()))
+
+    def _send_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # A bug, not a network failure (those come back as None): say so; the component times the send out.
+            _log.error("sending to the controller failed: %r", task.exception())
 
     def _on_state_changed(self, change: StateChanged) -> None:
         _log.info("broker %d: %s -> %s (broker epoch %d)", self.node_id, change.old.value, change.new.value,

@@ -3,18 +3,26 @@
 `json` (the default, `pykraft.log.format`) writes one JSON object per line with `timestamp` (ISO-8601 UTC),
 `level`, `logger`, `node_id` and `event` (the message); `text` writes the same fields for a human. Modules keep
 using `logging.getLogger(...)`: structlog only formats, so libraries' records come out the same way.
+The level is INFO unless the environment variable PYKRAFT_LOG_LEVEL names another (DEBUG, WARNING, ...).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any
 
 import structlog
 
 
-def configure_logging(log_format: str, node_id: int, level: int = logging.INFO) -> None:
+def level_from_environment(default: int = logging.INFO) -> int:
+    """PYKRAFT_LOG_LEVEL as a logging level; `default` when unset or not a level name."""
+    level = logging.getLevelName(os.environ.get("PYKRAFT_LOG_LEVEL", "").strip().upper())
+    return level if isinstance(level, int) else default
+
+
+def configure_logging(log_format: str, node_id: int, level: int | None = None) -> None:
     def add_node_id(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
         event.setdefault("node_id", node_id)
         return event
@@ -36,4 +44,4 @@ def configure_logging(log_format: str, node_id: int, level: int = logging.INFO) 
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers = [handler]
-    root.setLevel(level)
+    root.setLevel(level_from_environment() if level is None else level)
