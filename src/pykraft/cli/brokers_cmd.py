@@ -14,7 +14,8 @@ from typing import Annotated
 import typer
 
 from . import topics_output as out
-from .metadata_quorum_cmd import BootstrapController, BootstrapServer, CommandConfig, Connection, invoke, run_admin
+from .metadata_quorum_cmd import BootstrapController, BootstrapServer, Connection, invoke, run_admin
+from .topics_cmd import CommandConfig
 
 PROG = "pykraft brokers"
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
@@ -25,8 +26,7 @@ from pykraft.admin.model import TopicDescription
 from pykraft.protocol.errors import ErrorCode
 
 from . import topics_output as out
-from .metadata_quorum_cmd import BootstrapController, BootstrapServer, CommandConfig, Connection, ToolFailure, \
-    invoke, run_admin
+from .metadata_quorum_cmd import BootstrapController, BootstrapServer, Connection, ToolFailure, invoke, run_admin
 
 T = TypeVar("T")
 PROG = "pykraft topics"
@@ -34,6 +34,10 @@ EXIT_FAILURE = 1
 
 app = typer.Typer(name="topics", add_completion=False, pretty_exceptions_enable=False,
                   help="Create, delete, describe and list topics (Kafka's kafka-topics).")
+
+
+CommandConfig = Annotated[Path | None, typer.Option(
+    "--command-config", help="Properties for the admin client (security.protocol, ssl.*, timeouts).")]
 
 
 class KafkaLine(Exception):
