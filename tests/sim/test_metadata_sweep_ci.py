@@ -1,5 +1,5 @@
-"""The metadata CI sweep: 150 seeds of metadata_swarm on two workers, no violation (about 16 s measured on the
-development VM; the brief's budget is 30 s). Longer: `pykraft sim sweep --seeds 2000 --jobs 2 --scenario
+"""The metadata CI sweep: 150 seeds of metadata_swarm on two workers, no violation (about 26 s of CPU, so about 13 s on
+two idle cores; budget 30 s). Longer: `pykraft sim sweep --seeds 2000 --jobs 2 --scenario
 metadata_swarm`."""
 
 from pykraft.sim.sweep import sweep

@@ -7,7 +7,9 @@ module), so `pykraft sim run --scenario metadata_basic --seed N` and `sim sweep`
 - metadata_brokers: brokers crash (and restart as new incarnations), are cut off from the controllers or from
   everyone, and shut down gracefully (controlled shutdown), one broker at a time, or all crash at once.
 - metadata_swarm: a per-seed draw of cluster size (1-3 controllers, 3-4 brokers), lossy links, storage knobs and
-  a mix of all of the above, bounded like the raft swarm (a minority of controllers, one broker at a time).
+  a mix of all of the above, bounded like the raft swarm (a minority of controllers, one broker at a time),
+  plus, for half the seeds, the raft swarm's node faults (crashes, raft shutdowns, pauses, isolation, clock
+  jumps) on any node.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import random
 from pykraft.sim import faults
 from pykraft.sim.brokers import BrokerNode
 from pykraft.sim.catalog import LeaderVictim
-from pykraft.sim.faults import Traced, at
+from pykraft.sim.faults import FaultMix, Traced, at
 from pykraft.sim.metadata_cluster import TopicSpec, attach, build_metadata_cluster
 from pykraft.sim.scenarios import Plan, lossy, new_world, scenario
 from pykraft.sim.world import Params, World
@@ -135,5 +137,13 @@ def metadata_swarm(seed: int, trace_size: int | None) -> Plan:
     if controllers > 1 and probe.random() < 0.6:
         schedule_controller_failovers(world, probe, 1500, faults_end)
         kinds.append("failover")
+    if probe.random() < 0.5:
+        # The raft swarm's node faults on any node (pauses: a broker or controller stalls, then resumes late),
+        # without bit flips: a replaced disk rejoins by auto-join, which would make a broker a voter.
+        mix = FaultMix.draw(probe)
+        mix = FaultMix(mix.crashes, mix.shutdowns, mix.pauses, mix.partitions, False, mix.clock_jumps,
+                       mix.mean_gap_ms)
+        faults.schedule_random_faults(world, probe, plan.voters, 1500, faults_end, mix)
+        kinds.append("raft-mix:" + "+".join(mix.kinds()))
     plan.notes.append(f"faults: {','.join(kinds) or 'none'}")
     return plan
