@@ -168,6 +168,14 @@ async def test_metadata_and_describe_cluster_answer_from_the_image(tmp_path):
         v0 = await call(port, md_v0.MetadataRequest(topics=()))
         assert [t.name for t in v0.topics] == ["orders", "solo"]
         assert partitions_of(v0.topics[1])[0][:3] == (0, ErrorCode.LEADER_NOT_AVAILABLE, -1)
+
+        # Every broker fenced: Metadata falls back to the controllers rather than an empty broker list.
+        epoch = host(runtime).controller.cluster.registration(LIVE).epoch
+        assert (await call(port, heartbeat(LIVE, epoch, runtime.core.high_watermark, fence=True))).error_code == 0
+        await wait_for(lambda: host(runtime).controller.cluster.is_fenced(LIVE))
+        fenced = await call(port, md_v12.MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                                          include_topic_authorized_operations=False))
+        assert brokers_of(fenced) == controllers and [t.name for t in fenced.topics] == ["orders", "solo"]
     finally:
         await runtime.stop(graceful=False)
 

@@ -10,10 +10,11 @@ These let stock clients (kafka-python, aiokafka, Kafka's admin tools) bootstrap 
     names UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID as Kafka) and, as brokers, the unfenced
     registered brokers. `__cluster_metadata` partition 0 (raft leader, epoch, voters as replicas and ISR) is
     listed when a request names it, never in an all-topics listing (Kafka hides it too).
-  - With no registered broker in the image (a pure controller quorum, or no image), Metadata presents the
-    controllers (the voters with an endpoint on the controller listener) as the brokers, so stock clients that
-    bootstrap against controllers keep working; DescribeCluster type 1 does the same for kafka-python's
-    describe_cluster(), which asks for brokers.
+  - With no unfenced registered broker in the image (a pure controller quorum, every broker fenced, or no image),
+    Metadata presents the controllers (the voters with an endpoint on the controller listener) as the brokers, so
+    stock clients that bootstrap against controllers keep working (Kafka's broker would list no broker at all);
+    DescribeCluster type 1 does the same when no broker is registered, for kafka-python's describe_cluster(),
+    which asks for brokers.
   - DescribeCluster v0-v2: endpoint type 2 (controllers, KIP-919: what Kafka's admin client sends to a
     controller) lists the controllers; type 1 (brokers, and every v0 request) the registered brokers: unfenced
     ones only, plus the fenced ones (IsFenced set) when a v2 request sets IncludeFencedBrokers (KIP-1073).
@@ -148,10 +149,11 @@ def _has_brokers(image: MetadataImage | None) -> bool:
 def metadata(core: Any, cluster_id: str, request: Any, image: MetadataImage | None = None,
              listener: str | None = None) -> Any:
     ns = _namespace(ApiKey.METADATA, 12)
-    if _has_brokers(image):
+    unfenced = registered_brokers(image, listener)
+    if unfenced:
         brokers = tuple(ns.MetadataResponseBroker(node_id=i32(r.broker_id), host=h, port=i32(p), rack=r.rack)
-                        for r, h, p in registered_brokers(image, listener))
-    else:
+                        for r, h, p in unfenced)
+    else:  # an empty broker list would leave a client nowhere to go (kafka-python cannot bootstrap from it)
         brokers = tuple(ns.MetadataResponseBroker(node_id=i32(n), host=h, port=i32(p))
                         for n, h, p in controllers(core))
     version = int(request.__version__)
