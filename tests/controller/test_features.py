@@ -173,3 +173,16 @@ def test_version_2_response_has_only_the_top_level_error() -> None:
     response = handle_update_features(features, _request(("metadata.version", 21, 1), version=2), cluster).response
     assert response.__version__ == 2 and response.error_code == ErrorCode.none
     assert not hasattr(response, "results")
+
+
+def test_kraft_version_1_needs_metadata_version_3_9_or_an_upgrade_to_it_in_the_same_request() -> None:
+    features, cluster = _features(20)
+    refused = handle_update_features(features, _request(("kraft.version", 1, 1)), cluster)
+    assert refused.kraft_version_upgrade is None and refused.records == ()
+    assert refused.response.error_code == ErrorCode.invalid_update_version
+    assert "requires metadata.version 21 (3.9-IV0) or newer, but it would be 20" in refused.response.error_message
+    together = handle_update_features(features, _request(("metadata.version", 21, 1), ("kraft.version", 1, 1)),
+                                      cluster)
+    assert together.response.error_code == ErrorCode.none
+    assert together.records == (_level("metadata.version", 21),)
+    assert together.kraft_version_upgrade == KRaftVersionUpgrade(1, validate_only=False)

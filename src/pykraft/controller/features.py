@@ -39,6 +39,8 @@ ZERO_MS = datetime.timedelta(0)
 # metadata.version feature levels: 7 is 3.3-IV3 (the oldest Kafka 4.x accepts), 27 is Kafka 4.1's latest.
 MINIMUM_METADATA_VERSION = 7
 LATEST_METADATA_VERSION = 27
+# kraft.version 1 (KIP-853 voter changes) needs metadata.version 3.9-IV0 or newer (Kafka's feature dependency).
+KRAFT_VERSION_1_MINIMUM_METADATA_VERSION = 21
 DEFAULT_SUPPORTED_FEATURES: Mapping[str, FeatureRange] = {
     METADATA_VERSION: FeatureRange(MINIMUM_METADATA_VERSION, LATEST_METADATA_VERSION),
     KRAFT_VERSION: FeatureRange(0, 1),
@@ -113,8 +115,16 @@ class FeatureControl:
         """`updates` is (feature, level, upgrade type) per requested feature."""
         records: list[Any] = []
         kraft: KRaftVersionUpgrade | None = None
+        # A dependency may be met by the same request (metadata.version raised alongside kraft.version).
+        metadata_after = next((level for feature, level, _ in updates if feature == METADATA_VERSION),
+                              self.current_level(METADATA_VERSION))
         for feature, level, upgrade_type in updates:
             error = self._check(feature, level, upgrade_type, cluster)
+            if error is None and feature == KRAFT_VERSION and level >= 1 \
+                    and metadata_after < KRAFT_VERSION_1_MINIMUM_METADATA_VERSION:
+                error = invalid_update(feature, level, f"{KRAFT_VERSION} {level} requires {METADATA_VERSION} "
+                                       f"{KRAFT_VERSION_1_MINIMUM_METADATA_VERSION} (3.9-IV0) or newer, but it "
+                                       f"would be {metadata_after}.")
             if error is not None:
                 return FeatureUpdatePlan(error)
             if level == self.current_level(feature):
