@@ -34,7 +34,6 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.accumulator import RecordBatchTooLargeError
 from pykraft.raft.client import NotLeaderError, RaftCore
 from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot, Ready, Respond, ShutdownComplete
-from pykraft.raft.voter_change import KRaftVersionUpgradeError
 
 from .disk import NodeStorage, open_node_storage
 from .effects import EffectRunner, Outbox
@@ -373,28 +372,6 @@ class NodeRuntime:
         self.metrics.append_records += len(values)
         self.metrics.commit_latency.observe(max(0, self.clock() - started))
         return last_offset - len(values) + 1
-
-    async def upgrade_kraft_committed(self, version: int, validate_only: bool) -> None:
-        if self._stopping:
-            raise WriteFailed(ErrorCode.NOT_CONTROLLER, "the node is stopping")
-        accepted: asyncio.Future[asyncio.Future[None] | None] = asyncio.get_running_loop().create_future()
-
-        def upgrade(now: int) -> Ready | None:
-            try:
-                offset, ready = self.core.upgrade_kraft_version(version, now, validate_only)
-            except NotLeaderError as exc:
-                accepted.set_exception(WriteFailed(ErrorCode.NOT_CONTROLLER, str(exc)))
-                return None
-            except KRaftVersionUpgradeError as exc:
-                accepted.set_exception(WriteFailed(ErrorCode.INVALID_UPDATE_VERSION, str(exc)))
-                return None
-            accepted.set_result(None if offset is None else self.waiters.add(offset, self.core.quorum.epoch))
-            return ready
-
-        self._submit(upgrade)
-        waiter = await accepted
-        if waiter is not None:
-            await waiter
 
     # ---- EffectSink: what the EffectRunner hands over ----------------------------------------------------------
     def transmit(self, send: Any) -> None:
