@@ -130,16 +130,19 @@ def quickstart(
     controllers: Annotated[int, typer.Option("--controllers", min=1, max=9, help="Initial voters.")] = 3,
     observers: Annotated[int, typer.Option("--observers", min=0, max=9, help="Controllers that follow as "
                                            "observers.")] = 0,
+    brokers: Annotated[int, typer.Option("--brokers", min=0, max=9, help="Broker processes (they register with "
+                                         "the controller; a topic is created on them).")] = 3,
     duration: Annotated[float, typer.Option("--duration", min=0, help="Seconds to run; 0 = until Ctrl-C.")] = 0,
     rate: Annotated[int, typer.Option("--rate", min=1, help="Records per second to write.")] = 2000,
     status_interval: Annotated[float, typer.Option("--status-interval", min=0.5, help="Seconds between status "
                                                    "lines.")] = 3.0,
     reset: Annotated[bool, typer.Option("--reset", help="Replace a previous quickstart in --dir.")] = False,
 ) -> None:
-    """Format and start a local quorum on 127.0.0.1, write records through the leader, print the quorum status."""
+    """Format and start a local cluster on 127.0.0.1, write records through the leader, print its status."""
     from .quickstart import run_quickstart
 
-    raise typer.Exit(run_quickstart(directory, controllers, observers, duration, rate, status_interval, reset))
+    raise typer.Exit(run_quickstart(directory, controllers, observers, duration, rate, status_interval, reset,
+                                    brokers))
 
 
 def main() -> None:

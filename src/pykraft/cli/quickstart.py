@@ -1,10 +1,13 @@
-"""`pykraft quickstart`: format and start a local quorum, write a stream of records, show the quorum working.
+"""`pykraft quickstart`: format and start a local cluster, write a stream of records, show it working.
 
 Every step goes through the same commands an operator types (`pykraft storage format`, `pykraft server start`) in
-child processes; status comes from DescribeQuorum and writes are Produce requests to the raft leader. The run
-stops after `--duration` seconds or on Ctrl-C: writers stop, the final `describe --status` and
-`describe --replication` are printed, every node gets SIGTERM (graceful resignation) and the exit code says
-whether every node stopped cleanly and every acknowledged record is in every voter's log.
+child processes; status comes from DescribeQuorum and writes are Produce requests to the raft leader. With
+brokers (`--brokers`, default 3) the controller does its work too: the brokers register and get unfenced, a topic
+is created through the admin client, and halfway through one broker is stopped with SIGTERM (controlled shutdown:
+its leaderships move away) and started again (it registers anew and rejoins the ISRs). The run stops after
+`--duration` seconds or on Ctrl-C: writers stop, the final `describe --status`, `describe --replication`, the
+topic and the brokers are printed, every node gets SIGTERM (brokers first) and the exit code says whether every
+node stopped cleanly, every acknowledged record is in every voter's log and every partition has a leader.
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ from pykraft.admin.writer import MetadataLogWriter, WriteError
 from pykraft.node.local_cluster import LocalCluster, LocalClusterError
 
 from .quorum_output import replication_table, status_text
+from .topics_output import broker_table, created_line, describe_lines
 
 MARKER = "quickstart.txt"  # written at the root, so that --reset only ever deletes a quickstart directory
 VALUE_SIZE = 100
+TOPIC = "quickstart-events"
+TOPIC_PARTITIONS = 6
 
 
 @dataclass
@@ -36,6 +42,7 @@ class WriteStats:
     retried: int = 0
     last_offset: int = -1
     errors: list[str] = field(default_factory=list)
+    leaderless: list[int] = field(default_factory=list)  # partitions of TOPIC without a leader at the end
 
 
 def prepare_directory(directory: Path, reset: bool) -> None:
@@ -110,18 +117,28 @@ async def _drive(cluster: LocalCluster, duration_s: float, rate: int, status_int
     async with AdminClient(bootstrap, deadline_ms=60_000) as admin, MetadataLogWriter(bootstrap) as writer:
         info = await _wait_for_leader(admin, 60)
         print(f"leader elected: node {info.leader_id} in epoch {info.leader_epoch}; writing {rate} records/s")
+        brokers = cluster.broker_ids
+        if brokers:
+            await _wait_for_brokers(admin, brokers, 60)
+            print(f"brokers {', '.join(map(str, brokers))} registered and unfenced")
+            await admin.create_topics(TOPIC, TOPIC_PARTITIONS, min(3, len(brokers)))
+            print(created_line(TOPIC))
         started = time.monotonic()
         writers_count, batch = 4, max(1, rate // 40)  # 4 writers x 10 batches/s each
         sequence = itertools.count()
         tasks = [asyncio.create_task(_writer(writer, sequence, batch, writers_count * batch / rate, stats, stop))
                  for _ in range(writers_count)]
         end = started + duration_s if duration_s > 0 else float("inf")
+        bounce_at = started + duration_s / 2 if duration_s > 0 and brokers else None
         while not stop.is_set() and time.monotonic() < end:
             await _sleep_until(stop, min(time.monotonic() + status_interval_s, end))
             try:
                 print(_status_line(await admin.describe_quorum(), stats, time.monotonic() - started), flush=True)
             except AdminClientError as exc:
                 print(f"status unavailable: {exc}", flush=True)
+            if bounce_at is not None and time.monotonic() >= bounce_at and not stop.is_set():
+                bounce_at = None
+                await _bounce_broker(cluster, brokers[-1])
         stop.set()
         await asyncio.gather(*tasks)
         final = await _settled_quorum(admin, stats.last_offset)
@@ -129,7 +146,47 @@ async def _drive(cluster: LocalCluster, duration_s: float, rate: int, status_int
         print(status_text(cluster.cluster_id, final))
         print()
         print(replication_table(final, human_readable=True, now_ms=int(time.time() * 1000)))
+        if brokers:
+            await _show_topic_and_brokers(admin, stats)
         return stats, final
+
+
+async def _wait_for_brokers(admin: AdminClient, brokers: list[int], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            listed = {b.broker_id: b.fenced for b in await admin.list_brokers()}
+            if all(listed.get(b) is False for b in brokers):
+                return
+        except AdminClientError:
+            pass  # the controller may still be settling
+        if time.monotonic() > deadline:
+            raise LocalClusterError(f"brokers {brokers} were not all registered and unfenced after {timeout_s:.0f} s")
+        await asyncio.sleep(0.2)
+
+
+async def _bounce_broker(cluster: LocalCluster, broker: int) -> None:
+    """SIGTERM (controlled shutdown: the controller moves its leaderships away first), then start it again."""
+    code = await asyncio.to_thread(cluster.stop, broker)
+    print(f"broker {broker}: controlled shutdown, exit code {code}; starting it again", flush=True)
+    cluster.start(broker)
+
+
+async def _show_topic_and_brokers(admin: AdminClient, stats: WriteStats) -> None:
+    """The topic once the bounced broker is back in every ISR (or after 20 s), then the brokers."""
+    deadline = time.monotonic() + 20
+    while True:
+        brokers = await admin.list_brokers()
+        (topic,) = await admin.describe_topics([TOPIC])
+        full = all(len(p.isr) == len(p.replicas) and p.leader >= 0 for p in topic.partitions)
+        if full or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.5)
+    stats.leaderless = [p.partition for p in topic.partitions if p.leader < 0]
+    print()
+    print("\n".join(describe_lines([topic], {b.broker_id for b in brokers if not b.fenced})))
+    print()
+    print("\n".join(broker_table(brokers)))
 
 
 async def _settled_quorum(admin: AdminClient, last_offset: int):  # noqa: ANN202 - QuorumInfo
@@ -143,13 +200,13 @@ async def _settled_quorum(admin: AdminClient, last_offset: int):  # noqa: ANN202
 
 
 def run_quickstart(directory: Path | None, controllers: int, observers: int, duration_s: float, rate: int,
-                   status_interval_s: float, reset: bool) -> int:
+                   status_interval_s: float, reset: bool, brokers: int = 3) -> int:
     root = directory if directory is not None else Path(f"./pykraft-quickstart-{int(time.time())}")
     try:
         prepare_directory(root, reset)
-        cluster = LocalCluster(root, controllers=controllers, observers=observers,
+        cluster = LocalCluster(root, controllers=controllers, observers=observers, brokers=brokers,
                                properties={"pykraft.produce.enable": "true"})
-        print(f"formatting {controllers} controllers and {observers} observers in {root} "
+        print(f"formatting {controllers} controllers, {observers} observers and {brokers} brokers in {root} "
               f"(cluster id {cluster.cluster_id})")
         cluster.format_all()
         cluster.start_all()
@@ -157,7 +214,7 @@ def run_quickstart(directory: Path | None, controllers: int, observers: int, dur
         print(f"pykraft quickstart: {exc}", file=sys.stderr)
         return 1
     for node in cluster.nodes.values():
-        role = "voter" if node.initial_voter else "observer"
+        role = "broker" if node.is_broker else "voter" if node.initial_voter else "observer"
         print(f"  node {node.node_id} ({role}) on 127.0.0.1:{node.port}, pid {node.process.pid}, log {node.log_path}")
     return _run_and_stop(cluster, duration_s, rate, status_interval_s)
 
@@ -191,6 +248,8 @@ def _run_and_stop(cluster: LocalCluster, duration_s: float, rate: int, status_in
             print(f"first write error: {stats.errors[0]}")
         if lagging and problem is None:
             problem = f"voters {lagging} did not replicate every acknowledged record"
+        if stats.leaderless and problem is None:
+            problem = f"partitions {stats.leaderless} of {TOPIC} have no leader"
     first = next(iter(cluster.nodes.values()))
     print(f"inspect a log: pykraft dump-log {first.data_dir}/__cluster_metadata-0/00000000000000000000.log")
     if problem:
