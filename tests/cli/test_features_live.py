@@ -86,3 +86,15 @@ async def test_metadata_and_release_version_together_are_refused_before_sending(
     assert result.stderr == "pykraft features: Only one of --metadata and --release-version can be given.\n"
     unknown = await features(port, "upgrade", "--release-version", "9.9")
     assert unknown.exit_code == 1 and "Unsupported metadata version 9.9." in unknown.stderr
+
+
+@pytest.mark.asyncio
+async def test_describe_shows_the_finalized_metadata_version_of_the_controller_image(controller):
+    port, host = controller
+    before = await features(port, "describe")
+    assert before.exit_code == 0, before.stderr
+    assert "Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.1-IV1\t" \
+           "FinalizedVersionLevel: 3.9-IV0\t" in before.stdout
+    assert (await features(port, "upgrade", "--metadata", "4.0")).exit_code == 0
+    after = await features(port, "describe")
+    assert "FinalizedVersionLevel: 4.0-IV3\t" in after.stdout, after.stdout

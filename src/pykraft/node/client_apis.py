@@ -52,6 +52,7 @@ from .versions import to_request_version
 
 if TYPE_CHECKING:
     from pykraft.controller.cluster import BrokerRegistration, ClusterControl
+    from pykraft.controller.features import FeatureControl
     from pykraft.controller.partitions import PartitionRegistration
     from pykraft.controller.replication import ReplicationControl, TopicInfo
 
@@ -68,10 +69,12 @@ ZERO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 class MetadataImage(Protocol):
-    """What `state_machine.metadata_image()` returns: the registrations and the topics of the replayed log."""
+    """What `state_machine.metadata_image()` returns: the registrations, the topics and the finalized features of
+    the replayed log."""
 
     cluster: ClusterControl
     replication: ReplicationControl
+    features: FeatureControl
 
 
 def image_of(state_machine: Any) -> MetadataImage | None:
@@ -104,17 +107,21 @@ def leader_id(core: Any) -> int:
     return -1 if leader is None else leader
 
 
-def api_versions(core: Any, registry: ApiRegistry, request: Any) -> Any:
+def api_versions(core: Any, registry: ApiRegistry, request: Any, image: Any | None = None) -> Any:
+    """FinalizedFeatures: kraft.version from the raft log, the other features (metadata.version, ...) from the
+    metadata image when the node keeps one (controllers and brokers do)."""
     version = int(request.__version__)
     if not is_valid_api_versions_request(request):
         return invalid_api_versions_response(version)
     kraft = core.local.supported_kraft
     hwm = core.high_watermark
+    finalized = {} if image is None else dict(image.features.finalized)
+    finalized[KRAFT_VERSION] = core.kraft_version()
     return api_versions_response(
         registry, version,
         supported_features={KRAFT_VERSION: VersionRange(kraft.min_version, kraft.max_version),
                             METADATA_VERSION: METADATA_VERSION_RANGE},
-        finalized_features={KRAFT_VERSION: core.kraft_version()},
+        finalized_features=finalized,
         finalized_features_epoch=hwm if hwm is not None else -1,
     )
 

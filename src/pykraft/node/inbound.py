@@ -64,7 +64,7 @@ class InboundHandler:
         key, message, runtime = decoded.api_key, decoded.message, self.runtime
         core = runtime.core
         if key == ApiKey.API_VERSIONS:
-            return client_apis.api_versions(core, self.registry, message)
+            return client_apis.api_versions(core, self.registry, message, client_apis.image_of(runtime.state_machine))
         if key == ApiKey.METADATA:
             return client_apis.metadata(core, runtime.cluster_id, message, client_apis.image_of(runtime.state_machine))
         if key == ApiKey.DESCRIBE_CLUSTER:
