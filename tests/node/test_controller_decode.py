@@ -10,7 +10,8 @@ from kio.static.primitive import i16
 
 from pykraft.cli.quickstart import _value
 from pykraft.controller.controller import ControllerConfig
-from pykraft.node.controller_host import ControllerHost, _may_be_metadata_record
+from pykraft.controller.log_replay import may_be_metadata_record
+from pykraft.node.controller_host import ControllerHost
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records.metadata.errors import MetadataRecordError
 from pykraft.records.metadata.frame import decode_metadata_record, encode_metadata_record
@@ -20,7 +21,7 @@ from pykraft.records.metadata.schema.no_op_record import NoOpRecordV0
 
 @given(st.binary(max_size=40))
 def test_a_value_rejected_cheaply_is_one_the_full_decode_refuses(value: bytes):
-    if not _may_be_metadata_record(value):
+    if not may_be_metadata_record(value):
         with pytest.raises(MetadataRecordError):
             decode_metadata_record(value)
 
@@ -30,7 +31,7 @@ def test_every_first_byte_rejected_cheaply_is_refused_by_the_full_decode():
     passed = []
     for first in range(256):
         value = bytes([first]) + tail
-        if _may_be_metadata_record(value):
+        if may_be_metadata_record(value):
             passed.append(first)
         else:
             with pytest.raises(MetadataRecordError):
@@ -40,10 +41,10 @@ def test_every_first_byte_rejected_cheaply_is_refused_by_the_full_decode():
 
 def test_real_records_pass_and_the_quickstart_values_and_empty_values_do_not():
     for record in (NoOpRecordV0(), FeatureLevelRecordV0(name="metadata.version", feature_level=i16(27))):
-        assert _may_be_metadata_record(encode_metadata_record(record))
-        assert _may_be_metadata_record(memoryview(encode_metadata_record(record)))
-    assert not _may_be_metadata_record(_value(1))
-    assert not _may_be_metadata_record(b"") and not _may_be_metadata_record(None)
+        assert may_be_metadata_record(encode_metadata_record(record))
+        assert may_be_metadata_record(memoryview(encode_metadata_record(record)))
+    assert not may_be_metadata_record(_value(1))
+    assert not may_be_metadata_record(b"") and not may_be_metadata_record(None)
 
 
 def test_apply_counts_cheap_and_full_rejections_alike():

@@ -7,7 +7,7 @@ import pytest
 
 from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.controller.replication import ReplicationControl
-from pykraft.sim.controller_node import ControllerNode
+from pykraft.controller.log_replay import ReplayedAhead
 from pykraft.sim.runner import run
 
 PARTITION_CHANGE = 5
@@ -97,6 +97,6 @@ def test_a_broker_that_skips_partition_changes_disagrees_with_the_controllers(
 
 def test_an_active_controller_that_replays_its_records_twice_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """The host must skip the committed copies of records it replayed when it wrote them."""
-    monkeypatch.setattr(ControllerNode, "_already_replayed", lambda self, offset: False)
+    monkeypatch.setattr(ReplayedAhead, "covers", lambda self, offset: False)
     _, invariant, _ = _first_violation("metadata_brokers", range(3))
     assert invariant == "ActiveControllerImage"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.actions import BrokerState, FindController, Ready, SendToController, ShutdownComplete, StateChanged
@@ -34,12 +34,11 @@ from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.broker.progress import FollowerProgressSource, MetadataOnlyProgress
 from pykraft.controller.cluster import Endpoint
 from pykraft.controller.features import DEFAULT_SUPPORTED_FEATURES
+from pykraft.controller.log_replay import metadata_records
 from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import RawSnapshotReader
-from pykraft.records import iter_batches
-from pykraft.records.metadata.errors import MetadataRecordError
-from pykraft.records.metadata.frame import decode_metadata_record, encode_metadata_record
+from pykraft.records.metadata.frame import encode_metadata_record
 from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
@@ -164,14 +163,13 @@ class BrokerHost:
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
-        for offset, record in self._records(iter_batches(batches, verify_crc=False)):
-            self.cache.replay(record, offset)
+        self.cache.replay_all(metadata_records(batches, on_undecodable=self._count_undecodable))
         self._after_metadata(last_offset)
 
     def load_snapshot(self, reader: RawSnapshotReader) -> None:
         last_contained = reader.snapshot_id.offset - 1
-        records = (record for _, record in self._records(iter_batches(reader.records(), verify_crc=False)))
-        self.cache.load_snapshot(records, last_contained)
+        records = metadata_records(reader.records(), on_undecodable=self._count_undecodable)
+        self.cache.load_snapshot((record for _, record in records), last_contained)
         self._after_metadata(last_contained)
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
@@ -188,15 +186,8 @@ class BrokerHost:
         self._run("isr", self.isr.sync_metadata(now))
         self._run("isr", self.isr.update_progress(self.progress.progress(self.isr.led_partitions(), now), now))
 
-    def _records(self, batches: Iterable[Any]) -> Iterator[tuple[int, Any]]:
-        for batch in batches:
-            if batch.is_control:
-                continue
-            for record in batch.records():
-                try:
-                    yield record.offset, decode_metadata_record(bytes(record.value or b""))
-                except MetadataRecordError:
-                    self.undecodable_records += 1
+    def _count_undecodable(self) -> None:
+        self.undecodable_records += 1
 
     # ---- the pure components' actions --------------------------------------------------------------------------
     def _component(self, name: str) -> Any:

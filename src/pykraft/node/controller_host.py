@@ -15,11 +15,9 @@ UpdateFeatures is answered here too (the one place its rules run): metadata.vers
 FeatureLevelRecords like any result; an accepted kraft.version change (`result.kraft_version_upgrade`) is asked of
 the raft core first (`_upgrade_kraft`), and its refusal answers INVALID_UPDATE_VERSION with nothing written.
 
-The leader's committed replay skips the offsets it replayed already (`_pending`); values that are not metadata
-records (the quickstart's Produce values) are counted in `undecodable_records` and skipped.
-
-Known limit: CreateTopics, DeleteTopics, ElectLeaders and UnregisterBroker reach the wire only once `ApiKey` (in
-pykraft.protocol.apis) has their keys; `request()` serves them in-process already.
+The leader's committed replay skips the offsets it replayed already (`ReplayedAhead`, controller/log_replay.py);
+values that are not metadata records (the quickstart's Produce values) are counted in `undecodable_records` and
+skipped.
 """
 
 from __future__ import annotations
@@ -28,8 +26,7 @@ import asyncio
 import logging
 import os
 import random
-from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.create_topics.v7 import response as create_response
@@ -40,6 +37,7 @@ from pykraft.controller.controller import (ALTER_PARTITION, BROKER_HEARTBEAT, BR
                                           UNREGISTER_BROKER, UPDATE_FEATURES, ControllerConfig,
                                           NotActiveControllerError, QuorumController, UnsupportedControllerApiError)
 from pykraft.controller.features import FeatureUpdateError, update_features_response
+from pykraft.controller.log_replay import ReplayedAhead, load_committed, metadata_records
 from pykraft.controller.result import ControllerResult, KRaftVersionUpgrade
 from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
 from pykraft.protocol.error_responses import error_response_for
@@ -52,7 +50,6 @@ from pykraft.raft.voter_change import KRaftVersionUpgradeError
 from pykraft.records import RecordsError, iter_batches
 from pykraft.records.metadata.errors import MetadataRecordError
 from pykraft.records.metadata.frame import decode_metadata_record, encode_metadata_record
-from pykraft.records.metadata.registry import FRAME_VERSION
 from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
@@ -137,7 +134,7 @@ class ControllerHost:
         self.runtime: NodeRuntime | None = None
         self.committed_offset = -1  # last offset handed to apply (or contained in the loaded snapshot)
         self.active_epoch: int | None = None
-        self._pending: deque[tuple[int, int]] = deque()  # offsets replayed before commit, ascending ranges
+        self._ahead = ReplayedAhead()  # offsets replayed when appended, before they commit
         self._last_written = -1
         self._tick_handle: asyncio.TimerHandle | None = None
         self.undecodable_records = 0
@@ -169,24 +166,20 @@ class ControllerHost:
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
-        for batch in iter_batches(batches, verify_crc=False):
+        for offset, record in metadata_records(batches, on_undecodable=self._count_undecodable,
+                                               skip=self._ahead.covers):
+            self.controller.replay(record, offset)
+        for batch in iter_batches(batches, verify_crc=False):  # headers only: the lag metric's timestamp
             self.last_applied_timestamp_ms = batch.max_timestamp
-            if batch.is_control:
-                continue
-            for record in batch.records():
-                if self._already_replayed(record.offset):
-                    continue
-                decoded = self._decode(record.value)
-                if decoded is not None:
-                    self.controller.replay(decoded, record.offset)
         self.committed_offset = max(self.committed_offset, last_offset)
         if self.runtime is not None and self.runtime.core is not None:
             self.controller.note_kraft_version(self.runtime.core.kraft_version())
 
     def load_snapshot(self, reader: RawSnapshotReader) -> None:
-        self._pending.clear()
+        self._ahead.clear()
         last_contained = reader.snapshot_id.offset - 1
-        self.controller.load_snapshot(self._snapshot_objects(reader), last_contained)
+        records = metadata_records(reader.records(), on_undecodable=self._count_undecodable)
+        self.controller.load_snapshot([record for _, record in records], last_contained)
         self.committed_offset = last_contained
         self.snapshots_loaded += 1
 
@@ -200,7 +193,7 @@ class ControllerHost:
         """The committed image only: with uncommitted replays in the active controller, a second controller is
         built from the last snapshot plus the committed log for the snapshot."""
         source = self.controller
-        if self._pending:
+        if self._ahead:
             source = QuorumController(self.config, random.Random(0))
             self._load_committed(source)
         return [encode_metadata_record(r) for r in source.snapshot_records()]
@@ -297,7 +290,7 @@ class ControllerHost:
         assert last == next_offset + len(values) - 1, "the records did not get the offsets handle was given"
         for index, record in enumerate(result.records):
             self.controller.replay(record, next_offset + index)
-        self._pending.append((next_offset, last))
+        self._ahead.add(next_offset, last)
         self._last_written = last
         return runtime.waiters.add(last, epoch) if wait else None, ready
 
@@ -353,76 +346,19 @@ class ControllerHost:
         self.controller.deactivate()
         self.active_epoch = None
         self._cancel_tick()
-        if self._pending:  # replays that may never commit: back to the committed image
+        if self._ahead:  # replays that may never commit: back to the committed image
             self._load_committed(self.controller)
-            self._pending.clear()
+            self._ahead.clear()
             self.rebuilds += 1
         self._last_written = -1
 
     # ---- committed state from disk -----------------------------------------------------------------------------
     def _load_committed(self, target: QuorumController) -> None:
         """`target` := the latest snapshot + the committed log up to `committed_offset`."""
-        log = self.runtime.core.log  # type: ignore[union-attr]
-        snapshot_id = log.latest_snapshot_id()
-        start = 0
-        if snapshot_id is not None and 0 < snapshot_id.offset <= self.committed_offset + 1:
-            reader = log.read_snapshot(snapshot_id)
-            if reader is not None:
-                start = snapshot_id.offset
-                target.load_snapshot(self._snapshot_objects(reader, count=False), start - 1)
-        if start == 0:
-            target.load_snapshot((), -1)
-        start = max(start, log.start_offset())
-        if start > self.committed_offset:
-            return
-        for batch in iter_batches(log.read(start, 2**62).records, verify_crc=False):
-            if batch.base_offset > self.committed_offset:
-                break
-            if batch.is_control:
-                continue
-            for record in batch.records():
-                decoded = self._decode(record.value, count=False) if record.offset <= self.committed_offset else None
-                if decoded is not None:
-                    target.replay(decoded, record.offset)
+        load_committed(target, self.runtime.core.log, self.committed_offset)  # type: ignore[union-attr]
 
-    def _snapshot_objects(self, reader: RawSnapshotReader, count: bool = True) -> Iterator[Any]:
-        for batch in iter_batches(reader.records(), verify_crc=False):
-            if batch.is_control:
-                continue
-            for record in batch.records():
-                decoded = self._decode(record.value, count)
-                if decoded is not None:
-                    yield decoded
-
-    def _decode(self, value: Any, count: bool = True) -> Any | None:
-        """The record, or None for a value that is not a metadata record (counted once: not again when the
-        committed image is rebuilt from the log)."""
-        if not _may_be_metadata_record(value):
-            self.undecodable_records += count
-            return None
-        try:
-            return decode_metadata_record(bytes(value or b""))
-        except MetadataRecordError:
-            self.undecodable_records += count
-            return None
-
-    def _already_replayed(self, offset: int) -> bool:
-        pending = self._pending
-        while pending and pending[0][1] < offset:
-            pending.popleft()  # cannot happen in log order; kept so a gap never blocks the queue
-        if pending and pending[0][0] <= offset:
-            if offset == pending[0][1]:
-                pending.popleft()
-            return True
-        return False
-
-
-def _may_be_metadata_record(value: bytes | memoryview | None) -> bool:
-    """False only for values a full decode refuses at its first byte: empty, or a one-byte frame version other
-    than 1 (the quickstart's JSON values start with "{"). A first byte with the varint continuation bit goes on to
-    the full decode, which reads the frame version as Kafka does. Skipping the full decode (copy, memoryview,
-    exception) for those cuts the cost of a rejected value from ~4.0 to ~0.5 us (report of issue 7)."""
-    return bool(value) and (value[0] == FRAME_VERSION or value[0] >= 0x80)  # type: ignore[index]
+    def _count_undecodable(self) -> None:
+        self.undecodable_records += 1
 
 
 def _merged(first: Ready | None, second: Ready | None) -> Ready | None:

@@ -18,19 +18,17 @@
 from __future__ import annotations
 
 import random
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 from pykraft.controller.controller import (ControllerConfig, NotActiveControllerError, QuorumController,
                                           UnsupportedControllerApiError)
+from pykraft.controller.log_replay import ReplayedAhead, load_committed
 from pykraft.controller.result import ControllerResult
 from pykraft.node.controller_host import error_reply
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.client import NotLeaderError
-from pykraft.records import iter_batches
-from pykraft.records.metadata.errors import MetadataRecordError
-from pykraft.records.metadata.frame import decode_metadata_record, encode_metadata_record
+from pykraft.records.metadata.frame import encode_metadata_record
 from pykraft.sim.metadata_machine import Decoded, MetadataMachine
 from pykraft.sim.metadata_wire import ControllerRequest, ControllerResponse, ReplyTo
 from pykraft.sim.node import SimNode, Status
@@ -63,7 +61,7 @@ class ControllerNode(SimNode):
     def _reset_host(self) -> None:
         self.committed_offset = -1
         self.active_epoch: int | None = None
-        self.pending: deque[tuple[int, int]] = deque()
+        self.pending = ReplayedAhead()
         self.last_written = -1
         self.waiters: list[_Waiter] = []
         self.tick_generation = getattr(self, "tick_generation", 0) + 1
@@ -84,7 +82,7 @@ class ControllerNode(SimNode):
     # ---- committed replay ------------------------------------------------------------------------------------
     def _replay_committed(self, records: Decoded) -> None:
         for offset, record in records:
-            if not self._already_replayed(offset):
+            if not self.pending.covers(offset):
                 self.controller.replay(record, offset)
         self.committed_offset = max(self.committed_offset, records[-1][0])
         if self.core is not None:
@@ -94,16 +92,6 @@ class ControllerNode(SimNode):
         self.pending.clear()
         self.controller.load_snapshot(records, last_contained)
         self.committed_offset = last_contained
-
-    def _already_replayed(self, offset: int) -> bool:
-        pending = self.pending
-        while pending and pending[0][1] < offset:
-            pending.popleft()
-        if pending and pending[0][0] <= offset:
-            if offset == pending[0][1]:
-                pending.popleft()
-            return True
-        return False
 
     def _commit(self, effect: Any) -> None:
         super()._commit(effect)
@@ -205,7 +193,7 @@ class ControllerNode(SimNode):
             self.controller.replay(record, next_offset + index)
             name = type(record).__name__
             self.written[name] = self.written.get(name, 0) + 1
-        self.pending.append((next_offset, last))
+        self.pending.add(next_offset, last)
         self.last_written = last
         if caller is not None:
             self.waiters.append(_Waiter(last, epoch, *caller, result.response, next_offset))
@@ -286,40 +274,5 @@ class ControllerNode(SimNode):
 
     def _load_committed(self, target: QuorumController) -> None:
         """`target` := the latest snapshot + the committed log up to `committed_offset` (as ControllerHost)."""
-        core = self.core
-        assert core is not None
-        log = core.log
-        snapshot_id = log.latest_snapshot_id()
-        start = 0
-        if snapshot_id is not None and 0 < snapshot_id.offset <= self.committed_offset + 1:
-            reader = log.read_snapshot(snapshot_id)
-            if reader is not None:
-                start = snapshot_id.offset
-                target.load_snapshot(_decoded(reader.records()), start - 1)
-        if start == 0:
-            target.load_snapshot((), -1)
-        start = max(start, log.start_offset())
-        if start > self.committed_offset:
-            return
-        for batch in iter_batches(log.read(start, 2**62).records, verify_crc=False):
-            if batch.base_offset > self.committed_offset:
-                break
-            if batch.is_control:
-                continue
-            for record in batch.records():
-                if record.offset <= self.committed_offset:
-                    decoded = _decode(record.value)
-                    if decoded is not None:
-                        target.replay(decoded, record.offset)
-
-
-def _decode(value: Any) -> Any | None:
-    try:
-        return decode_metadata_record(bytes(value or b""))
-    except MetadataRecordError:
-        return None
-
-
-def _decoded(records: Any) -> list[Any]:
-    return [d for batch in iter_batches(records, verify_crc=False) if not batch.is_control
-            for r in batch.records() if (d := _decode(r.value)) is not None]
+        assert self.core is not None
+        load_committed(target, self.core.log, self.committed_offset)

@@ -20,10 +20,10 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from pykraft.controller.log_replay import decode_value, metadata_records
 from pykraft.raft.log import BufferSnapshotReader
 from pykraft.records import iter_batches
-from pykraft.records.metadata.errors import MetadataRecordError
-from pykraft.records.metadata.frame import decode_metadata_record, encode_metadata_record
+from pykraft.records.metadata.frame import encode_metadata_record
 from pykraft.sim.statemachine import Applied, CommittedBatch, Digest
 
 NO_OP_RECORD = 20
@@ -70,8 +70,9 @@ class MetadataMachine:
                 for record in batch.records():
                     value = bytes(record.value) if record.value is not None else b""
                     applied.append(Applied(record.offset, value))
-                    item = self._decode(value)
+                    item = decode_value(value)
                     if item is None:
+                        self._count_undecodable()
                         continue
                     self.image.replay(item, record.offset)
                     decoded.append((record.offset, item))
@@ -86,20 +87,15 @@ class MetadataMachine:
             self.on_changed(self, self.next_offset)
         return applied, batches
 
-    def _decode(self, value: bytes) -> Any | None:
-        try:
-            return decode_metadata_record(value)
-        except MetadataRecordError:
-            self.undecodable += 1  # a record that is not metadata would be a bug of the writer: counted
-            return None
+    def _count_undecodable(self) -> None:
+        self.undecodable += 1  # a record that is not metadata would be a bug of the writer: counted
 
     # ---- snapshots ---------------------------------------------------------------------------------------------
     def snapshot_values(self) -> list[bytes]:
         return self.encoded_image()
 
     def load(self, reader: BufferSnapshotReader, end_offset: int) -> None:
-        objects = [item for b in iter_batches(reader.records(), verify_crc=True) if not b.is_control
-                   for r in b.records() if (item := self._decode(bytes(r.value or b""))) is not None]
+        objects = [item for _, item in metadata_records(reader.records(), on_undecodable=self._count_undecodable)]
         self.image.load_snapshot(objects, end_offset - 1)
         self.next_offset = end_offset
         self.snapshot_loads += 1
