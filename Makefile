@@ -35,6 +35,7 @@ bench: $(BENCH_STAMP)
 	$(PY) benchmarks/storage.py
 	$(PY) benchmarks/net.py
 	$(PY) benchmarks/quorum.py
+	$(PY) benchmarks/fencing.py
 
 # The long simulation sweep (the test suite runs 500 short seeds; this runs 2000 full-length swarm seeds).
 sim-sweep: $(STAMP)
