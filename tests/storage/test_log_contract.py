@@ -89,6 +89,12 @@ def test_read_returns_whole_batches_from_the_containing_one(new_log) -> None:
     assert bytes(log.read(6, 100).records) == b""
 
 
+def test_reads_are_read_only_so_no_reader_writes_into_the_log_and_kio_accepts_them(new_log) -> None:
+    log = new_log((1, 2), (1, 3))
+    for records in (log.read(0, 10**6).records, log.read(2, 1).records):
+        assert memoryview(records).readonly
+
+
 def test_read_respects_max_bytes_and_returns_exact_bytes(new_log) -> None:
     log = new_log(*[(1, 2)] * 30)
     expected = b"".join(batch(2 * i, 1, 2) for i in range(30))

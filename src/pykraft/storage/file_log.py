@@ -170,7 +170,8 @@ class FileLog(EpochIndexedLog):
                 break
             pieces.append(more)
             total += len(more)
-        records = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        # Read-only: a reader must not be able to write into the segment's buffer (and kio refuses writable ones).
+        records = memoryview(pieces[0]).toreadonly() if len(pieces) == 1 else b"".join(pieces)
         return LogFetchInfo(records, first_base)
 
     def start_offset(self) -> int:
