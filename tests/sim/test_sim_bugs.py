@@ -6,7 +6,8 @@ same seeds pass without the bug (test_sim_scenarios and the CI sweep).
 """
 
 from pykraft.raft import leader as leader_module
-from pykraft.raft.handlers import vote
+from pykraft.raft.handlers import fetch, membership, vote
+from pykraft.raft.log import truncation_offset
 from pykraft.raft.states import CandidateState, ProspectiveState, UnattachedState
 from pykraft.sim.runner import run
 
@@ -50,3 +51,35 @@ def test_voting_twice_in_one_epoch_breaks_single_leader(monkeypatch) -> None:
     monkeypatch.setattr(vote, "can_grant_vote", votes_again)
     seed, invariant = first_violation("swarm_ci", range(220, 300))
     assert invariant == "SingleLeader", (seed, invariant)
+
+
+def _truncating_at(monkeypatch, where) -> None:  # noqa: ANN001 - where(core, honest offset) -> buggy offset
+    def truncate(core, diverging) -> None:  # noqa: ANN001 - fetch._truncate without its clamp to the HWM
+        offset = max(where(core, truncation_offset(core.log, diverging)), core.log.start_offset())
+        core.log.truncate_to(offset)
+        core.history.truncate_new_entries(offset)
+
+    monkeypatch.setattr(fetch, "_truncate", truncate)
+
+
+def test_follower_truncating_past_the_divergence_breaks_no_truncation_below_committed(monkeypatch) -> None:
+    # Three records further back than the divergence point: into data the follower has already applied.
+    _truncating_at(monkeypatch, lambda core, honest: honest - 3)
+    seed, invariant = first_violation("diverging_tail", range(3))
+    assert invariant == "NoTruncationBelowCommitted", (seed, invariant)
+
+
+def test_follower_truncating_below_its_high_watermark_breaks_no_truncation_below_committed(monkeypatch) -> None:
+    # To HWM - 1 whatever the leader said (the honest offset when the follower knows no HWM).
+    _truncating_at(monkeypatch, lambda core, honest: honest if core.high_watermark is None
+                   else core.high_watermark - 1)
+    seed, invariant = first_violation("diverging_tail", range(3))
+    assert invariant == "NoTruncationBelowCommitted", (seed, invariant)
+
+
+def test_two_voter_changes_in_flight_break_at_most_one_uncommitted_voter_set(monkeypatch) -> None:
+    # The leader forgets step 4 of AddVoter/RemoveVoter (refuse while the last VotersRecord is uncommitted); the
+    # pending-change check alone lets a second change through once the first was answered on append or timed out.
+    monkeypatch.setattr(membership, "has_uncommitted_voter_change", lambda core, leader: False)
+    seed, invariant = first_violation("voter_change_storm", range(3))
+    assert invariant == "AtMostOneUncommittedVoterSet", (seed, invariant)

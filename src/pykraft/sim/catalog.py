@@ -284,3 +284,4 @@ def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], 
     return plan
 
 from pykraft.sim import metadata_scenarios  # noqa: E402,F401 - registers the metadata scenarios (it uses LeaderVictim)
+from pykraft.sim import targeted  # noqa: E402,F401 - registers diverging_tail and voter_change_storm

@@ -49,6 +49,19 @@ class SimLog(MemoryLog):
         super().__init__()
         self.corrupted: set[int] = set()  # base offsets of batches whose bytes were flipped
         self.torn_recoveries = 0
+        # Truncations the core asked for (a follower cutting an uncommitted tail on DivergingEpoch), not the
+        # loss of an unflushed tail on a crash: how often the repair-by-truncation path runs, and how deep.
+        self.truncations = 0
+        self.max_truncated = 0
+        self._crashing = False
+
+    def truncate_to(self, offset: int) -> None:
+        before = self.end_offset()
+        super().truncate_to(offset)
+        removed = before - self.end_offset()
+        if removed > 0 and not self._crashing:
+            self.truncations += 1
+            self.max_truncated = max(self.max_truncated, removed)
 
     def read(self, start_offset: int, max_bytes: int) -> LogFetchInfo:
         fetched = super().read(start_offset, max_bytes)
@@ -83,7 +96,11 @@ class SimLog(MemoryLog):
         """A hard kill. With `torn_probability`, part of the unflushed tail survives (see the module doc)."""
         if self._flushed < self.end_offset() and rng.random() < torn_probability:
             self._flushed = self._recover_torn_tail(rng)
-        self.simulate_crash()
+        self._crashing = True
+        try:
+            self.simulate_crash()
+        finally:
+            self._crashing = False
 
     def _recover_torn_tail(self, rng: random.Random) -> int:
         unflushed = [b for b in self._batches if b.base_offset >= self._flushed]
@@ -122,6 +139,8 @@ class SimDisk:
 
     def wipe(self, new_directory_id: uuid.UUID) -> None:
         self.directory_id = new_directory_id
-        self.log = SimLog()
+        old, self.log = self.log, SimLog()
+        # The counters describe the node's run, not one disk: carried over to the replacement
+        self.log.truncations, self.log.max_truncated = old.truncations, old.max_truncated
         self.election = None
         self.generation += 1

@@ -210,6 +210,8 @@ def run_stats(plan: Plan, live_at: int | None) -> dict[str, Any]:
         "client_ops": sum(len(c.history) for c in plan.clients),
         "snapshots": sum(n.snapshots_taken for n in nodes),
         "snapshot_loads": sum(n.machine.snapshot_loads for n in nodes),
+        "truncations": sum(getattr(n.disk.log, "truncations", 0) for n in nodes),
+        "max_truncated": max((getattr(n.disk.log, "max_truncated", 0) for n in nodes), default=0),
         "storage_faults": len(checker.storage_faults),
         "live_after_ms": None if live_at is None else live_at - plan.faults_end_ms,
         "messages": world.network.stats.sent,

@@ -1,0 +1,105 @@
+"""Targeted scenarios: each drives the cluster down one code path that the swarm reaches too rarely for the
+invariant that guards it to be shown to bite.
+
+- `diverging_tail`: the leader and one follower are cut off from the majority right after a burst of appends, so
+  an uncommitted tail reaches only a minority; the majority elects a new leader that writes in a higher epoch;
+  the partition heals and the old leader and its follower must cut their tails through a Fetch answered with
+  DivergingEpoch (log truncation). Snapshots are rare, so the repair goes through truncation and not a snapshot
+  download. Guards: NoTruncationBelowCommitted, NoDivergence, AckedValueNotLost.
+- `voter_change_storm`: an admin fires AddVoter and RemoveVoter requests at the leader without waiting for the
+  previous answer, over a slow and lossy network, so that a leader without the "one uncommitted voter change"
+  guard would hold two VotersRecords above its high watermark. Guard: AtMostOneUncommittedVoterSet.
+"""
+
+from __future__ import annotations
+
+from pykraft.sim import faults
+from pykraft.sim.faults import Traced, at
+from pykraft.sim.network import LinkProfile
+from pykraft.sim.scenarios import Plan, add_workload, build_cluster, new_world, scenario
+from pykraft.sim.storm import VoterChangeStorm
+from pykraft.sim.world import Params, World
+
+# One round of `diverging_tail`: the cut lasts long enough for the majority to notice (fetch timeout 2000 ms),
+# hold an election (timeout 1000 ms plus backoff) and write in its new epoch; then the network heals.
+ROUND_MS = 6500
+CUT_MIN_MS, CUT_MAX_MS = 4200, 5200
+FIRST_ROUND_MS = 2000
+
+
+class MinorityCut:
+    """Cuts the current leader off the majority, together with one follower when the rest still hold a majority
+    (5 voters): that follower receives the tail too and must truncate it as well."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.rng = plan.world.stream("cut")
+        self.cuts = 0
+
+    def cut(self, world: World) -> Traced:
+        leader = faults.leader_id(world)
+        if leader is None or leader not in self.plan.voters:
+            return None, "minority-cut", "no voter leads"
+        others = [n for n in self.plan.voters if n != leader]
+        minority = [leader]
+        if len(others) - 1 > len(self.plan.voters) // 2:  # the rest still hold a majority without that follower
+            minority.append(self.rng.choice(others))
+        majority = [n for n in sorted(world.nodes) if n not in minority]
+        faults.split(world, [minority, majority])
+        self.cuts += 1
+        return leader, "minority-cut", f"{sorted(minority)} | {majority}"
+
+
+@scenario("diverging_tail")
+def diverging_tail(seed: int, trace_size: int | None) -> Plan:
+    """Rounds of: cut the leader (and one follower) off while it appends, let the majority elect, heal."""
+    probe = new_world(seed, 0).stream("diverging")
+    voters = probe.choice([3, 4, 5, 5])
+    observers = probe.choice([0, 0, 1])
+    rounds = probe.choice([2, 3])
+    # Snapshots rare or never, and never the log cleaning that would make a snapshot download the repair.
+    params = Params(flush_latency_max_ms=probe.choice([0, 2, 5]), snapshot_every=probe.choice([0, 0, 400]),
+                    clean_probability=0.0)
+    faults_end = FIRST_ROUND_MS + rounds * ROUND_MS
+    world = new_world(seed, trace_size, params)
+    voter_ids, observer_ids = build_cluster(world, voters, observers)
+    plan = Plan("diverging_tail", world, voter_ids, observer_ids, faults_end)
+    # A fast appender: the tail a cut-off leader accumulates before the majority elects is tens of batches.
+    add_workload(plan, clients=probe.randint(0, 1), interval_ms=probe.choice([5, 10, 20]))
+    if probe.random() < 0.5:
+        at(world, 0, faults.set_links, LinkProfile(drop=probe.choice([0.0, 0.01]), duplicate=0.0,
+                                                   reorder=probe.choice([0.0, 0.02]), delay_min_ms=1,
+                                                   delay_max_ms=probe.choice([3, 10])))
+    cut = MinorityCut(plan)
+    for index in range(rounds):
+        start = FIRST_ROUND_MS + index * ROUND_MS
+        at(world, start, cut.cut)
+        at(world, start + probe.randint(CUT_MIN_MS, CUT_MAX_MS), faults.heal)
+    plan.stat_hooks.append(lambda: {"minority_cuts": cut.cuts})
+    plan.notes.append(f"{rounds} rounds")
+    return plan
+
+
+@scenario("voter_change_storm")
+def voter_change_storm(seed: int, trace_size: int | None) -> Plan:
+    """AddVoter/RemoveVoter fired concurrently at the leader over a slow, lossy network."""
+    probe = new_world(seed, 0).stream("storm")
+    voters, observers = probe.randint(1, 4), probe.randint(1, 3)
+    params = Params(flush_latency_max_ms=probe.choice([0, 3, 10]), snapshot_every=probe.choice([0, 60]),
+                    clean_probability=probe.choice([0.3, 1.0]))
+    faults_end = probe.choice([8000, 10_000])
+    world = new_world(seed, trace_size, params)
+    voter_ids, observer_ids = build_cluster(world, voters, observers)
+    plan = Plan("voter_change_storm", world, voter_ids, observer_ids, faults_end)
+    add_workload(plan, clients=probe.randint(0, 1), interval_ms=probe.choice([10, 30]))
+    # Slow links: a VotersRecord takes a while to commit, so the next request lands while it is uncommitted.
+    at(world, 0, faults.set_links, LinkProfile(drop=probe.choice([0.0, 0.02, 0.05]),
+                                               duplicate=probe.choice([0.0, 0.02]),
+                                               reorder=probe.choice([0.0, 0.05]),
+                                               delay_min_ms=probe.choice([1, 5]),
+                                               delay_max_ms=probe.choice([20, 40, 80])))
+    storm = VoterChangeStorm(world, voter_ids + observer_ids, voter_ids, until_ms=faults_end - 1000,
+                             gap_ms=probe.choice([5, 20, 60]), ack_on_append=probe.choice([0.3, 0.7]))
+    at(world, 1500, storm.start)
+    plan.stat_hooks.append(storm.stats)
+    return plan
