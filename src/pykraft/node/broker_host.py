@@ -35,7 +35,7 @@ from pykraft.broker.progress import FollowerProgressSource, MetadataOnlyProgress
 from pykraft.controller.cluster import Endpoint
 from pykraft.controller.features import DEFAULT_SUPPORTED_FEATURES
 from pykraft.controller.log_replay import metadata_records
-from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
+from pykraft.protocol.apis import ApiKey, ApiRegistry
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import RawSnapshotReader
 from pykraft.records.metadata.frame import encode_metadata_record
@@ -43,7 +43,7 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from .client_apis import controllers
-from .controller_host import HOST_APIS, error_reply
+from .controller_host import HOST_APIS, error_reply, hosted_runtime
 from .versions import to_request_version
 
 if TYPE_CHECKING:
@@ -70,20 +70,19 @@ def broker_settings(node_config: Any) -> tuple[str | None, int]:
     return rack, int(lag)
 
 
-def broker_runtime(node_config: Any, **runtime_options: Any) -> NodeRuntime:
-    """A NodeRuntime whose state machine is a BrokerHost (`runtime.state_machine`). ValueError: a bad setting."""
-    from .runtime import NodeRuntime
-
+def broker_host(node_config: Any) -> BrokerHost:
+    """The BrokerHost of a node config. ValueError: a bad broker setting."""
     try:
         meta = read_meta_properties(node_config.metadata_log_dir)
         cluster_id, directory_id = meta.cluster_id, meta.directory_id
     except StorageError:
         cluster_id, directory_id = "", None  # NodeRuntime.start() refuses the directory with the proper message
-    host = BrokerHost(node_config, cluster_id, directory_id)
-    runtime = NodeRuntime(node_config, state_machine=host, registry=host.registry(NODE_RUNTIME_APIS),
-                          extra_handlers=host.extra_handlers(), **runtime_options)
-    host.bind(runtime)
-    return runtime
+    return BrokerHost(node_config, cluster_id, directory_id)
+
+
+def broker_runtime(node_config: Any, **runtime_options: Any) -> NodeRuntime:
+    """A NodeRuntime whose state machine is a BrokerHost (`runtime.state_machine`). ValueError: a bad setting."""
+    return hosted_runtime(node_config, broker_host(node_config), **runtime_options)
 
 
 class BrokerHost:

@@ -115,13 +115,13 @@ class NodeConfig:
         controller = set(self.controller_listener_names)
         return tuple(listener.name for listener in self.listeners if listener.name not in controller)
 
-    def served_listener(self) -> Listener:
-        """The listener this process's server binds: the raft channel on a controller, else the broker's first
-        listener (config validation guarantees a broker has one)."""
-        if self.is_controller:
-            return self.controller_listener()
-        name = self.broker_listener_names()[0]
-        return next(listener for listener in self.listeners if listener.name == name)
+    def served_listeners(self) -> tuple[Listener, ...]:
+        """The listeners this process binds, the raft channel first on a controller: a controller's controller
+        listeners, a broker's other listeners (config validation guarantees one), both in combined mode."""
+        controller = set(self.controller_listener_names)
+        first = (self.controller_listener(),) if self.is_controller else ()
+        return first + tuple(listener for listener in self.listeners if listener not in first and (
+            (self.is_controller and listener.name in controller) or (self.is_broker and listener.name not in controller)))
 
     def advertised_controller_listeners(self) -> tuple[Listener, ...]:
         """Each controller listener as advertised (Kafka's `effectiveAdvertisedControllerListeners`)."""

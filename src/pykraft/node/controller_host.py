@@ -107,21 +107,30 @@ def controller_config(node_config: Any, cluster_id: str, bootstrap_records: tupl
         bootstrap_records=bootstrap_records)
 
 
-def controller_runtime(node_config: Any, **runtime_options: Any) -> NodeRuntime:
-    """A NodeRuntime whose state machine is a ControllerHost (reachable as `runtime.state_machine`).
-    Raises BootstrapFileError for an unreadable bootstrap.checkpoint, ValueError for a bad controller setting."""
-    from .runtime import NodeRuntime
-
+def controller_host(node_config: Any) -> ControllerHost:
+    """The ControllerHost of a node config. Raises BootstrapFileError for an unreadable bootstrap.checkpoint,
+    ValueError for a bad controller setting."""
     try:
         cluster_id = read_meta_properties(node_config.metadata_log_dir).cluster_id
     except StorageError:
         cluster_id = ""  # NodeRuntime.start() refuses the directory with the proper message
     bootstrap = read_bootstrap_records(node_config.metadata_log_dir)
-    host = ControllerHost(controller_config(node_config, cluster_id, bootstrap))
+    return ControllerHost(controller_config(node_config, cluster_id, bootstrap))
+
+
+def hosted_runtime(node_config: Any, host: Any, **runtime_options: Any) -> NodeRuntime:
+    """A NodeRuntime with `host` as its state machine, serving the host's APIs (`registry`, `extra_handlers`)."""
+    from .runtime import NodeRuntime
+
     runtime = NodeRuntime(node_config, state_machine=host, registry=host.registry(NODE_RUNTIME_APIS),
                           extra_handlers=host.extra_handlers(), **runtime_options)
     host.bind(runtime)
     return runtime
+
+
+def controller_runtime(node_config: Any, **runtime_options: Any) -> NodeRuntime:
+    """A NodeRuntime whose state machine is a ControllerHost (reachable as `runtime.state_machine`)."""
+    return hosted_runtime(node_config, controller_host(node_config), **runtime_options)
 
 
 class ControllerHost:

@@ -107,7 +107,8 @@ class NodeRuntime:
         self.storage: NodeStorage | None = None
         self.core: RaftCore = None  # type: ignore[assignment]  # set by start()
         self.cluster_id = ""
-        self.address: tuple[str, int] | None = None
+        self.address: tuple[str, int] | None = None  # of the first listener: the raft channel on a controller
+        self.servers: list[FrameServer] = []
         self.waiters = CommitWaiters()
         self._inputs: deque[Input] = deque()
         self._wake = asyncio.Event()
@@ -140,6 +141,8 @@ class NodeRuntime:
         for part in (self._task, ):
             if part is not None:
                 await asyncio.gather(part, return_exceptions=True)
+        for server in self.servers:  # listeners bound before a later one failed
+            await server.close()
         for closer in ("outbound", "lane"):
             if hasattr(self, closer):
                 await getattr(self, closer).close()
@@ -183,7 +186,7 @@ class NodeRuntime:
                                    on_flushed=self._on_flushed, run_blocking=self._run_blocking)
         self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
                                         now, on_snapshot=self._on_snapshot)
-        server_tls, client_tls = self._tls_contexts()
+        client_tls = self._client_tls()
         pool = ConnectionPool(ssl_context=client_tls)
         self.outbound = Outbound(pool if client_tls is None else _TlsFailureLog(pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
@@ -193,27 +196,30 @@ class NodeRuntime:
         self.lane.start()
         self._apply(self.core.initialize(storage.stored_election, now), now)
         self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"pykraft-core-{config.node_id}")
-        self.server = FrameServer(self.inbound, ssl_context=server_tls, name=f"node-{config.node_id}")
-        listener = config.served_listener()
-        self.address = await self.server.start(listener.host or "0.0.0.0", listener.port)
+        # Every listener is served by the same handler: in combined mode the controller host answers controller
+        # requests and the broker's forwarding takes over when this node is not the active controller.
+        for listener in config.served_listeners():
+            server = FrameServer(self.inbound, ssl_context=self._server_tls(listener.name),
+                                 name=f"node-{config.node_id}-{listener.name}")
+            self.servers.append(server)
+            address = await server.start(listener.host or "0.0.0.0", listener.port)
+            self.address = self.address or address
         if config.metrics_port is not None:
             self.metrics.serve(config.metrics_port)
 
-    def _tls_contexts(self) -> tuple[Any, Any]:
-        """(server side: the listener this process binds, client side: the controller listener it fetches from);
-        each is None when that listener is not SSL."""
-        config = self.config
-        tls = config.tls
-        if tls is None:
-            return None, None
-        server = None
-        if config.security_protocol(config.served_listener().name) == "SSL":
-            server = server_context(tls.cert_path, tls.key_path, tls.ca_path,
-                                    require_client_cert=tls.client_auth_required)
-        client = None
-        if config.security_protocol(config.controller_listener_name) == "SSL":
-            client = client_context(tls.cert_path, tls.key_path, tls.ca_path)
-        return server, client
+    def _server_tls(self, listener_name: str) -> Any:
+        """The TLS context of a listener this process binds; None when that listener is not SSL."""
+        config, tls = self.config, self.config.tls
+        if tls is None or config.security_protocol(listener_name) != "SSL":
+            return None
+        return server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=tls.client_auth_required)
+
+    def _client_tls(self) -> Any:
+        """The TLS context for the controller listener this process fetches from; None when it is not SSL."""
+        config, tls = self.config, self.config.tls
+        if tls is None or config.security_protocol(config.controller_listener_name) != "SSL":
+            return None
+        return client_context(tls.cert_path, tls.key_path, tls.ca_path)
 
     async def run_until_stopped(self) -> None:
         await self._stopped.wait()
@@ -247,7 +253,8 @@ class NodeRuntime:
             await self.lane.drain()  # every durable write issued is done before the files close
         except BaseException as exc:  # already recorded as the node's failure
             _log.error("final flush failed: %s", exc)
-        await self.server.close()
+        for server in self.servers:
+            await server.close()
         await self.outbound.close()
         await self.lane.close()
         self.metrics.close()

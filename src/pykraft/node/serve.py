@@ -7,7 +7,7 @@ A second signal during the graceful stop skips the wait for the hand-over (the d
 A controller (`process.roles=controller`) runs the QuorumController as its state machine (controller_host.py); a
 broker (`process.roles=broker`) is an observer of the metadata log that registers and heartbeats
 (broker_host.py): its first signal starts a controlled shutdown, and the process exits once the controller let
-it go (or gave up: exit 1). Combined mode (`broker,controller` in one process) is refused for now.
+it go (or gave up: exit 1). Combined mode (`broker,controller`) runs both in one process (combined_host.py).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pykraft.storage import StorageError
 from .config import ConfigError, load_config
 from .logs import configure_logging
 from .broker_host import BrokerHost, broker_runtime
+from .combined_host import CombinedHost, combined_runtime
 from .controller_host import controller_runtime
 
 PREFIX = "pykraft server: "
@@ -40,9 +41,6 @@ def run_server(config_path: str | Path) -> int:
         config = load_config(config_path)
     except ConfigError as exc:
         return _fail("; ".join(exc.problems))
-    if config.is_controller and config.is_broker:
-        return _fail("process.roles=broker,controller (combined mode) is not supported: run the brokers and the "
-                     "controllers as separate processes")
     configure_logging(config.log_format, config.node_id)
     for warning in config.warnings:
         _log.warning(warning)
@@ -52,14 +50,15 @@ def run_server(config_path: str | Path) -> int:
 async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
     try:
         # The QuorumController is the state machine of every controller; a broker's is its metadata cache.
-        runtime = broker_runtime(config) if config.is_broker else controller_runtime(config)
+        runtime = _runtime_for_roles(config)
     except ValueError as exc:  # BootstrapFileError, or a setting that is not a number
         return _fail(str(exc))
     try:
         await runtime.start()
     except (StorageError, NetError, OSError) as exc:
         return _fail(str(exc))
-    broker = runtime.state_machine if isinstance(runtime.state_machine, BrokerHost) else None
+    host = runtime.state_machine
+    broker = host if isinstance(host, BrokerHost) else host.broker if isinstance(host, CombinedHost) else None
     if broker is not None:
         broker.start()
     loop = asyncio.get_running_loop()
@@ -89,6 +88,12 @@ async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
         if broker is not None:
             broker.close()
     return _broker_exit(broker) if broker is not None else 0
+
+
+def _runtime_for_roles(config):  # noqa: ANN001, ANN202 - NodeConfig -> NodeRuntime
+    if config.is_controller and config.is_broker:
+        return combined_runtime(config)
+    return broker_runtime(config) if config.is_broker else controller_runtime(config)
 
 
 def _broker_exit(broker: BrokerHost) -> int:

@@ -1,0 +1,70 @@
+"""`process.roles=broker,controller` in one process, Kafka's single-node quickstart layout, driven through the CLI:
+the node formats with --standalone, registers its broker part with its own controller, creates and describes a topic
+through the broker listener, keeps it across a restart, and stops cleanly after its controlled shutdown."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+from pykraft.node.local_cluster import CLI, free_ports
+
+from .helpers import wait_for
+
+
+def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
+    assert not check or result.returncode == 0, result.stderr
+    return result
+
+
+def _start(config) -> subprocess.Popen:  # noqa: ANN001 - Path
+    log = open(config.parent / "server.log", "ab")  # noqa: SIM115 - the child owns it
+    try:
+        return subprocess.Popen([*CLI, "server", "start", "--config", str(config)], stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    finally:
+        log.close()
+
+
+def _unfenced(broker_port: int) -> bool:
+    result = _cli("brokers", "list", "--json", "--bootstrap-server", f"127.0.0.1:{broker_port}", check=False)
+    return result.returncode == 0 and '"fenced": false' in result.stdout
+
+
+def test_a_combined_node_serves_as_controller_and_broker_and_keeps_its_topic_across_a_restart(tmp_path):
+    broker_port, controller_port = free_ports(2)
+    config = tmp_path / "server.properties"
+    config.write_text("\n".join([
+        "process.roles=broker,controller", "node.id=1",
+        f"listeners=PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
+        "controller.listener.names=CONTROLLER",
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        f"controller.quorum.bootstrap.servers=127.0.0.1:{controller_port}",
+        f"log.dirs={tmp_path / 'data'}", ""]))
+    cluster_id = _cli("storage", "random-uuid").stdout.strip()
+    _cli("storage", "format", "--config", str(config), "--cluster-id", cluster_id, "--standalone")
+    bootstrap = f"127.0.0.1:{broker_port}"
+    process = _start(config)
+    try:
+        wait_for(lambda: _unfenced(broker_port), "the broker part registered and unfenced")
+        created = _cli("topics", "create", "--bootstrap-server", bootstrap, "--topic", "demo", "--partitions", "3",
+                       "--replication-factor", "1")
+        assert created.stdout.strip() == "Created topic demo."
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        assert "controlled shutdown done" in (tmp_path / "server.log").read_text()
+
+        process = _start(config)
+        wait_for(lambda: _unfenced(broker_port), "the broker part unfenced again after the restart")
+        lines = wait_for(lambda: _cli("topics", "describe", "--bootstrap-server", bootstrap, "--topic", "demo",
+                                      check=False).stdout.splitlines(), "the topic after the restart")
+        assert lines[0].startswith("Topic: demo\tTopicId: ") and len(lines) == 4
+        assert all("\tLeader: 1\tReplicas: 1\tIsr: 1\t" in line for line in lines[1:])
+        status = _cli("metadata-quorum", "--bootstrap-controller", f"127.0.0.1:{controller_port}", "describe",
+                      "--status").stdout
+        assert "LeaderId:               1" in status
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0
