@@ -26,7 +26,7 @@ from pykraft.node.local_cluster import LocalCluster
 from .certs import ClusterCerts, client_tls_properties, make_cluster_certs, node_tls_properties
 from .helpers import FAST_TIMEOUTS, observer_ids, values, voter_ids, wait_for
 
-INTRUDER, OBSERVER = 4, 5
+INTRUDER, OBSERVER, BROKER = 4, 5, 6
 REFUSED_DEADLINE = "default.api.timeout.ms=5000\nrequest.timeout.ms=2000\n"
 # The runtime's WARNING line for a failed handshake on an outbound raft connection.
 TLS_FAILURE = re.compile(r"TLS handshake with 127\.0\.0\.1:(\d+) failed")
@@ -98,11 +98,13 @@ class TlsCluster:
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("tls-cluster")
-    certs = make_cluster_certs(root / "certs", [1, 2, 3, OBSERVER], intruder_id=INTRUDER)
-    cluster = LocalCluster(root / "cluster", controllers=3, observers=2, properties=FAST_TIMEOUTS)
+    certs = make_cluster_certs(root / "certs", [1, 2, 3, OBSERVER, BROKER], intruder_id=INTRUDER)
+    cluster = LocalCluster(root / "cluster", controllers=3, observers=2, brokers=1, properties=FAST_TIMEOUTS)
     for node_id, node in cluster.nodes.items():
         pair = certs.intruder if node_id == INTRUDER else certs.nodes[node_id]
         node.extra.update(node_tls_properties(pair, certs.ca))
+    # The broker's own listener is SSL too: its clients and its registration with the controllers use TLS.
+    cluster.nodes[BROKER].extra["listener.security.protocol.map"] = "CONTROLLER:SSL,PLAINTEXT:SSL"
     try:
         cluster.format_all()
         cluster.start_all()
@@ -133,7 +135,7 @@ def test_a_node_with_a_certificate_from_another_ca_is_never_admitted(tls):
     cluster = tls.cluster
     wait_for(tls.leader_status, "a leader")
     # Control: the genuine observer, started with the intruder, is listed by the leader.
-    wait_for(lambda: OBSERVER in observer_ids(tls.status()), "the genuine observer to be listed")
+    wait_for(lambda: {OBSERVER, BROKER} <= set(observer_ids(tls.status())), "the genuine observer and broker listed")
     # The bound: the intruder has been refused repeatedly (each line is one failed connection attempt).
     wait_for(lambda: len(TLS_FAILURE.findall(cluster.server_log(INTRUDER))) >= 3,
              "the intruder's log to show repeated TLS failures")
@@ -141,7 +143,7 @@ def test_a_node_with_a_certificate_from_another_ca_is_never_admitted(tls):
     assert refused_ports <= {cluster.nodes[i].port for i in (1, 2, 3)}, "it was refused by the voters it asked"
     status = tls.status()
     assert INTRUDER not in observer_ids(status) and INTRUDER not in voter_ids(status)
-    assert observer_ids(status) == [OBSERVER]
+    assert observer_ids(status) == [OBSERVER, BROKER]  # the broker is an observer of the metadata log too
     assert cluster.nodes[INTRUDER].is_running(), "a refused node keeps retrying; it does not crash"
     # The cluster keeps working with the intruder knocking.
     offset = tls.write(values("while-refused", 20))
@@ -167,3 +169,24 @@ def test_plaintext_and_half_configured_clients_get_one_line_and_a_failure_exit(t
 
     # The same command with the client TLS config works against the same nodes.
     assert tls.describe("--command-config", str(tls.client_config)).returncode == 0
+
+
+def test_a_broker_registers_over_tls_and_forwards_a_topic_creation_over_tls(tls):
+    cluster = tls.cluster
+    broker = f"127.0.0.1:{cluster.nodes[BROKER].port}"
+
+    def listed() -> list[dict] | None:
+        result = cluster.cli("brokers", "list", "--json", "--bootstrap-server", broker, "--command-config",
+                             str(tls.client_config), check=False, timeout=60)
+        return json.loads(result.stdout) if result.returncode == 0 else None
+
+    assert wait_for(lambda: (found := listed()) and found[0]["fenced"] is False and found,
+                    "the broker registered and unfenced")[0]["id"] == BROKER
+    created = cluster.cli("topics", "create", "--bootstrap-server", broker, "--command-config",
+                          str(tls.client_config), "--topic", "secure", "--partitions", "2",
+                          "--replication-factor", "1", check=False, timeout=60)
+    assert created.stdout.strip() == "Created topic secure.", created.stderr
+    # A plaintext client gets nothing from the broker's SSL listener: one line, exit 1.
+    refused = cluster.cli("topics", "list", "--bootstrap-server", broker, "--command-config",
+                          str(tls.plaintext_config), check=False, timeout=60)
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
