@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import urllib.request
 
 from pykraft.node.local_cluster import CLI, free_ports
 
@@ -33,7 +34,7 @@ def _unfenced(broker_port: int) -> bool:
 
 
 def test_a_combined_node_serves_as_controller_and_broker_and_keeps_its_topic_across_a_restart(tmp_path):
-    broker_port, controller_port = free_ports(2)
+    broker_port, controller_port, metrics_port = free_ports(3)
     config = tmp_path / "server.properties"
     config.write_text("\n".join([
         "process.roles=broker,controller", "node.id=1",
@@ -41,7 +42,7 @@ def test_a_combined_node_serves_as_controller_and_broker_and_keeps_its_topic_acr
         "controller.listener.names=CONTROLLER",
         "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
         f"controller.quorum.bootstrap.servers=127.0.0.1:{controller_port}",
-        f"log.dirs={tmp_path / 'data'}", ""]))
+        f"log.dirs={tmp_path / 'data'}", f"pykraft.metrics.port={metrics_port}", ""]))
     cluster_id = _cli("storage", "random-uuid").stdout.strip()
     _cli("storage", "format", "--config", str(config), "--cluster-id", cluster_id, "--standalone")
     bootstrap = f"127.0.0.1:{broker_port}"
@@ -64,6 +65,11 @@ def test_a_combined_node_serves_as_controller_and_broker_and_keeps_its_topic_acr
         status = _cli("metadata-quorum", "--bootstrap-controller", f"127.0.0.1:{controller_port}", "describe",
                       "--status").stdout
         assert "LeaderId:               1" in status
+        # Both parts publish their metrics on the node's endpoint.
+        scraped = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+        assert "kafka_controller_kafkacontroller_activecontrollercount 1.0" in scraped
+        assert 'pykraft_broker_state{pykraft_broker_state="running"} 1.0' in scraped
+        assert "kafka_controller_kafkacontroller_globaltopiccount 1.0" in scraped
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)

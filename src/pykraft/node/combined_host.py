@@ -30,6 +30,14 @@ if TYPE_CHECKING:
     from .runtime import NodeRuntime
 
 
+def host_parts(state_machine: Any) -> tuple[ControllerHost | None, BrokerHost | None]:
+    """The controller host and the broker host a node's state machine consists of (either may be None)."""
+    if isinstance(state_machine, CombinedHost):
+        return state_machine.controller, state_machine.broker
+    return (state_machine if isinstance(state_machine, ControllerHost) else None,
+            state_machine if isinstance(state_machine, BrokerHost) else None)
+
+
 def combined_runtime(node_config: Any, **runtime_options: Any) -> NodeRuntime:
     """A NodeRuntime whose state machine is a CombinedHost. Raises what the two host builders raise."""
     return hosted_runtime(node_config, CombinedHost(controller_host(node_config), broker_host(node_config)),

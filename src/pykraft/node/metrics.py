@@ -23,6 +23,9 @@ Controller metrics (reference §7.2), only when the state machine is a Controlle
 LastAppliedRecordTimestamp and LastAppliedRecordLagMs (now minus the append time of the last committed batch; -1
 before any), and its own counters `pykraft_controller_undecodable_records_total`, `..._rebuilds_total`,
 `..._not_controller_answers_total`, `..._snapshots_loaded_total`.
+Broker metrics, when the node runs a broker (alone or combined): `pykraft_broker_state` (state set of the lifecycle
+states), `pykraft_broker_epoch`, `pykraft_broker_isr_shrinks_total`, `..._isr_expands_total`,
+`..._failed_isr_updates_total`.
 Each runtime has its own registry, so several nodes can live in one process (tests).
 """
 
@@ -126,7 +129,13 @@ class NodeMetrics:
         }
         for key, value in counters.items():
             yield CounterMetricFamily(key, key.replace("_", " "), value=value)
-        yield from _controller_families(runtime.state_machine, runtime.clock())
+        from .combined_host import host_parts  # the hosts import the controller: only load them when asked
+
+        controller, broker = host_parts(runtime.state_machine)
+        if controller is not None:
+            yield from _controller_families(controller, runtime.clock())
+        if broker is not None:
+            yield from _broker_families(broker)
 
     def describe(self) -> list:
         return []  # collected on demand: nothing to describe up front (and no scrape at registration)
@@ -141,10 +150,6 @@ def controller_metric_name(kafka_name: str) -> str:
 
 
 def _controller_families(state_machine: Any, now_ms: int) -> Any:
-    from .controller_host import ControllerHost  # the host imports the controller: only load it when asked
-
-    if not isinstance(state_machine, ControllerHost):
-        return
     values = state_machine.controller.metrics().by_kafka_name()
     stamp = state_machine.last_applied_timestamp_ms
     values["LastCommittedRecordOffset"] = state_machine.committed_offset
@@ -158,6 +163,21 @@ def _controller_families(state_machine: Any, now_ms: int) -> Any:
     for key, value in counters.items():
         yield CounterMetricFamily(f"pykraft_controller_{key}", f"controller host {key.replace('_', ' ')}",
                                   value=value)
+
+
+def _broker_families(broker: Any) -> Any:
+    """`pykraft_broker_state` (the lifecycle state as a state set), `pykraft_broker_epoch` (-1 before the first
+    registration) and the ISR manager's counters (Kafka's ReplicaManager IsrShrinks/IsrExpands/FailedIsrUpdates)."""
+    from pykraft.broker.actions import BrokerState
+
+    current = broker.lifecycle.state
+    yield StateSetMetricFamily("pykraft_broker_state", "broker lifecycle state",
+                               value={state.value: state is current for state in BrokerState})
+    yield GaugeMetricFamily("pykraft_broker_epoch", "broker epoch", value=broker.lifecycle.broker_epoch)
+    isr = broker.isr.metrics
+    for key, value in (("isr_shrinks", isr.isr_shrinks), ("isr_expands", isr.isr_expands),
+                       ("failed_isr_updates", isr.failed_isr_updates)):
+        yield CounterMetricFamily(f"pykraft_broker_{key}", f"broker {key.replace('_', ' ')}", value=value)
 
 
 def _uncommitted_change(core: Any) -> bool:

@@ -24,7 +24,7 @@ from pykraft.storage import StorageError
 from .config import ConfigError, load_config
 from .logs import configure_logging
 from .broker_host import BrokerHost, broker_runtime
-from .combined_host import CombinedHost, combined_runtime
+from .combined_host import combined_runtime, host_parts
 from .controller_host import controller_runtime
 
 PREFIX = "pykraft server: "
@@ -57,8 +57,7 @@ async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
         await runtime.start()
     except (StorageError, NetError, OSError) as exc:
         return _fail(str(exc))
-    host = runtime.state_machine
-    broker = host if isinstance(host, BrokerHost) else host.broker if isinstance(host, CombinedHost) else None
+    _, broker = host_parts(runtime.state_machine)
     if broker is not None:
         broker.start()
     loop = asyncio.get_running_loop()
