@@ -8,6 +8,7 @@ import uuid
 from pykraft.sim.disk import SimDisk
 from pykraft.sim.runner import run
 from pykraft.sim.scenarios import SCENARIOS
+from pykraft.sim.sweep import sweep
 from tests.sim.test_sim_disk import log_with
 
 
@@ -29,12 +30,14 @@ def test_both_targeted_scenarios_are_registered() -> None:
 
 
 def test_diverging_tail_truncates_uncommitted_tails_on_every_seed_and_holds() -> None:
-    for seed in (0, 3, 5):
+    for seed, voters in ((3, 3), (5, 4), (1, 5)):
         result = run(seed, "diverging_tail")
         assert result.ok, result.report()
-        assert result.stats["minority_cuts"] >= 2
-        # Each cut leaves the old leader (and, with 5 voters, its follower) with a tail it must cut.
-        assert result.stats["truncations"] >= result.stats["minority_cuts"], result.stats
+        assert result.stats["cluster"].startswith(f"{voters} voters")
+        cuts = result.stats["minority_cuts"]
+        assert cuts >= 2
+        # Each cut leaves the old leader (and, with 5 voters, the follower cut off with it) a tail to cut.
+        assert result.stats["truncations"] >= cuts * (2 if voters == 5 else 1), result.stats
         assert result.stats["max_truncated"] > 1
         assert result.stats["snapshot_loads"] == 0  # the repair went through truncation, not a snapshot
         assert result.stats["live_after_ms"] is not None
@@ -48,3 +51,12 @@ def test_voter_change_storm_holds_and_the_leader_refuses_the_overlapping_request
         assert "answers: none " in storm  # some changes went through
         assert "request_timed_out" in storm  # and overlapping ones were refused
         assert result.stats["live_after_ms"] is not None
+
+
+def test_small_sweeps_of_both_hold_and_truncation_happens_on_most_seeds() -> None:
+    tails = sweep(range(10), "diverging_tail", jobs=2)
+    assert not tails.violations, [(r.seed, r.invariant, r.detail) for r in tails.violations]
+    assert sum(1 for r in tails.results if r.stats["truncations"] > 0) >= 9
+    storm = sweep(range(20), "voter_change_storm", jobs=2)
+    assert not storm.violations, [(r.seed, r.invariant, r.detail) for r in storm.violations]
+    assert sum(1 for r in storm.results if "answers: none " in r.stats["storm"]) >= 18
