@@ -87,9 +87,13 @@ class VoterChangeStorm:
             self.counts.removes += 1
         else:
             return None
-        self.next_op += 1
-        self.world.send(ADMIN, leader.node_id, AdminRequest(self.next_op, request), label)
+        self.send(leader.node_id, request, label)
         return ADMIN, "storm-request", f"{label}({what}) -> n{leader.node_id}"
+
+    def send(self, node_id: int, request: Any, label: str) -> None:
+        """One request to `node_id`, answer counted in the stats (also used on its own by `self_removal_cut`)."""
+        self.next_op += 1
+        self.world.send(ADMIN, node_id, AdminRequest(self.next_op, request), label)
 
     def _removable(self, voters: Any) -> list[Any]:
         if len(voters) <= 1:

@@ -9,13 +9,18 @@ invariant that guards it to be shown to bite.
 - `voter_change_storm`: an admin fires AddVoter and RemoveVoter requests at the leader without waiting for the
   previous answer, over a slow and lossy network, so that a leader without the "one uncommitted voter change"
   guard would hold two VotersRecords above its high watermark. Guard: AtMostOneUncommittedVoterSet.
+- `self_removal_cut`: two voters; the leader, cut off, removes itself. Liveness: fails with today's core (see
+  its docstring and tests/sim/test_sim_found_bugs.py).
 """
 
 from __future__ import annotations
 
+from pykraft.raft import reconfig_messages as rm
 from pykraft.sim import faults
+from pykraft.sim.admin import voter_node
 from pykraft.sim.faults import Traced, at
 from pykraft.sim.network import LinkProfile
+from pykraft.sim.node import CLUSTER_ID
 from pykraft.sim.scenarios import Plan, add_workload, build_cluster, new_world, scenario
 from pykraft.sim.storm import VoterChangeStorm
 from pykraft.sim.world import Params, World
@@ -103,3 +108,45 @@ def voter_change_storm(seed: int, trace_size: int | None) -> Plan:
     at(world, 1500, storm.start)
     plan.stat_hooks.append(storm.stats)
     return plan
+
+
+@scenario("self_removal_cut")
+def self_removal_cut(seed: int, trace_size: int | None) -> Plan:
+    """Two voters; the leader is cut off, then asked to remove itself. Its VotersRecord (and what it appends
+    after) reaches nobody, and it resigns on check-quorum. After the heal the follower, a voter of the old set,
+    needs the old leader's vote, which a longer log refuses; the old leader is no voter in its own (uncommitted)
+    view and never stands. The minimal form of what `voter_change_storm` seed 225 found (liveness)."""
+    probe = new_world(seed, 0).stream("self-removal")
+    world = new_world(seed, trace_size, Params(snapshot_every=0))
+    voter_ids, observer_ids = build_cluster(world, 2, probe.randint(0, 1))
+    plan = Plan("self_removal_cut", world, voter_ids, observer_ids, 9000)
+    add_workload(plan, clients=0, interval_ms=20)
+    removal = SelfRemoval(plan)
+    at(world, 2500, removal.cut)
+    at(world, 2600, removal.remove)
+    at(world, 8000, faults.heal)
+    return plan
+
+
+class SelfRemoval:
+    """Cuts the leader off the other nodes (the admin still reaches it) and asks it to remove itself."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.leader: int | None = None
+        self.admin = VoterChangeStorm(plan.world, [], plan.voters, until_ms=0, gap_ms=1, ack_on_append=0.0)
+        plan.stat_hooks.append(self.admin.stats)
+
+    def cut(self, world: World) -> Traced:
+        self.leader = faults.leader_id(world)
+        if self.leader is None:
+            return None, "self-removal-cut", "no leader"
+        faults.split(world, [[self.leader], [n for n in sorted(world.nodes) if n != self.leader]])
+        return self.leader, "self-removal-cut", ""
+
+    def remove(self, world: World) -> Traced:
+        if self.leader is None:
+            return None, "self-removal", "no leader"
+        key = voter_node(world, self.leader).key
+        self.admin.send(self.leader, rm.remove_voter_request(CLUSTER_ID, key), "RemoveVoter")
+        return self.leader, "self-removal", "RemoveVoter(itself)"
