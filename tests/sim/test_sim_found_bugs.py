@@ -1,0 +1,28 @@
+"""Bugs in the core found by the targeted scenarios, as failing tests for the lead to fix (sim/ is not where the
+fix goes). Each names its replay command.
+
+Liveness, found by `pykraft sim run --seed 225 --scenario voter_change_storm`, minimal form
+`pykraft sim run --seed 0 --scenario self_removal_cut`: with two voters {A, B}, leader B appends
+VotersRecord {A} (RemoveVoter of itself) and more data that A never receives (A's Fetch was lost, or A is cut
+off). B loses leadership (check-quorum). From then on nobody can be elected, forever (checked to 200 s
+simulated):
+- A's voter set is still {A, B} (the record never reached it): it needs B's vote, and B refuses it (B's log is
+  longer, so A's is not up to date);
+- B's voter set is {A} (uncommitted, but a voter set takes effect on append), so B is no voter in its own view
+  and never stands for election; nobody leads, so nobody makes B truncate.
+Final state of seed 0: node 0 Unattached@2 voters [0, 1] log end 66; node 1 Unattached@2 voters [0] log end 217.
+Kafka's rules as written in the reference (§1.7-1.8) seem to share it; openraft issue #2091 describes the same
+class of deadlock ("the node with the newest log cannot campaign, the others cannot obtain its vote").
+"""
+
+from pykraft.sim.runner import run
+
+
+def test_a_leader_that_removed_itself_uncommitted_and_lost_leadership_does_not_leave_the_quorum_leaderless() -> None:
+    result = run(0, "self_removal_cut")
+    assert result.ok, result.report()
+
+
+def test_voter_change_storm_seed_225_converges() -> None:
+    result = run(225, "voter_change_storm")
+    assert result.ok, result.report()
