@@ -57,6 +57,7 @@ def test_small_sweeps_of_both_hold_and_truncation_happens_on_most_seeds() -> Non
     tails = sweep(range(10), "diverging_tail", jobs=2)
     assert not tails.violations, [(r.seed, r.invariant, r.detail) for r in tails.violations]
     assert sum(1 for r in tails.results if r.stats["truncations"] > 0) >= 9
+    assert tails.totals()["runs_truncating"] >= 9 and tails.totals()["max_truncated"] > 1
     storm = sweep(range(20), "voter_change_storm", jobs=2)
     assert not storm.violations, [(r.seed, r.invariant, r.detail) for r in storm.violations]
     assert sum(1 for r in storm.results if "answers: none " in r.stats["storm"]) >= 18

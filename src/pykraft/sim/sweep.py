@@ -68,6 +68,10 @@ class SweepSummary:
             "max_epoch": max((r.stats.get("max_epoch", 0) for r in results), default=0),
             "acked": sum(r.stats.get("acked", 0) for r in results),
             "client_ops": sum(r.stats.get("client_ops", 0) for r in results),
+            # repair by truncation on DivergingEpoch: how many runs took that path, how often, how deep at most
+            "runs_truncating": sum(1 for r in results if r.stats.get("truncations", 0) > 0),
+            "truncations": sum(r.stats.get("truncations", 0) for r in results),
+            "max_truncated": max((r.stats.get("max_truncated", 0) for r in results), default=0),
             "liveness_ms_max": max(live, default=None),
             "events_per_s": round(events / wall),
             "sim_per_wall": round(sim / 1000 / wall, 2),
