@@ -1,5 +1,4 @@
-"""Bugs in the core found by the targeted scenarios, as failing tests for the lead to fix (sim/ is not where the
-fix goes). Each names its replay command.
+"""Bugs in the core found by the targeted scenarios, kept as regression tests. Each names its replay command.
 
 Liveness, found by `pykraft sim run --seed 225 --scenario voter_change_storm`, minimal form
 `pykraft sim run --seed 0 --scenario self_removal_cut`: with two voters {A, B}, leader B appends
@@ -13,6 +12,9 @@ simulated):
 Final state of seed 0: node 0 Unattached@2 voters [0, 1] log end 66; node 1 Unattached@2 voters [0] log end 217.
 Kafka's rules as written in the reference (§1.7-1.8) seem to share it; openraft issue #2091 describes the same
 class of deadlock ("the node with the newest log cannot campaign, the others cannot obtain its vote").
+Fixed in the core (QuorumState.is_voter): a replica stays a candidate-eligible voter of the set before its
+removal while the removal is not known to be committed; it counts the votes of the latest set (here A's alone),
+wins, commits the removal and leaves. Unit tests: tests/raft/test_pending_self_removal.py.
 """
 
 from pykraft.sim.runner import run

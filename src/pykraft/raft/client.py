@@ -52,7 +52,8 @@ class RaftCore:
         self.listener = ListenerProgress()
         self._out: list[Effect] = []
         self.quorum = QuorumState(local, config, rng, self.history.last_voter_set, self.history.last_kraft_version,
-                                  self._out.append, on_transition=self.requests.reset)
+                                  self._out.append, on_transition=self.requests.reset,
+                                  voters_before_uncommitted=self.history.voters_before_uncommitted)
         self.parked_fetches: list[tuple[Hashable, Any, int]] = []  # (ref, request, expiry)
         self.shutdown_deadline_ms: int | None = None
         self.bad_control_records = 0

@@ -102,11 +102,13 @@ class QuorumState:
         kraft_version: Callable[[], int],
         emit: Callable[[Effect], None],
         on_transition: Callable[[], None] | None = None,
+        voters_before_uncommitted: Callable[[int | None], VoterSet | None] | None = None,
     ) -> None:
         self.local = local
         self.config = config
         self._rng = rng
         self._voters = voters
+        self._voters_before_uncommitted = voters_before_uncommitted
         self._kraft_version = kraft_version
         self._emit = emit
         # Called on every change of epoch or role (not on adding a vote): the core forgets its in-flight
@@ -132,8 +134,23 @@ class QuorumState:
         return getattr(self.state, "leader_id", None) if self.role is not Role.RESIGNED else None
 
     def is_voter(self) -> bool:
+        """A voter of the latest voter set (it takes effect when appended), or of the set before it while that
+        record is not known to be committed. The second case is a replica whose own removal is still pending: a
+        leader that appended its removal, lost leadership before anyone received it, and holds the longest log.
+        If it could not campaign, the others could not win without its vote (it refuses them, their logs are
+        shorter) and a two-voter quorum would stay leaderless forever (sim scenario self_removal_cut). It counts
+        the votes of the latest set, like any candidate, and behaves as an observer once the removal commits."""
         key = self.local.key
-        return key is not None and self._voters().is_voter(key)
+        if key is None:
+            return False
+        if self._voters().is_voter(key):
+            return True
+        if self._voters_before_uncommitted is None:
+            return False
+        # Asked from initialize() too, before there is a state: the high watermark is then unknown.
+        high_watermark = getattr(getattr(self, "state", None), "high_watermark", None)
+        previous = self._voters_before_uncommitted(high_watermark)
+        return previous is not None and previous.is_voter(key)
 
     def random_election_timeout_ms(self) -> int:
         timeout = self.config.election_timeout_ms

@@ -134,6 +134,16 @@ class VoterHistory:
             return None
         return self._voter_offsets[-1]
 
+    def voters_before_uncommitted(self, high_watermark: int | None) -> VoterSet | None:
+        """The voter set before the last VotersRecord while that record is not known to be committed (at or above
+        `high_watermark`, or the high watermark unknown); None when it is committed or there is no earlier set."""
+        offset = self.last_voter_set_offset()
+        if offset is None or len(self._voter_sets) < 2:
+            return None
+        if high_watermark is not None and high_watermark > offset:
+            return None
+        return self._voter_sets[-2]
+
     def voter_set_at(self, offset: int) -> VoterSet:
         index = bisect.bisect_right(self._voter_offsets, offset) - 1
         return self._voter_sets[index] if index >= 0 else VoterSet()
