@@ -37,7 +37,7 @@ from pykraft.sim.disk import SimDisk, StorageCorruptionError
 from pykraft.sim.scheduler import NodeClock
 from pykraft.sim.statemachine import SequenceMachine
 from pykraft.sim.wire import (
-    LISTENER, AdminRequest, AdminResponse, ClientRequest, OpStatus, RaftRequest, RaftResponse, RequestRef, Resign,
+    AdminRequest, AdminResponse, ClientRequest, RaftRequest, RaftResponse, RequestRef, Resign,
     endpoints_of, node_of_port,
 )
 from pykraft.sim.writes import PendingWrites

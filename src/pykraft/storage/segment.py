@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, pread_exact, segment_name, sync_data, write_all
+from .files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, pread_exact, segment_name, sync_data
 from .index import SegmentIndex
 
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta, base ts, max ts

@@ -15,7 +15,7 @@ from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC_ID
 from pykraft.raft.effects import Destination, FlushLog, Respond
 from pykraft.raft.handlers import follower_membership, valid_cluster_id
 from pykraft.raft.log import InvalidAppendError, OffsetAndEpoch, ValidationKind, truncation_offset
-from pykraft.raft.states import FollowerState, UnattachedState
+from pykraft.raft.states import FollowerState
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
 if TYPE_CHECKING:
