@@ -137,25 +137,41 @@ class FaultMix:
 
 
 def schedule_random_faults(world: World, rng: random.Random, voters: list[int], start_ms: int, end_ms: int,
-                           mix: FaultMix) -> None:
-    """Node faults that each last a drawn while, at most a minority of the voters affected at a time."""
+                           mix: FaultMix, leader_bias: float = 0.0, promotable: list[int] = ()) -> None:
+    """Node faults that each last a drawn while, at most a minority of the voters affected at a time.
+
+    `promotable` nodes (observers a reassignment may turn into voters) count against that minority like voters:
+    a promoted observer whose disk was lost is a lost voter, and with a voter of the initial set lost too a
+    four-voter set would have no majority left (swarm_ci seed 1008 did exactly that).
+
+    With `leader_bias`, that share of the faults (crash, shutdown, pause, isolation) strikes whichever node leads
+    when it fires: a node drawn in advance is rarely the leader, and a fault elsewhere seldom forces an election.
+    Such a fault takes a voter slot of the budget for its whole duration, so the minority bound still holds."""
     kinds = mix.kinds()
     if not kinds:
         return
     budget = (len(voters) - 1) // 2
     busy_until: dict[int, int] = {}
+    leader_slots: list[int] = []  # end times of the leader faults: each holds one voter slot until then
     time = start_ms
     while True:
         time += rng.randint(mix.mean_gap_ms // 2, mix.mean_gap_ms * 3 // 2)
         if time >= end_ms:
             return
+        counted = [*voters, *promotable]
         active = [n for n, until in busy_until.items() if until > time]
-        candidates = [n for n in sorted(world.nodes) if n not in active]
-        if not candidates or (len([n for n in active if n in voters]) >= budget
-                              and all(n in voters for n in candidates)):
+        voters_busy = len([n for n in active if n in counted]) + len([u for u in leader_slots if u > time])
+        leader_kinds = [k for k in kinds if k in _LEADER_FAULTS]
+        if leader_bias and leader_kinds and voters_busy < budget and rng.random() < leader_bias:
+            until = min(time + rng.randint(200, 2500), end_ms)
+            leader_slots.append(until)
+            _schedule_on_leader(world, rng.choice(leader_kinds), time, until)
             continue
-        if len([n for n in active if n in voters]) >= budget:
-            candidates = [n for n in candidates if n not in voters]
+        candidates = [n for n in sorted(world.nodes) if n not in active]
+        if not candidates or (voters_busy >= budget and all(n in counted for n in candidates)):
+            continue
+        if voters_busy >= budget:
+            candidates = [n for n in candidates if n not in counted]
         node = rng.choice(candidates)
         duration = rng.randint(200, 2500)
         until = min(time + duration, end_ms)
@@ -163,6 +179,31 @@ def schedule_random_faults(world: World, rng: random.Random, voters: list[int], 
         # A flipped bit halts the node when it is read, until its disk is replaced in the liveness phase.
         busy_until[node] = end_ms if kind == "bit_flips" else until
         _schedule_one(world, rng, kind, node, time, until)
+
+
+# Node faults that can strike "the leader at that moment": (start, end) actions taking a node id.
+_LEADER_FAULTS: dict[str, tuple[Callable[..., Traced], Callable[..., Traced]]] = {
+    "crashes": (kill, restart), "shutdowns": (shutdown, restart), "pauses": (pause, resume),
+    "partitions": (isolate, lambda world, _node: heal(world)),
+}
+
+
+def _schedule_on_leader(world: World, kind: str, time: int, until: int) -> None:
+    start, end = _LEADER_FAULTS[kind]
+    struck: list[int] = []
+
+    def strike(w: World) -> Traced:
+        node = leader_id(w)
+        if node is None or w.nodes[node].status is not Status.UP:
+            return None, f"{kind}-leader", "no leader up: skipped"
+        struck.append(node)
+        return start(w, node)
+
+    def undo(w: World) -> Traced:
+        return end(w, struck[0]) if struck else (None, f"{kind}-leader", "nothing to undo")
+
+    at(world, time, strike)
+    at(world, until, undo)
 
 
 def _schedule_one(world: World, rng: random.Random, kind: str, node: int, time: int, until: int) -> None:
