@@ -8,7 +8,6 @@ separate process against the same nodes.
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from pykraft.admin.client import AdminClient
 from pykraft.admin.errors import AdminError
 from pykraft.cli.quorum_output import replication_table, status_text
 from pykraft.node.config import NodeConfig, parse_config
+from pykraft.node.local_cluster import free_ports
 from pykraft.node.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.uuids import uuid_to_kafka_str
@@ -26,17 +26,6 @@ from pykraft.storage.format_options import QuorumFlag
 from pykraft.storage.meta_properties import read_meta_properties
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def write_config(tmp: Path, node_id: int, port: int, bootstrap_port: int) -> Path:

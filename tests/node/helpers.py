@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import socket
 import uuid
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.net.client import Connection
 from pykraft.node.config import NodeConfig, parse_config
+from pykraft.node.local_cluster import free_ports  # noqa: F401 - re-exported to the node tests
 from pykraft.node.runtime import NodeRuntime
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.raft.config import METADATA_TOPIC
@@ -22,18 +22,6 @@ from pykraft.records import SimpleRecord, encode_batch
 from pykraft.storage import MetaProperties, write_meta_properties
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports the OS considers free now (bound then released); the voters' ports must be known before start."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def config_text(node_id: int, ports: dict[int, int], data_dir: Path, *, extra: str = "") -> str:
