@@ -42,9 +42,7 @@ def list_brokers(
 ) -> None:
     """List the brokers: ID, HOST, PORT, RACK, STATE (fenced/unfenced)."""
     group: Connection = ctx.obj
-    conn = Connection(bootstrap_controller if bootstrap_controller is not None else group.bootstrap_controller,
-                      bootstrap_server if bootstrap_server is not None else group.bootstrap_server,
-                      command_config if command_config is not None else group.command_config)
+    conn = group.overridden_by(bootstrap_controller, bootstrap_server, command_config)
     brokers = run_admin(conn, lambda client: client.list_brokers())
     if as_json:
         typer.echo(out.broker_json(brokers))

@@ -68,6 +68,13 @@ class Connection:
     bootstrap_server: str | None
     command_config: Path | None
 
+    def overridden_by(self, bootstrap_controller: str | None, bootstrap_server: str | None,
+                      command_config: Path | None) -> Connection:
+        """These flags (a group's), each replaced by the same flag given after the sub-command."""
+        return Connection(self.bootstrap_controller if bootstrap_controller is None else bootstrap_controller,
+                          self.bootstrap_server if bootstrap_server is None else bootstrap_server,
+                          self.command_config if command_config is None else command_config)
+
 
 def run_admin(connection: Connection, operation: Callable[[AdminClient], Awaitable[T]]) -> T:
     """Build the admin client from the global flags, run `operation`, and turn errors into ToolFailure."""

@@ -66,11 +66,10 @@ def connection(ctx: typer.Context, bootstrap_server: str | None, bootstrap_contr
                command_config) -> Connection:
     """The group's flags, overridden by the same flags given after the sub-command."""
     group: Connection = ctx.obj or Connection(None, None, None)
-    server = bootstrap_server if bootstrap_server is not None else group.bootstrap_server
-    controller = bootstrap_controller if bootstrap_controller is not None else group.bootstrap_controller
-    if server is None and controller is None:
+    conn = group.overridden_by(bootstrap_controller, bootstrap_server, command_config)
+    if conn.bootstrap_server is None and conn.bootstrap_controller is None:
         raise KafkaLine("--bootstrap-server must be specified")
-    return Connection(controller, server, command_config if command_config is not None else group.command_config)
+    return conn
 
 
 def admin_call(conn: Connection, operation: Callable[[AdminClient], Awaitable[T]]) -> T:
