@@ -118,3 +118,12 @@ def test_load_committed_ignores_a_snapshot_beyond_the_committed_offset() -> None
     target = _Target()
     load_committed(target, log, committed_offset=0)
     assert target.loaded == ([], -1) and target.replayed == []
+
+
+def test_on_batch_sees_every_batch_header_control_batches_included() -> None:
+    data = (encode_control_batch([KRaftVersionRecord(version=i16(0), k_raft_version=i16(1))], base_offset=0,
+                                 partition_leader_epoch=1, timestamp_ms=1)
+            + batch(1, encode_metadata_record(level(20))))
+    seen = []
+    found = list(metadata_records(data, on_batch=lambda b: seen.append(b.base_offset)))
+    assert seen == [0, 1] and found == [(1, level(20))]

@@ -51,13 +51,16 @@ def decode_value(value: bytes | memoryview | None) -> Any | None:
 
 
 def metadata_records(batches: bytes | memoryview, *, on_undecodable: OnUndecodable | None = None,
-                     skip: Callable[[int], bool] | None = None,
-                     up_to: int | None = None) -> Iterator[tuple[int, Any]]:
+                     skip: Callable[[int], bool] | None = None, up_to: int | None = None,
+                     on_batch: Callable[[Any], None] | None = None) -> Iterator[tuple[int, Any]]:
     """(offset, record) of every metadata record in `batches`, in log order. `skip(offset)` is asked before the
-    value is decoded (an active controller's own records need no decoding); records after `up_to` end it."""
+    value is decoded (an active controller's own records need no decoding); records after `up_to` end it;
+    `on_batch` sees every batch header (control batches too), so a caller needs no second walk for them."""
     for batch in iter_batches(batches, verify_crc=False):
         if up_to is not None and batch.base_offset > up_to:
             return
+        if on_batch is not None:
+            on_batch(batch)
         if batch.is_control:
             continue
         for record in batch.records():

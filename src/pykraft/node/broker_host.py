@@ -115,10 +115,6 @@ class BrokerHost:
         self._tasks: set[asyncio.Task[None]] = set()
         self._shutdown_requested = False
 
-    @property
-    def state(self) -> BrokerState:
-        return self.lifecycle.state
-
     def bind(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
 

@@ -176,10 +176,8 @@ class ControllerHost:
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
         for offset, record in metadata_records(batches, on_undecodable=self._count_undecodable,
-                                               skip=self._ahead.covers):
+                                               skip=self._ahead.covers, on_batch=self._note_batch):
             self.controller.replay(record, offset)
-        for batch in iter_batches(batches, verify_crc=False):  # headers only: the lag metric's timestamp
-            self.last_applied_timestamp_ms = batch.max_timestamp
         self.committed_offset = max(self.committed_offset, last_offset)
         if self.runtime is not None and self.runtime.core is not None:
             self.controller.note_kraft_version(self.runtime.core.kraft_version())
@@ -365,6 +363,9 @@ class ControllerHost:
     def _load_committed(self, target: QuorumController) -> None:
         """`target` := the latest snapshot + the committed log up to `committed_offset`."""
         load_committed(target, self.runtime.core.log, self.committed_offset)  # type: ignore[union-attr]
+
+    def _note_batch(self, batch: Any) -> None:
+        self.last_applied_timestamp_ms = batch.max_timestamp  # the lag metric's append time
 
     def _count_undecodable(self) -> None:
         self.undecodable_records += 1
