@@ -3,7 +3,7 @@
     .venv/bin/python tools/gen_metadata_records.py            # rewrite src/pykraft/records/metadata/schema/
     .venv/bin/python tools/gen_metadata_records.py --check    # exit 1 if the generated files are stale
 
-The schemas are read from ../shared/reference/kafka-schemas/metadata/ (relative to the repository root) at
+The schemas are read from kafka-schemas/metadata/ (Kafka's Apache-2.0 data with its NOTICE, in this repository) at
 generation time only; the generated package does not need them. One module per record holds one class per
 version (`RegisterBrokerRecordV3`) plus its nested structs (`BrokerEndpointV3`), declared the way kio declares
 its own generated classes so that `kio.serial.entity_writer/entity_reader` encode them.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SCHEMAS = REPO_ROOT / ".." / "shared" / "reference" / "kafka-schemas" / "metadata"
+DEFAULT_SCHEMAS = REPO_ROOT / "kafka-schemas" / "metadata"
 DEFAULT_OUT = REPO_ROOT / "src" / "pykraft" / "records" / "metadata" / "schema"
 MAX_VERSION = 0x7FFF
 

@@ -31,7 +31,7 @@ from kafka.protocol.api_data import ApiData
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIELDLESS_SCHEMAS = frozenset({"NoOpRecord", "EndTransactionRecord"})
-SCHEMA_DIR = (REPO_ROOT / ".." / "shared" / "reference" / "kafka-schemas" / "metadata").resolve()
+SCHEMA_DIR = (REPO_ROOT / "kafka-schemas" / "metadata").resolve()
 
 
 def _fix_fields(fields: list[dict], sort_tags: bool) -> list[dict]:
