@@ -3,10 +3,12 @@
 import datetime
 import uuid
 
+from kio.schema.delete_topics.v3 import request as dt3
 from kio.schema.delete_topics.v6 import request as dt
 from kio.schema.types import TopicName
 from kio.static.primitive import i32Timedelta
 
+from pykraft.node.versions import to_request_version
 from pykraft.protocol.codec import encode_response
 from pykraft.protocol.errors import ErrorCode
 
@@ -59,3 +61,15 @@ def test_duplicates_are_invalid_request_and_delete_nothing_for_that_topic():
     result = control_with_two_topics().handle_delete_topics(request(("a", ZERO), ("a", ZERO), (None, T2), (None, T2)))
     assert result.records == ()
     assert [r.error_message for r in result.response.responses] == ["Duplicate topic name."] * 2 + ["Duplicate topic id."] * 2
+
+
+def test_a_v3_request_lists_names_only_and_is_answered_at_its_version():
+    # aiokafka sends DeleteTopics v3 (topic_names: a list of strings, no ids); it used to crash the handler.
+    control = control_with_two_topics()
+    result = control.handle_delete_topics(dt3.DeleteTopicsRequest(
+        topic_names=(TopicName("a"), TopicName("zzz")), timeout=i32Timedelta.parse(datetime.timedelta(seconds=30))))
+    assert [r.topic_id for r in result.records] == [T1]
+    lowered = to_request_version(result.response, 3)
+    assert [(r.name, r.error_code) for r in lowered.responses] == [
+        ("a", ErrorCode.NONE), ("zzz", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    encode_response(1, lowered)

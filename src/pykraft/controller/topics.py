@@ -214,14 +214,21 @@ def _create_error(name: str, error: TopicError) -> create_response.CreatableTopi
         name=TopicName(name), topic_id=ZERO_UUID, error_code=error.code, error_message=error.message, configs=())
 
 
+def _delete_entries(request) -> list[tuple[str | None, uuid.UUID | None]]:
+    """(name, id) per entry: v6 entries name a topic or an id; v1-v5 requests list names only (`topic_names`)."""
+    if hasattr(request, "topics"):
+        return [(t.name, t.topic_id) for t in request.topics]
+    return [(str(name), ZERO_UUID) for name in request.topic_names]
+
+
 def delete_topics(control: ReplicationControl, request) -> ControllerResult:
-    """DeleteTopics v6: each entry names a topic by name or by id (not both, not neither)."""
-    names = [t.name for t in request.topics if t.name is not None and _is_zero(t.topic_id)]
-    ids = [t.topic_id for t in request.topics if t.name is None and not _is_zero(t.topic_id)]
+    """DeleteTopics v1-v6: each entry names a topic by name or by id (not both, not neither)."""
+    entries = _delete_entries(request)
+    names = [name for name, topic_id in entries if name is not None and _is_zero(topic_id)]
+    ids = [topic_id for name, topic_id in entries if name is None and not _is_zero(topic_id)]
     records: list[object] = []
     results = []
-    for entry in request.topics:
-        name, topic_id = entry.name, entry.topic_id
+    for name, topic_id in entries:
         if name is not None and not _is_zero(topic_id):
             error = TopicError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
         elif name is None and _is_zero(topic_id):

@@ -22,8 +22,11 @@ These let stock clients (kafka-python, aiokafka, Kafka's admin tools) bootstrap 
     broker has it, else with its first registered listener: a controller's own listener (CONTROLLER) is never a
     broker listener, so on a controller this is the broker's first listener (Kafka's brokers answer on the
     request's listener and leave out brokers without it; a broker host can pass its listener name).
-  - controller_id is the raft leader in both (Kafka's brokers name a random live broker instead, since they
-    forward controller requests; the active controller is the raft leader here).
+  - controller_id, as Kafka's KRaft nodes answer it: where the answer lists registered brokers (Metadata, and
+    DescribeCluster type 1) it is a live broker of that list (this node when it is one, else the lowest id; Kafka's
+    brokers pick a random live broker), because clients send CreateTopics/DeleteTopics/configs to that id and
+    brokers forward them to the active controller. Where the answer lists the controllers (DescribeCluster type 2,
+    or no unfenced broker) it is the raft leader, the active controller, as Kafka's controllers answer.
   - Known limit: on the active controller the image also holds records written but not yet committed (the
     controller replays its own writes at once, as Kafka's does), so a topic can show up there a moment before its
     creation commits.
@@ -149,6 +152,14 @@ def registered_brokers(image: MetadataImage | None, listener: str | None = None,
     return found
 
 
+def live_broker_id(core: Any, broker_ids: list[int]) -> int:
+    """The controller id an answer listing `broker_ids` gives: this node if listed, else the lowest id."""
+    local = core.local.node_id
+    if local in broker_ids:
+        return int(local)
+    return min(broker_ids) if broker_ids else -1
+
+
 def _has_brokers(image: MetadataImage | None) -> bool:
     return image is not None and bool(image.cluster.brokers)
 
@@ -160,9 +171,11 @@ def metadata(core: Any, cluster_id: str, request: Any, image: MetadataImage | No
     if unfenced:
         brokers = tuple(ns.MetadataResponseBroker(node_id=i32(r.broker_id), host=h, port=i32(p), rack=r.rack)
                         for r, h, p in unfenced)
+        controller_id = live_broker_id(core, [r.broker_id for r, _, _ in unfenced])
     else:  # an empty broker list would leave a client nowhere to go (kafka-python cannot bootstrap from it)
         brokers = tuple(ns.MetadataResponseBroker(node_id=i32(n), host=h, port=i32(p))
                         for n, h, p in controllers(core))
+        controller_id = leader_id(core)
     version = int(request.__version__)
     # v0 has no null array: an empty topic list asks for every topic there; from v1 on, null does.
     every_topic = request.topics is None or (version == 0 and not request.topics)
@@ -172,7 +185,7 @@ def metadata(core: Any, cluster_id: str, request: Any, image: MetadataImage | No
     else:
         topics = [_requested_topic(core, ns, image, topic) for topic in request.topics]
     response = ns.MetadataResponse(throttle_time=ZERO_THROTTLE, brokers=brokers, cluster_id=cluster_id,
-                                   controller_id=i32(leader_id(core)), topics=tuple(topics))
+                                   controller_id=i32(controller_id), topics=tuple(topics))
     return to_request_version(response, version)
 
 
@@ -245,13 +258,16 @@ def describe_cluster(core: Any, cluster_id: str, request: Any, image: MetadataIm
         return to_request_version(response, int(request.__version__))
     if endpoint_type == BROKERS_ENDPOINT_TYPE and _has_brokers(image):
         include_fenced = bool(getattr(request, "include_fenced_brokers", False))  # v2 only (KIP-1073)
+        listed = registered_brokers(image, listener, include_fenced)
         brokers = tuple(ns.DescribeClusterBroker(broker_id=i32(r.broker_id), host=h, port=i32(p), rack=r.rack,
                                                  is_fenced=r.fenced)
-                        for r, h, p in registered_brokers(image, listener, include_fenced))
+                        for r, h, p in listed)
+        controller_id = live_broker_id(core, [r.broker_id for r, _, _ in listed if not r.fenced])
     else:
         brokers = tuple(ns.DescribeClusterBroker(broker_id=i32(n), host=h, port=i32(p), is_fenced=False)
                         for n, h, p in controllers(core))
+        controller_id = leader_id(core)
     response = ns.DescribeClusterResponse(
         throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE, endpoint_type=i8(endpoint_type),
-        cluster_id=cluster_id, controller_id=i32(leader_id(core)), brokers=brokers)
+        cluster_id=cluster_id, controller_id=i32(controller_id), brokers=brokers)
     return to_request_version(response, int(request.__version__))

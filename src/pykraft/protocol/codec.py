@@ -14,7 +14,11 @@ Server side, `decode_request(frame, registry)` returns one of:
 It raises (all `ProtocolError`s; the caller closes the connection, as Kafka does):
 - `UnknownApiKeyError` for an API key the registry does not list;
 - `UnsupportedVersionError` when no error response of the request's type can be built;
-- `MalformedRequestError` for a truncated or undecodable header or body, or trailing bytes.
+- `MalformedRequestError` for a truncated or undecodable header or body.
+Bytes after a request's body are ignored, as Kafka's request parser ignores them (it reads the body's fields and
+never looks at what is left in the buffer): librdkafka 2.x sends Metadata v9+ with 3 bytes more than the schema
+(its issue 5049), and its `list_topics()` must work. The body itself is still walked and checked whole first.
+A response with trailing bytes stays malformed (our peers' responses have no such excuse).
 
 Client side, `encode_request` and `decode_response` mirror these. Every body is walked by wire_check.py
 before kio sees it (hostile lengths and malformed fields are refused; tagged fields this version does not know
@@ -148,13 +152,14 @@ def encode_response(correlation_id: int, message: ResponsePayload) -> bytes:
     )
 
 
-def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict) -> object:
-    """Walk, then decode one body that must fill the rest of the frame exactly."""
+def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict,
+               *, allow_trailing: bool = False) -> object:
+    """Walk, then decode one body that must fill the rest of the frame exactly (unless `allow_trailing`)."""
     try:
         end, edits = _guard(entity_type).walk(view, offset, len(view))
     except WireFormatError as exc:
         raise error(f"malformed body: {exc}", **ids) from exc
-    if end != len(view):
+    if end != len(view) and not allow_trailing:
         raise error(f"malformed body: {len(view) - end} trailing bytes after the body", **ids)
     source, start, stop = kio_input(view, offset, end, edits)
     try:
@@ -192,7 +197,8 @@ def decode_request(
     if not registry.supports(key, version):
         return _refuse_version(view, registry, header_class, ids)
     header, offset = _read_request_header(view, header_class, ids)
-    message = _read_body(request_class(key, version), view, offset, MalformedRequestError, ids)
+    message = _read_body(request_class(key, version), view, offset, MalformedRequestError, ids,
+                         allow_trailing=True)
     return DecodedRequest(header=header, message=message)
 
 
