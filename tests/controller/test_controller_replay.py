@@ -14,6 +14,7 @@ from pykraft.records.metadata import decode_metadata_record, encode_metadata_rec
 from pykraft.records.metadata.schema.broker_registration_change_record import BrokerRegistrationChangeRecordV2
 from pykraft.records.metadata.schema.config_record import ConfigRecordV0
 from pykraft.records.metadata.schema.partition_change_record import PartitionChangeRecordV2
+from pykraft.records.metadata.schema.producer_ids_record import ProducerIdsRecordV0
 from pykraft.records.metadata.schema.register_controller_record import ControllerFeatureV0, RegisterControllerRecordV0
 
 from .controller_cluster import Quorum, config
@@ -109,8 +110,19 @@ def test_a_record_that_does_not_fit_the_image_is_counted_not_raised() -> None:
 def test_unmodelled_record_types_are_skipped() -> None:
     controller = QuorumController(config(3000), random.Random(1))
     before = controller.image()
-    controller.replay(ConfigRecordV0(resource_type=2, resource_name="t", name="retention.ms", value="1"), 7)
+    controller.replay(ProducerIdsRecordV0(broker_id=BrokerId(1), broker_epoch=i64(1), next_producer_id=i64(1000)), 7)
     assert controller.image() == before and controller.metadata_errors == 0 and controller.last_applied_offset == 7
+
+
+def test_config_records_are_replayed_and_a_null_value_removes_the_key() -> None:
+    controller = QuorumController(config(3000), random.Random(1))
+    controller.replay(ConfigRecordV0(resource_type=2, resource_name="t", name="retention.ms", value="1"), 7)
+    controller.replay(ConfigRecordV0(resource_type=2, resource_name="t", name="segment.ms", value="5"), 8)
+    assert controller.configs.of(2, "t") == {"retention.ms": "1", "segment.ms": "5"}
+    controller.replay(ConfigRecordV0(resource_type=2, resource_name="t", name="retention.ms", value=None), 9)
+    assert controller.configs.of(2, "t") == {"segment.ms": "5"}
+    assert list(controller.snapshot_records())[-1] == ConfigRecordV0(resource_type=2, resource_name="t",
+                                                                     name="segment.ms", value="5")
 
 
 def test_controller_registration_is_replayed_on_every_replica() -> None:

@@ -50,6 +50,23 @@ class KafkaPythonAdmin:
         answer = self.client.delete_topics([topic])
         _check_codes([(t["name"], t["error_code"], t.get("error_message")) for t in _as_dict(answer)["topics"]])
 
+    def config(self, topic: str, key: str) -> str | None:
+        from kafka.admin import ConfigResource, ConfigResourceType
+        answer = self.client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=[key])],
+                                             config_filter="all")
+        return answer["topic"][topic][key]["value"]
+
+    def set_config(self, topic: str, key: str, value: str) -> None:
+        from kafka.admin import ConfigResource, ConfigResourceType
+        answer = self.client.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={key: value})])
+        if answer["topic"][topic] != "OK":
+            raise ClientError(str(answer))
+
+    def add_partitions(self, topic: str, count: int) -> None:
+        from kafka.admin import NewPartitions
+        answer = self.client.create_partitions({topic: NewPartitions(count)})
+        _check_codes([(r.name, r.error_code, r.error_message) for r in answer.results])
+
 
 def _as_dict(response: Any) -> dict:
     return response if isinstance(response, dict) else response.to_object()
@@ -93,6 +110,24 @@ class AioKafkaAdmin:
         answer = self._run(lambda c: c.delete_topics([topic]))
         _check_codes([(t[0], t[1], None) for t in answer.topic_error_codes])
 
+    def config(self, topic: str, key: str) -> str | None:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+        (answer,) = self._run(lambda c: c.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)]))
+        (resource,) = answer.resources
+        _check_codes([(resource[3], resource[0], resource[1])])
+        return next(entry[1] for entry in resource[4] if entry[0] == key)
+
+    def set_config(self, topic: str, key: str, value: str) -> None:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+        (answer,) = self._run(lambda c: c.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic,
+                                                                        configs={key: value})]))
+        _check_codes([(r[3], r[0], r[1]) for r in answer.resources])
+
+    def add_partitions(self, topic: str, count: int) -> None:
+        from aiokafka.admin import NewPartitions
+        answer = self._run(lambda c: c.create_partitions({topic: NewPartitions(count)}))
+        _check_codes([(t[0], t[1], t[2]) for t in answer.topic_errors])
+
 
 class ConfluentAdmin:
     name = "confluent-kafka"
@@ -125,6 +160,20 @@ class ConfluentAdmin:
 
     def delete(self, topic: str) -> None:
         self._wait(self.client.delete_topics([topic], request_timeout=TIMEOUT_S))
+
+    def config(self, topic: str, key: str) -> str | None:
+        from confluent_kafka.admin import ConfigResource
+        (entries,) = self._wait(self.client.describe_configs([ConfigResource("topic", topic)])).values()
+        return entries[key].value
+
+    def set_config(self, topic: str, key: str, value: str) -> None:
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+        entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+        self._wait(self.client.incremental_alter_configs([ConfigResource("topic", topic, incremental_configs=[entry])]))
+
+    def add_partitions(self, topic: str, count: int) -> None:
+        from confluent_kafka.admin import NewPartitions
+        self._wait(self.client.create_partitions([NewPartitions(topic, count)], request_timeout=TIMEOUT_S))
 
 
 ADMINS = {admin.name: admin for admin in (KafkaPythonAdmin, AioKafkaAdmin, ConfluentAdmin)}

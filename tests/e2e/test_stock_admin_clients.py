@@ -1,6 +1,8 @@
 """Issue 15: stock admin clients against 3 controllers + 1 broker started through the CLI.
 
-Each client bootstraps once from the broker and once from a controller and creates, describes and deletes a topic.
+Each client bootstraps once from the broker and once from a controller and creates a topic with a config, describes
+it and its configs, alters a config (IncrementalAlterConfigs for librdkafka, AlterConfigs for the others), adds
+partitions and deletes it; an unknown config name is refused with Kafka's message.
 Before the fix every client failed: Metadata's controller_id named the raft leader, a controller absent from the
 broker list (kafka-python: UnknownBrokerIdError, aiokafka: AttributeError, librdkafka: waiting for controller), and
 librdkafka's Metadata v9+ request (3 trailing bytes, its issue 5049) made the node close the connection.
@@ -43,9 +45,18 @@ def test_create_describe_delete_a_topic(cluster, client, through):
     admin = ADMINS[client](f"127.0.0.1:{cluster.nodes[through].port}")
     topic = f"{client}-{through}".replace("-", "_")
     try:
-        admin.create(topic, 3, 1)
+        admin.create(topic, 3, 1, {"retention.ms": "1000"})
         assert wait_for(lambda: admin.partitions(topic) == 3, f"{topic} described with 3 partitions", timeout=30)
         assert topic in admin.topics()
+        assert wait_for(lambda: admin.config(topic, "retention.ms") == "1000", "retention.ms described", timeout=30)
+        assert admin.config(topic, "segment.bytes") == "1073741824"  # Kafka's default
+        admin.set_config(topic, "retention.ms", "2000")
+        assert wait_for(lambda: admin.config(topic, "retention.ms") == "2000", "retention.ms altered", timeout=30)
+        admin.add_partitions(topic, 5)
+        assert wait_for(lambda: admin.partitions(topic) == 5, f"{topic} with 5 partitions", timeout=30)
+        # each client raises its own exception type; all of them carry Kafka's message
+        with pytest.raises(Exception, match="Unknown topic config name: foo.bar"):
+            admin.create(topic + "_bad", 1, 1, {"foo.bar": "1"})
         admin.delete(topic)
         assert wait_for(lambda: topic not in admin.topics(), f"{topic} gone", timeout=30)
     finally:

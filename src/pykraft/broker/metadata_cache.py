@@ -20,6 +20,7 @@ from typing import Any
 
 from pykraft.controller import cluster as cluster_records
 from pykraft.controller.cluster import BrokerRegistration, ClusterControl, ReplayError
+from pykraft.controller.configs import ConfigControl
 from pykraft.controller.features import FEATURE_LEVEL_RECORD, FeatureControl
 from pykraft.controller.partitions import PartitionRecordError, PartitionRegistration
 from pykraft.controller.replication import MetadataReplayError, ReplicationControl
@@ -43,14 +44,16 @@ class MetadataCache:
         # Replay never draws from this generator (only CreateTopics placement does, on the controller).
         self.replication = ReplicationControl(random.Random(0))
         self.features = FeatureControl(node_id=-1)
+        self.configs = ConfigControl()
         self.last_applied_offset = -1
 
     # ---- replay ------------------------------------------------------------------------------------------------
     def replay(self, record: Any, offset: int) -> None:
-        """Apply one committed metadata record at `offset`. Types a broker does not model (configs, ACLs,
-        quotas, ...) and NoOpRecords only move the offset."""
+        """Apply one committed metadata record at `offset`. Types a broker does not model (ACLs, quotas, ...) and
+        NoOpRecords only move the offset."""
         key = int(record.__api_key__)
         try:
+            self.configs.replay_side(key, record, self.replication)
             if key in cluster_records.RECORD_TYPES:
                 self.cluster.replay(record, offset)
             elif key in _REPLICATION_RECORDS:
@@ -77,6 +80,7 @@ class MetadataCache:
         yield from self.features.snapshot_records()
         yield from self.cluster.snapshot_records()
         yield from self.replication.snapshot_records()
+        yield from self.configs.snapshot_records()
 
     # ---- brokers -----------------------------------------------------------------------------------------------
     def registration(self, broker_id: int) -> BrokerRegistration | None:

@@ -35,6 +35,8 @@ from pykraft.records.metadata.schema.no_op_record import NoOpRecordV0
 from . import cluster as cluster_records
 from .broker_lifecycle import BrokerLifecycle, handle_controller_registration
 from .cluster import ClusterControl, ReplayError
+from .configs import ConfigControl
+from .create_partitions import create_partitions
 from .features import (
     DEFAULT_SUPPORTED_FEATURES,
     FEATURE_LEVEL_RECORD,
@@ -57,10 +59,15 @@ BROKER_REGISTRATION = 62
 BROKER_HEARTBEAT = 63
 UNREGISTER_BROKER = 64
 CONTROLLER_REGISTRATION = 70
+ALTER_CONFIGS = 33
+CREATE_PARTITIONS = 37
+INCREMENTAL_ALTER_CONFIGS = 44
 HANDLED_APIS = frozenset({CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, ALTER_PARTITION, UPDATE_FEATURES,
-                          BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER, CONTROLLER_REGISTRATION})
+                          BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER, CONTROLLER_REGISTRATION,
+                          ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS})
 
-# Which part of the image replays which metadata record type (api key). Types not listed (ConfigRecord, quotas,
+# Which part of the image replays which metadata record type (api key); ConfigRecords (and the configs of a removed
+# topic) go to ConfigControl.replay_side. Types not listed (quotas,
 # ACLs, producer ids, SCRAM, delegation tokens, transactions markers, ZK migration) are not modelled and are
 # skipped; NoOpRecord changes nothing by definition.
 REPLICATION_RECORDS = frozenset({2, 3, 5, 9})  # Topic, Partition, PartitionChange, RemoveTopic
@@ -117,6 +124,7 @@ class QuorumController:
         self.cluster = ClusterControl()
         self.features = FeatureControl(config.node_id, config.supported_features)
         self.replication = config.replication_factory(self.rng)
+        self.configs = ConfigControl()
         self.heartbeats = HeartbeatManager(config.session_timeout_ms)
         self.lifecycle = BrokerLifecycle(config.cluster_id, self.cluster, self.heartbeats, self.features,
                                          self.replication)
@@ -128,6 +136,7 @@ class QuorumController:
         leaves the image as it was; it never raises."""
         key = int(record.__api_key__)
         try:
+            self.configs.replay_side(key, record, self.replication)
             if key in cluster_records.RECORD_TYPES:
                 self.cluster.replay(record, offset)
             elif key in REPLICATION_RECORDS:
@@ -140,10 +149,11 @@ class QuorumController:
 
     def snapshot_records(self) -> Iterator[Any]:
         """Features first (metadata.version leads: readers need it for what follows), then registrations, then
-        topics and partitions."""
+        topics and partitions, then configs (a topic's after the topic)."""
         yield from self.features.snapshot_records()
         yield from self.cluster.snapshot_records()
         yield from self.replication.snapshot_records()
+        yield from self.configs.snapshot_records()
 
     def load_snapshot(self, records: Iterable[Any], last_contained_offset: int = -1) -> None:
         """Replace the whole image with the snapshot's. Soft state goes too: a loaded replica is not active."""
@@ -157,7 +167,8 @@ class QuorumController:
         """Everything replay builds, in comparable form (two replicas that replayed the same records agree)."""
         replication = self.replication
         return (dict(self.features.finalized), *self.cluster.image(), dict(replication.topics_by_name),
-                {topic_id: (t.name, dict(t.partitions)) for topic_id, t in replication.topics.items()})
+                {topic_id: (t.name, dict(t.partitions)) for topic_id, t in replication.topics.items()},
+                {resource: dict(values) for resource, values in self.configs.configs.items()})
 
     # ---- activation --------------------------------------------------------------------------------------------
     def activate(self, now_ms: int) -> ControllerResult:
@@ -212,6 +223,12 @@ class QuorumController:
             return self.replication.handle_delete_topics(request, now_ms)
         if api_key == ELECT_LEADERS:
             return self.replication.handle_elect_leaders(request, self.cluster, now_ms)
+        if api_key == INCREMENTAL_ALTER_CONFIGS:
+            return self.configs.incremental_alter(request, self.replication)
+        if api_key == ALTER_CONFIGS:
+            return self.configs.alter(request, self.replication)
+        if api_key == CREATE_PARTITIONS:
+            return create_partitions(self.replication, request, self.cluster)
         raise UnsupportedControllerApiError(f"the controller does not handle api key {api_key}")
 
     def note_kraft_version(self, version: int) -> None:

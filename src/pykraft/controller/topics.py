@@ -6,7 +6,8 @@ CreateTopics, per topic, in Kafka's order: duplicate names in the request (INVAL
 the same replica count, registered brokers, at least one active replica) or automatic (replication factor and
 partition count positive or -1 for the defaults, replicas placed round robin over the active brokers from a
 random start). KIP-841: the initial ISR is the active replicas only and the leader the first of them.
-Topic configs are accepted and not stored (no ConfigRecord support yet).
+Topic configs are checked against Kafka's definitions (config_defs.py: INVALID_CONFIG with Kafka's message) and
+written as ConfigRecords after the topic's records.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from typing import TYPE_CHECKING
 from kio.schema.create_topics.v7 import response as create_response
 from kio.schema.delete_topics.v6 import response as delete_response
 from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32, i32Timedelta
+from kio.static.primitive import i8, i16, i32, i32Timedelta
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata.schema.config_record import ConfigRecordV0
 from pykraft.records.metadata.schema.remove_topic_record import RemoveTopicRecordV0
 from pykraft.records.metadata.schema.topic_record import TopicRecordV0
 
+from .config_defs import check_topic_configs
 from .eligibility import BrokerEligibility
 from .partitions import PartitionRegistration, new_partition
 from .result import ControllerResult
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from .replication import ReplicationControl
 
 MAX_NAME_LENGTH = 249
+TOPIC_RESOURCE = 2  # ConfigRecord's resource type of a topic
 _LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 ZERO_UUID = uuid.UUID(int=0)
 _THROTTLE_NONE = i32Timedelta.parse(datetime.timedelta(0))
@@ -104,11 +108,18 @@ def create_topics(control: ReplicationControl, request, brokers: BrokerEligibili
         if isinstance(outcome, TopicError):
             results.append(_create_error(topic.name, outcome))
             continue
+        configs = {str(c.name): c.value for c in (topic.configs or ())}
+        reason = check_topic_configs(configs)
+        if reason is not None:
+            results.append(_create_error(topic.name, TopicError(ErrorCode.INVALID_CONFIG, reason)))
+            continue
         topic_id = _new_topic_id(control)
         accepted_keys[topic.name.replace(".", "_")] = topic.name
         if not request.validate_only:
             records.append(TopicRecordV0(name=TopicName(topic.name), topic_id=topic_id))
             records.extend(p.to_record(topic_id, i) for i, p in enumerate(outcome))
+            records.extend(ConfigRecordV0(resource_type=i8(TOPIC_RESOURCE), resource_name=topic.name, name=key,
+                                          value=value) for key, value in configs.items() if value is not None)
         results.append(create_response.CreatableTopicResult(
             name=TopicName(topic.name), topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
             num_partitions=i32(len(outcome)), replication_factor=i16(len(outcome[0].replicas)), configs=()))
@@ -158,46 +169,51 @@ def _manual_assignment(topic, brokers: BrokerEligibility) -> list[PartitionRegis
     for assignment in topic.assignments:
         index, replicas = int(assignment.partition_index), tuple(int(b) for b in assignment.broker_ids)
         if index in by_index:
-            return _bad_assignment(f"Found multiple manual partition assignments for partition {index}")
-        error = _check_manual_replicas(replicas, by_index, brokers)
+            return bad_assignment(f"Found multiple manual partition assignments for partition {index}")
+        error = check_manual_replicas(replicas, by_index, brokers)
         if error is not None:
             return error
         by_index[index] = replicas
     if sorted(by_index) != list(range(len(by_index))):
-        return _bad_assignment("partitions should be a consecutive 0-based integer sequence")
+        return bad_assignment("partitions should be a consecutive 0-based integer sequence")
+    return manual_partitions([by_index[index] for index in range(len(by_index))], brokers)
+
+
+def manual_partitions(assignments: Sequence[tuple[int, ...]],
+                      brokers: BrokerEligibility) -> list[PartitionRegistration] | TopicError:
+    """New partitions with these (checked) replicas: KIP-841's ISR is the active replicas, the leader the first."""
     partitions = []
-    for index in range(len(by_index)):
-        replicas = by_index[index]
+    for index, replicas in enumerate(assignments):
         isr = tuple(b for b in replicas if brokers.is_active(b))
         if not isr:
-            return _bad_assignment(f"All brokers specified in the manual partition assignment for partition "
-                                   f"{index} are fenced or in controlled shutdown.")
+            return bad_assignment(f"All brokers specified in the manual partition assignment for partition "
+                                  f"{index} are fenced or in controlled shutdown.")
         partitions.append(new_partition(replicas, isr, isr[0]))
     return partitions
 
 
-def _check_manual_replicas(replicas: tuple[int, ...], earlier: dict[int, tuple[int, ...]],
-                           brokers: BrokerEligibility) -> TopicError | None:
+def check_manual_replicas(replicas: tuple[int, ...], earlier: dict[int, tuple[int, ...]],
+                          brokers: BrokerEligibility) -> TopicError | None:
     if not replicas:
-        return _bad_assignment("The manual partition assignment includes an empty replica list.")
+        return bad_assignment("The manual partition assignment includes an empty replica list.")
     seen: set[int] = set()
     for broker in replicas:
         if broker in seen:
-            return _bad_assignment(f"The manual partition assignment includes the broker {broker} more than once.")
+            return bad_assignment(f"The manual partition assignment includes the broker {broker} more than once.")
         seen.add(broker)
         if not brokers.is_registered(broker):
-            return _bad_assignment(f"The manual partition assignment includes broker {broker}, but no such "
+            return bad_assignment(f"The manual partition assignment includes broker {broker}, but no such "
                                    f"broker is registered.")
     if earlier:
         expected = len(next(iter(earlier.values())))
         if len(replicas) != expected:
-            return _bad_assignment(f"The manual partition assignment includes a partition with {len(replicas)} "
+            return bad_assignment(f"The manual partition assignment includes a partition with {len(replicas)} "
                                    f"replica(s), but this is not consistent with previous partitions, which have "
                                    f"{expected} replica(s).")
     return None
 
 
-def _bad_assignment(message: str) -> TopicError:
+def bad_assignment(message: str) -> TopicError:
     return TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, message)
 
 

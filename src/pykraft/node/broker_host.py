@@ -14,7 +14,8 @@ controller listener in the voter set. Requests to it go over the runtime's conne
 is handed back to the component that asked, which owns every retry and backoff decision. Nothing here blocks the
 core task: sends are tasks, timers are loop callbacks, and the pure components are only touched from the loop.
 
-CreateTopics, DeleteTopics, ElectLeaders and UpdateFeatures sent to a broker are forwarded to the active controller, as Kafka's
+CreateTopics, DeleteTopics, ElectLeaders, UpdateFeatures, (Incremental)AlterConfigs and CreatePartitions sent to a
+broker are forwarded to the active controller, as Kafka's
 brokers forward them; an unreachable controller gives NOT_CONTROLLER (retriable for clients).
 """
 
@@ -43,7 +44,7 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from .client_apis import controllers
-from .controller_host import HOST_APIS, error_reply, hosted_runtime
+from .controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from .versions import to_request_version
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ _log = logging.getLogger("pykraft.node.broker")
 
 # Kafka's SecurityProtocol ids, as BrokerRegistration carries them.
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADERS, ApiKey.UPDATE_FEATURES)
+FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADERS, ApiKey.UPDATE_FEATURES,
+                  ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS)
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 60.0
 MIN_TIMER_DELAY_S = 0.001
 
@@ -125,12 +127,12 @@ class BrokerHost:
         for key in FORWARDED_APIS:
             low, high = HOST_APIS[key]
             base = base.with_range(key, low, high)
-        return base
+        return with_image_apis(base)
 
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.forward(int(decoded.api_key), decoded.message)
-        return {int(key): handler for key in FORWARDED_APIS}
+        return {**{int(key): handler for key in FORWARDED_APIS}, **image_handlers(self.metadata_image)}
 
     # ---- lifecycle of the process ------------------------------------------------------------------------------
     def start(self) -> None:

@@ -32,10 +32,14 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.create_topics.v7 import response as create_response
 from kio.schema.delete_topics.v6 import response as delete_response
 
-from pykraft.controller.controller import (ALTER_PARTITION, BROKER_HEARTBEAT, BROKER_REGISTRATION,
-                                          CONTROLLER_REGISTRATION, CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS,
-                                          UNREGISTER_BROKER, UPDATE_FEATURES, ControllerConfig,
-                                          NotActiveControllerError, QuorumController, UnsupportedControllerApiError)
+from pykraft.controller.configs import describe_configs, refuse_alter
+from pykraft.controller.controller import (ALTER_CONFIGS, ALTER_PARTITION, BROKER_HEARTBEAT, BROKER_REGISTRATION,
+                                          CONTROLLER_REGISTRATION, CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS,
+                                          ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, UNREGISTER_BROKER,
+                                          UPDATE_FEATURES, ControllerConfig, NotActiveControllerError,
+                                          QuorumController, UnsupportedControllerApiError)
+from pykraft.controller.create_partitions import refuse_create_partitions
+from pykraft.controller.replication import ReplicationControl
 from pykraft.controller.features import FeatureUpdateError, update_features_response
 from pykraft.controller.log_replay import ReplayedAhead, load_committed, metadata_records
 from pykraft.controller.result import ControllerResult, KRaftVersionUpgrade
@@ -69,8 +73,27 @@ MIN_TICK_DELAY_S = 0.001
 HOST_APIS: Mapping[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ELECT_LEADERS: (0, 2), ALTER_PARTITION: (2, 3),
     BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0), CONTROLLER_REGISTRATION: (0, 0),
-    UPDATE_FEATURES: (0, 2),
+    UPDATE_FEATURES: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_CONFIGS: (0, 2), CREATE_PARTITIONS: (0, 3),
 }
+# Answered by any controller or broker from its own image, without the core task (Kafka's brokers and controllers
+# both serve DescribeConfigs from their metadata image).
+IMAGE_APIS: Mapping[int, tuple[int, int]] = {ApiKey.DESCRIBE_CONFIGS: (1, 4)}
+
+
+def image_handlers(image_of: Any) -> dict[int, Any]:
+    """Handlers of IMAGE_APIS reading `image_of()` (a QuorumController or a MetadataCache: `.configs`,
+    `.replication`)."""
+    async def describe(decoded: DecodedRequest) -> Any:
+        image = image_of()
+        response = describe_configs(image.configs, image.replication, decoded.message)
+        return to_request_version(response, int(decoded.message.__version__))
+    return {int(ApiKey.DESCRIBE_CONFIGS): describe}
+
+
+def with_image_apis(base: ApiRegistry) -> ApiRegistry:
+    for key, (low, high) in IMAGE_APIS.items():
+        base = base.with_range(ApiKey(key), low, high)
+    return base
 
 
 class BootstrapFileError(ValueError):
@@ -99,12 +122,27 @@ def controller_config(node_config: Any, cluster_id: str, bootstrap_records: tupl
     check_s = str(raw.get("leader.imbalance.check.interval.seconds", "300")).strip()
     if not check_s.isdigit():
         raise ValueError(f"leader.imbalance.check.interval.seconds: {check_s!r} is not a non-negative integer")
+    partitions, replication_factor = topic_defaults(raw)
     return ControllerConfig(
+        replication_factory=lambda rng: ReplicationControl(rng, default_num_partitions=partitions,
+                                                           default_replication_factor=replication_factor),
         node_id=node_config.node_id, cluster_id=cluster_id, session_timeout_ms=node_config.broker_session_timeout_ms,
         max_idle_interval_ms=node_config.max_idle_interval_ms,
         auto_leader_rebalance=str(raw.get("auto.leader.rebalance.enable", "true")).strip().lower() == "true",
         leader_imbalance_check_interval_ms=int(check_s) * 1000,
         bootstrap_records=bootstrap_records)
+
+
+def topic_defaults(raw: Mapping[str, Any]) -> tuple[int, int]:
+    """(num.partitions, default.replication.factor): what CreateTopics gives a topic that asks for -1 (Kafka's
+    defaults 1 and 1). ValueError on a value that is not a positive integer."""
+    found = []
+    for key in ("num.partitions", "default.replication.factor"):
+        text = str(raw.get(key, "1")).strip()
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"Invalid value {text} for configuration {key}: Value must be at least 1")
+        found.append(int(text))
+    return found[0], found[1]
 
 
 def controller_host(node_config: Any) -> ControllerHost:
@@ -161,7 +199,7 @@ class ControllerHost:
         for key, (low, high) in HOST_APIS.items():
             if key in ApiKey._value2member_map_:  # noqa: SLF001 - membership by value
                 base = base.with_range(ApiKey(key), low, high)
-        return base
+        return with_image_apis(base)
 
     def metadata_image(self) -> QuorumController:
         """The image Metadata and DescribeCluster answer from (client_apis.MetadataImage: `.cluster`,
@@ -171,7 +209,8 @@ class ControllerHost:
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.request(int(decoded.api_key), decoded.message)
-        return {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}  # noqa: SLF001
+        handlers = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}  # noqa: SLF001
+        return {**handlers, **image_handlers(self.metadata_image)}
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
@@ -402,4 +441,8 @@ def error_reply(api_key: int, message: Any, error: ErrorCode, text: str) -> Any:
         return delete_response.DeleteTopicsResponse(throttle_time=ZERO_THROTTLE, responses=tuple(
             delete_response.DeletableTopicResult(name=name, topic_id=topic_id, error_code=error, error_message=text)
             for name, topic_id in named))
+    if api_key in (INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS):
+        return refuse_alter(message, api_key == INCREMENTAL_ALTER_CONFIGS, error, text)
+    if api_key == CREATE_PARTITIONS:
+        return refuse_create_partitions(message, error, text)
     return error_response_for(message, error, error_message=text)

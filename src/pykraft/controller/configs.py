@@ -1,0 +1,214 @@
+"""Dynamic configs of the metadata image (Kafka's ConfigurationControlManager): ConfigRecords in, requests answered.
+
+State: (resource type, resource name) -> {config name: value}, rebuilt by replaying ConfigRecords (a null value
+removes the key). A topic's configs go with the topic (`forget_topic` when its RemoveTopicRecord is replayed), as
+Kafka's replay does.
+
+Requests (pure; the hosts carry them out):
+- IncrementalAlterConfigs (SET / DELETE / APPEND / SUBTRACT per key) and AlterConfigs (the resource's whole set is
+  replaced) for TOPIC and BROKER resources: one ConfigRecord per changed key, nothing on validate_only. Topic
+  configs are checked against Kafka's definitions (config_defs.py) on the resulting set; a topic that does not
+  exist is UNKNOWN_TOPIC_OR_PARTITION; a broker name must be empty (the cluster default) or a node id.
+  Known limit: broker config names and values are stored as given (Kafka checks them against KafkaConfig's dynamic
+  configs on the broker; pykraft applies none of them).
+- DescribeConfigs: a topic's every config (its own value, source TOPIC_CONFIG, else Kafka's default, source
+  DEFAULT_CONFIG); a broker's dynamic configs (source DYNAMIC_BROKER_CONFIG, or DYNAMIC_DEFAULT_BROKER_CONFIG for
+  the cluster default). Served from any replica's image, controllers and brokers alike.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.alter_configs.v2 import response as legacy_alter_response
+from kio.schema.describe_configs.v4 import response as describe_response
+from kio.schema.incremental_alter_configs.v1 import response as alter_response
+from kio.static.primitive import i8, i32Timedelta
+
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata.schema.config_record import ConfigRecordV0
+
+from .config_defs import TOPIC_CONFIGS, ConfigType, check_topic_configs
+from .result import ControllerResult
+
+if TYPE_CHECKING:
+    from .replication import ReplicationControl
+
+TOPIC, BROKER = 2, 4  # Kafka's ConfigResource.Type ids
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs' OpType
+SOURCE_TOPIC, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_DEFAULT = 1, 2, 3, 5
+CONFIG_RECORD = 4
+REMOVE_TOPIC_RECORD = 9
+_THROTTLE_NONE = i32Timedelta.parse(datetime.timedelta(0))
+Resource = tuple[int, str]
+
+
+class ConfigError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class ConfigControl:
+    def __init__(self) -> None:
+        self.configs: dict[Resource, dict[str, str]] = {}
+
+    # ---- replay -----------------------------------------------------------------------------------------------
+    def replay(self, record: ConfigRecordV0) -> None:
+        resource = (int(record.resource_type), record.resource_name)
+        values = self.configs.setdefault(resource, {})
+        if record.value is None:
+            values.pop(record.name, None)
+        else:
+            values[record.name] = record.value
+        if not values:
+            del self.configs[resource]
+
+    def forget_topic(self, name: str) -> None:
+        self.configs.pop((TOPIC, name), None)
+
+    def replay_side(self, key: int, record: Any, replication: ReplicationControl) -> None:
+        """The configs' part of replaying any record of api key `key`, called before `replication` replays it: a
+        ConfigRecord is applied, a RemoveTopicRecord drops the topic's configs (while its name is still known)."""
+        if key == CONFIG_RECORD:
+            self.replay(record)
+        elif key == REMOVE_TOPIC_RECORD:
+            info = replication.topics.get(record.topic_id)
+            if info is not None:
+                self.forget_topic(info.name)
+
+    def snapshot_records(self) -> Iterator[ConfigRecordV0]:
+        for (kind, name), values in sorted(self.configs.items()):
+            for key, value in sorted(values.items()):
+                yield ConfigRecordV0(resource_type=i8(kind), resource_name=name, name=key, value=value)
+
+    def of(self, resource_type: int, name: str) -> Mapping[str, str]:
+        return self.configs.get((resource_type, name), {})
+
+    # ---- changes ----------------------------------------------------------------------------------------------
+    def incremental_alter(self, request: Any, replication: ReplicationControl) -> ControllerResult:
+        return self._alter(request, replication, incremental=True)
+
+    def alter(self, request: Any, replication: ReplicationControl) -> ControllerResult:
+        return self._alter(request, replication, incremental=False)
+
+    def _alter(self, request: Any, replication: ReplicationControl, *, incremental: bool) -> ControllerResult:
+        records: list[ConfigRecordV0] = []
+        results = []
+        for resource in request.resources:
+            kind, name = int(resource.resource_type), resource.resource_name
+            try:
+                changed = self._changed(kind, name, resource.configs, replication, incremental)
+            except ConfigError as exc:
+                results.append(_alter_result(kind, name, exc.code, exc.message))
+                continue
+            if not request.validate_only:
+                records.extend(ConfigRecordV0(resource_type=i8(kind), resource_name=name, name=key, value=value)
+                               for key, value in changed.items())
+            results.append(_alter_result(kind, name, ErrorCode.NONE, None))
+        return ControllerResult(records=tuple(records), response=alter_response_of(incremental, results))
+
+    def _changed(self, kind: int, name: str, entries: Any, replication: ReplicationControl,
+                 incremental: bool) -> dict[str, str | None]:
+        """{key: new value or None (removed)} for one resource, checked; ConfigError when refused."""
+        _check_resource(kind, name, replication)
+        current = dict(self.of(kind, name))
+        wanted: dict[str, str | None] = {} if incremental else {key: None for key in current}
+        for entry in entries:
+            operation = int(entry.config_operation) if incremental else SET
+            wanted[entry.name] = _apply(kind, entry.name, operation, entry.value, current.get(entry.name))
+        if kind == TOPIC:
+            resulting = {**current, **wanted}
+            reason = check_topic_configs({k: v for k, v in resulting.items() if v is not None})
+            if reason is not None:
+                raise ConfigError(ErrorCode.INVALID_CONFIG, reason)
+        return {key: value for key, value in wanted.items() if current.get(key) != value}
+
+
+def _check_resource(kind: int, name: str, replication: ReplicationControl) -> None:
+    if kind == TOPIC:
+        if name not in replication.topics_by_name:
+            raise ConfigError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    elif kind == BROKER:
+        if name and not name.isdigit():
+            raise ConfigError(ErrorCode.INVALID_REQUEST, f"Invalid broker name {name}")
+    else:
+        raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {kind}")
+
+
+def _apply(kind: int, key: str, operation: int, value: str | None, current: str | None) -> str | None:
+    if operation == SET:
+        return value
+    if operation == DELETE:
+        return None
+    if operation in (APPEND, SUBTRACT):
+        definition = TOPIC_CONFIGS.get(key) if kind == TOPIC else None
+        if definition is None or definition.type != ConfigType.LIST:
+            verb = "append" if operation == APPEND else "subtract"
+            raise ConfigError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {key}")
+        items = [i.strip() for i in (current if current is not None else definition.default).split(",") if i.strip()]
+        given = [i.strip() for i in (value or "").split(",") if i.strip()]
+        if operation == APPEND:
+            items += [i for i in given if i not in items]
+        else:
+            items = [i for i in items if i not in given]
+        return ",".join(items)
+    raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {operation}")
+
+
+def _alter_result(kind: int, name: str, code: ErrorCode, message: str | None) -> tuple[int, str, ErrorCode, str | None]:
+    return kind, name, code, message
+
+
+def alter_response_of(incremental: bool, results: list[tuple[int, str, ErrorCode, str | None]]) -> Any:
+    """The (Incremental)AlterConfigs response (newest version) of per-resource (type, name, code, message)."""
+    ns = alter_response if incremental else legacy_alter_response
+    response_type = ns.IncrementalAlterConfigsResponse if incremental else ns.AlterConfigsResponse
+    return response_type(throttle_time=_THROTTLE_NONE, responses=tuple(
+        ns.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=i8(kind),
+                                        resource_name=name) for kind, name, code, message in results))
+
+
+def refuse_alter(request: Any, incremental: bool, code: ErrorCode, message: str) -> Any:
+    """Every resource of an (Incremental)AlterConfigs request refused with `code` (NOT_CONTROLLER, ...)."""
+    return alter_response_of(incremental, [(int(r.resource_type), r.resource_name, code, message)
+                                           for r in request.resources])
+
+
+# ---- DescribeConfigs (any replica) ------------------------------------------------------------------------------
+def describe_configs(configs: ConfigControl, replication: ReplicationControl, request: Any) -> Any:
+    """DescribeConfigs v4 (lowered by the caller): per resource, its configs or an error."""
+    results = []
+    for resource in request.resources:
+        kind, name = int(resource.resource_type), resource.resource_name
+        keys = resource.configuration_keys
+        try:
+            _check_resource(kind, name, replication)
+            entries = _described(configs, kind, name)
+        except ConfigError as exc:
+            results.append(describe_response.DescribeConfigsResult(
+                error_code=exc.code, error_message=exc.message, resource_type=i8(kind), resource_name=name,
+                configs=()))
+            continue
+        chosen = tuple(e for e in entries if keys is None or not keys or e.name in keys)
+        results.append(describe_response.DescribeConfigsResult(
+            error_code=ErrorCode.NONE, error_message=None, resource_type=i8(kind), resource_name=name,
+            configs=chosen))
+    return describe_response.DescribeConfigsResponse(throttle_time=_THROTTLE_NONE, results=tuple(results))
+
+
+def _described(configs: ConfigControl, kind: int, name: str) -> list[Any]:
+    own = configs.of(kind, name)
+    if kind == TOPIC:
+        return [_entry(d.name, own.get(d.name, d.default), SOURCE_TOPIC if d.name in own else SOURCE_DEFAULT,
+                       d.type) for d in sorted(TOPIC_CONFIGS.values(), key=lambda d: d.name)]
+    source = SOURCE_DYNAMIC_BROKER if name else SOURCE_DYNAMIC_DEFAULT_BROKER
+    return [_entry(key, value, source, ConfigType.UNKNOWN) for key, value in sorted(own.items())]
+
+
+def _entry(name: str, value: str, source: int, kind: ConfigType) -> Any:
+    return describe_response.DescribeConfigsResourceResult(
+        name=name, value=value, read_only=False, config_source=i8(source), is_sensitive=False, synonyms=(),
+        config_type=i8(int(kind)), documentation=None)
