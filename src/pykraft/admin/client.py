@@ -42,7 +42,7 @@ from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.raft.reconfig_messages import add_voter_request, api_versions_request, remove_voter_request
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
-from . import responses, topics
+from . import responses, topic_configs, topics
 from .errors import AdminError, DeadlineError, OutcomeUnknownError, TopicError, UnreachableError
 from .model import BrokerInfo, ClusterInfo, FeatureMetadata, QuorumInfo, TopicCreated, TopicDescription
 from .responses import Outcome
@@ -176,13 +176,17 @@ class AdminClient:
         was lost can meet TOPIC_ALREADY_EXISTS for the topic that attempt created, as with Kafka's admin client."""
         message = topics.create_topics_request(name, partitions, replication_factor, replica_assignment, configs,
                                                validate_only, self._server_timeout_ms())
+        response = await self._topic_call(name, f"creating topic {name}", message, topics.create_outcome)
+        return topics.topic_created(response)
+
+    async def _topic_call(self, name: str, what: str, message: Any, outcome_of: Callable[[Any], Outcome]) -> Any:
+        """A controller call about one topic: any refusal raises TopicError for it."""
         try:
-            response = await self._controller_call(f"creating topic {name}", lambda: message, topics.create_outcome)
+            return await self._controller_call(what, lambda: message, outcome_of)
         except TopicError:
             raise
         except AdminError as exc:
             raise TopicError(name, exc.code, exc.message) from None
-        return topics.topic_created(response)
 
     async def delete_topics(self, names_or_ids: Iterable[str | uuid.UUID]) -> None:
         """DeleteTopics at the active controller. Topics answered with a retriable error are sent again (alone);
@@ -215,6 +219,21 @@ class AdminClient:
         if errors:
             raise errors[0]
         return found
+
+    async def topic_configs(self, names: Iterable[str]) -> dict[str, list[tuple[str, str | None]]]:
+        """DescribeConfigs: each named topic's non-default configs; an unknown topic raises TopicError."""
+        response = await self._leader_call("DescribeConfigs", topic_configs.describe_configs_request(names),
+                                           lambda _: Outcome(ErrorCode.NONE))
+        found, errors = topic_configs.overridden_configs(response)
+        if errors:
+            raise errors[0]
+        return found
+
+    async def create_partitions(self, name: str, count: int,
+                                assignment: Sequence[Sequence[int]] | None = None) -> None:
+        """CreatePartitions at the active controller: grow `name` to `count` partitions; a refusal raises TopicError."""
+        message = topic_configs.create_partitions_request(name, count, assignment, self._server_timeout_ms())
+        await self._topic_call(name, f"adding partitions to {name}", message, topic_configs.create_partitions_outcome)
 
     async def list_brokers(self) -> list[BrokerInfo]:
         """The registered brokers, fenced ones included (DescribeCluster v2), by id. A node without registered

@@ -1,14 +1,19 @@
-"""`pykraft topics create|delete|describe|list`: Kafka's kafka-topics with its flag names and output
-(topics_output.py), as sub-commands instead of --create/--delete/--describe/--list.
+"""`pykraft topics`: Kafka's kafka-topics with its flag names and output (topics_output.py), in two forms:
+- Kafka's action flags: `pykraft topics --create --topic t --bootstrap-server H:P ...` (exactly one of --create,
+  --delete, --describe, --list, --alter, anywhere on the line), so a kafka-topics.sh line runs as it is;
+- sub-commands: `pykraft topics create --topic t ...` (and delete, describe, list, alter).
 
 Connection flags (--bootstrap-server or --bootstrap-controller, --command-config with security.protocol, ssl.*
 and timeouts) are metadata-quorum's (`Connection`, `run_admin`) and go before or after the sub-command.
 --topic is a regular expression for delete and describe (and list), as in Kafka; a pattern that matches nothing
 fails with "Topic 'x' does not exist as expected" unless --if-exists.
 
-Every failure is one line on stderr and exit 1: flag values Kafka checks itself print Kafka's message as is
-(e.g. `The partitions must be greater than 0`); server refusals and connection failures print
-`Error while executing topic command : <message>` (Kafka prints that one on stdout; we keep stdout for results).
+Every failure is one line and exit 1, where Kafka prints it: usage and argument problems Kafka checks itself on
+stderr, in Kafka's words (e.g. `The partitions must be greater than 0`, `Topic 'x' does not exist as expected`);
+what fails while executing (server refusals, unreachable servers, bad --replica-assignment values) on stdout as
+`Error while executing topic command : <message>` (Kafka's printException). --alter grows a topic's partition count
+(`--partitions N`, optionally `--replica-assignment` for every partition, the existing ones first, as Kafka reads
+it) and prints nothing, as Kafka.
 """
 
 from __future__ import annotations
@@ -40,26 +45,62 @@ CommandConfig = Annotated[Path | None, typer.Option(
     "--command-config", help="Properties for the admin client (security.protocol, ssl.*, timeouts).")]
 
 
+ACTIONS = {"--create": "create", "--delete": "delete", "--describe": "describe", "--list": "list",
+           "--alter": "alter"}
+ONE_ACTION = "Command must include exactly one action: --list, --describe, --create, --alter or --delete"
+
+
 class KafkaLine(Exception):
-    """Print `str()` as the one stderr line, without the program prefix (Kafka's own wording), and exit 1."""
+    """Print `str()` as the one line, without the program prefix (Kafka's own wording), and exit 1: on stdout when
+    it is Kafka's "Error while executing topic command" line (printException), on stderr otherwise."""
 
 
 def run(args: Sequence[str]) -> int:
-    return run_app(app, args, PROG)
+    try:
+        return run_app(app, action_form(args), PROG)
+    except KafkaLine as line:
+        return _print_failure(line)
+
+
+def action_form(args: Sequence[str]) -> list[str]:
+    """Kafka's flag form turned into the sub-command form (the action flag becomes the sub-command, first); a line
+    without an action flag is returned as it is (the sub-command form). KafkaLine: more than one action flag."""
+    actions = [a for a in args if a in ACTIONS]
+    has_command = any(a in ACTIONS.values() and _is_command_position(args, a) for a in args)
+    if not actions:
+        if has_command or not args or "--help" in args:
+            return list(args)
+        raise KafkaLine(ONE_ACTION)
+    if len(actions) > 1 or has_command:
+        raise KafkaLine(ONE_ACTION)
+    return [ACTIONS[actions[0]], *(a for a in args if a not in ACTIONS)]
+
+
+def _is_command_position(args: Sequence[str], word: str) -> bool:
+    """True when `word` stands where a sub-command would (not as the value of the option before it)."""
+    index = list(args).index(word)
+    return index == 0 or not args[index - 1].startswith("--") or args[index - 1] in ACTIONS
+
+
+def _print_failure(line: KafkaLine) -> int:
+    text = str(line)
+    typer.echo(text, err=not text.startswith(out.ERROR_PREFIX))
+    return EXIT_FAILURE
 
 
 def run_app(typer_app: typer.Typer, args: Sequence[str], prog: str) -> int:
     try:
         return invoke(typer_app, args, prog)
     except KafkaLine as line:
-        typer.echo(str(line), err=True)
-        return EXIT_FAILURE
+        return _print_failure(line)
 
 
-@app.callback()
+@app.callback(invoke_without_command=True)
 def options(ctx: typer.Context, bootstrap_server: BootstrapServer = None,
             bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None) -> None:
     ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config)
+    if ctx.invoked_subcommand is None:
+        raise KafkaLine(ONE_ACTION)
 
 
 def connection(ctx: typer.Context, bootstrap_server: str | None, bootstrap_controller: str | None,
@@ -206,7 +247,36 @@ def describe(
     async def operation(client: AdminClient) -> list[str]:
         found = await _matching(client, topic, exclude_internal, if_exists)
         live = {b.broker_id for b in await client.list_brokers() if not b.fenced} if unavailable else set()
-        return out.describe_lines(found, live, under_replicated=under_replicated, unavailable=unavailable)
+        configs = await client.topic_configs([t.name for t in found]) if found else {}
+        return out.describe_lines(found, live, under_replicated=under_replicated, unavailable=unavailable,
+                                  configs=configs)
 
     for line in admin_call(conn, operation):
         typer.echo(line)
+
+
+@app.command("alter")
+def alter(
+    ctx: typer.Context,
+    topic: Annotated[str | None, typer.Option("--topic", help="The topic(s) to alter: a regular expression.")] = None,
+    partitions: Annotated[int | None, typer.Option("--partitions", help="The new partition count.")] = None,
+    replica_assignment: Annotated[str | None, typer.Option(
+        "--replica-assignment", help="Replicas of every partition, e.g. 1:2,2:3,3:1 (existing ones first).")] = None,
+    if_exists: IfExists = False,
+    bootstrap_server: BootstrapServer = None, bootstrap_controller: BootstrapController = None,
+    command_config: CommandConfig = None,
+) -> None:
+    """Add partitions to the topics --topic matches (Kafka prints nothing on success)."""
+    conn = connection(ctx, bootstrap_server, bootstrap_controller, command_config)
+    if topic is None:
+        raise KafkaLine('Missing required argument "[topic]"')
+    if partitions is None:
+        raise KafkaLine('Missing required argument "[partitions]"')
+    assignment = _flag(lambda: out.parse_replica_assignment(replica_assignment)) if replica_assignment else None
+
+    async def operation(client: AdminClient) -> None:
+        for found in await _matching(client, topic, False, if_exists):
+            new = None if assignment is None else assignment[len(found.partitions):]  # Kafka skips existing ones
+            await client.create_partitions(found.name, partitions, new)
+
+    admin_call(conn, operation)

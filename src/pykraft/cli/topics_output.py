@@ -1,8 +1,8 @@
 """What `pykraft topics` and `pykraft brokers` print, and the parsing of kafka-topics' flag values.
 
 The topic lines are Kafka 4's kafka-topics (TopicCommand): `Created topic NAME.`, the sorted names of --list, and
-for --describe one header line per topic and one tab-indented line per partition. Configs are the non-default
-ones Kafka would print; pykraft keeps no topic configs, so the field is empty. Elr and LastKnownElr are empty: the
+for --describe one header line per topic and one tab-indented line per partition. Configs are the topic's
+non-default configs (DescribeConfigs), `name=value` joined by commas, as Kafka prints them. Elr and LastKnownElr are empty: the
 Metadata API carries no ELR (Kafka prints N/A only when its DescribeTopicPartitions answer lacks the field).
 Everything here is pure: values in, strings out; bad flag values raise `FlagError` with Kafka's wording.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pykraft.admin.model import BrokerInfo, PartitionInfo, TopicDescription
 from pykraft.records.uuids import uuid_to_kafka_str
@@ -38,10 +38,11 @@ def _ids(values: Iterable[int]) -> str:
     return ",".join(str(v) for v in values)
 
 
-def topic_header(topic: TopicDescription) -> str:
+def topic_header(topic: TopicDescription, configs: Sequence[tuple[str, str | None]] = ()) -> str:
     topic_id = "" if topic.topic_id is None else f"\tTopicId: {uuid_to_kafka_str(topic.topic_id)}"
+    shown = ",".join(f"{name}={value}" for name, value in configs)
     return (f"Topic: {topic.name}{topic_id}\tPartitionCount: {len(topic.partitions)}"
-            f"\tReplicationFactor: {topic.replication_factor}\tConfigs: ")
+            f"\tReplicationFactor: {topic.replication_factor}\tConfigs: {shown}")
 
 
 def partition_line(topic: str, partition: PartitionInfo) -> str:
@@ -56,13 +57,14 @@ def is_unavailable(partition: PartitionInfo, live_brokers: set[int]) -> bool:
 
 
 def describe_lines(topics: Sequence[TopicDescription], live_brokers: set[int], *, under_replicated: bool = False,
-                   unavailable: bool = False) -> list[str]:
+                   unavailable: bool = False,
+                   configs: Mapping[str, Sequence[tuple[str, str | None]]] | None = None) -> list[str]:
     """Kafka's describe: with a partition filter, only the matching partitions and no topic header lines."""
     filtered = under_replicated or unavailable
     lines = []
     for topic in topics:
         if not filtered and topic.partitions:
-            lines.append(topic_header(topic))
+            lines.append(topic_header(topic, (configs or {}).get(topic.name, ())))
         for partition in topic.partitions:
             if (not filtered or (under_replicated and partition.under_replicated)
                     or (unavailable and is_unavailable(partition, live_brokers))):
