@@ -98,7 +98,7 @@ def test_every_key_is_read():
             "controller.quorum.auto.join.enable": "TRUE",
             "metadata.log.max.record.bytes.between.snapshots": "1000",
             "metadata.log.max.snapshot.interval.ms": "0",
-            "metadata.log.segment.bytes": "1048576",
+            "metadata.log.segment.bytes": "8388608",
             "metadata.log.segment.ms": "60000",
             "metadata.max.retention.bytes": "-1",
             "metadata.max.retention.ms": "86400000",
@@ -114,7 +114,7 @@ def test_every_key_is_read():
     )
     assert c.quorum == QuorumConfig(1500, 3000, 700, 5, 4000, 50, True)
     assert (c.max_record_bytes_between_snapshots, c.max_snapshot_interval_ms) == (1000, 0)
-    assert (c.segment_bytes, c.segment_ms) == (1048576, 60000)
+    assert (c.segment_bytes, c.segment_ms) == (8388608, 60000)
     assert (c.max_retention_bytes, c.max_retention_ms, c.max_idle_interval_ms) == (-1, 86400000, 250)
     assert (c.broker_heartbeat_interval_ms, c.broker_session_timeout_ms) == (100, 600)
     assert c.initial_broker_registration_timeout_ms == 5000

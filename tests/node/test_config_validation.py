@@ -30,12 +30,12 @@ def test_all_problems_are_reported_at_once():
     )
     assert found == (
         "process.roles: unknown role 'foo' (expected broker and/or controller)",
-        "node.id: 'x' is not an integer",
+        "Invalid value x for configuration node.id: Not a number of type INT",
         "listeners: cannot parse listener 'bad' (expected NAME://host:port)",
         "listeners: listener 'CONTROLLER://:99999': port 99999 is out of range (0-65535)",
         "controller.listener.names must contain at least one value on a controller",
         "controller.quorum.voters: cannot parse voter '1@nohostport' (expected id@host:port)",
-        "controller.quorum.election.timeout.ms: 0 is out of range (must be at least 1)",
+        "Invalid value 0 for configuration controller.quorum.election.timeout.ms: Value must be at least 1",
     )
 
 
@@ -49,8 +49,8 @@ def test_empty_file():
     ("key", "value", "message"),
     [
         ("process.roles", "controller,controller", "process.roles: duplicate role names found in 'controller,controller'"),
-        ("node.id", "-1", "node.id: -1 is out of range (must be at least 0)"),
-        ("node.id", "2147483648", "node.id: 2147483648 is out of range (must be at least 0)"),
+        ("node.id", "-1", "Invalid value -1 for configuration node.id: Value must be at least 0"),
+        ("node.id", "2147483648", "Invalid value 2147483648 for configuration node.id: Not a number of type INT"),
         ("controller.listener.names", "OTHER", "controller.listener.names: OTHER is not defined in listeners"),
         ("listeners", "CONTROLLER://127.0.0.1:9093,CONTROLLER://127.0.0.1:9094",
          "listeners: listener name CONTROLLER appears more than once"),
@@ -63,17 +63,28 @@ def test_empty_file():
         ("controller.quorum.voters", "2@h:1,3@h:2",
          "If process.roles contains the 'controller' role, the node id 1 must be included in the set of voters "
          "controller.quorum.voters={2, 3}"),
-        ("controller.quorum.fetch.timeout.ms", "abc", "controller.quorum.fetch.timeout.ms: 'abc' is not an integer"),
-        ("controller.quorum.fetch.timeout.ms", "0", "controller.quorum.fetch.timeout.ms: 0 is out of range (must be at least 1)"),
-        ("controller.quorum.request.timeout.ms", "-5", "controller.quorum.request.timeout.ms: -5 is out of range (must be at least 1)"),
-        ("controller.quorum.append.linger.ms", "-1", "controller.quorum.append.linger.ms: -1 is out of range (must be at least 0)"),
-        ("controller.quorum.auto.join.enable", "yes", "controller.quorum.auto.join.enable: 'yes' is not a boolean (true or false)"),
-        ("metadata.log.segment.bytes", "3", "metadata.log.segment.bytes: 3 is out of range (must be at least 12)"),
-        ("metadata.max.retention.ms", "-2", "metadata.max.retention.ms: -2 is out of range (must be at least -1)"),
-        ("broker.session.timeout.ms", "1.5", "broker.session.timeout.ms: '1.5' is not an integer"),
-        ("pykraft.metrics.port", "70000", "pykraft.metrics.port: 70000 is out of range (must be between 0 and 65535)"),
-        ("pykraft.log.format", "xml", "pykraft.log.format: 'xml' is not one of json, text"),
-        ("ssl.client.auth", "maybe", "ssl.client.auth: 'maybe' is not one of required, requested, none"),
+        ("controller.quorum.fetch.timeout.ms", "abc",
+         "Invalid value abc for configuration controller.quorum.fetch.timeout.ms: Not a number of type INT"),
+        ("controller.quorum.fetch.timeout.ms", "0",
+         "Invalid value 0 for configuration controller.quorum.fetch.timeout.ms: Value must be at least 1"),
+        ("controller.quorum.request.timeout.ms", "-5",
+         "Invalid value -5 for configuration controller.quorum.request.timeout.ms: Value must be at least 1"),
+        ("controller.quorum.append.linger.ms", "-1",
+         "Invalid value -1 for configuration controller.quorum.append.linger.ms: Value must be at least 0"),
+        ("controller.quorum.auto.join.enable", "yes",
+         "Invalid value yes for configuration controller.quorum.auto.join.enable: Expected value to be either true or false"),
+        ("metadata.log.segment.bytes", "1000",
+         "Invalid value 1000 for configuration metadata.log.segment.bytes: Value must be at least 8388608"),
+        ("metadata.max.retention.ms", "-2",
+         "Invalid value -2 for configuration metadata.max.retention.ms: Value must be at least -1"),
+        ("broker.session.timeout.ms", "1.5",
+         "Invalid value 1.5 for configuration broker.session.timeout.ms: Not a number of type INT"),
+        ("pykraft.metrics.port", "70000",
+         "Invalid value 70000 for configuration pykraft.metrics.port: Value must be no more than 65535"),
+        ("pykraft.log.format", "xml",
+         "Invalid value xml for configuration pykraft.log.format: String must be one of: json, text"),
+        ("ssl.client.auth", "maybe",
+         "Invalid value maybe for configuration ssl.client.auth: String must be one of: required, requested, none"),
         ("log.dirs", "/a,/a", "log.dirs: a directory appears more than once in /a,/a"),
         ("log.dirs", " , ", "log.dirs is empty: give at least one directory"),
         ("listener.security.protocol.map", "CONTROLLER", "listener.security.protocol.map: cannot parse 'CONTROLLER' "
@@ -151,10 +162,12 @@ def test_broker_must_not_advertise_the_wildcard_address():
 
 def test_ssl_listener_needs_the_three_pem_paths():
     text = with_line(CONTROLLER, "listener.security.protocol.map", "CONTROLLER:SSL") + "\nssl.ca.location=/ca.pem"
-    assert only(text) == "SSL listener CONTROLLER needs PEM files: set ssl.certificate.location, ssl.key.location"
+    assert only(text) == ("SSL listener CONTROLLER needs a certificate, its key and a CA: set ssl.certificate.location "
+                          "and ssl.key.location (or ssl.keystore.*)")
 
 
 def test_partial_tls_paths_without_ssl_listener():
     assert only(CONTROLLER + "\nssl.key.location=/k.pem") == (
-        "TLS needs all three PEM files: set ssl.certificate.location, ssl.ca.location"
+        "TLS needs a certificate, its key and a CA: set ssl.certificate.location and ssl.key.location "
+        "(or ssl.keystore.*) and ssl.ca.location (or ssl.truststore.*)"
     )

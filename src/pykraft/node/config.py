@@ -1,13 +1,17 @@
 """The node's configuration: a Java-properties file with Kafka's key names and defaults (reference §4).
 
 `load_config(path)` / `parse_config(text)` return a frozen `NodeConfig` or raise `ConfigError` listing every
-problem of the file at once, one per line. Unknown keys are allowed (Kafka ignores them) and kept in `raw`.
+problem of the file at once, one per line. Unknown keys are allowed (Kafka ignores them), named in a warning and
+kept in `raw`.
 Things that are legal but unwise (a fetch timeout below twice the 500 ms long-poll wait) are not errors: they
 are listed in `NodeConfig.warnings` for the node to log at start.
 
 pykraft-only keys: `pykraft.metrics.port` (Prometheus exporter, unset = off) and `pykraft.log.format`
 (json|text). TLS uses librdkafka's PEM key names: `ssl.certificate.location`, `ssl.key.location`,
-`ssl.ca.location`, plus Kafka's `ssl.client.auth` (required|requested|none).
+`ssl.ca.location`, or Kafka's `ssl.keystore.*` / `ssl.truststore.*` (PKCS12 or PEM types, config_stores.py), plus
+Kafka's `ssl.client.auth` (required|requested|none). Kafka keys pykraft does not use are still checked against
+Kafka's types and ranges, security settings it does not enforce refuse the start, and the keys it does not
+implement are named in one warning (config_checks.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey, SupportedVer
 from pykraft.storage.meta_properties import parse_properties
 
 from .config_build import build_config
+from .config_stores import StoreError, resolve_tls
 from .config_values import Listener, VoterAddress
 
 __all__ = [
@@ -186,9 +191,14 @@ def parse_config(text: str, source: str = "<config>") -> NodeConfig:
     """Parse the text of a Java-properties file. Raises ConfigError listing every problem."""
     props = parse_properties(text)
     fields, errors, warnings = build_config(props)
+    tls = fields.pop("tls")
+    if tls is not None and not errors:
+        try:
+            tls = (*resolve_tls(tls[0], tls[1], tls[2], tls[4], tls[5]), tls[3])
+        except StoreError as exc:
+            errors = [*errors, str(exc)]
     if errors:
         raise ConfigError([f"{source}: {problem}" for problem in errors], source)
-    tls = fields.pop("tls")
     return NodeConfig(
         **fields,
         tls=None if tls is None else TlsConfig(*tls),

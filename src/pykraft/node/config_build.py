@@ -12,6 +12,8 @@ from typing import Any
 
 from pykraft.raft.config import MAX_FETCH_WAIT_MS, QuorumConfig
 
+from .config_stores import STORE_TYPES, StoreSpec
+from .config_checks import kafka_value_problems, security_problem, unimplemented_warning
 from .config_values import (
     INT64_MAX,
     MAX_PORT,
@@ -75,6 +77,14 @@ def build_config(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str], l
         log_format=read.choice("pykraft.log.format", "json", ("json", "text")),
         **_metadata_log(read),
     )
+    for problem in kafka_value_problems(props):
+        problems.error(problem)
+    refusal = security_problem(props)
+    if refusal is not None:
+        problems.error(refusal)
+    warning = unimplemented_warning(props)
+    if warning is not None:
+        problems.warn(warning)
     return fields, problems.errors, problems.warnings
 
 
@@ -239,7 +249,7 @@ def _metadata_log(read: ValueReader) -> dict[str, int]:
             "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, low=1, high=INT64_MAX
         ),
         max_snapshot_interval_ms=read.integer("metadata.log.max.snapshot.interval.ms", 3_600_000, high=INT64_MAX),
-        segment_bytes=read.integer("metadata.log.segment.bytes", 1024**3, low=12),
+        segment_bytes=read.integer("metadata.log.segment.bytes", 1024**3, low=8 * 1024 * 1024),  # Kafka's minimum
         segment_ms=read.integer("metadata.log.segment.ms", 604_800_000, low=1, high=INT64_MAX),
         max_retention_bytes=read.integer("metadata.max.retention.bytes", 100 * 1024 * 1024, low=-1, high=INT64_MAX),
         max_retention_ms=read.integer("metadata.max.retention.ms", 604_800_000, low=-1, high=INT64_MAX),
@@ -251,18 +261,40 @@ def _metadata_log(read: ValueReader) -> dict[str, int]:
 
 
 def _tls(read: ValueReader, listeners: tuple[Listener, ...], protocols: Mapping[str, str]) -> tuple | None:
+    """(cert, key, ca, client auth required, keystore, truststore): PEM paths (librdkafka's names) and/or Kafka's
+    keystore and truststore (StoreSpec), the node's certificate and key from one, the CA from the other."""
     keys = ("ssl.certificate.location", "ssl.key.location", "ssl.ca.location")
-    paths = [read.text(key) for key in keys]
+    paths = [read.text(key) or None for key in keys]
     auth = read.choice("ssl.client.auth", "none", ("required", "requested", "none"))
+    keystore = _store(read, "keystore")
+    truststore = _store(read, "truststore")
+    have_chain = keystore is not None or (paths[0] is not None and paths[1] is not None)
+    have_ca = truststore is not None or paths[2] is not None
     ssl_listeners = [l.name for l in listeners if protocols.get(l.name) == "SSL"]
-    missing = [key for key, path in zip(keys, paths) if not path]
-    if missing and (ssl_listeners or len(missing) < len(keys)):
-        why = f"SSL listener {', '.join(ssl_listeners)} needs" if ssl_listeners else "TLS needs all three"
-        read.problems.error(f"{why} PEM files: set {', '.join(missing)}")
+    given = any(paths) or keystore is not None or truststore is not None
+    if (ssl_listeners or given) and not (have_chain and have_ca):
+        missing = ([] if have_chain else ["ssl.certificate.location and ssl.key.location (or ssl.keystore.*)"]) + (
+            [] if have_ca else ["ssl.ca.location (or ssl.truststore.*)"])
+        why = f"SSL listener {', '.join(ssl_listeners)} needs" if ssl_listeners else "TLS needs"
+        read.problems.error(f"{why} a certificate, its key and a CA: set {' and '.join(missing)}")
         return None
-    if missing:
+    if not given:
         return None
-    return (paths[0], paths[1], paths[2], auth == "required")
+    return (paths[0], paths[1], paths[2], auth == "required", keystore, truststore)
+
+
+def _store(read: ValueReader, kind: str) -> StoreSpec | None:
+    """Kafka's ssl.<kind>.location/type/password (and ssl.key.password for a keystore), or None when unset."""
+    location = read.text(f"ssl.{kind}.location")
+    if not location:
+        return None
+    store_type = read.text(f"ssl.{kind}.type", "JKS").upper()
+    if store_type not in STORE_TYPES:
+        read.problems.error(f"ssl.{kind}.type {store_type} is not supported by pykraft: use PKCS12 or PEM")
+        return None
+    password = read.props.get(f"ssl.{kind}.password")
+    key_password = read.props.get("ssl.key.password") if kind == "keystore" else None
+    return StoreSpec(location, store_type, password, key_password)
 
 
 def _metrics_port(read: ValueReader) -> int | None:

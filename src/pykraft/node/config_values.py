@@ -166,20 +166,31 @@ class ValueReader:
         return self.props.get(key, default).strip()
 
     def integer(self, key: str, default: int, *, low: int = 0, high: int = INT32_MAX) -> int:
-        """An int in [low, high]. Kafka's int configs are Java ints, its long configs get high=INT64_MAX."""
+        """An int in [low, high]. Kafka's int configs are Java ints, its long configs get high=INT64_MAX. A bad
+        value is reported in Kafka's ConfigDef words (`Invalid value X for configuration K: ...`)."""
         raw = self.props.get(key)
         if raw is None or not raw.strip():
             return default
+        text = raw.strip()
+        kind = "LONG" if high > INT32_MAX else "INT"
+        limit = INT64_MAX if kind == "LONG" else INT32_MAX
         try:
-            value = int(raw.strip())
+            value = int(text)
         except ValueError:
-            self.problems.error(f"{key}: {raw.strip()!r} is not an integer")
+            value = None
+        if value is None or not -limit - 1 <= value <= limit:
+            self._invalid(key, text, f"Not a number of type {kind}")
             return default
-        if not low <= value <= high:
-            bound = f"at least {low}" if high in (INT32_MAX, INT64_MAX) else f"between {low} and {high}"
-            self.problems.error(f"{key}: {value} is out of range (must be {bound})")
+        if value < low:
+            self._invalid(key, text, f"Value must be at least {low}")
+            return default
+        if value > high:
+            self._invalid(key, text, f"Value must be no more than {high}")
             return default
         return value
+
+    def _invalid(self, key: str, text: str, reason: str) -> None:
+        self.problems.error(f"Invalid value {text} for configuration {key}: {reason}")
 
     def boolean(self, key: str, default: bool) -> bool:
         raw = self.props.get(key)
@@ -187,13 +198,13 @@ class ValueReader:
             return default
         value = raw.strip().lower()
         if value not in ("true", "false"):
-            self.problems.error(f"{key}: {raw.strip()!r} is not a boolean (true or false)")
+            self._invalid(key, raw.strip(), "Expected value to be either true or false")
             return default
         return value == "true"
 
     def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
         value = self.text(key, default).lower()
         if value not in choices:
-            self.problems.error(f"{key}: {value!r} is not one of {', '.join(choices)}")
+            self._invalid(key, self.text(key, default), f"String must be one of: {', '.join(choices)}")
             return default
         return value
