@@ -84,3 +84,32 @@ async def test_a_node_without_a_controller_host_has_no_controller_metrics(tmp_pa
         assert "kafka_controller_" not in text and "pykraft_controller_" not in text
     finally:
         await runtime.stop()
+
+
+@pytest.mark.asyncio
+async def test_commit_latency_and_event_queue_count_the_controllers_own_writes(tmp_path):
+    """Issue 15: commit latency and append records over every write the leader commits (here only the controller's
+    own: no Produce at all), Kafka's missing raft gauges, the event-queue metrics and IsObserver."""
+    port = free_ports(1)[0]
+    runtime = controller_runtime(make_config(tmp_path, 1, {1: port}))
+    await runtime.start()
+    try:
+        host = runtime.state_machine
+        await wait_for(lambda: leader_of([runtime]) is not None and host.controller.active)
+        answer = await call(port, registration())
+        await call(port, heartbeat(int(answer.broker_epoch), runtime.core.high_watermark))
+        assert (await host.request(CREATE_TOPICS, create_topic("own", 2))).topics[0].error_code == ErrorCode.NONE
+        await wait_for(lambda: runtime.metrics.commit_latency.collect()[0].samples[-2].value >= 3)  # _count
+        values = samples(generate_latest(runtime.metrics.registry).decode())
+        assert values["kafka_raft_commit_latency_ms_count"] >= 3  # registration, heartbeat, topic (and no-ops)
+        assert values["kafka_raft_append_records_total"] >= 4  # the topic alone is 3 records
+        assert values["kafka_raft_number_unknown_voter_connections"] == 0
+        assert 0 <= values["kafka_raft_poll_idle_ratio"] <= 1
+        assert values["kafka_raft_current_vote_directory_id"] == 1
+        assert values[controller_metric_name("EventQueueOperationsStartedCount")] >= 3
+        assert values[controller_metric_name("EventQueueOperationsTimedOutCount")] == 0
+        assert values["kafka_controller_controllereventmanager_eventqueuetimems_count"] >= 3
+        assert values["kafka_controller_controllereventmanager_eventqueueprocessingtimems_count"] >= 3
+        assert values[controller_metric_name("IsObserver")] == 0
+    finally:
+        await runtime.stop()

@@ -26,6 +26,7 @@ import asyncio
 import logging
 import os
 import random
+import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,7 @@ from pykraft.records.metadata.frame import decode_metadata_record, encode_metada
 from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
+from .metrics import EventQueueStats
 from .versions import to_request_version
 from .writes import ZERO_THROTTLE, WriteFailed
 
@@ -189,6 +191,7 @@ class ControllerHost:
         self.rebuilds = 0
         self.not_controller_answers = 0
         self.last_applied_timestamp_ms: int | None = None  # append time of the last committed batch (lag metric)
+        self.event_queue = EventQueueStats()
 
     def bind(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
@@ -252,7 +255,9 @@ class ControllerHost:
         version = int(message.__version__)
         accepted: asyncio.Future[tuple[Any, asyncio.Future[None] | None, int]] = (
             asyncio.get_running_loop().create_future())
-        runtime.submit(lambda now: self._handle_on_core(api_key, message, now, accepted))
+        submitted = runtime.clock()
+        runtime.submit(lambda now: self._timed(submitted, now, lambda: self._handle_on_core(api_key, message, now,
+                                                                                            accepted)))
         try:
             response, waiter, first_offset = await accepted
             if waiter is not None:
@@ -273,6 +278,7 @@ class ControllerHost:
             accepted.set_result((error_reply(api_key, message, error, text), None, -1))
 
         if accepted.done():
+            self.event_queue.timed_out += 1
             return None  # the caller went away
         leader = self.runtime.core.leader_state()  # type: ignore[union-attr]
         if not self.controller.active or leader is None or leader.epoch != self.active_epoch:
@@ -354,6 +360,23 @@ class ControllerHost:
         self._schedule_tick()
         return ready
 
+    def _timed(self, submitted_ms: int, now: int, run: Any) -> Any:
+        """Kafka's event-queue metrics around one event run on the core task."""
+        queue = self.event_queue
+        queue.started += 1
+        queue.queue_time_ms.observe(max(0, now - submitted_ms))
+        started = time.perf_counter()
+        try:
+            return run()
+        finally:
+            queue.processing_time_ms.observe((time.perf_counter() - started) * 1000)
+
+    def is_observer(self) -> bool:
+        """IsObserver: this controller follows the quorum without being a voter."""
+        core = self.runtime.core if self.runtime is not None else None
+        key = None if core is None else core.local.key
+        return key is None or not core.voters().is_voter(key)
+
     def _tick(self, now: int) -> Any:
         self._tick_handle = None
         core = self.runtime.core  # type: ignore[union-attr]
@@ -377,7 +400,9 @@ class ControllerHost:
         if wakeup is None or runtime is None:
             return
         delay = max(MIN_TICK_DELAY_S, (wakeup - runtime.clock()) / 1000)
-        self._tick_handle = asyncio.get_running_loop().call_later(delay, runtime.submit, self._tick)
+        submitted = runtime.clock()
+        self._tick_handle = asyncio.get_running_loop().call_later(
+            delay, runtime.submit, lambda now: self._timed(submitted + int(delay * 1000), now, lambda: self._tick(now)))
 
     def _observe(self, core: Any, now: int) -> None:
         """After every core input: a leader that lost its epoch (resigned, stepped down, shutting down) stops."""

@@ -122,6 +122,8 @@ class NodeRuntime:
         self._flush_input_queued = False
         self.failure: BaseException | None = None
         self.stale_wakeups = 0  # polls that left the core's wake-up time in the past (a core timer not cleared)
+        self.poll_times = (0.0, 0.0)  # (idle, busy) seconds of the core task: Kafka's poll-idle-ratio
+        self._busy_since = time.perf_counter()
         self.observers: list[Callable[[RaftCore, int], None]] = []
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
@@ -298,7 +300,9 @@ class NodeRuntime:
                 if self._wakeup_ms <= self.clock():
                     self.stale_wakeups += 1
                 timer = loop.call_later(delay, self._wake.set)
+                waited = time.perf_counter()
                 await self._wake.wait()
+                self._count_idle(waited)
                 timer.cancel()
         except BaseException as exc:
             self.failure = exc
@@ -306,6 +310,13 @@ class NodeRuntime:
             if not isinstance(exc, asyncio.CancelledError):
                 loop.create_task(self.stop(graceful=False))
             raise
+
+    def _count_idle(self, waited_since: float) -> None:
+        """poll-idle-ratio: seconds the core task waited for input, and the seconds it worked in between."""
+        now = time.perf_counter()
+        idle, busy = self.poll_times
+        self.poll_times = (idle + now - waited_since, busy + max(0.0, waited_since - self._busy_since))
+        self._busy_since = now
 
     def _poll_if_due(self) -> bool:
         now = self.clock()
@@ -373,11 +384,8 @@ class NodeRuntime:
             accepted.set_result(self.waiters.add(last_offset, self.core.quorum.epoch))
             return ready
 
-        started = self.clock()
         self._submit(append)
-        await (await accepted)
-        self.metrics.append_records += len(values)
-        self.metrics.commit_latency.observe(max(0, self.clock() - started))
+        await (await accepted)  # append-records and commit-latency: NodeMetrics counts every leader write
         return last_offset - len(values) + 1
 
     # ---- EffectSink: what the EffectRunner hands over ----------------------------------------------------------
