@@ -88,7 +88,9 @@ def test_text_output_follows_kafkas_dump_format(sample):
 def test_snapshot_preamble_names_end_offset_and_epoch(sample):
     result = run(str(sample[1]))
     assert result.stdout.splitlines()[1] == "Snapshot end offset: 13, epoch: 1"
-    assert "SnapshotHeader: " in result.stdout and "SnapshotFooter: " in result.stdout
+    # Kafka's DumpLogSegments: "SnapshotHeader {...}" without a colon (only LeaderChange has one)
+    assert " SnapshotHeader {\"version\":0," in result.stdout and " SnapshotFooter {\"version\":0" in result.stdout
+    assert "SnapshotHeader:" not in result.stdout
 
 
 @pytest.mark.parametrize("into_batch", [10, 40])  # inside the fourth batch's header, or its records
@@ -195,3 +197,23 @@ def test_sample_log_writes_a_log_directory_the_storage_layer_reopens(tmp_path):
         assert (log.latest_snapshot_id().offset, log.latest_snapshot_id().epoch) == (13, 1)
     finally:
         log.close()
+
+
+def test_index_and_time_index_files_are_dumped_as_kafka_dumps_them(tmp_path):
+    base = 1000
+    index = tmp_path / f"{base:020d}.index"
+    index.write_bytes(struct.pack(">ii", 5, 0) + struct.pack(">ii", 40, 4096) + bytes(8 * 3))  # preallocated tail
+    time_index = tmp_path / f"{base:020d}.timeindex"
+    time_index.write_bytes(struct.pack(">qi", 1_700_000_000_000, 5) + struct.pack(">qi", 1_700_000_000_500, 40))
+    empty = tmp_path / f"{0:020d}.index"
+    empty.write_bytes(b"")
+    result = run(str(index), str(time_index), str(empty))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"Dumping {index}", "offset: 1005 position: 0", "offset: 1040 position: 4096",
+        f"Dumping {time_index}", "timestamp: 1700000000000 offset: 1005", "timestamp: 1700000000500 offset: 1040",
+        f"Dumping {empty}", f"{empty} is empty."]
+    torn = tmp_path / f"{base:020d}.timeindex"
+    torn.write_bytes(struct.pack(">qi", 1, 5) + b"\x00\x01")
+    result = run(str(torn))
+    assert result.exit_code == 1 and "2 trailing bytes are not a whole 12-byte index entry" in result.stderr

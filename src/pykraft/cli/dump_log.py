@@ -1,6 +1,6 @@
 """`pykraft dump-log`: print every batch and record of metadata log segments and snapshots, decoding control
 and metadata records, in the format of Kafka's `kafka-dump-log --cluster-metadata-decoder` (or one JSON object
-per record with --json).
+per record with --json); `.index` and `.timeindex` files are dumped as Kafka dumps them (dump_index.py).
 
 A damaged file is printed as far as it can be read; the damage is then reported with its byte position and the
 command exits non-zero. A batch whose CRC does not match is shown with `isvalid: false` and its records are
@@ -23,6 +23,8 @@ from pykraft.records import Record, RecordBatch, RecordsError, iter_batches
 from pykraft.records.control import ControlRecordType, decode_control_record
 from pykraft.records.metadata import MetadataRecordError, decode_metadata_record, metadata_record_envelope
 from pykraft.records.metadata.json_view import message_to_dict, to_jackson_json
+
+from .dump_index import INDEX_SUFFIXES, dump_index_file
 
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -96,7 +98,10 @@ def record_line(record: Record, payload: DecodedPayload) -> str:
     )
     if payload.control is not None:
         fields = {k: v for k, v in payload.control.items() if k != "type"}
-        return f"{line} {payload.control['type']}: {_compact_json(fields)}"
+        label = payload.control["type"]
+        # Kafka's DumpLogSegments writes "LeaderChange: {...}" but "SnapshotHeader {...}", "KRaftVersion {...}", ...
+        separator = ": " if label == "LeaderChange" else " "
+        return f"{line} {label}{separator}{_compact_json(fields)}"
     if payload.metadata is not None:
         return f"{line} payload: {_compact_json(payload.metadata)}"
     text = base64.b64encode(payload.raw_value or b"").decode("ascii")
@@ -210,7 +215,10 @@ def dump_files(paths: list[Path], as_json: bool, out: TextIO | None = None, err:
     failed = False
     for path in paths:
         try:
-            problems = dump_file(path, as_json, out)
+            if path.suffix in INDEX_SUFFIXES:
+                problems = dump_index_file(path, as_json, out)
+            else:
+                problems = dump_file(path, as_json, out)
         except BrokenPipeError:
             raise  # the reader went away (e.g. `| head`); not a problem with the file
         except OSError as exc:
