@@ -96,7 +96,11 @@ def test_failed_upgrade_prints_kafkas_lines_and_exits_1(fake: FakeTransport):
         (["upgrade", "--feature", "kraft.version=1", "--feature", "kraft.version=1"], "specified more than once"),
         (["upgrade", "--metadata", "9.9-IV9"], "Unsupported metadata version 9.9-IV9"),
         (["upgrade", "--metadata", "4.1-IV1", "--feature", "metadata.version=27"], "specified more than once"),
-        (["downgrade"], "No such command"),
+        (["downgrade"], "You must specify at least one feature to downgrade"),
+        (["disable"], "You must specify at least one feature to disable"),
+        (["disable", "--feature", "kraft.version", "--feature", "kraft.version"], "specified more than once"),
+        (["feature-dependencies", "--feature", "foo=1"], "Unknown feature: foo"),
+        (["version-mapping", "--release-version", "9.9"], "Unknown release version '9.9'"),
     ],
 )
 def test_bad_flags_are_one_line(args, message, fake: FakeTransport):

@@ -98,3 +98,36 @@ async def test_describe_shows_the_finalized_metadata_version_of_the_controller_i
     assert (await features(port, "upgrade", "--metadata", "4.0")).exit_code == 0
     after = await features(port, "describe")
     assert "FinalizedVersionLevel: 4.0-IV3\t" in after.stdout, after.stdout
+
+
+@pytest.mark.asyncio
+async def test_downgrade_and_disable_send_downgrades_and_print_kafkas_lines(controller):
+    """Issue 15: downgrade and disable reach the controller as downgrades; it supports none, so each prints Kafka's
+    "Could not ..." line with the controller's reason and the tool exits 1; nothing changes."""
+    port, host = controller
+    down = await features(port, "downgrade", "--metadata", "3.8", "--dry-run")
+    assert down.exit_code == 1
+    assert down.stdout.startswith("Can not downgrade metadata.version to 20. INVALID_UPDATE_VERSION: Invalid update "
+                                  "version 20 for feature metadata.version. This controller does not support "
+                                  "downgrading metadata.version from 21.")
+    assert down.stderr == "pykraft features: 1 out of 1 operation(s) failed.\n"
+    unsafe = await features(port, "downgrade", "--feature", "metadata.version=20", "--unsafe")
+    assert unsafe.stdout.startswith("Could not downgrade metadata.version to 20. ") and unsafe.exit_code == 1
+    off = await features(port, "disable", "--feature", "metadata.version")
+    assert off.exit_code == 1 and off.stdout.startswith("Could not disable metadata.version. INVALID_UPDATE_VERSION")
+    assert host.controller.features.metadata_version == 21
+    # Downgrading to the level already finalized changes nothing and succeeds, as Kafka's controller answers it.
+    same = await features(port, "downgrade", "--metadata", "3.9-IV0")
+    assert (same.exit_code, same.stdout) == (0, "metadata.version was downgraded to 21.\n"), same.stderr
+
+
+def test_version_mapping_and_feature_dependencies_offline():
+    for group in ("features", "storage"):
+        mapping = runner.invoke(app, [group, "version-mapping", "--release-version", "3.9-IV0"])
+        assert (mapping.exit_code, mapping.stdout) == (0, "metadata.version=21 (3.9-IV0)\nkraft.version=1\n")
+        older = runner.invoke(app, [group, "version-mapping", "--release-version", "3.8"])
+        assert older.stdout == "metadata.version=20 (3.8-IV0)\nkraft.version=0\n"
+        deps = runner.invoke(app, [group, "feature-dependencies", "--feature", "kraft.version=1",
+                                   "--feature", "metadata.version=27"])
+        assert (deps.exit_code, deps.stdout) == (0, "kraft.version=1 requires:\n    metadata.version=21 (3.9-IV0)\n"
+                                                    "metadata.version=27 has no dependencies.\n")

@@ -167,8 +167,10 @@ def feature_lines(features: FeatureMetadata) -> list[str]:
 def feature_update_line(op: str, feature: str, level: int, error: str | None, dry_run: bool) -> str:
     """Kafka's FeatureCommand result lines ("kraft.version was upgraded to 1.")."""
     if error is not None:
-        return f"{'Can not' if dry_run else 'Could not'} {op} {feature} to {level}. {error}"
-    return f"{feature}{' can be ' if dry_run else ' was '}{op}d to {level}."
+        target = f"disable {feature}" if op == "disable" else f"{op} {feature} to {level}"
+        return f"{'Can not' if dry_run else 'Could not'} {target}. {error}"
+    done = "disabled." if op == "disable" else f"{op}d to {level}."
+    return f"{feature}{' can be ' if dry_run else ' was '}{done}"
 
 
 def parse_levels(values: Sequence[str]) -> Mapping[str, int]:

@@ -1,4 +1,5 @@
-"""`pykraft storage format|info|random-uuid`: Kafka's kafka-storage.sh (reference §6.2).
+"""`pykraft storage format|info|random-uuid|version-mapping|feature-dependencies`: Kafka's kafka-storage.sh
+(reference §6.2).
 
 Thin: flags are turned into a `FormatRequest` from the node configuration, and every refusal becomes one
 `pykraft storage: ...` line on stderr with exit code 1 (typer's own usage errors exit 2). The heavy imports
@@ -128,3 +129,35 @@ def _os_message(exc: Exception) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
     return str(exc)
+
+
+@storage_app.command("version-mapping")
+def version_mapping(
+    release_version: Annotated[str | None, typer.Option(
+        "--release-version", "-r", help="The release whose feature levels to print (default: the latest).")] = None,
+) -> None:
+    """The feature levels a release finalizes (Kafka's kafka-storage version-mapping)."""
+    from .feature_versions import FeatureVersionError, version_mapping_lines
+
+    try:
+        lines = version_mapping_lines(release_version)
+    except FeatureVersionError as exc:
+        raise _fail(str(exc)) from None
+    for line in lines:
+        typer.echo(line)
+
+
+@storage_app.command("feature-dependencies")
+def feature_dependencies(
+    feature: Annotated[list[str] | None, typer.Option(
+        "--feature", "-f", help="A feature level, e.g. kraft.version=1 (repeatable).")] = None,
+) -> None:
+    """The features a feature level depends on (Kafka's kafka-storage feature-dependencies)."""
+    from .feature_versions import FeatureVersionError, feature_dependencies_lines
+
+    try:
+        lines = feature_dependencies_lines(feature or [])
+    except FeatureVersionError as exc:
+        raise _fail(str(exc)) from None
+    for line in lines:
+        typer.echo(line)
