@@ -192,7 +192,7 @@ def describe_configs(configs: ConfigControl, replication: ReplicationControl, re
                 error_code=exc.code, error_message=exc.message, resource_type=i8(kind), resource_name=name,
                 configs=()))
             continue
-        chosen = tuple(e for e in entries if keys is None or not keys or e.name in keys)
+        chosen = tuple(e for e in entries if keys is None or e.name in keys)  # null: all (Kafka)
         results.append(describe_response.DescribeConfigsResult(
             error_code=ErrorCode.NONE, error_message=None, resource_type=i8(kind), resource_name=name,
             configs=chosen))
