@@ -61,6 +61,10 @@ class NodeStoppedError(Exception):
     """The node stopped (or failed) while a request was waiting for the core."""
 
 
+class NodeCloseError(Exception):
+    """The node stopped, but flushing or closing its files failed (one line: what failed and why)."""
+
+
 class _TlsFailureLog:
     """The outbound pool, logging every failed TLS handshake at WARNING. Outbound logs failures at DEBUG, since
     a peer that is down is routine; a peer that refuses our certificate (or offers one we do not trust) is a
@@ -117,7 +121,10 @@ class NodeRuntime:
         self._next_ref = 0
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._stop_started = False
+        self._skip_handover = asyncio.Event()  # set by a second stop() during the graceful hand-over
         self._stopped = asyncio.Event()
+        self.close_failure: NodeCloseError | None = None
         self._shutdown_complete = asyncio.Event()
         self._flush_input_queued = False
         self.failure: BaseException | None = None
@@ -222,20 +229,32 @@ class NodeRuntime:
         return client_context(tls.cert_path, tls.key_path, tls.ca_path)
 
     async def run_until_stopped(self) -> None:
+        """Wait until the node stopped; raise what made it fail, else what made closing it fail (NodeCloseError)."""
         await self._stopped.wait()
         if self.failure is not None:
             raise self.failure
+        if self.close_failure is not None:
+            raise self.close_failure
 
     async def stop(self, graceful: bool = True, timeout_ms: int = SHUTDOWN_TIMEOUT_MS) -> None:
-        """Resign gracefully (wait for ShutdownComplete or the timeout), then flush and close everything."""
-        if self._stopping:
+        """Resign gracefully (wait for ShutdownComplete or the timeout), then flush and close everything.
+
+        A second call while the first waits for the hand-over ends that wait (a second signal must always stop the
+        node); every call returns once the node is closed."""
+        if self._stop_started:
+            self._skip_handover.set()
             await self._stopped.wait()
             return
+        self._stop_started = True
         if graceful and self._task is not None and not self._task.done():
             self._submit(lambda now: self.core.shutdown(now, timeout_ms))
-            try:
-                await asyncio.wait_for(self._shutdown_complete.wait(), timeout_ms / 1000 + 1)
-            except TimeoutError:
+            handed_over = asyncio.ensure_future(self._shutdown_complete.wait())
+            skipped = asyncio.ensure_future(self._skip_handover.wait())
+            done, _ = await asyncio.wait((handed_over, skipped), timeout=timeout_ms / 1000 + 1,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            handed_over.cancel()
+            skipped.cancel()
+            if not done:
                 _log.warning("graceful shutdown did not complete within %d ms", timeout_ms)
         self._stopping = True
         self._wake.set()
@@ -244,26 +263,54 @@ class NodeRuntime:
         await self._close_all(graceful)
 
     async def _close_all(self, graceful: bool) -> None:
+        """Close every part, each even if an earlier one failed (a vanished data directory fails the final flush),
+        and always end in the stopped state: a node that cannot close its files must still stop. The first failure
+        is kept in `close_failure`, which `run_until_stopped` raises."""
         for future in self._pending.values():
             if not future.done():
                 future.set_result(None)
         self._pending.clear()
         self.waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER, "the node is stopping")
+        problems: list[str] = []
         try:
-            await self.lane.drain()  # every durable write issued is done before the files close
-        except BaseException as exc:  # already recorded as the node's failure
-            _log.error("final flush failed: %s", exc)
-        for server in self.servers:
-            await server.close()
-        await self.outbound.close()
-        await self.lane.close()
-        self.metrics.close()
-        if self.storage is not None:
-            self.storage.close()
-        self.trace.flush_pending(self.core, self.clock())
-        self.trace.event(self.clock(), "stopped", graceful=graceful)
-        self.trace.close()
-        self._stopped.set()
+            await self._closing_step(problems, "final flush", self.lane.drain())
+            for server in self.servers:
+                await self._closing_step(problems, "closing a listener", server.close())
+            await self._closing_step(problems, "closing connections", self.outbound.close())
+            await self._closing_step(problems, "closing the durability lane", self.lane.close())
+            self._closing_call(problems, "closing metrics", self.metrics.close)
+            if self.storage is not None:
+                self._closing_call(problems, "final flush and close of the metadata log", self.storage.close)
+            self._closing_call(problems, "closing the trace", self._close_trace, graceful)
+        finally:
+            if problems and self.close_failure is None:
+                self.close_failure = NodeCloseError(problems[0])
+            self._stopped.set()
+
+    async def _closing_step(self, problems: list[str], what: str, step: Any) -> None:
+        try:
+            await step
+        except Exception as exc:  # noqa: BLE001 - recorded; the other parts are closed all the same
+            self._closing_failed(problems, what, exc)
+
+    def _closing_call(self, problems: list[str], what: str, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 - as _closing_step
+            self._closing_failed(problems, what, exc)
+
+    @staticmethod
+    def _closing_failed(problems: list[str], what: str, exc: BaseException) -> None:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        problems.append(f"{what} failed: {reason}")
+        _log.error("%s failed: %s", what, reason)
+
+    def _close_trace(self, graceful: bool) -> None:
+        try:
+            self.trace.flush_pending(self.core, self.clock())
+            self.trace.event(self.clock(), "stopped", graceful=graceful)
+        finally:
+            self.trace.close()
 
     # ---- the core task ---------------------------------------------------------------------------------------
     def _submit(self, fn: Input) -> None:
