@@ -41,6 +41,7 @@ from .flusher import DurabilityLane, RunBlocking
 from .inbound import ExtraHandler, InboundHandler, served_registry
 from .metrics import NodeMetrics
 from .outbound import Outbound
+from .preflight import check_listeners_bindable
 from .snapshots import SnapshotPolicy
 from .state_machine import CountingStateMachine, StateMachine
 from .trace import TraceWriter
@@ -134,8 +135,13 @@ class NodeRuntime:
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
         """Open storage, start the core task and listen. Raises StorageError, NetError or OSError (port in use,
-        TLS files) after releasing whatever it had opened."""
-        self.storage = open_node_storage(self.config)
+        TLS files) after releasing whatever it had opened. The TLS files and the listener ports are checked before
+        the storage is opened: a refused start changes nothing in the data directory."""
+        config = self.config
+        self._tls = {listener.name: self._server_tls(listener.name) for listener in config.served_listeners()}
+        self._tls_client = self._client_tls()
+        check_listeners_bindable(config.served_listeners())
+        self.storage = open_node_storage(config)
         try:
             await self._start()
         except BaseException:
@@ -193,7 +199,7 @@ class NodeRuntime:
                                    on_flushed=self._on_flushed, run_blocking=self._run_blocking)
         self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
                                         now, on_snapshot=self._on_snapshot)
-        client_tls = self._client_tls()
+        client_tls = self._tls_client
         pool = ConnectionPool(ssl_context=client_tls)
         self.outbound = Outbound(pool if client_tls is None else _TlsFailureLog(pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
@@ -206,7 +212,7 @@ class NodeRuntime:
         # Every listener is served by the same handler: in combined mode the controller host answers controller
         # requests and the broker's forwarding takes over when this node is not the active controller.
         for listener in config.served_listeners():
-            server = FrameServer(self.inbound, ssl_context=self._server_tls(listener.name),
+            server = FrameServer(self.inbound, ssl_context=self._tls[listener.name],
                                  name=f"node-{config.node_id}-{listener.name}")
             self.servers.append(server)
             address = await server.start(listener.host or "0.0.0.0", listener.port)
