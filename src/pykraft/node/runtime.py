@@ -40,6 +40,7 @@ from .effects import EffectRunner, Outbox
 from .flusher import DurabilityLane, RunBlocking
 from .inbound import ExtraHandler, InboundHandler, served_registry
 from .metrics import NodeMetrics
+from .cluster_ids import ClusterIdMismatchLog
 from .outbound import Outbound
 from .preflight import check_listeners_bindable
 from .snapshots import SnapshotPolicy
@@ -199,11 +200,13 @@ class NodeRuntime:
                                    on_flushed=self._on_flushed, run_blocking=self._run_blocking)
         self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
                                         now, on_snapshot=self._on_snapshot)
+        self.cluster_ids = ClusterIdMismatchLog(self.cluster_id, lambda h, p, m: self.outbound.forward(h, p, m))
         client_tls = self._tls_client
         pool = ConnectionPool(ssl_context=client_tls)
         self.outbound = Outbound(pool if client_tls is None else _TlsFailureLog(pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
-                                 client_id=f"raft-client-{config.node_id}", deliver=self._deliver)
+                                 client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
+                                 on_answer=self.cluster_ids.check_answer)
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.inbound = InboundHandler(self, self.registry, self._extra)
         self.lane.start()
@@ -389,7 +392,10 @@ class NodeRuntime:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[ref] = future
         self._submit(lambda now: self.core.handle_request(ref, request, now))
-        return await future
+        response = await future
+        if response is not None:
+            self.cluster_ids.check_refusal(request, response)
+        return response
 
     def _deliver(self, source_id: int, correlation_id: int, response: Any) -> None:
         if not self._stopping:
