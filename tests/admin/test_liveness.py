@@ -63,8 +63,8 @@ def test_a_paused_leader_is_given_up_and_the_new_leader_answers():
         return leader_is(next(answers, 2))(request)
 
     transport = PausableTransport({C: follower, A: leader_is(1), B: leader_is(2)}, paused={A})
-    client = AdminClient([C], transport=transport, clock=FakeClock(), sleep=FakeClock().sleep,
-                         request_timeout_ms=600_000, deadline_ms=900_000, **PROBES)
+    client = AdminClient([C], transport=transport, probe_transport=transport, clock=FakeClock(),
+                         sleep=FakeClock().sleep, request_timeout_ms=600_000, deadline_ms=900_000, **PROBES)
     info = asyncio.run(asyncio.wait_for(client.describe_quorum(), 30))
     assert info.leader_id == 2
     to_paused = [api for address, api in transport.apis_sent() if address == A]
@@ -73,7 +73,8 @@ def test_a_paused_leader_is_given_up_and_the_new_leader_answers():
 
 def test_a_slow_but_live_leader_keeps_its_request():
     transport = PausableTransport({C: leader_is(2), B: leader_is(2)}, slow={B}, delay_s=0.5)
-    client = AdminClient([C], transport=transport, clock=FakeClock(), sleep=FakeClock().sleep, **PROBES)
+    client = AdminClient([C], transport=transport, probe_transport=transport, clock=FakeClock(),
+                         sleep=FakeClock().sleep, **PROBES)
     info = asyncio.run(asyncio.wait_for(client.describe_quorum(), 30))
     assert info.leader_id == 2
     to_leader = [api for address, api in transport.apis_sent() if address == B]

@@ -96,6 +96,7 @@ class AdminClient:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         probe_interval_ms: int = PROBE_INTERVAL_MS,
         probe_timeout_ms: int = PROBE_TIMEOUT_MS,
+        probe_transport: Transport | None = None,
     ) -> None:
         if not bootstrap:
             raise ValueError("at least one bootstrap address is needed")
@@ -104,9 +105,11 @@ class AdminClient:
         self._bootstrap = [(str(h), int(p)) for h, p in bootstrap]
         self._kind = bootstrap_kind
         self._transport = transport if transport is not None else default_transport(ssl_context)
-        # Probes need a connection of their own (a pooled one would queue them behind the overdue request).
-        self._liveness = LivenessWatch(transport if transport is not None else DirectTransport(ssl_context),
-                                       CLIENT_ID, interval_ms=probe_interval_ms, probe_timeout_ms=probe_timeout_ms)
+        # Probes need a connection of their own (a pooled one would queue them behind the overdue request), so they
+        # never share `transport`: tests hand in a fake for both.
+        probes = probe_transport if probe_transport is not None else DirectTransport(ssl_context)
+        self._liveness = LivenessWatch(probes, CLIENT_ID, interval_ms=probe_interval_ms,
+                                       probe_timeout_ms=probe_timeout_ms)
         self._request_timeout_ms = request_timeout_ms
         self._backoff_ms, self._backoff_max_ms = retry_backoff_ms, retry_backoff_max_ms
         self._deadline_ms = deadline_ms

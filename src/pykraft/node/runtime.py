@@ -40,6 +40,7 @@ from .effects import EffectRunner, Outbox
 from .flusher import DurabilityLane, RunBlocking
 from .inbound import ExtraHandler, InboundHandler, served_registry
 from .metrics import NodeMetrics
+from .closing import Closer
 from .cluster_ids import ClusterIdMismatchLog
 from .outbound import Outbound
 from .preflight import check_listeners_bindable
@@ -280,39 +281,21 @@ class NodeRuntime:
                 future.set_result(None)
         self._pending.clear()
         self.waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER, "the node is stopping")
-        problems: list[str] = []
+        closer = Closer()
         try:
-            await self._closing_step(problems, "final flush", self.lane.drain())
+            await closer.step("final flush", self.lane.drain())
             for server in self.servers:
-                await self._closing_step(problems, "closing a listener", server.close())
-            await self._closing_step(problems, "closing connections", self.outbound.close())
-            await self._closing_step(problems, "closing the durability lane", self.lane.close())
-            self._closing_call(problems, "closing metrics", self.metrics.close)
+                await closer.step("closing a listener", server.close())
+            await closer.step("closing connections", self.outbound.close())
+            await closer.step("closing the durability lane", self.lane.close())
+            closer.call("closing metrics", self.metrics.close)
             if self.storage is not None:
-                self._closing_call(problems, "final flush and close of the metadata log", self.storage.close)
-            self._closing_call(problems, "closing the trace", self._close_trace, graceful)
+                closer.call("final flush and close of the metadata log", self.storage.close)
+            closer.call("closing the trace", self._close_trace, graceful)
         finally:
-            if problems and self.close_failure is None:
-                self.close_failure = NodeCloseError(problems[0])
+            if closer.problems and self.close_failure is None:
+                self.close_failure = NodeCloseError(closer.problems[0])
             self._stopped.set()
-
-    async def _closing_step(self, problems: list[str], what: str, step: Any) -> None:
-        try:
-            await step
-        except Exception as exc:  # noqa: BLE001 - recorded; the other parts are closed all the same
-            self._closing_failed(problems, what, exc)
-
-    def _closing_call(self, problems: list[str], what: str, fn: Callable[..., None], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception as exc:  # noqa: BLE001 - as _closing_step
-            self._closing_failed(problems, what, exc)
-
-    @staticmethod
-    def _closing_failed(problems: list[str], what: str, exc: BaseException) -> None:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        problems.append(f"{what} failed: {reason}")
-        _log.error("%s failed: %s", what, reason)
 
     def _close_trace(self, graceful: bool) -> None:
         try:
