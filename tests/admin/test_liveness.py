@@ -80,3 +80,20 @@ def test_a_slow_but_live_leader_keeps_its_request():
     to_leader = [api for address, api in transport.apis_sent() if address == B]
     assert to_leader.count("DESCRIBE_QUORUM") == 1, "answered probes never abandon the request"
     assert to_leader.count("API_VERSIONS") >= 2
+
+
+def test_a_node_given_up_is_not_asked_again_while_the_followers_still_name_it():
+    answers = iter([1, 1, 1, 1])  # the follower names the paused node until it times out and a new leader wins
+
+    def follower(request):
+        return leader_is(next(answers, 2))(request)
+
+    transport = PausableTransport({C: follower, A: leader_is(1), B: leader_is(2)}, paused={A})
+    clock = FakeClock()
+    client = AdminClient([C], transport=transport, probe_transport=transport, clock=clock, sleep=clock.sleep,
+                         request_timeout_ms=600_000, deadline_ms=900_000, retry_backoff_ms=1, retry_backoff_max_ms=1,
+                         **PROBES)
+    info = asyncio.run(asyncio.wait_for(client.describe_quorum(), 30))
+    assert info.leader_id == 2
+    assert [api for address, api in transport.apis_sent() if address == A] == ["DESCRIBE_QUORUM", "API_VERSIONS"]
+    assert [api for address, api in transport.apis_sent() if address == C].count("DESCRIBE_CLUSTER") == 5

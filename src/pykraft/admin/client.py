@@ -47,7 +47,7 @@ from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
 from . import responses, topics
 from .errors import AdminError, DeadlineError, OutcomeUnknownError, TopicError, UnreachableError
-from .liveness import PROBE_INTERVAL_MS, PROBE_TIMEOUT_MS, LivenessWatch
+from .liveness import PROBE_INTERVAL_MS, PROBE_TIMEOUT_MS, LivenessWatch, NodeUnresponsiveError
 from .model import BrokerInfo, ClusterInfo, FeatureMetadata, QuorumInfo, TopicCreated, TopicDescription
 from .responses import Outcome
 from .transport import DirectTransport, Transport, TransportConnectError, TransportError, default_transport
@@ -120,6 +120,7 @@ class AdminClient:
         # --bootstrap-server only: the active controller found after a NOT_CONTROLLER (see _controller_address).
         self._active_controller: Address | None = None
         self._rediscover = False
+        self._unresponsive: dict[Address, float] = {}  # a node given up by the liveness watch -> when
 
     async def __aenter__(self) -> AdminClient:
         return self
@@ -351,7 +352,13 @@ class AdminClient:
         if node is None:
             raise _Retry(None, f"leader {info.controller_id} is not among the controllers DescribeCluster lists",
                          maybe_applied=False, answered=True)
-        self._leader = (node.host, node.port)
+        address = (node.host, node.port)
+        given_up = self._unresponsive.get(address)
+        if given_up is not None and self._clock() - given_up < self._liveness.suspect_s:
+            # The followers still name the node that just stopped answering: ask them again, not it.
+            raise _Retry(None, f"leader {info.controller_id} at {_text(address)} stopped answering; waiting for "
+                               f"another leader", maybe_applied=False, answered=True)
+        self._leader = address
         return self._leader
 
     def _forget_leader(self, hint: int | None) -> None:
@@ -388,6 +395,8 @@ class AdminClient:
                 host, port, self._transport.request(host, port, build, timeout_ms=timeout_ms))
         except TransportError as exc:
             self._on_transport_failure(address)
+            if isinstance(exc, NodeUnresponsiveError):
+                self._unresponsive[address] = self._clock()
             sent = not isinstance(exc, TransportConnectError)
             raise _Retry(address, exc.reason, maybe_applied=sent, answered=False) from None
         try:

@@ -9,7 +9,9 @@ every `interval_ms` of waiting, an ApiVersions on a separate connection (a poole
 the pending request, as Kafka servers answer in order) must be answered within `probe_timeout_ms`. A node that
 answers the probe keeps its request; one that does not is given up (`TransportTimeoutError`: the request was sent,
 so a voter change is then in doubt) and the client rediscovers the leader. A paused node therefore costs at most
-`interval_ms + probe_timeout_ms` per attempt (3 s with the defaults).
+`interval_ms + probe_timeout_ms` per attempt (3 s with the defaults). The client then keeps away from that node
+for as long again (`suspect_s`): the followers go on naming it as leader until they time out and elect another,
+and asking them again costs less than another 3 s on the paused node.
 """
 
 from __future__ import annotations
@@ -23,10 +25,14 @@ from pykraft.raft.reconfig_messages import api_versions_request
 
 from .transport import Transport, TransportError, TransportTimeoutError
 
-__all__ = ["LivenessWatch"]
+__all__ = ["LivenessWatch", "NodeUnresponsiveError"]
 
 PROBE_INTERVAL_MS = 1000
 PROBE_TIMEOUT_MS = 2000
+
+
+class NodeUnresponsiveError(TransportTimeoutError):
+    """The node stopped answering while a request waited for it (the request was sent: it may have acted)."""
 
 
 class LivenessWatch:
@@ -38,8 +44,13 @@ class LivenessWatch:
         self._probe_timeout_ms = probe_timeout_ms
         self.probes = 0  # ApiVersions probes sent (for tests and logs)
 
+    @property
+    def suspect_s(self) -> float:
+        """How long a node that failed its probe is kept away from: as long as finding it out took."""
+        return self._interval_s + self._probe_timeout_ms / 1000
+
     async def answer(self, host: str, port: int, request: Awaitable[bytes]) -> bytes:
-        """`request`'s answer (or its error). Raises TransportTimeoutError, after cancelling `request`, when the
+        """`request`'s answer (or its error). Raises NodeUnresponsiveError, after cancelling `request`, when the
         node stops answering the probes while the answer is overdue."""
         pending = asyncio.ensure_future(request)
         try:
@@ -49,7 +60,7 @@ class LivenessWatch:
                     if pending.done():
                         return pending.result()
                     continue
-                raise TransportTimeoutError(
+                raise NodeUnresponsiveError(
                     host, port, f"stopped answering: no answer to an ApiVersions probe within "
                                 f"{self._probe_timeout_ms} ms while a request was waiting")
         finally:
