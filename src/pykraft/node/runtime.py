@@ -35,13 +35,13 @@ from pykraft.raft.accumulator import RecordBatchTooLargeError
 from pykraft.raft.client import NotLeaderError, RaftCore
 from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot, Ready, Respond, ShutdownComplete
 
+from .closing import Closer
+from .cluster_ids import ClusterIdMismatchLog
 from .disk import NodeStorage, open_node_storage
 from .effects import EffectRunner, Outbox
 from .flusher import DurabilityLane, RunBlocking
 from .inbound import ExtraHandler, InboundHandler, served_registry
 from .metrics import NodeMetrics
-from .closing import Closer
-from .cluster_ids import ClusterIdMismatchLog
 from .outbound import Outbound
 from .preflight import check_listeners_bindable
 from .snapshots import SnapshotPolicy
