@@ -109,3 +109,18 @@ def test_both_copies_bad_refuses_to_start(tmp_path, second: str) -> None:
 
 def test_fresh_directory_has_no_state(tmp_path) -> None:
     assert QuorumStateStore(str(tmp_path)).read() is None
+
+
+@pytest.mark.parametrize("target", ["quorum-state", "quorum-state.backup"])
+def test_load_only_reads_and_repair_writes_what_it_found(tmp_path, target: str) -> None:
+    """A node start loads first (it may still refuse for another reason) and repairs only once nothing refuses."""
+    store = QuorumStateStore(str(tmp_path))
+    expected = QuorumStateData(leader_epoch=9, voted_id=2, voted_directory_id=DIR_ID)
+    store.write(expected)
+    (tmp_path / target).write_bytes(b"\x00\xff")
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert store.load() == expected
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == files and store.repaired is None
+    store.repair()
+    assert store.repaired == str(tmp_path / target)
+    assert QuorumStateStore(str(tmp_path)).load() == expected and (tmp_path / target).read_bytes() != b"\x00\xff"

@@ -9,7 +9,10 @@ to the bootstrap addresses in turn, as Kafka's admin client sends them to a brok
 Retries: NOT_LEADER_OR_FOLLOWER, NOT_CONTROLLER, REQUEST_TIMED_OUT (and the other "not now" codes in
 `RETRIABLE`) and transport failures are retried with exponential backoff (`retry_backoff_ms` doubling up to
 `retry_backoff_max_ms`, no jitter) until `deadline_ms` after the call started. Every other error code raises
-`AdminError` at once. Each attempt waits at most `request_timeout_ms` (less when the deadline is nearer).
+`AdminError` at once. Each attempt waits at most `request_timeout_ms` (less when the deadline is nearer), and
+less when the node stops answering: while an answer is overdue the node is probed (liveness.py), and a node that
+does not answer its probe (paused, wedged) is given up after `probe_interval_ms + probe_timeout_ms`; the next
+attempt rediscovers the leader. So a command answers within a few seconds of a new leader being known.
 
 Voter changes are not idempotent, so the client tracks whether an attempt may have taken effect: a transport
 time-out or a lost connection after sending, a REQUEST_TIMED_OUT answer (the leader may have appended the
@@ -44,9 +47,10 @@ from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
 from . import responses, topic_configs, topics
 from .errors import AdminError, DeadlineError, OutcomeUnknownError, TopicError, UnreachableError
+from .liveness import PROBE_INTERVAL_MS, PROBE_TIMEOUT_MS, LivenessWatch, NodeUnresponsiveError
 from .model import BrokerInfo, ClusterInfo, FeatureMetadata, QuorumInfo, TopicCreated, TopicDescription
 from .responses import Outcome
-from .transport import Transport, TransportConnectError, TransportError, default_transport
+from .transport import DirectTransport, Transport, TransportConnectError, TransportError, default_transport
 
 __all__ = ["RETRIABLE", "AdminClient"]
 
@@ -90,6 +94,9 @@ class AdminClient:
         bootstrap_kind: str = "controller",
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        probe_interval_ms: int = PROBE_INTERVAL_MS,
+        probe_timeout_ms: int = PROBE_TIMEOUT_MS,
+        probe_transport: Transport | None = None,
     ) -> None:
         if not bootstrap:
             raise ValueError("at least one bootstrap address is needed")
@@ -98,6 +105,11 @@ class AdminClient:
         self._bootstrap = [(str(h), int(p)) for h, p in bootstrap]
         self._kind = bootstrap_kind
         self._transport = transport if transport is not None else default_transport(ssl_context)
+        # Probes need a connection of their own (a pooled one would queue them behind the overdue request), so they
+        # never share `transport`: tests hand in a fake for both.
+        probes = probe_transport if probe_transport is not None else DirectTransport(ssl_context)
+        self._liveness = LivenessWatch(probes, CLIENT_ID, interval_ms=probe_interval_ms,
+                                       probe_timeout_ms=probe_timeout_ms)
         self._request_timeout_ms = request_timeout_ms
         self._backoff_ms, self._backoff_max_ms = retry_backoff_ms, retry_backoff_max_ms
         self._deadline_ms = deadline_ms
@@ -108,6 +120,7 @@ class AdminClient:
         # --bootstrap-server only: the active controller found after a NOT_CONTROLLER (see _controller_address).
         self._active_controller: Address | None = None
         self._rediscover = False
+        self._unresponsive: dict[Address, float] = {}  # a node given up by the liveness watch -> when
 
     async def __aenter__(self) -> AdminClient:
         return self
@@ -358,7 +371,13 @@ class AdminClient:
         if node is None:
             raise _Retry(None, f"leader {info.controller_id} is not among the controllers DescribeCluster lists",
                          maybe_applied=False, answered=True)
-        self._leader = (node.host, node.port)
+        address = (node.host, node.port)
+        given_up = self._unresponsive.get(address)
+        if given_up is not None and self._clock() - given_up < self._liveness.suspect_s:
+            # The followers still name the node that just stopped answering: ask them again, not it.
+            raise _Retry(None, f"leader {info.controller_id} at {_text(address)} stopped answering; waiting for "
+                               f"another leader", maybe_applied=False, answered=True)
+        self._leader = address
         return self._leader
 
     def _forget_leader(self, hint: int | None) -> None:
@@ -391,9 +410,12 @@ class AdminClient:
             return encode_request(message, correlation_id=correlation_id, client_id=CLIENT_ID)[4:]
 
         try:
-            payload = await self._transport.request(host, port, build, timeout_ms=timeout_ms)
+            payload = await self._liveness.answer(
+                host, port, self._transport.request(host, port, build, timeout_ms=timeout_ms))
         except TransportError as exc:
             self._on_transport_failure(address)
+            if isinstance(exc, NodeUnresponsiveError):
+                self._unresponsive[address] = self._clock()
             sent = not isinstance(exc, TransportConnectError)
             raise _Retry(address, exc.reason, maybe_applied=sent, answered=False) from None
         try:

@@ -1,9 +1,11 @@
 """Opening a node's storage: lock, meta.properties checks, the metadata log with recovery, the quorum state.
 
-Order matters: the directory lock first (two processes must never both recover the same log), then
-meta.properties (a directory of another node or cluster is refused before anything in it is touched), then the
-log (recovery may truncate a torn tail), then the quorum-state file. Every refusal is a `StorageError` subclass
-whose message is one line that an operator can act on (Kafka's wording where Kafka has one).
+Order matters: the directory lock first (two processes must never both recover the same log), then every check
+that may refuse, reading only, so that a refused start changes nothing on disk: meta.properties (a directory of
+another node or cluster), the quorum-state file (both copies damaged), the log's own checks (corrupt segments or
+snapshots; log_open.py). Only then the repairs: the log's recovery (torn tail, rebuilt indexes) and the rewrite of
+a stale quorum-state copy. Every refusal is a `StorageError` subclass whose message is one line that an operator
+can act on (Kafka's wording where Kafka has one).
 """
 
 from __future__ import annotations
@@ -97,13 +99,14 @@ def open_node_storage(config: Any) -> NodeStorage:
     lock = DirectoryLock(config.metadata_log_dir)
     try:
         meta = check_directories(config)
+        store = QuorumStateStore(os.path.join(config.metadata_log_dir, PARTITION_DIR_NAME))
+        data = store.load()
         log, report = open_file_log(config.metadata_log_dir, log_config(config), lock=lock)
     except BaseException:
         lock.release()
         raise
     try:
-        store = QuorumStateStore(os.path.join(config.metadata_log_dir, PARTITION_DIR_NAME))
-        data = store.read()
+        store.repair()
         if store.repaired:
             _log.warning("repaired %s from its other copy", store.repaired)
     except BaseException:

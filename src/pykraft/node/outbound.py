@@ -32,6 +32,7 @@ FAIL_FAST_APIS = frozenset({ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT, ApiKey.API_VERS
 _SIZE_PREFIX = 4
 
 Deliver = Callable[[int, int, Any], None]  # (source node id, core correlation id, response)
+OnAnswer = Callable[[int, str, int, Any, Any], None]  # (node id, host, port, request, response)
 
 
 @dataclass(slots=True)
@@ -43,8 +44,10 @@ class OutboundStats:
 
 
 class Outbound:
-    def __init__(self, pool: Any, *, timeout_ms: int, client_id: str, deliver: Deliver) -> None:
+    def __init__(self, pool: Any, *, timeout_ms: int, client_id: str, deliver: Deliver,
+                 on_answer: OnAnswer | None = None) -> None:
         self._pool = pool
+        self._on_answer = on_answer  # sees every decoded answer first (cluster_ids.py reads refusals)
         self._timeout_ms = timeout_ms
         self._client_id = client_id
         self._deliver = deliver
@@ -72,6 +75,8 @@ class Outbound:
             decoded = decode_response(payload, key, version)
             response = to_request_version(decoded.message, version)
             self.stats.responses += 1
+            if self._on_answer is not None:
+                self._on_answer(destination.node_id, destination.host, destination.port, message, response)
         except (NetError, ProtocolError) as exc:
             self.stats.failures += 1
             _log.debug("request %s to node %s at %s:%s failed: %s", ApiKey(key).name, destination.node_id,

@@ -35,12 +35,15 @@ from pykraft.raft.accumulator import RecordBatchTooLargeError
 from pykraft.raft.client import NotLeaderError, RaftCore
 from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot, Ready, Respond, ShutdownComplete
 
+from .closing import Closer
+from .cluster_ids import ClusterIdMismatchLog
 from .disk import NodeStorage, open_node_storage
 from .effects import EffectRunner, Outbox
 from .flusher import DurabilityLane, RunBlocking
 from .inbound import ExtraHandler, InboundHandler, served_registry
 from .metrics import NodeMetrics
 from .outbound import Outbound
+from .preflight import check_listeners_bindable
 from .snapshots import SnapshotPolicy
 from .state_machine import CountingStateMachine, StateMachine
 from .trace import TraceWriter
@@ -59,6 +62,10 @@ def wall_clock_ms() -> int:
 
 class NodeStoppedError(Exception):
     """The node stopped (or failed) while a request was waiting for the core."""
+
+
+class NodeCloseError(Exception):
+    """The node stopped, but flushing or closing its files failed (one line: what failed and why)."""
 
 
 class _TlsFailureLog:
@@ -117,7 +124,10 @@ class NodeRuntime:
         self._next_ref = 0
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._stop_started = False
+        self._skip_handover = asyncio.Event()  # set by a second stop() during the graceful hand-over
         self._stopped = asyncio.Event()
+        self.close_failure: NodeCloseError | None = None
         self._shutdown_complete = asyncio.Event()
         self._flush_input_queued = False
         self.failure: BaseException | None = None
@@ -129,8 +139,13 @@ class NodeRuntime:
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
         """Open storage, start the core task and listen. Raises StorageError, NetError or OSError (port in use,
-        TLS files) after releasing whatever it had opened."""
-        self.storage = open_node_storage(self.config)
+        TLS files) after releasing whatever it had opened. The TLS files and the listener ports are checked before
+        the storage is opened: a refused start changes nothing in the data directory."""
+        config = self.config
+        self._tls = {listener.name: self._server_tls(listener.name) for listener in config.served_listeners()}
+        self._tls_client = self._client_tls()
+        check_listeners_bindable(config.served_listeners())
+        self.storage = open_node_storage(config)
         try:
             await self._start()
         except BaseException:
@@ -188,11 +203,13 @@ class NodeRuntime:
                                    on_flushed=self._on_flushed, run_blocking=self._run_blocking)
         self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
                                         now, on_snapshot=self._on_snapshot)
-        client_tls = self._client_tls()
+        self.cluster_ids = ClusterIdMismatchLog(self.cluster_id, lambda h, p, m: self.outbound.forward(h, p, m))
+        client_tls = self._tls_client
         pool = ConnectionPool(ssl_context=client_tls)
         self.outbound = Outbound(pool if client_tls is None else _TlsFailureLog(pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
-                                 client_id=f"raft-client-{config.node_id}", deliver=self._deliver)
+                                 client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
+                                 on_answer=self.cluster_ids.check_answer)
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.inbound = InboundHandler(self, self.registry, self._extra)
         self.lane.start()
@@ -201,7 +218,7 @@ class NodeRuntime:
         # Every listener is served by the same handler: in combined mode the controller host answers controller
         # requests and the broker's forwarding takes over when this node is not the active controller.
         for listener in config.served_listeners():
-            server = FrameServer(self.inbound, ssl_context=self._server_tls(listener.name),
+            server = FrameServer(self.inbound, ssl_context=self._tls[listener.name],
                                  name=f"node-{config.node_id}-{listener.name}")
             self.servers.append(server)
             address = await server.start(listener.host or "0.0.0.0", listener.port)
@@ -224,20 +241,32 @@ class NodeRuntime:
         return client_context(tls.cert_path, tls.key_path, tls.ca_path)
 
     async def run_until_stopped(self) -> None:
+        """Wait until the node stopped; raise what made it fail, else what made closing it fail (NodeCloseError)."""
         await self._stopped.wait()
         if self.failure is not None:
             raise self.failure
+        if self.close_failure is not None:
+            raise self.close_failure
 
     async def stop(self, graceful: bool = True, timeout_ms: int = SHUTDOWN_TIMEOUT_MS) -> None:
-        """Resign gracefully (wait for ShutdownComplete or the timeout), then flush and close everything."""
-        if self._stopping:
+        """Resign gracefully (wait for ShutdownComplete or the timeout), then flush and close everything.
+
+        A second call while the first waits for the hand-over ends that wait (a second signal must always stop the
+        node); every call returns once the node is closed."""
+        if self._stop_started:
+            self._skip_handover.set()
             await self._stopped.wait()
             return
+        self._stop_started = True
         if graceful and self._task is not None and not self._task.done():
             self._submit(lambda now: self.core.shutdown(now, timeout_ms))
-            try:
-                await asyncio.wait_for(self._shutdown_complete.wait(), timeout_ms / 1000 + 1)
-            except TimeoutError:
+            handed_over = asyncio.ensure_future(self._shutdown_complete.wait())
+            skipped = asyncio.ensure_future(self._skip_handover.wait())
+            done, _ = await asyncio.wait((handed_over, skipped), timeout=timeout_ms / 1000 + 1,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            handed_over.cancel()
+            skipped.cancel()
+            if not done:
                 _log.warning("graceful shutdown did not complete within %d ms", timeout_ms)
         self._stopping = True
         self._wake.set()
@@ -246,26 +275,36 @@ class NodeRuntime:
         await self._close_all(graceful)
 
     async def _close_all(self, graceful: bool) -> None:
+        """Close every part, each even if an earlier one failed (a vanished data directory fails the final flush),
+        and always end in the stopped state: a node that cannot close its files must still stop. The first failure
+        is kept in `close_failure`, which `run_until_stopped` raises."""
         for future in self._pending.values():
             if not future.done():
                 future.set_result(None)
         self._pending.clear()
         self.waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER, "the node is stopping")
+        closer = Closer()
         try:
-            await self.lane.drain()  # every durable write issued is done before the files close
-        except BaseException as exc:  # already recorded as the node's failure
-            _log.error("final flush failed: %s", exc)
-        for server in self.servers:
-            await server.close()
-        await self.outbound.close()
-        await self.lane.close()
-        self.metrics.close()
-        if self.storage is not None:
-            self.storage.close()
-        self.trace.flush_pending(self.core, self.clock())
-        self.trace.event(self.clock(), "stopped", graceful=graceful)
-        self.trace.close()
-        self._stopped.set()
+            await closer.step("final flush", self.lane.drain())
+            for server in self.servers:
+                await closer.step("closing a listener", server.close())
+            await closer.step("closing connections", self.outbound.close())
+            await closer.step("closing the durability lane", self.lane.close())
+            closer.call("closing metrics", self.metrics.close)
+            if self.storage is not None:
+                closer.call("final flush and close of the metadata log", self.storage.close)
+            closer.call("closing the trace", self._close_trace, graceful)
+        finally:
+            if closer.problems and self.close_failure is None:
+                self.close_failure = NodeCloseError(closer.problems[0])
+            self._stopped.set()
+
+    def _close_trace(self, graceful: bool) -> None:
+        try:
+            self.trace.flush_pending(self.core, self.clock())
+            self.trace.event(self.clock(), "stopped", graceful=graceful)
+        finally:
+            self.trace.close()
 
     # ---- the core task ---------------------------------------------------------------------------------------
     def _submit(self, fn: Input) -> None:
@@ -347,7 +386,10 @@ class NodeRuntime:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[ref] = future
         self._submit(lambda now: self.core.handle_request(ref, request, now))
-        return await future
+        response = await future
+        if response is not None:
+            self.cluster_ids.check_refusal(request, response)
+        return response
 
     def _deliver(self, source_id: int, correlation_id: int, response: Any) -> None:
         if not self._stopping:

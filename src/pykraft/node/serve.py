@@ -1,8 +1,11 @@
 """`pykraft server start`: run one node in the foreground until SIGTERM/SIGINT.
 
 Exit codes: 0 after a clean stop (graceful resignation, flush, close); 1 when the configuration or the storage
-cannot be used (one line on stderr, Kafka's wording where Kafka has it), or when the node fails while running.
-A second signal during the graceful stop skips the wait for the hand-over (the data is flushed either way).
+cannot be used (one line on stderr, Kafka's wording where Kafka has it), when the node fails while running, or
+when the final flush or close fails (one line saying why: e.g. the data directory vanished).
+A second signal during the graceful stop skips the wait for the hand-over (the data is flushed either way); if
+the node has still not stopped `FORCED_STOP_S` after it, the process exits at once (exit 1, one line): a second
+signal always ends the process.
 
 A controller (`process.roles=controller`) runs the QuorumController as its state machine (controller_host.py); a
 broker (`process.roles=broker`) is an observer of the metadata log that registers and heartbeats
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -26,8 +30,11 @@ from .logs import configure_logging
 from .broker_host import BrokerHost, broker_runtime
 from .combined_host import combined_runtime, host_parts
 from .controller_host import controller_runtime
+from .runtime import NodeCloseError
 
 PREFIX = "pykraft server: "
+FORCED_STOP_S = 10.0
+_STOP_STUCK = -1  # _serve's answer when the stop after a second signal did not finish
 _log = logging.getLogger("pykraft.node")
 
 
@@ -44,7 +51,14 @@ def run_server(config_path: str | Path) -> int:
     configure_logging(config.log_format, config.node_id)
     for warning in config.warnings:
         _log.warning(warning)
-    return asyncio.run(_serve(config))
+    code = asyncio.run(_serve(config))
+    if code == _STOP_STUCK:
+        # Something (a hung disk, a wedged worker thread) keeps the stop from finishing; the operator asked twice.
+        _fail(f"the node did not stop within {FORCED_STOP_S:.0f} s of the second signal; exiting without a clean "
+              f"close")
+        sys.stderr.flush()
+        os._exit(1)  # asyncio.run's own shutdown would wait for the same stuck parts
+    return code
 
 
 async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
@@ -62,6 +76,7 @@ async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
         broker.start()
     loop = asyncio.get_running_loop()
     signals = 0
+    forced = asyncio.Event()
 
     async def graceful_stop() -> None:
         if broker is not None:
@@ -75,11 +90,16 @@ async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
         graceful = signals == 1
         _log.info("signal received: stopping (%s)", "graceful" if graceful else "without hand-over")
         loop.create_task(graceful_stop() if graceful else runtime.stop(graceful=False))
+        if not graceful:
+            forced.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
     try:
-        await runtime.run_until_stopped()
+        if not await _stopped_unless_stuck(runtime, forced):
+            return _STOP_STUCK
+    except NodeCloseError as exc:  # stopped, but the final flush or close failed: say so, exit 1
+        return _fail(f"stopped, but {exc}")
     except BaseException as exc:  # the core or a durable write failed: the node must not go on
         _log.critical("node failed: %r", exc)
         return 1
@@ -87,6 +107,27 @@ async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
         if broker is not None:
             broker.close()
     return _broker_exit(broker) if broker is not None else 0
+
+
+async def _stopped_unless_stuck(runtime, forced: asyncio.Event) -> bool:  # noqa: ANN001 - NodeRuntime
+    """Wait until the runtime stopped (raising what `run_until_stopped` raises): True. False when the stop is
+    still not done `FORCED_STOP_S` after a second signal."""
+    stopped = asyncio.ensure_future(runtime.run_until_stopped())
+
+    async def stuck() -> None:
+        await forced.wait()
+        await asyncio.sleep(FORCED_STOP_S)
+
+    deadline = asyncio.ensure_future(stuck())
+    try:
+        await asyncio.wait((stopped, deadline), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        deadline.cancel()
+    if not stopped.done():
+        stopped.cancel()
+        return False
+    stopped.result()
+    return True
 
 
 def _runtime_for_roles(config):  # noqa: ANN001, ANN202 - NodeConfig -> NodeRuntime

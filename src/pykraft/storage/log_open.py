@@ -1,13 +1,16 @@
 """Opening a `FileLog`: lock, find the files, recover, rebuild what can be rebuilt, refuse what cannot.
 
-Order of recovery:
-1. remove leftovers of interrupted snapshot writes and deletes (`.checkpoint.part`, `.checkpoint.deleted`);
+Every check that may refuse runs before anything is written, so a refused open changes nothing on disk:
+1. find the snapshots and the leftovers of interrupted snapshot writes and deletes (`.checkpoint.part`,
+   `.checkpoint.deleted`); validate every frozen snapshot (they are never torn, so a bad one is corruption);
 2. validate every batch of every segment, oldest first (`recovery.scan_segment`): a torn tail of the last segment
-   is cut and reported; anything else bad raises `CorruptLogError` and nothing is changed;
-3. compare each `.index`/`.timeindex` with the entries recomputed from the batches; rewrite any that differ;
-4. validate every frozen snapshot (they are never torn, so a bad one is corruption);
-5. rebuild the epoch cache from the batches plus `leader-epoch-checkpoint`; read the log start offset;
-6. fsync what recovery touched, so that everything the log now holds is durable (flushed end = end offset).
+   is found and reported; anything else bad raises `CorruptLogError`;
+3. check the log start offset against the log end and the snapshots.
+Then the repairs:
+4. remove the leftovers and the orphaned index files; cut the torn tail;
+5. compare each `.index`/`.timeindex` with the entries recomputed from the batches; rewrite any that differ;
+6. rebuild the epoch cache from the batches plus `leader-epoch-checkpoint`;
+7. fsync what recovery touched, so that everything the log now holds is durable (flushed end = end offset).
 
 The clean point is the log start: every batch is checked on every open (cost: see benchmarks/storage.py).
 """
@@ -31,7 +34,7 @@ from .files import (
     sync_dir,
 )
 from .locking import DirectoryLock
-from .recovery import TornTail, scan_segment
+from .recovery import TornTail, cut_torn_tail, scan_segment
 from .retention import decode_log_start, reset_to_snapshot
 from .segment import Segment
 
@@ -68,50 +71,81 @@ def open_file_log(
         raise
 
 
+@dataclass(slots=True)
+class _Findings:
+    """What the read-only checks of an open found, for the repairs that follow them."""
+
+    log: FileLog
+    leftovers: list[str]  # interrupted snapshot writes and deletes
+    orphans: list[str]  # index files without their segment
+    torn: TornTail | None
+    scanned_epochs: list[tuple[int, int]]
+    validated: int
+    end: int
+
+
 def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None) -> tuple[FileLog, RecoveryReport]:
     directory = os.path.join(log_dir, PARTITION_DIR)
-    if not os.path.isdir(directory):
+    if not os.path.isdir(directory):  # a fresh directory: nothing in it can be refused
         os.makedirs(directory)
         with open(os.path.join(directory, "partition.metadata"), "wb") as f:
             f.write(_PARTITION_METADATA)
             os.fsync(f.fileno())
         sync_dir(log_dir)
-    log = FileLog(directory, config, owned_lock)
-    removed = log._snapshots.load()
-    bases, orphans = _segment_files(directory)
-    for name in orphans:
+    found = _check(log_dir, FileLog(directory, config, owned_lock), config)
+    # Every check passed: from here on the repairs.
+    log, end, torn = found.log, found.end, found.torn
+    log._snapshots.remove_leftovers(found.leftovers)
+    for name in found.orphans:
         os.unlink(os.path.join(directory, name))
-    removed += orphans
-    start = _read_log_start(log_dir)
-    if not bases:
-        latest = log.latest_snapshot_id()
-        bases = [max(start or 0, latest.offset if latest else 0)]
-    torn, scanned, validated = _scan_all(log, bases, config)
+    removed = found.leftovers + found.orphans
+    if torn is not None:
+        cut_torn_tail(log._segments[-1], torn)
     rebuilt = tuple(s.index.index_path for s in log._segments if s.index.open_files())
     for path in rebuilt:
         _log.info("rebuilt the indexes of %s from its batches", path)
-    for snapshot_id in log.snapshot_ids():
-        reader = log.read_snapshot(snapshot_id)
-        assert reader is not None
-        reader.validate()
-    end = log.end_offset()
-    log._start_offset = max(start or 0, bases[0])
-    log._epochs = merge_epochs(scanned, _read_epochs(directory), end)
+    log._epochs = merge_epochs(found.scanned_epochs, _read_epochs(directory), end)
     earliest = log.earliest_snapshot_id()
     if log._start_offset > 0 and earliest is not None:
         log._epochs = [(e, max(s, log._start_offset)) for e, s in log._epochs if e >= earliest.epoch]
     log._high_watermark = log._flushed = min(log._start_offset, end)
     latest = log.latest_snapshot_id()
     if log._start_offset > end:
-        if latest is None or latest.offset < log._start_offset:
-            raise LogLayoutError(f"{log_dir}: log start offset {log._start_offset} is past the log end {end} "
-                                 f"and no snapshot covers it")
+        assert latest is not None  # _check refused a start past the end that no snapshot covers
         reset_to_snapshot(log, latest)
     else:
         log.truncate_to_latest_snapshot()
     _make_durable(log, torn is not None or bool(rebuilt) or bool(removed))
-    report = RecoveryReport(len(log._segments), validated, torn, rebuilt, tuple(removed))
+    report = RecoveryReport(len(log._segments), found.validated, torn, rebuilt, tuple(removed))
     return log, report
+
+
+def _check(log_dir: str, log: FileLog, config: LogConfig) -> _Findings:
+    """Every check that may refuse the directory, reading only (a refusal changes nothing on disk). Closes the
+    files it opened when it refuses."""
+    directory = log.directory
+    try:
+        leftovers = log._snapshots.load()
+        for snapshot_id in log.snapshot_ids():
+            reader = log.read_snapshot(snapshot_id)
+            assert reader is not None
+            reader.validate()
+        bases, orphans = _segment_files(directory)
+        start = _read_log_start(log_dir)
+        latest = log.latest_snapshot_id()
+        if not bases:
+            bases = [max(start or 0, latest.offset if latest else 0)]
+        torn, scanned, validated = _scan_all(log, bases, config)
+        end = log.end_offset()
+        log._start_offset = max(start or 0, bases[0])
+        if log._start_offset > end and (latest is None or latest.offset < log._start_offset):
+            raise LogLayoutError(f"{log_dir}: log start offset {log._start_offset} is past the log end {end} "
+                                 f"and no snapshot covers it")
+    except BaseException:
+        for segment in log._segments:
+            segment.close()
+        raise
+    return _Findings(log, leftovers, orphans, torn, scanned, validated, end)
 
 
 def _segment_files(directory: str) -> tuple[list[int], list[str]]:

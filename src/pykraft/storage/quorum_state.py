@@ -16,6 +16,8 @@ Reading:
   must not start, because guessing could make it vote twice in an epoch or forget an epoch it has seen. The way
   out is the KIP-853 disk-replacement flow (reformat with a new directory id, rejoin).
 - neither file exists: a fresh node, `read()` returns None.
+`read()` = `load()` (reading only: it refuses before anything is written) then `repair()` (the rewrites above), so
+a node start can run every check that may refuse before it repairs anything.
 """
 
 from __future__ import annotations
@@ -125,7 +127,9 @@ class QuorumStateStore:
         self.directory = directory
         self.primary_path = os.path.join(directory, QUORUM_STATE)
         self.backup_path = os.path.join(directory, BACKUP)
-        self.repaired: str | None = None  # what the last read() repaired, for logs and tests
+        self.repaired: str | None = None  # what the last read() or repair() repaired, for logs and tests
+        # What load() found to rewrite: the primary from the backup's verified line, or the backup from the primary.
+        self._repair: str | QuorumStateData | None = None
 
     def write(self, state: QuorumStateData) -> None:
         line = state.to_json()
@@ -134,7 +138,14 @@ class QuorumStateStore:
         atomic_write(self.primary_path, (line + "\n").encode())
 
     def read(self) -> QuorumStateData | None:
-        self.repaired = None
+        state = self.load()
+        self.repair()
+        return state
+
+    def load(self) -> QuorumStateData | None:
+        """The stored state, reading only; what needs rewriting is kept for `repair()`. Raises
+        QuorumStateCorruptError when neither copy is usable."""
+        self.repaired, self._repair = None, None
         primary = _read_text(self.primary_path)
         backup = _read_text(self.backup_path)
         if primary is None and backup is None:
@@ -143,13 +154,11 @@ class QuorumStateStore:
         if backup_line is not None:
             state = QuorumStateData.from_json(backup_line)
             if primary is None or primary.strip() != backup_line:
-                atomic_write(self.primary_path, (backup_line + "\n").encode())
-                self.repaired = self.primary_path
+                self._repair = backup_line
             return state
         primary_state = _parse(primary)
         if primary_state is not None:
-            self.write(primary_state)
-            self.repaired = self.backup_path
+            self._repair = primary_state
             return primary_state
         raise QuorumStateCorruptError(
             f"both copies of the quorum state are unusable: {self.primary_path} "
@@ -157,6 +166,16 @@ class QuorumStateStore:
             f"({'missing' if backup is None else 'damaged'}). Starting would risk forgetting this node's epoch or "
             f"vote and voting twice. {DISK_REPLACEMENT_ADVICE}"
         )
+
+    def repair(self) -> None:
+        """Rewrite the stale or damaged copy the last `load()` found, from the good one."""
+        if isinstance(self._repair, str):
+            atomic_write(self.primary_path, (self._repair + "\n").encode())
+            self.repaired = self.primary_path
+        elif self._repair is not None:
+            self.write(self._repair)
+            self.repaired = self.backup_path
+        self._repair = None
 
 
 def _read_text(path: str) -> str | None:

@@ -49,7 +49,8 @@ class SegmentScan:
 
 
 def scan_segment(segment: Segment, expected_offset: int, last_epoch: int, is_last: bool) -> SegmentScan:
-    """Validate `segment`, fill its in-memory index, and cut a torn tail. Raises `CorruptLogError`."""
+    """Validate `segment` and fill its in-memory index, up to a torn tail if there is one (`scan.torn`; the file is
+    not changed: `cut_torn_tail` does that once every check of the open has passed). Raises `CorruptLogError`."""
     file_size = os.fstat(segment.fd).st_size
     scan = SegmentScan(expected_offset, last_epoch)
     position = 0
@@ -107,11 +108,15 @@ def _bad_batch(
         raise CorruptLogError(segment.path, position, offset, f"{reason}, with {file_size - position} bytes after it")
     if _valid_batch_after(segment.fd, position, file_size, offset):
         raise CorruptLogError(segment.path, position, offset, f"{reason}, and a valid batch with a later offset follows it")
-    os.ftruncate(segment.fd, position)
     segment.size = position
-    segment.dirty = True
     scan.torn = TornTail(segment.path, position, offset, file_size - position, reason)
     return scan
+
+
+def cut_torn_tail(segment: Segment, torn: TornTail) -> None:
+    """Drop the torn tail `scan_segment` found (the segment's size already ends before it)."""
+    os.ftruncate(segment.fd, torn.position)
+    segment.dirty = True
 
 
 def _valid_batch_after(fd: int, position: int, file_size: int, expected_offset: int) -> bool:

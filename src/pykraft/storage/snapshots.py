@@ -103,19 +103,23 @@ class SnapshotFiles:
         self.ids: set[SnapshotId] = set()
 
     def load(self) -> list[str]:
-        """Find frozen snapshots; remove leftovers of interrupted writes and deletes. Returns removed names."""
-        removed = []
+        """Find frozen snapshots, changing nothing. Returns the names of leftovers of interrupted writes and
+        deletes, for `remove_leftovers` once every check of the open has passed."""
+        leftovers = []
         for name in sorted(os.listdir(self.directory)):
             if name.endswith(PARTIAL_SUFFIX) or name.endswith(DELETED_SUFFIX):
-                os.unlink(os.path.join(self.directory, name))
-                removed.append(name)
+                leftovers.append(name)
                 continue
             parsed = parse_snapshot_name(name)
             if parsed is not None:
                 self.ids.add(SnapshotId(*parsed))
-        if removed:
+        return leftovers
+
+    def remove_leftovers(self, names: list[str]) -> None:
+        for name in names:
+            os.unlink(os.path.join(self.directory, name))
+        if names:
             sync_dir(self.directory)
-        return removed
 
     def path(self, snapshot_id: SnapshotId) -> str:
         return os.path.join(self.directory, snapshot_name(snapshot_id.offset, snapshot_id.epoch))
