@@ -1,7 +1,9 @@
-"""DeleteTopics v6 on the controller: by name or by id, with Kafka's per-entry errors."""
+"""DeleteTopics v1-v6 on the controller: by name or by id (v6), by name (v1-v5), with Kafka's per-entry errors."""
 
 import datetime
 import uuid
+
+import pytest
 
 from kio.schema.delete_topics.v6 import request as dt
 from kio.schema.types import TopicName
@@ -59,3 +61,20 @@ def test_duplicates_are_invalid_request_and_delete_nothing_for_that_topic():
     result = control_with_two_topics().handle_delete_topics(request(("a", ZERO), ("a", ZERO), (None, T2), (None, T2)))
     assert result.records == ()
     assert [r.error_message for r in result.response.responses] == ["Duplicate topic name."] * 2 + ["Duplicate topic id."] * 2
+
+
+@pytest.mark.parametrize("version", range(1, 6))
+def test_v1_to_v5_name_topics_in_topic_names_and_delete_them(version):
+    """Issue 12: v0-v5 carry `topic_names` (v6 `topics`); reading `topics` failed every one of them."""
+    from pykraft.protocol.apis import request_class
+    from pykraft.node.versions import to_request_version
+
+    old = request_class(20, version)(topic_names=(TopicName("a"), TopicName("zzz")),
+                                     timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)))
+    control = control_with_two_topics()
+    result = control.handle_delete_topics(old)
+    assert [r.topic_id for r in result.records] == [T1]
+    answer = to_request_version(result.response, version)
+    assert [(r.name, r.error_code) for r in answer.responses] == [
+        ("a", ErrorCode.NONE), ("zzz", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    encode_response(1, answer)

@@ -1,4 +1,4 @@
-"""CreateTopics (v7) and DeleteTopics (v6) on the controller.
+"""CreateTopics (v7) and DeleteTopics (v1-v6) on the controller.
 
 CreateTopics, per topic, in Kafka's order: duplicate names in the request (INVALID_REQUEST), the name itself
 (INVALID_TOPIC_EXCEPTION), an existing topic (TOPIC_ALREADY_EXISTS), a name colliding with an existing one by
@@ -215,13 +215,14 @@ def _create_error(name: str, error: TopicError) -> create_response.CreatableTopi
 
 
 def delete_topics(control: ReplicationControl, request) -> ControllerResult:
-    """DeleteTopics v6: each entry names a topic by name or by id (not both, not neither)."""
-    names = [t.name for t in request.topics if t.name is not None and _is_zero(t.topic_id)]
-    ids = [t.topic_id for t in request.topics if t.name is None and not _is_zero(t.topic_id)]
+    """DeleteTopics v1-v6, answered at v6 (the host lowers it to the request's version). From v6 each entry names a
+    topic by name or by id (not both, not neither); v0-v5 list names only (`topic_names`)."""
+    entries = requested_topics(request)
+    names = [name for name, topic_id in entries if name is not None and _is_zero(topic_id)]
+    ids = [topic_id for name, topic_id in entries if name is None and not _is_zero(topic_id)]
     records: list[object] = []
     results = []
-    for entry in request.topics:
-        name, topic_id = entry.name, entry.topic_id
+    for name, topic_id in entries:
         if name is not None and not _is_zero(topic_id):
             error = TopicError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
         elif name is None and _is_zero(topic_id):
@@ -244,6 +245,13 @@ def delete_topics(control: ReplicationControl, request) -> ControllerResult:
             error_code=error.code, error_message=error.message))
     response = delete_response.DeleteTopicsResponse(throttle_time=_THROTTLE_NONE, responses=tuple(results))
     return ControllerResult(records=tuple(records), response=response)
+
+
+def requested_topics(request) -> list[tuple[str | None, uuid.UUID | None]]:
+    """(name, topic id) of every topic a DeleteTopics request names, whatever its version."""
+    if int(request.__version__) >= 6:
+        return [(t.name, t.topic_id) for t in request.topics]
+    return [(name, None) for name in request.topic_names]
 
 
 def _is_zero(topic_id: uuid.UUID | None) -> bool:

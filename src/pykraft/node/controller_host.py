@@ -29,9 +29,6 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.create_topics.v7 import response as create_response
-from kio.schema.delete_topics.v6 import response as delete_response
-
 from pykraft.controller.controller import (ALTER_PARTITION, BROKER_HEARTBEAT, BROKER_REGISTRATION,
                                           CONTROLLER_REGISTRATION, CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS,
                                           UNREGISTER_BROKER, UPDATE_FEATURES, ControllerConfig,
@@ -54,7 +51,7 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from .versions import to_request_version
-from .writes import ZERO_THROTTLE, WriteFailed
+from .writes import WriteFailed
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
@@ -385,21 +382,10 @@ def _failed(error: ErrorCode, message: str) -> asyncio.Future[None]:
 
 
 def error_reply(api_key: int, message: Any, error: ErrorCode, text: str) -> Any:
-    """`error` for every part of `message`: per topic for CreateTopics / DeleteTopics (no top-level error code),
-    at the top level for the others (UpdateFeatures v0-v1 also per feature, as the controller answers its own
-    refusals). CreateTopics / DeleteTopics answers come at v7 / v6, like the controller's."""
+    """`error` for every part of `message`, at the request's version: per feature for UpdateFeatures (as the
+    controller answers its own refusals), otherwise as protocol/error_responses.py builds it (per topic for
+    CreateTopics / DeleteTopics, per partition for ElectLeaders, and at the top level where there is one)."""
     if api_key == UPDATE_FEATURES:
         return update_features_response(int(message.__version__), [u.feature for u in message.feature_updates],
                                         FeatureUpdateError(error, text))
-    if api_key == CREATE_TOPICS:
-        return create_response.CreateTopicsResponse(throttle_time=ZERO_THROTTLE, topics=tuple(
-            create_response.CreatableTopicResult(name=t.name, topic_id=None, error_code=error, error_message=text,
-                                                 configs=None) for t in message.topics))
-    if api_key == DELETE_TOPICS:
-        topics = getattr(message, "topics", None)
-        named = ([(t.name, t.topic_id) for t in topics] if topics is not None
-                 else [(name, None) for name in message.topic_names])
-        return delete_response.DeleteTopicsResponse(throttle_time=ZERO_THROTTLE, responses=tuple(
-            delete_response.DeletableTopicResult(name=name, topic_id=topic_id, error_code=error, error_message=text)
-            for name, topic_id in named))
     return error_response_for(message, error, error_message=text)
