@@ -210,7 +210,7 @@ class ControllerHost:
         version = int(message.__version__)
         accepted: asyncio.Future[tuple[Any, asyncio.Future[None] | None, int]] = (
             asyncio.get_running_loop().create_future())
-        runtime.submit(lambda now: self._handle_on_core(api_key, message, now, accepted))
+        runtime.submit_request(lambda now: self._handle_on_core(api_key, message, now, accepted), message, accepted)
         try:
             response, waiter, first_offset = await accepted
             if waiter is not None:
@@ -242,9 +242,7 @@ class ControllerHost:
             return refuse(ErrorCode.NOT_CONTROLLER, str(exc))
         except UnsupportedControllerApiError as exc:
             return refuse(ErrorCode.UNSUPPORTED_VERSION, str(exc))
-        except Exception as exc:  # a controller bug met by a peer's request must not stop the core task
-            _log.exception("controller failed on api key %d", api_key)
-            return refuse(ErrorCode.UNKNOWN_SERVER_ERROR, repr(exc))
+        # Any other exception fails this request only: submit_request hands it to `accepted` (handler_errors.py).
         kraft_offset, kraft_ready = None, None
         if result.kraft_version_upgrade is not None:
             try:

@@ -5,6 +5,8 @@ wants the core to do something (an inbound request, an answer to our request, a 
 shutdown) appends a small function to `_inputs` and wakes the task; the task runs them one at a time, polls the
 core when its wake-up time has come, and hands each `Ready` to the `EffectRunner`. The core is therefore never
 re-entered, and reading its state from a request handler between inputs is safe (asyncio is cooperative).
+An input run on behalf of ONE request or peer response (`submit_request`, `core_request`, `_deliver`, appends) is
+contained (handler_errors.py): its exception fails that request, and the task goes on with the next input.
 Durable writes run in a worker thread (flusher.py); messages wait for them in the outbox (effects.py).
 
 Time: `now_ms` is wall-clock (time.time()), because the core stamps records with it and Kafka's tools read those
@@ -38,6 +40,7 @@ from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot, Rea
 from .disk import NodeStorage, open_node_storage
 from .effects import EffectRunner, Outbox
 from .flusher import DurabilityLane, RunBlocking
+from .handler_errors import HandlerErrors, contained, fail_answer
 from .inbound import ExtraHandler, InboundHandler, served_registry
 from .metrics import NodeMetrics
 from .outbound import Outbound
@@ -123,6 +126,7 @@ class NodeRuntime:
         self.failure: BaseException | None = None
         self.stale_wakeups = 0  # polls that left the core's wake-up time in the past (a core timer not cleared)
         self.observers: list[Callable[[RaftCore, int], None]] = []
+        self.handler_errors = HandlerErrors()  # requests and responses whose handling raised (contained)
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -187,10 +191,14 @@ class NodeRuntime:
         self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
                                         now, on_snapshot=self._on_snapshot)
         client_tls = self._client_tls()
-        pool = ConnectionPool(ssl_context=client_tls)
-        self.outbound = Outbound(pool if client_tls is None else _TlsFailureLog(pool),
+        # Two channels, as Kafka keeps the raft client's apart from the broker-to-controller one: a forwarded
+        # request or a heartbeat must not queue behind a Fetch long-poll (answers come in request order).
+        raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls) for _ in range(2))
+        self.outbound = Outbound(raft_pool if client_tls is None else _TlsFailureLog(raft_pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
-                                 client_id=f"raft-client-{config.node_id}", deliver=self._deliver)
+                                 client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
+                                 on_error=self.handler_errors.record,
+                                 forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool))
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.inbound = InboundHandler(self, self.registry, self._extra)
         self.lane.start()
@@ -276,6 +284,11 @@ class NodeRuntime:
         if not self._stopping:
             self._submit(fn)
 
+    def submit_request(self, fn: Input, message: Any, answer: asyncio.Future[Any]) -> None:
+        """`submit`, on behalf of ONE request (`message`) awaiting `answer`: an exception `fn` raises fails that
+        answer (the inbound boundary answers UNKNOWN_SERVER_ERROR, logs and counts it), not the core task."""
+        self.submit(contained(fn, fail_answer(answer, self.handler_errors, message)))
+
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
         try:
@@ -335,12 +348,23 @@ class NodeRuntime:
         ref = self._next_ref
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[ref] = future
-        self._submit(lambda now: self.core.handle_request(ref, request, now))
-        return await future
+        self._submit(contained(lambda now: self.core.handle_request(ref, request, now),
+                               fail_answer(future, self.handler_errors, request)))
+        try:
+            return await future
+        finally:
+            self._pending.pop(ref, None)
 
     def _deliver(self, source_id: int, correlation_id: int, response: Any) -> None:
-        if not self._stopping:
-            self._submit(lambda now: self.core.handle_response(source_id, correlation_id, response, now))
+        if self._stopping:
+            return
+
+        def failed(exc: Exception) -> None:
+            self.handler_errors.record(int(response.__api_key__), int(response.__version__), exc,
+                                       f"response from node {source_id}")
+
+        self._submit(contained(lambda now: self.core.handle_response(source_id, correlation_id, response, now),
+                               failed))
 
     def _on_flushed(self) -> None:
         if self._flush_input_queued:
@@ -373,8 +397,12 @@ class NodeRuntime:
             accepted.set_result(self.waiters.add(last_offset, self.core.quorum.epoch))
             return ready
 
+        def failed(exc: Exception) -> None:
+            if not accepted.done():
+                accepted.set_exception(exc)  # the writer's caller (Produce) fails, at its own boundary
+
         started = self.clock()
-        self._submit(append)
+        self._submit(contained(append, failed))
         await (await accepted)
         self.metrics.append_records += len(values)
         self.metrics.commit_latency.observe(max(0, self.clock() - started))
