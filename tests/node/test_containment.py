@@ -145,3 +145,21 @@ async def test_when_no_error_answer_can_be_built_only_that_connection_closes(tmp
         assert scraped_errors(runtime, "METADATA") == 2.0
         monkeypatch.undo()
         await assert_serving(runtime, port)
+
+
+@pytest.mark.asyncio
+async def test_metadata_v10_naming_a_topic_by_id_is_an_invalid_request_not_a_handler_failure(tmp_path):
+    """Found by the schema fuzzer: v10-v11 have a TopicId field but no null topic name in their answer, so the
+    answer failed to encode. Kafka refuses topic ids before v12 with INVALID_REQUEST."""
+    import uuid
+
+    from kio.schema.metadata.v10.request import MetadataRequest as MetadataV10
+    from kio.schema.metadata.v10.request import MetadataRequestTopic
+
+    async with active_controller(tmp_path) as (runtime, port):
+        request = MetadataV10(topics=(MetadataRequestTopic(topic_id=uuid.UUID(int=5), name=None),),
+                              allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                              include_topic_authorized_operations=False)
+        (topic,) = (await call(port, request)).topics
+        assert topic.error_code == ErrorCode.INVALID_REQUEST
+        assert runtime.handler_errors.total == 0
