@@ -293,3 +293,26 @@ def test_a_handler_that_raises_is_answered_on_every_listener_and_counted(nodes: 
     assert runtime.handler_errors.by_api["ELECT_LEADERS"] == before + 1
     answer, closed = exchange(nodes.ports[listener], _body(request, 7))
     assert not closed and not nodes.failures()
+
+
+def test_a_controller_answer_that_raises_in_the_broker_is_counted_and_the_broker_goes_on(nodes: Nodes) -> None:
+    """Containment of a peer's response outside the core task: the broker's lifecycle fails on one heartbeat answer;
+    it is counted, treated as an undelivered request (the lifecycle retries), and the broker stays registered."""
+    import time
+
+    runtime = nodes.runtimes["broker"]
+    lifecycle = host_parts(runtime.state_machine)[1].lifecycle
+    before = runtime.handler_errors.by_api["BROKER_HEARTBEAT"]
+
+    def once(*_args: Any) -> Any:
+        del lifecycle.handle_response  # back to the class's method for the next answers
+        raise RuntimeError("a lifecycle bug")
+
+    lifecycle.handle_response = once
+    deadline = time.monotonic() + 30  # a liveness bound: heartbeats go every 2 s
+    while runtime.handler_errors.by_api["BROKER_HEARTBEAT"] == before:
+        assert time.monotonic() < deadline, "no heartbeat answer reached the broker"
+        time.sleep(0.05)
+    assert lifecycle.state is BrokerState.RUNNING and not nodes.failures()
+    assert nodes.runtimes["controller"].state_machine.controller.cluster.is_active(2)  # the session lives on
+    _probe_fresh(nodes.ports["broker"])
