@@ -163,3 +163,37 @@ async def test_metadata_v10_naming_a_topic_by_id_is_an_invalid_request_not_a_han
         (topic,) = (await call(port, request)).topics
         assert topic.error_code == ErrorCode.INVALID_REQUEST
         assert runtime.handler_errors.total == 0
+
+
+@pytest.mark.asyncio
+async def test_an_answer_from_a_peer_that_cannot_be_read_is_counted_and_not_delivered(monkeypatch):
+    """The outbound exchange's boundary: a bug while reading one peer's answer (here: lifting it to the core's
+    version) is counted per API and the answer is dropped (the core times the request out), the task ends cleanly."""
+    from pykraft.node import outbound
+    from pykraft.node.handler_errors import HandlerErrors
+    from pykraft.protocol.codec import encode_response
+    from pykraft.raft import messages
+    from pykraft.raft.effects import Destination, Send
+    from pykraft.raft.log import OffsetAndEpoch
+    from pykraft.raft.voter_set import ReplicaKey
+
+    answer = messages.vote_response(ErrorCode.NONE, ErrorCode.NONE, 2, 3, True)
+
+    class Pool:
+        async def request(self, host, port, build, *, timeout_ms):
+            build(1)
+            return encode_response(1, answer)[4:]
+
+    delivered, errors = [], HandlerErrors()
+    out = outbound.Outbound(Pool(), timeout_ms=1000, client_id="t", deliver=lambda *a: delivered.append(a),
+                            on_error=errors.record)
+    monkeypatch.setattr(outbound, "to_request_version", raising(KeyError("a conversion bug")))
+    request = messages.vote_request("c", ReplicaKey.of(1, None), 3, ReplicaKey.of(2, None), OffsetAndEpoch(0, 0),
+                                    pre_vote=False)
+    out.transmit(Send(Destination(2, "127.0.0.1", 1), 5, request))
+    await wait_for(lambda: not out._tasks)  # noqa: SLF001 - the exchange task has ended
+    assert errors.by_api == {"VOTE": 1} and delivered == [] and out.stats.failures == 1
+    monkeypatch.undo()
+    out.transmit(Send(Destination(2, "127.0.0.1", 1), 6, request))
+    await wait_for(lambda: bool(delivered))
+    assert [(source, correlation) for source, correlation, _ in delivered] == [(2, 6)]
