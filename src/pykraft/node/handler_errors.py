@@ -64,12 +64,19 @@ def contained(fn: Callable[[int], Any], failed: Failed) -> Callable[[int], Any]:
     return run
 
 
-def fail_answer(answer: Any, errors: HandlerErrors, message: Any, what: str = "request") -> Failed:
+def recorder(errors: HandlerErrors, message: Any, what: str) -> Failed:
+    """A `failed` callback that records the failure of `message` (a request or response) in `errors`."""
+    def failed(exc: Exception) -> None:
+        errors.record(int(message.__api_key__), int(message.__version__), exc, what)
+    return failed
+
+
+def fail_answer(answer: Any, otherwise: Failed | None = None) -> Failed:
     """A `failed` callback for work done on behalf of one request: its answer gets the exception (and the inbound
-    boundary answers, logs and counts it). An answer already given cannot: then the failure is recorded here."""
+    boundary answers, logs and counts it). An answer already given cannot: then `otherwise` gets it."""
     def failed(exc: Exception) -> None:
         if not answer.done():
             answer.set_exception(exc)
-        else:
-            errors.record(int(message.__api_key__), int(message.__version__), exc, what)
+        elif otherwise is not None:
+            otherwise(exc)
     return failed

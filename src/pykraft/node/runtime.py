@@ -40,7 +40,7 @@ from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot, Rea
 from .disk import NodeStorage, open_node_storage
 from .effects import EffectRunner, Outbox
 from .flusher import DurabilityLane, RunBlocking
-from .handler_errors import HandlerErrors, contained, fail_answer
+from .handler_errors import HandlerErrors, contained, fail_answer, recorder
 from .inbound import ExtraHandler, InboundHandler, served_registry
 from .metrics import NodeMetrics
 from .outbound import Outbound
@@ -287,7 +287,7 @@ class NodeRuntime:
     def submit_request(self, fn: Input, message: Any, answer: asyncio.Future[Any]) -> None:
         """`submit`, on behalf of ONE request (`message`) awaiting `answer`: an exception `fn` raises fails that
         answer (the inbound boundary answers UNKNOWN_SERVER_ERROR, logs and counts it), not the core task."""
-        self.submit(contained(fn, fail_answer(answer, self.handler_errors, message)))
+        self.submit(contained(fn, fail_answer(answer, recorder(self.handler_errors, message, "request"))))
 
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -349,22 +349,16 @@ class NodeRuntime:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[ref] = future
         self._submit(contained(lambda now: self.core.handle_request(ref, request, now),
-                               fail_answer(future, self.handler_errors, request)))
+                               fail_answer(future, recorder(self.handler_errors, request, "request"))))
         try:
             return await future
         finally:
             self._pending.pop(ref, None)
 
     def _deliver(self, source_id: int, correlation_id: int, response: Any) -> None:
-        if self._stopping:
-            return
-
-        def failed(exc: Exception) -> None:
-            self.handler_errors.record(int(response.__api_key__), int(response.__version__), exc,
-                                       f"response from node {source_id}")
-
-        self._submit(contained(lambda now: self.core.handle_response(source_id, correlation_id, response, now),
-                               failed))
+        if not self._stopping:
+            self._submit(contained(lambda now: self.core.handle_response(source_id, correlation_id, response, now),
+                                   recorder(self.handler_errors, response, f"response from node {source_id}")))
 
     def _on_flushed(self) -> None:
         if self._flush_input_queued:
@@ -397,12 +391,8 @@ class NodeRuntime:
             accepted.set_result(self.waiters.add(last_offset, self.core.quorum.epoch))
             return ready
 
-        def failed(exc: Exception) -> None:
-            if not accepted.done():
-                accepted.set_exception(exc)  # the writer's caller (Produce) fails, at its own boundary
-
         started = self.clock()
-        self._submit(contained(append, failed))
+        self._submit(contained(append, fail_answer(accepted)))  # a bug fails the writer's caller (Produce)
         await (await accepted)
         self.metrics.append_records += len(values)
         self.metrics.commit_latency.observe(max(0, self.clock() - started))
