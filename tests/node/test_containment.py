@@ -90,13 +90,16 @@ async def test_elect_leaders_v0_is_answered_and_the_controller_keeps_running(tmp
 
 
 @pytest.mark.asyncio
-async def test_a_controller_handler_that_raises_fails_one_request_per_partition(tmp_path, monkeypatch):
+async def test_a_controller_handler_that_raises_fails_one_request_per_partition(tmp_path, monkeypatch, caplog):
     async with active_controller(tmp_path) as (runtime, port):
         monkeypatch.setattr(runtime.state_machine.controller, "handle", raising(AttributeError("a controller bug")))
         answer = await call(port, elect_v0(0, 1))
         assert [(p.partition_id, p.error_code) for p in answer.replica_election_results[0].partition_result] == [
             (0, ErrorCode.UNKNOWN_SERVER_ERROR), (1, ErrorCode.UNKNOWN_SERVER_ERROR)]
         assert scraped_errors(runtime, "ELECT_LEADERS") == 1.0
+        logged = [r.getMessage() for r in caplog.records if "failed, the node goes on" in r.getMessage()]
+        assert logged == ["request ELECT_LEADERS (api key 43) v0 failed, the node goes on: "
+                          "AttributeError('a controller bug')"]  # once, with the API and the version
         monkeypatch.undo()
         await assert_serving(runtime, port)
         assert (await call(port, elect_v0(0))).replica_election_results[0].partition_result[0].error_code == \

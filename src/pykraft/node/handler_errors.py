@@ -45,7 +45,8 @@ class HandlerErrors:
         """One failure of `what` ("request", "response from node 2", ...) of api_key/version: log and count it."""
         name = api_name(api_key)
         self.by_api[name] += 1
-        _log.error("%s %s v%d failed (handled: the node goes on): %r", what, name, version, exc, exc_info=exc)
+        _log.error("%s %s (api key %d) v%d failed, the node goes on: %r", what, name, api_key, version, exc,
+                   exc_info=exc)
 
     @property
     def total(self) -> int:
