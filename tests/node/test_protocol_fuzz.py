@@ -11,12 +11,14 @@ ApiVersions and DescribeQuorum. A valid request must get a well-formed answer at
 excepted: it has none); a mutated one may instead close its connection. No node fails, and no handler raised
 (a contained exception still answers, UNKNOWN_SERVER_ERROR, but it is a bug: the log has its traceback).
 
-Bounded for CI: a few examples per (API, version), derandomized (the same examples every run), no deadline.
+Bounded for CI: a few examples per (API, version), derandomized (the same examples every run), no deadline;
+PYKRAFT_FUZZ_EXAMPLES raises the count for a longer hunt.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import struct
 import threading
@@ -45,8 +47,8 @@ from protocol.helpers import mutated
 from protocol.schema_strategies import message
 from .helpers import CLUSTER_ID, format_dir, free_ports, make_config
 
-VALID_EXAMPLES = 5
-MUTATED_EXAMPLES = 5
+# A deeper local hunt: PYKRAFT_FUZZ_EXAMPLES=50 (the CI default keeps the module to seconds).
+VALID_EXAMPLES = MUTATED_EXAMPLES = int(os.environ.get("PYKRAFT_FUZZ_EXAMPLES", "5"))
 ANSWER_TIMEOUT_S = 10.0  # a liveness bound, far above what an answer needs
 FUZZ = settings(max_examples=VALID_EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
