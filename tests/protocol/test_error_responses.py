@@ -78,6 +78,25 @@ def _served_pairs() -> list[tuple[ApiKey, int]]:
     return sorted(pairs)
 
 
+# The configuration APIs (DescribeConfigs, AlterConfigs, CreatePartitions, IncrementalAlterConfigs): answered per
+# resource or topic; built here for every version kio has, whether or not this node serves them yet.
+CONFIG_PAIRS = [(key, v) for key, versions in ((32, range(1, 5)), (33, range(0, 3)), (37, range(0, 4)),
+                                               (44, range(0, 2))) for v in versions]
+
+
+@pytest.mark.parametrize("pair", CONFIG_PAIRS, ids=lambda p: f"{p[0]}-v{p[1]}")
+@settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_configuration_requests_get_per_resource_error_answers(pair: tuple[int, int], data) -> None:
+    request = data.draw(st.from_type(request_class(*pair)))
+    response = error_response_for(request, ErrorCode.NOT_CONTROLLER, error_message="moved")
+    decoded = decode_response(unframe(encode_response(3, response)), *pair).message
+    items = getattr(decoded, "results", None) or getattr(decoded, "responses", ())
+    named = request.topics if pair[0] == 37 else request.resources
+    assert len(items) == len(named)
+    assert {ErrorCode(i.error_code) for i in items} <= {ErrorCode.NOT_CONTROLLER}
+
+
 def _error_codes(value: object) -> list[int]:
     """Every ErrorCode field anywhere in a kio entity."""
     if isinstance(value, tuple):

@@ -7,7 +7,8 @@ field without a schema default gets the zero value Kafka's generated code starts
 the zero UUID). The node runtime uses it for timeouts, shutdown, versions it refuses and requests whose handler
 failed; the request decoder uses it to answer UNSUPPORTED_VERSION.
 
-Responses without a top-level ErrorCode (CreateTopics, DeleteTopics, ElectLeaders v0, Metadata v0-12, Produce)
+Responses without a top-level ErrorCode (CreateTopics, DeleteTopics, ElectLeaders v0, Metadata v0-12, Produce,
+CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)
 carry the error per item of the request instead, as Kafka's `AbstractRequest.getErrorResponse` of each of them
 does: every topic (and partition) the request names is answered with the error. Such a response can only be
 built from the request itself (`_PER_ITEM`), and where the request names nothing (Metadata or ElectLeaders v0 for
@@ -27,7 +28,7 @@ from kio.serial.readers import tz_aware_from_i64
 from kio.static.primitive import i32Timedelta, i64, i64Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from pykraft.protocol.apis import ApiKey, response_class
+from pykraft.protocol.apis import response_class
 from pykraft.protocol.errors import ErrorCode
 
 __all__ = ["entity_type_of", "error_response_for", "has_top_level_error_code", "zero_value"]
@@ -144,12 +145,29 @@ def _produce(request: Any, response_type: type, error: Error) -> dict[str, Any]:
         for topic in request.topic_data))}
 
 
+def _per_resource(answers: str) -> PerItem:
+    """DescribeConfigs (`results`), AlterConfigs and IncrementalAlterConfigs (`responses`): one answer per resource."""
+    def build(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+        return {answers: _items(response_type, answers, (
+            {"resource_type": r.resource_type, "resource_name": r.resource_name, **error} for r in request.resources))}
+    return build
+
+
+def _create_partitions(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    return {"results": _items(response_type, "results", ({"name": t.name, **error} for t in request.topics))}
+
+
+# By number: ApiKey lists only the APIs a node serves, and these are built for whichever of them it does.
 _PER_ITEM: dict[int, PerItem] = {
-    ApiKey.PRODUCE: _produce,
-    ApiKey.METADATA: _metadata,
-    ApiKey.CREATE_TOPICS: _create_topics,
-    ApiKey.DELETE_TOPICS: _delete_topics,
-    ApiKey.ELECT_LEADERS: _elect_leaders,
+    0: _produce,  # Produce
+    3: _metadata,  # Metadata
+    19: _create_topics,  # CreateTopics
+    20: _delete_topics,  # DeleteTopics
+    32: _per_resource("results"),  # DescribeConfigs
+    33: _per_resource("responses"),  # AlterConfigs
+    37: _create_partitions,  # CreatePartitions
+    43: _elect_leaders,  # ElectLeaders
+    44: _per_resource("responses"),  # IncrementalAlterConfigs
 }
 
 
