@@ -97,3 +97,24 @@ def test_all_partitions_reports_only_the_ones_that_needed_an_election():
 def test_unknown_election_type_is_a_top_level_invalid_request():
     result = control_with(((1, 2), (1, 2), 1)).handle_elect_leaders(request(7), brokers(1, 2))
     assert result.response.error_code == ErrorCode.INVALID_REQUEST and result.records == ()
+
+
+def test_v0_has_no_election_type_and_asks_for_preferred_elections_of_all_or_named_partitions():
+    """Issue 12: v0 (no ElectionType field, Kafka's schema: preferred) raised AttributeError in the controller."""
+    from kio.schema.elect_leaders.v0 import request as el0
+
+    control = control_with(((1, 2), (1, 2), 2), ((1, 2), (1, 2), 1))
+    every = control.handle_elect_leaders(el0.ElectLeadersRequest(topic_partitions=None), brokers(1, 2))
+    assert codes(every) == {("t", 0): ErrorCode.NONE} and every.records[0].leader == 1
+    named = control.handle_elect_leaders(el0.ElectLeadersRequest(topic_partitions=(
+        el0.TopicPartitions(topic=TopicName("t"), partitions=(i32(0), i32(1))),)), brokers(1, 2))
+    assert codes(named) == {("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.ELECTION_NOT_NEEDED}
+
+
+def test_v1_reads_its_election_type():
+    from kio.schema.elect_leaders.v1 import request as el1
+
+    control = control_with(((1, 2), (1,), 1))
+    unclean = el1.ElectLeadersRequest(election_type=i8(UNCLEAN), topic_partitions=(
+        el1.TopicPartitions(topic=TopicName("t"), partitions=(i32(0),)),))
+    assert codes(control.handle_elect_leaders(unclean, brokers(1, 2))) == {("t", 0): ErrorCode.ELECTION_NOT_NEEDED}

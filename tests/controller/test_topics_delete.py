@@ -1,9 +1,10 @@
-"""DeleteTopics v6 on the controller: by name or by id, with Kafka's per-entry errors."""
+"""DeleteTopics v1-v6 on the controller: by name or by id (v6), by name (v1-v5), with Kafka's per-entry errors."""
 
 import datetime
 import uuid
 
-from kio.schema.delete_topics.v3 import request as dt3
+import pytest
+
 from kio.schema.delete_topics.v6 import request as dt
 from kio.schema.types import TopicName
 from kio.static.primitive import i32Timedelta
@@ -63,13 +64,17 @@ def test_duplicates_are_invalid_request_and_delete_nothing_for_that_topic():
     assert [r.error_message for r in result.response.responses] == ["Duplicate topic name."] * 2 + ["Duplicate topic id."] * 2
 
 
-def test_a_v3_request_lists_names_only_and_is_answered_at_its_version():
-    # aiokafka sends DeleteTopics v3 (topic_names: a list of strings, no ids); it used to crash the handler.
+@pytest.mark.parametrize("version", range(1, 6))
+def test_v1_to_v5_name_topics_in_topic_names_and_delete_them(version):
+    """Issue 12: v0-v5 carry `topic_names` (v6 `topics`); reading `topics` failed every one of them."""
+    from pykraft.protocol.apis import request_class
+
+    old = request_class(20, version)(topic_names=(TopicName("a"), TopicName("zzz")),
+                                     timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)))
     control = control_with_two_topics()
-    result = control.handle_delete_topics(dt3.DeleteTopicsRequest(
-        topic_names=(TopicName("a"), TopicName("zzz")), timeout=i32Timedelta.parse(datetime.timedelta(seconds=30))))
+    result = control.handle_delete_topics(old)
     assert [r.topic_id for r in result.records] == [T1]
-    lowered = to_request_version(result.response, 3)
-    assert [(r.name, r.error_code) for r in lowered.responses] == [
+    answer = to_request_version(result.response, version)
+    assert [(r.name, r.error_code) for r in answer.responses] == [
         ("a", ErrorCode.NONE), ("zzz", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
-    encode_response(1, lowered)
+    encode_response(1, answer)

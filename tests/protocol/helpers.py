@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import struct
 
+from hypothesis import strategies as st
 from kio.serial import entity_writer
 
 from pykraft.protocol.apis import KRAFT_NODE_APIS, ApiKey, request_class, response_class
@@ -43,3 +44,27 @@ def unframe(frame: bytes) -> memoryview:
 def request_frame_body(api_key: int, api_version: int, correlation_id: int, rest: bytes) -> bytes:
     """A request frame body with a v1-style fixed prefix (api key, version, correlation id) and `rest`."""
     return struct.pack(">hhi", api_key, api_version, correlation_id) + rest
+
+
+@st.composite
+def mutated(draw: st.DrawFn, original: bytes) -> bytes:
+    """`original` with 1-4 truncations, bit flips, bytes that make lengths and counts absurd (huge, negative,
+    null, over-long varints), insertions or deletions."""
+    data = bytearray(original)
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["flip", "set", "cut", "insert", "delete"]))
+        if kind == "cut":
+            return bytes(data[: draw(st.integers(0, len(data)))])
+        position = draw(st.integers(0, max(len(data) - 1, 0)))
+        if kind == "insert":
+            data[position:position] = draw(st.binary(min_size=1, max_size=8))
+        elif not data:
+            continue
+        elif kind == "flip":
+            data[position] ^= 1 << draw(st.integers(0, 7))
+        elif kind == "set":
+            # Values that make lengths huge, negative, null or varints long.
+            data[position] = draw(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF]))
+        else:
+            del data[position : position + draw(st.integers(1, 4))]
+    return bytes(data)

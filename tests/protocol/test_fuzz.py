@@ -22,7 +22,7 @@ from pykraft.protocol.codec import (
 from pykraft.protocol.errors import ProtocolError
 from pykraft.protocol.framing import FrameDecoder
 
-from .helpers import REGISTRY_PAIRS, REQUEST_CLASSES, RESPONSE_CLASSES, unframe
+from .helpers import REGISTRY_PAIRS, REQUEST_CLASSES, RESPONSE_CLASSES, mutated, unframe
 
 FUZZ = settings(max_examples=400, suppress_health_check=list(HealthCheck), deadline=None)
 PRE_VOTE_LESS = KRAFT_NODE_APIS.with_range(ApiKey.VOTE, 0, 1)
@@ -46,28 +46,6 @@ def check_response(frame: bytes, api_key: int, version: int) -> None:
     except ProtocolError:
         return
     assert isinstance(result, DecodedResponse)
-
-
-@st.composite
-def mutated(draw: st.DrawFn, original: bytes) -> bytes:
-    data = bytearray(original)
-    for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["flip", "set", "cut", "insert", "delete"]))
-        if kind == "cut":
-            return bytes(data[: draw(st.integers(0, len(data)))])
-        position = draw(st.integers(0, max(len(data) - 1, 0)))
-        if kind == "insert":
-            data[position:position] = draw(st.binary(min_size=1, max_size=8))
-        elif not data:
-            continue
-        elif kind == "flip":
-            data[position] ^= 1 << draw(st.integers(0, 7))
-        elif kind == "set":
-            # Values that make lengths huge, negative, null or varints long.
-            data[position] = draw(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF]))
-        else:
-            del data[position : position + draw(st.integers(1, 4))]
-    return bytes(data)
 
 
 @FUZZ

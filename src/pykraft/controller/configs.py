@@ -171,11 +171,6 @@ def alter_response_of(incremental: bool, results: list[tuple[int, str, ErrorCode
                                         resource_name=name) for kind, name, code, message in results))
 
 
-def refuse_alter(request: Any, incremental: bool, code: ErrorCode, message: str) -> Any:
-    """Every resource of an (Incremental)AlterConfigs request refused with `code` (NOT_CONTROLLER, ...)."""
-    return alter_response_of(incremental, [(int(r.resource_type), r.resource_name, code, message)
-                                           for r in request.resources])
-
 
 # ---- DescribeConfigs (any replica) ------------------------------------------------------------------------------
 def describe_configs(configs: ConfigControl, replication: ReplicationControl, request: Any) -> Any:

@@ -53,11 +53,6 @@ def create_partitions(control: ReplicationControl, request: Any, brokers: Broker
     return ControllerResult(records=tuple(records), response=response)
 
 
-def refuse_create_partitions(request: Any, code: ErrorCode, message: str) -> Any:
-    """Every topic of the request refused with `code` (NOT_CONTROLLER, ...)."""
-    return cp_response.CreatePartitionsResponse(throttle_time=_THROTTLE_NONE, results=tuple(
-        _result(str(t.name), TopicError(code, message)) for t in request.topics))
-
 
 def _result(name: str, error: TopicError) -> Any:
     return cp_response.CreatePartitionsTopicResult(name=TopicName(name), error_code=error.code,

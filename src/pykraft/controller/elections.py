@@ -130,10 +130,11 @@ def records_for_preferred_balance(control: ReplicationControl, brokers: BrokerEl
 
 
 def elect_leaders(control: ReplicationControl, request, brokers: BrokerEligibility) -> ControllerResult:
-    """ElectLeaders v2. Naming no partitions (null) means all, and then only partitions where an election was
-    needed are reported, as Kafka does."""
+    """ElectLeaders v0-v2, answered at v2 (the host lowers it to the request's version). v0 has no ElectionType:
+    it asks for preferred elections (Kafka's schema). Naming no partitions (null) means all, and then only
+    partitions where an election was needed are reported, as Kafka does."""
     try:
-        election_type = ElectionType(request.election_type)
+        election_type = requested_election_type(request)
     except ValueError:
         return ControllerResult(response=_elect_response(ErrorCode.INVALID_REQUEST, []))
     records: list[object] = []
@@ -154,6 +155,13 @@ def elect_leaders(control: ReplicationControl, request, brokers: BrokerEligibili
                              for p in entry.partitions]
             results.append((entry.topic, per_partition))
     return ControllerResult(records=tuple(records), response=_elect_response(ErrorCode.NONE, results))
+
+
+def requested_election_type(request) -> ElectionType:
+    """The request's ElectionType; PREFERRED for v0, which has no such field. ValueError for an unknown one."""
+    if int(request.__version__) == 0:
+        return ElectionType.PREFERRED
+    return ElectionType(request.election_type)
 
 
 def _elect_one(control: ReplicationControl, topic_name: str, partition_id: int, election_type: ElectionType,

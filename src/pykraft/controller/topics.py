@@ -1,4 +1,4 @@
-"""CreateTopics (v7) and DeleteTopics (v6) on the controller.
+"""CreateTopics (v7) and DeleteTopics (v1-v6) on the controller.
 
 CreateTopics, per topic, in Kafka's order: duplicate names in the request (INVALID_REQUEST), the name itself
 (INVALID_TOPIC_EXCEPTION), an existing topic (TOPIC_ALREADY_EXISTS), a name colliding with an existing one by
@@ -230,16 +230,10 @@ def _create_error(name: str, error: TopicError) -> create_response.CreatableTopi
         name=TopicName(name), topic_id=ZERO_UUID, error_code=error.code, error_message=error.message, configs=())
 
 
-def _delete_entries(request) -> list[tuple[str | None, uuid.UUID | None]]:
-    """(name, id) per entry: v6 entries name a topic or an id; v1-v5 requests list names only (`topic_names`)."""
-    if hasattr(request, "topics"):
-        return [(t.name, t.topic_id) for t in request.topics]
-    return [(str(name), ZERO_UUID) for name in request.topic_names]
-
-
 def delete_topics(control: ReplicationControl, request) -> ControllerResult:
-    """DeleteTopics v1-v6: each entry names a topic by name or by id (not both, not neither)."""
-    entries = _delete_entries(request)
+    """DeleteTopics v1-v6, answered at v6 (the host lowers it to the request's version). From v6 each entry names a
+    topic by name or by id (not both, not neither); v0-v5 list names only (`topic_names`)."""
+    entries = requested_topics(request)
     names = [name for name, topic_id in entries if name is not None and _is_zero(topic_id)]
     ids = [topic_id for name, topic_id in entries if name is None and not _is_zero(topic_id)]
     records: list[object] = []
@@ -267,6 +261,13 @@ def delete_topics(control: ReplicationControl, request) -> ControllerResult:
             error_code=error.code, error_message=error.message))
     response = delete_response.DeleteTopicsResponse(throttle_time=_THROTTLE_NONE, responses=tuple(results))
     return ControllerResult(records=tuple(records), response=response)
+
+
+def requested_topics(request) -> list[tuple[str | None, uuid.UUID | None]]:
+    """(name, topic id) of every topic a DeleteTopics request names, whatever its version."""
+    if int(request.__version__) >= 6:
+        return [(t.name, t.topic_id) for t in request.topics]
+    return [(name, None) for name in request.topic_names]
 
 
 def _is_zero(topic_id: uuid.UUID | None) -> bool:

@@ -231,7 +231,14 @@ class BrokerHost:
         if error:
             _log.info("%s: the controller at %s answered %s with error %d", name, address,
                       type(send.request).__name__, error)
-        self._run(name, component.handle_response(send.request_id, response, self._now()))
+        try:
+            ready = component.handle_response(send.request_id, response, self._now())
+        except Exception as exc:  # noqa: BLE001 - a bug met by this one answer: as if it never came (contained)
+            request = send.request
+            self.runtime.handler_errors.record(int(request.__api_key__), int(request.__version__), exc,  # type: ignore[union-attr]
+                                               f"response from the controller at {address}")
+            ready = component.handle_failure(send.request_id, self._now())
+        self._run(name, ready)
 
     def _send_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)

@@ -48,6 +48,7 @@ from pykraft.protocol.api_versions import (
     is_valid_api_versions_request,
 )
 from pykraft.protocol.apis import ApiKey, ApiRegistry, VersionRange, response_class
+from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID
 
@@ -166,6 +167,10 @@ def _has_brokers(image: MetadataImage | None) -> bool:
 
 def metadata(core: Any, cluster_id: str, request: Any, image: MetadataImage | None = None,
              listener: str | None = None) -> Any:
+    if _topic_ids_before_v12(request):
+        # Kafka's KafkaApis: v10-v11 carry a TopicId field but may not use it (their answer has no null name).
+        return error_response_for(request, ErrorCode.INVALID_REQUEST,
+                                  error_message=f"Topic IDs are not supported in version {request.__version__}")
     ns = _namespace(ApiKey.METADATA, 12)
     unfenced = registered_brokers(image, listener)
     if unfenced:
@@ -187,6 +192,13 @@ def metadata(core: Any, cluster_id: str, request: Any, image: MetadataImage | No
     response = ns.MetadataResponse(throttle_time=ZERO_THROTTLE, brokers=brokers, cluster_id=cluster_id,
                                    controller_id=i32(controller_id), topics=tuple(topics))
     return to_request_version(response, version)
+
+
+def _topic_ids_before_v12(request: Any) -> bool:
+    """A Metadata v10-v11 request naming a topic by id (or with a null name)."""
+    return int(request.__version__) < 12 and any(
+        getattr(t, "name", "") is None or getattr(t, "topic_id", None) not in (None, _ZERO_UUID)
+        for t in request.topics or ())
 
 
 def _by_name(info: TopicInfo) -> str:

@@ -30,16 +30,12 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.create_topics.v7 import response as create_response
-from kio.schema.delete_topics.v6 import response as delete_response
-
-from pykraft.controller.configs import describe_configs, refuse_alter
+from pykraft.controller.configs import describe_configs
 from pykraft.controller.controller import (ALTER_CONFIGS, ALTER_PARTITION, BROKER_HEARTBEAT, BROKER_REGISTRATION,
                                           CONTROLLER_REGISTRATION, CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS,
                                           ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, UNREGISTER_BROKER,
                                           UPDATE_FEATURES, ControllerConfig, NotActiveControllerError,
                                           QuorumController, UnsupportedControllerApiError)
-from pykraft.controller.create_partitions import refuse_create_partitions
 from pykraft.controller.replication import ReplicationControl
 from pykraft.controller.features import FeatureUpdateError, update_features_response
 from pykraft.controller.log_replay import ReplayedAhead, load_committed, metadata_records
@@ -60,7 +56,7 @@ from pykraft.storage.meta_properties import read_meta_properties
 
 from .metrics import EventQueueStats
 from .versions import to_request_version
-from .writes import ZERO_THROTTLE, WriteFailed
+from .writes import WriteFailed
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
@@ -256,8 +252,8 @@ class ControllerHost:
         accepted: asyncio.Future[tuple[Any, asyncio.Future[None] | None, int]] = (
             asyncio.get_running_loop().create_future())
         submitted = runtime.clock()
-        runtime.submit(lambda now: self._timed(submitted, now, lambda: self._handle_on_core(api_key, message, now,
-                                                                                            accepted)))
+        runtime.submit_request(lambda now: self._timed(submitted, now, lambda: self._handle_on_core(
+            api_key, message, now, accepted)), message, accepted)
         try:
             response, waiter, first_offset = await accepted
             if waiter is not None:
@@ -290,9 +286,7 @@ class ControllerHost:
             return refuse(ErrorCode.NOT_CONTROLLER, str(exc))
         except UnsupportedControllerApiError as exc:
             return refuse(ErrorCode.UNSUPPORTED_VERSION, str(exc))
-        except Exception as exc:  # a controller bug met by a peer's request must not stop the core task
-            _log.exception("controller failed on api key %d", api_key)
-            return refuse(ErrorCode.UNKNOWN_SERVER_ERROR, repr(exc))
+        # Any other exception fails this request only: submit_request hands it to `accepted` (handler_errors.py).
         kraft_offset, kraft_ready = None, None
         if result.kraft_version_upgrade is not None:
             try:
@@ -449,25 +443,10 @@ def _failed(error: ErrorCode, message: str) -> asyncio.Future[None]:
 
 
 def error_reply(api_key: int, message: Any, error: ErrorCode, text: str) -> Any:
-    """`error` for every part of `message`: per topic for CreateTopics / DeleteTopics (no top-level error code),
-    at the top level for the others (UpdateFeatures v0-v1 also per feature, as the controller answers its own
-    refusals). CreateTopics / DeleteTopics answers come at v7 / v6, like the controller's."""
+    """`error` for every part of `message`, at the request's version: per feature for UpdateFeatures (as the
+    controller answers its own refusals), otherwise as protocol/error_responses.py builds it (per topic for
+    CreateTopics / DeleteTopics, per partition for ElectLeaders, and at the top level where there is one)."""
     if api_key == UPDATE_FEATURES:
         return update_features_response(int(message.__version__), [u.feature for u in message.feature_updates],
                                         FeatureUpdateError(error, text))
-    if api_key == CREATE_TOPICS:
-        return create_response.CreateTopicsResponse(throttle_time=ZERO_THROTTLE, topics=tuple(
-            create_response.CreatableTopicResult(name=t.name, topic_id=None, error_code=error, error_message=text,
-                                                 configs=None) for t in message.topics))
-    if api_key == DELETE_TOPICS:
-        topics = getattr(message, "topics", None)
-        named = ([(t.name, t.topic_id) for t in topics] if topics is not None
-                 else [(name, None) for name in message.topic_names])
-        return delete_response.DeleteTopicsResponse(throttle_time=ZERO_THROTTLE, responses=tuple(
-            delete_response.DeletableTopicResult(name=name, topic_id=topic_id, error_code=error, error_message=text)
-            for name, topic_id in named))
-    if api_key in (INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS):
-        return refuse_alter(message, api_key == INCREMENTAL_ALTER_CONFIGS, error, text)
-    if api_key == CREATE_PARTITIONS:
-        return refuse_create_partitions(message, error, text)
     return error_response_for(message, error, error_message=text)

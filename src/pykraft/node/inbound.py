@@ -8,6 +8,8 @@
   RPCs go through the core's input queue and come back at the version the request used (versions.py).
 - DescribeQuorum reaching a node that is not the leader is forwarded to the leader (`_forward_to_leader`).
 - Extra handlers (the controller's RPCs, later) plug in by api key.
+- A request whose handling raises (a bug, here or on the core task) is answered UNKNOWN_SERVER_ERROR, logged and
+  counted (`_failed`, the containment boundary of every listener: handler_errors.py); the node goes on.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from pykraft.net.server import CloseConnection, ConnectionInfo
 from pykraft.protocol.apis import ApiKey, ApiRegistry
 from pykraft.protocol.codec import DecodedRequest, RequestDecodeFailure, decode_request, encode_response
-from pykraft.protocol.errors import ProtocolError
+from pykraft.protocol.error_responses import error_response_for
+from pykraft.protocol.errors import ErrorCode, ProtocolError
 
 from . import client_apis, writes
 from .versions import CORE_VERSIONS, to_core_request, to_request_version
@@ -55,10 +58,26 @@ class InboundHandler:
             self.refused_versions += 1
             return decoded.response[_SIZE_PREFIX:]
         self.requests += 1
-        response = await self.dispatch(decoded)
-        if response is None:
-            return None
-        return encode_response(decoded.correlation_id, response)[_SIZE_PREFIX:]
+        try:
+            response = await self.dispatch(decoded)
+            if response is None:
+                return None
+            return encode_response(decoded.correlation_id, response)[_SIZE_PREFIX:]
+        except CloseConnection:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the boundary of this one request: fail it, not the node
+            return self._failed(decoded, exc)
+
+    def _failed(self, decoded: DecodedRequest, exc: Exception) -> bytes:
+        """UNKNOWN_SERVER_ERROR for a request whose handling raised; the connection closes when even that
+        answer cannot be built (a response type with no error field to carry it)."""
+        self.runtime.handler_errors.record(int(decoded.api_key), decoded.api_version, exc, "request")
+        try:
+            answer = error_response_for(decoded.message, ErrorCode.UNKNOWN_SERVER_ERROR,
+                                        error_message=f"{type(exc).__name__} while handling the request")
+            return encode_response(decoded.correlation_id, answer)[_SIZE_PREFIX:]
+        except Exception as error:  # noqa: BLE001 - no answer: the client sees the connection close
+            raise CloseConnection(f"no error answer for {decoded.api_key.name}: {error}") from None
 
     async def dispatch(self, decoded: DecodedRequest) -> Any | None:
         key, message, runtime = decoded.api_key, decoded.message, self.runtime

@@ -17,7 +17,9 @@ Mapping (Kafka JMX `kafka.server:type=raft-metrics,name=X` -> Prometheus `kafka_
 - counters (Kafka's *-rate sensors are `rate()` over these): `kafka_raft_append_records_total` (every record
   appended by this node as leader), `kafka_raft_fetch_records_total` (log growth through fetches as a follower);
 - pykraft's own: `pykraft_fsyncs_total`, `pykraft_flush_requests_total` (their ratio shows group commit),
-  `pykraft_bad_frames_total`, `pykraft_outbound_failures_total`, `pykraft_snapshots_total`.
+  `pykraft_bad_frames_total`, `pykraft_outbound_failures_total`, `pykraft_snapshots_total`, and
+  `pykraft_request_handler_errors_total{api="ELECT_LEADERS"}`: requests and peer responses whose handling raised,
+  per API (`ApiKey` names), each contained at its boundary (handler_errors.py).
 
 Controller metrics (reference §7.2), only when the state machine is a ControllerHost: every value of
 `QuorumController.metrics()` as a gauge named the way Prometheus' JMX exporter names a Kafka MBean with
@@ -169,6 +171,11 @@ class NodeMetrics:
         }
         for key, value in counters.items():
             yield CounterMetricFamily(key, key.replace("_", " "), value=value)
+        handler_errors = CounterMetricFamily("pykraft_request_handler_errors",
+                                             "requests and responses whose handling raised, per API", labels=["api"])
+        for api, count in sorted(runtime.handler_errors.by_api.items()):
+            handler_errors.add_metric([api], count)
+        yield handler_errors
         from .combined_host import host_parts  # the hosts import the controller: only load them when asked
 
         controller, broker = host_parts(runtime.state_machine)

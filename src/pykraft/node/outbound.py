@@ -7,6 +7,9 @@ disconnect: the core backs off and retries (a follower asks a bootstrap server, 
 hanging). For the other RPCs the answer is dropped and the core's own request timeout takes over, because their
 handlers treat an error answer as "no information" without a retry backoff, and an immediate answer would turn
 a dead peer into a busy resend loop.
+
+`forward` (a client's request sent on to the leader, a broker's heartbeat to the controller) has its own
+connections: on the raft ones its answer would wait behind a Fetch long-poll (up to the fetch max wait).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ _SIZE_PREFIX = 4
 
 Deliver = Callable[[int, int, Any], None]  # (source node id, core correlation id, response)
 OnAnswer = Callable[[int, str, int, Any, Any], None]  # (node id, host, port, request, response)
+OnError = Callable[[int, int, BaseException, str], None]  # (api key, version, exception, what): HandlerErrors.record
 
 
 @dataclass(slots=True)
@@ -45,9 +49,12 @@ class OutboundStats:
 
 class Outbound:
     def __init__(self, pool: Any, *, timeout_ms: int, client_id: str, deliver: Deliver,
-                 on_answer: OnAnswer | None = None) -> None:
+                 on_answer: OnAnswer | None = None, on_error: OnError | None = None,
+                 forward_pool: Any | None = None) -> None:
         self._pool = pool
+        self._forward_pool = forward_pool if forward_pool is not None else pool  # `forward`'s own connections
         self._on_answer = on_answer  # sees every decoded answer first (cluster_ids.py reads refusals)
+        self._on_error = on_error
         self._timeout_ms = timeout_ms
         self._client_id = client_id
         self._deliver = deliver
@@ -84,19 +91,32 @@ class Outbound:
             if key not in FAIL_FAST_APIS:
                 return
             response = error_response_for(message, ErrorCode.BROKER_NOT_AVAILABLE)
+        except Exception as exc:  # a bug reading this one answer: the core times the request out
+            self._failed(key, version, exc, f"response from node {destination.node_id}")
+            return
         self._deliver(destination.node_id, send.correlation_id, response)
 
     async def forward(self, host: str, port: int, message: Any) -> Any | None:
         """Send a client's request on to another node (the leader) and return its answer; None if that failed."""
         key, version = int(message.__api_key__), int(message.__version__)
         try:
-            payload = await self._pool.request(host, port, lambda wire_id: self._encode(message, wire_id),
-                                               timeout_ms=self._timeout_ms)
+            payload = await self._forward_pool.request(host, port, lambda wire_id: self._encode(message, wire_id),
+                                                       timeout_ms=self._timeout_ms)
             return decode_response(payload, key, version).message
         except (NetError, ProtocolError) as exc:
             self.stats.failures += 1
             _log.debug("forwarding %s to %s:%s failed: %s", ApiKey(key).name, host, port, exc)
             return None
+        except Exception as exc:  # a bug reading this one answer: the caller treats it as no answer
+            self._failed(key, version, exc, f"response from {host}:{port}")
+            return None
+
+    def _failed(self, key: int, version: int, exc: Exception, what: str) -> None:
+        self.stats.failures += 1
+        if self._on_error is not None:
+            self._on_error(key, version, exc, what)
+        else:
+            _log.error("%s to %s v%d failed: %r", what, ApiKey(key).name, version, exc)
 
     def _encode(self, message: Any, wire_id: int) -> bytes:
         return encode_request(message, correlation_id=wire_id, client_id=self._client_id)[_SIZE_PREFIX:]
@@ -107,3 +127,5 @@ class Outbound:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._pool.close()
+        if self._forward_pool is not self._pool:
+            await self._forward_pool.close()

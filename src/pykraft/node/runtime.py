@@ -5,6 +5,8 @@ wants the core to do something (an inbound request, an answer to our request, a 
 shutdown) appends a small function to `_inputs` and wakes the task; the task runs them one at a time, polls the
 core when its wake-up time has come, and hands each `Ready` to the `EffectRunner`. The core is therefore never
 re-entered, and reading its state from a request handler between inputs is safe (asyncio is cooperative).
+An input run on behalf of ONE request or peer response (`submit_request`, `core_request`, `_deliver`, appends) is
+contained (handler_errors.py): its exception fails that request, and the task goes on with the next input.
 Durable writes run in a worker thread (flusher.py); messages wait for them in the outbox (effects.py).
 
 Time: `now_ms` is wall-clock (time.time()), because the core stamps records with it and Kafka's tools read those
@@ -40,6 +42,7 @@ from .cluster_ids import ClusterIdMismatchLog
 from .disk import NodeStorage, open_node_storage
 from .effects import EffectRunner, Outbox
 from .flusher import DurabilityLane, RunBlocking
+from .handler_errors import HandlerErrors, contained, fail_answer, recorder
 from .inbound import ExtraHandler, InboundHandler, served_registry
 from .metrics import NodeMetrics
 from .outbound import Outbound
@@ -135,6 +138,7 @@ class NodeRuntime:
         self.poll_times = (0.0, 0.0)  # (idle, busy) seconds of the core task: Kafka's poll-idle-ratio
         self._busy_since = time.perf_counter()
         self.observers: list[Callable[[RaftCore, int], None]] = []
+        self.handler_errors = HandlerErrors()  # requests and responses whose handling raised (contained)
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -205,11 +209,14 @@ class NodeRuntime:
                                         now, on_snapshot=self._on_snapshot)
         self.cluster_ids = ClusterIdMismatchLog(self.cluster_id, lambda h, p, m: self.outbound.forward(h, p, m))
         client_tls = self._tls_client
-        pool = ConnectionPool(ssl_context=client_tls)
-        self.outbound = Outbound(pool if client_tls is None else _TlsFailureLog(pool),
+        # Two channels, as Kafka keeps the raft client's apart from the broker-to-controller one: a forwarded
+        # request or a heartbeat must not queue behind a Fetch long-poll (answers come in request order).
+        raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls) for _ in range(2))
+        self.outbound = Outbound(raft_pool if client_tls is None else _TlsFailureLog(raft_pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
-                                 on_answer=self.cluster_ids.check_answer)
+                                 on_answer=self.cluster_ids.check_answer, on_error=self.handler_errors.record,
+                                 forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool))
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.inbound = InboundHandler(self, self.registry, self._extra)
         self.lane.start()
@@ -317,6 +324,11 @@ class NodeRuntime:
         if not self._stopping:
             self._submit(fn)
 
+    def submit_request(self, fn: Input, message: Any, answer: asyncio.Future[Any]) -> None:
+        """`submit`, on behalf of ONE request (`message`) awaiting `answer`: an exception `fn` raises fails that
+        answer (the inbound boundary answers UNKNOWN_SERVER_ERROR, logs and counts it), not the core task."""
+        self.submit(contained(fn, fail_answer(answer, recorder(self.handler_errors, message, "request"))))
+
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
         try:
@@ -385,15 +397,20 @@ class NodeRuntime:
         ref = self._next_ref
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[ref] = future
-        self._submit(lambda now: self.core.handle_request(ref, request, now))
-        response = await future
+        self._submit(contained(lambda now: self.core.handle_request(ref, request, now),
+                               fail_answer(future, recorder(self.handler_errors, request, "request"))))
+        try:
+            response = await future
+        finally:
+            self._pending.pop(ref, None)
         if response is not None:
             self.cluster_ids.check_refusal(request, response)
         return response
 
     def _deliver(self, source_id: int, correlation_id: int, response: Any) -> None:
         if not self._stopping:
-            self._submit(lambda now: self.core.handle_response(source_id, correlation_id, response, now))
+            self._submit(contained(lambda now: self.core.handle_response(source_id, correlation_id, response, now),
+                                   recorder(self.handler_errors, response, f"response from node {source_id}")))
 
     def _on_flushed(self) -> None:
         if self._flush_input_queued:
@@ -426,7 +443,7 @@ class NodeRuntime:
             accepted.set_result(self.waiters.add(last_offset, self.core.quorum.epoch))
             return ready
 
-        self._submit(append)
+        self._submit(contained(append, fail_answer(accepted)))  # a bug fails the writer's caller (Produce)
         await (await accepted)  # append-records and commit-latency: NodeMetrics counts every leader write
         return last_offset - len(values) + 1
 

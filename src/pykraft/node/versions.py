@@ -14,13 +14,12 @@ arrays of structs are converted recursively into the target version's own nested
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import MISSING, fields, is_dataclass
+from dataclasses import MISSING, fields
 from functools import cache
-from types import NoneType, UnionType
-from typing import Any, Union, get_args, get_origin
+from typing import Any
 
 from pykraft.protocol.apis import ApiKey, request_class, response_class
-from pykraft.protocol.error_responses import zero_value
+from pykraft.protocol.error_responses import entity_type_of, zero_value
 
 # The request versions the raft core builds and reads (see pykraft/raft/messages.py and reconfig_messages.py).
 CORE_VERSIONS: dict[int, int] = {
@@ -74,19 +73,8 @@ def _fields(target: type) -> tuple:
     return fields(target)
 
 
-def _entity_type(annotation: Any) -> type | None:
-    """The dataclass behind `X`, `X | None` or `tuple[X, ...]`, or None for a scalar field."""
-    if get_origin(annotation) in (UnionType, Union):
-        inner = [arg for arg in get_args(annotation) if arg is not NoneType]
-        annotation = inner[0] if len(inner) == 1 else annotation
-    if get_origin(annotation) is tuple:
-        args = get_args(annotation)
-        annotation = args[0] if args else annotation
-    return annotation if isinstance(annotation, type) and is_dataclass(annotation) else None
-
-
 def _convert_value(value: Any, annotation: Any) -> Any:
-    entity = _entity_type(annotation)
+    entity = entity_type_of(annotation)
     if entity is None or value is None:
         return value
     if isinstance(value, tuple):

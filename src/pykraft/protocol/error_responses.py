@@ -4,14 +4,22 @@ Kafka's `RaftUtil.errorResponse` does this by hand for a few RPCs (a response wi
 ErrorCode set). Here it is generic over kio's classes: the response class's top-level `error_code` gets
 the error, an optional `error_message` field gets the message, collections stay empty, and every other
 field without a schema default gets the zero value Kafka's generated code starts from (0, "", false,
-the zero UUID). The node runtime uses it for timeouts, shutdown and versions it refuses; the request
-decoder uses it to answer UNSUPPORTED_VERSION.
+the zero UUID). The node runtime uses it for timeouts, shutdown, versions it refuses and requests whose handler
+failed; the request decoder uses it to answer UNSUPPORTED_VERSION.
+
+Responses without a top-level ErrorCode (CreateTopics, DeleteTopics, ElectLeaders v0, Metadata v0-12, Produce,
+CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)
+carry the error per item of the request instead, as Kafka's `AbstractRequest.getErrorResponse` of each of them
+does: every topic (and partition) the request names is answered with the error. Such a response can only be
+built from the request itself (`_PER_ITEM`), and where the request names nothing (Metadata or ElectLeaders v0 for
+all topics) the answer is empty, as Kafka's is. APIs with both (ElectLeaders v1+, Metadata v13+) get both.
 """
 
 from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import MISSING, Field, fields, is_dataclass
 from types import NoneType, UnionType
 from typing import Any, Union, get_args, get_origin
@@ -23,7 +31,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 from pykraft.protocol.apis import response_class
 from pykraft.protocol.errors import ErrorCode
 
-__all__ = ["error_response_for", "has_top_level_error_code", "zero_value"]
+__all__ = ["entity_type_of", "error_response_for", "has_top_level_error_code", "zero_value"]
 
 _ZERO_BY_KAFKA_TYPE: dict[str, Any] = {
     "bool": False,
@@ -50,22 +58,128 @@ def error_response_for(
     request: RequestSpec, error_code: ErrorCode, *, error_message: str | None = None
 ) -> ResponsePayload:
     """The response to `request` (a kio request class or instance, or an (api_key, version) pair) that
-    reports `error_code` at the top level.
+    reports `error_code`: at the top level, and per item for the APIs of `_PER_ITEM` (a request instance only).
 
-    Raises ValueError if the response type has no top-level ErrorCode field (Metadata v0-12, for one):
-    such an error cannot be expressed and the caller must close the connection instead.
+    Raises ValueError if the error cannot be expressed: the response type has no top-level ErrorCode field and
+    `request` is not an instance of a request with per-item errors. The caller must close the connection instead.
     """
+    message = None if isinstance(request, tuple | type) else request
     if isinstance(request, tuple):
         api_key, version = request
     else:
         api_key, version = int(request.__api_key__), int(request.__version__)
     response_type = response_class(api_key, version)
-    if not has_top_level_error_code(response_type):
+    per_item = _PER_ITEM.get(api_key)
+    top_level = has_top_level_error_code(response_type)
+    if not top_level and (per_item is None or message is None):
         raise ValueError(f"{response_type.__module__}.{response_type.__name__} has no top-level error code")
-    overrides: dict[str, Any] = {"error_code": ErrorCode(error_code)}
-    if error_message is not None and any(f.name == "error_message" for f in fields(response_type)):
-        overrides["error_message"] = error_message
+    error = ErrorCode(error_code)
+    overrides: dict[str, Any] = {}
+    if per_item is not None and message is not None:
+        overrides = per_item(message, response_type, {"error_code": error, "error_message": error_message})
+    if top_level:
+        overrides["error_code"] = error
+        if error_message is not None and _has_field(response_type, "error_message"):
+            overrides["error_message"] = error_message
     return _zero_entity(response_type, overrides)
+
+
+# ---- per-item errors (Kafka: each request's getErrorResponse) -----------------------------------------------------
+Error = dict[str, Any]  # error_code and error_message, set where the item type has them
+PerItem = Callable[[Any, type, Error], dict[str, Any]]
+
+
+def _has_field(entity_type: type, name: str) -> bool:
+    return any(f.name == name for f in fields(entity_type))
+
+
+def _items(parent: type, field_name: str, values: Iterable[dict[str, Any]]) -> tuple[Any, ...]:
+    """`parent.field_name` (an array of structs) holding one struct per dict of `values`; keys the struct does not
+    have at this version are left out (error_message, topic_id), so one builder serves every version."""
+    item_type = _field_entity(parent, field_name)
+    return tuple(_zero_entity(item_type, {k: v for k, v in item.items() if v is not None and _has_field(item_type, k)})
+                 for item in values)
+
+
+def _field_entity(parent: type, field_name: str) -> type:
+    (field_obj,) = (f for f in fields(parent) if f.name == field_name)
+    entity = entity_type_of(field_obj.type)
+    assert entity is not None, f"{parent.__name__}.{field_name} is not a struct field"
+    return entity
+
+
+def _topic_keys(entry: Any) -> dict[str, Any]:
+    """What names a topic in a request entry (name, topic id, or both), to copy into its answer."""
+    return {key: getattr(entry, key) for key in ("name", "topic_id") if hasattr(entry, key)}
+
+
+def _create_topics(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    return {"topics": _items(response_type, "topics", ({"name": t.name, **error} for t in request.topics))}
+
+
+def _delete_topics(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    named = ([_topic_keys(t) for t in request.topics] if hasattr(request, "topics")
+             else [{"name": name} for name in request.topic_names])  # v0-v5 name topics only
+    return {"responses": _items(response_type, "responses", ({**keys, **error} for keys in named))}
+
+
+def _elect_leaders(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    result_type = _field_entity(response_type, "replica_election_results")
+    return {"replica_election_results": _items(response_type, "replica_election_results", (
+        {"topic": entry.topic,
+         "partition_result": _items(result_type, "partition_result",
+                                    ({"partition_id": p, **error} for p in entry.partitions))}
+        for entry in request.topic_partitions or ()))}
+
+
+def _metadata(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    return {"topics": _items(response_type, "topics", ({**_topic_keys(t), **error} for t in request.topics or ()))}
+
+
+def _produce(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    topic_type = _field_entity(response_type, "responses")
+    return {"responses": _items(response_type, "responses", (
+        {**_topic_keys(topic),
+         "partition_responses": _items(topic_type, "partition_responses",
+                                       ({"index": p.index, "base_offset": -1, **error} for p in topic.partition_data))}
+        for topic in request.topic_data))}
+
+
+def _per_resource(answers: str) -> PerItem:
+    """DescribeConfigs (`results`), AlterConfigs and IncrementalAlterConfigs (`responses`): one answer per resource."""
+    def build(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+        return {answers: _items(response_type, answers, (
+            {"resource_type": r.resource_type, "resource_name": r.resource_name, **error} for r in request.resources))}
+    return build
+
+
+def _create_partitions(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    return {"results": _items(response_type, "results", ({"name": t.name, **error} for t in request.topics))}
+
+
+# By number: ApiKey lists only the APIs a node serves, and these are built for whichever of them it does.
+_PER_ITEM: dict[int, PerItem] = {
+    0: _produce,  # Produce
+    3: _metadata,  # Metadata
+    19: _create_topics,  # CreateTopics
+    20: _delete_topics,  # DeleteTopics
+    32: _per_resource("results"),  # DescribeConfigs
+    33: _per_resource("responses"),  # AlterConfigs
+    37: _create_partitions,  # CreatePartitions
+    43: _elect_leaders,  # ElectLeaders
+    44: _per_resource("responses"),  # IncrementalAlterConfigs
+}
+
+
+def entity_type_of(annotation: Any) -> type | None:
+    """The struct class behind `X`, `X | None` or `tuple[X, ...]`, or None for a scalar field."""
+    if get_origin(annotation) in (UnionType, Union):
+        inner = [arg for arg in get_args(annotation) if arg is not NoneType]
+        annotation = inner[0] if len(inner) == 1 else annotation
+    if get_origin(annotation) is tuple:
+        args = get_args(annotation)
+        annotation = args[0] if args else annotation
+    return annotation if isinstance(annotation, type) and is_dataclass(annotation) else None
 
 
 def _zero_entity(entity_type: type, overrides: dict[str, Any]) -> Any:

@@ -22,7 +22,7 @@ from pykraft.raft.handlers.dispatch import dispatch_request, dispatch_response
 from pykraft.raft.handlers.fetch import complete_parked_fetches, fail_parked_fetches
 from pykraft.raft.handlers.vote import maybe_win_prospective
 from pykraft.raft.accumulator import BatchAccumulator
-from pykraft.raft.config import LocalReplica, QuorumConfig
+from pykraft.raft.config import MAX_PEER_EPOCH, LocalReplica, QuorumConfig
 from pykraft.raft.effects import Destination, Effect, FlushLog, Ready, Send, ShutdownComplete
 from pykraft.raft.election import ElectionState
 from pykraft.raft.leader import LeaderState
@@ -61,6 +61,7 @@ class RaftCore:
         self.conflicting_leader_claims = 0  # messages naming another leader of the epoch this node leads
         self.rejected_snapshot_chunks = 0  # FetchSnapshot answers that did not continue the download
         self.unsupported_requests = 0  # requests for APIs the raft core does not serve (counted, not answered)
+        self.refused_epochs = 0  # peer messages naming an epoch above MAX_PEER_EPOCH (ignored)
         self.reconfig = ReconfigState()  # voter changes in progress (KIP-853), see handlers/reconfig.py
 
     # ---- plumbing --------------------------------------------------------------------------------------------
@@ -304,6 +305,9 @@ class RaftCore:
     def transition_on_epoch(self, epoch: int, leader_id: int | None, endpoints: Endpoints, now_ms: int) -> None:
         """`maybeTransition`: follow a named leader or become Unattached at a higher epoch. Parked fetches of a
         deposed leader are answered afterwards, so that they name the new leader."""
+        if epoch > MAX_PEER_EPOCH:
+            self.refused_epochs += 1  # no room for the elections after it (config.MAX_PEER_EPOCH)
+            return
         if epoch == self.quorum.epoch and self.quorum.role in (Role.LEADER, Role.RESIGNED):
             self.conflicting_leader_claims += 1  # another leader in our own epoch: a peer bug, ignored
             return

@@ -12,6 +12,10 @@ METADATA_PARTITION = 0
 METADATA_TOPIC_ID = uuid.UUID(int=1)  # Uuid.ONE_UUID, "AAAAAAAAAAAAAAAAAAAAAQ"
 
 MAX_FETCH_WAIT_MS = 500
+# The highest epoch a peer may name. Epochs are int32 on the wire and every election adds one: a quorum moved to
+# 2**31 - 1 by one request (a Vote from any candidate with the cluster id) could never elect again, and the node's
+# next election overflowed (the core task failed encoding it). 2**20 elections of headroom is years of elections.
+MAX_PEER_EPOCH = 2**31 - 1 - 2**20
 MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
 MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
 RETRY_BACKOFF_BASE_MS = 100

@@ -13,6 +13,7 @@ from kio.schema.end_quorum_epoch.v1 import response as eqe_resp
 from kio.schema.errors import ErrorCode
 
 from pykraft.raft import messages
+from pykraft.raft.config import MAX_PEER_EPOCH
 from pykraft.raft.effects import Respond
 from pykraft.raft.handlers import single_partition, valid_cluster_id
 from pykraft.raft.leader import LeaderState
@@ -47,7 +48,7 @@ def send_end_quorum_epoch(core: RaftCore, state: ResignedState, now_ms: int) -> 
 def _voter_only_error(core: RaftCore, remote_id: int, epoch: int) -> ErrorCode | None:
     if epoch < core.quorum.epoch:
         return ErrorCode.fenced_leader_epoch
-    if remote_id < 0:
+    if remote_id < 0 or epoch > MAX_PEER_EPOCH:
         return ErrorCode.invalid_request
     return None
 

@@ -10,7 +10,7 @@ from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_resp
 
 from pykraft.raft import messages
-from pykraft.raft.config import RETRY_BACKOFF_BASE_MS
+from pykraft.raft.config import MAX_PEER_EPOCH, RETRY_BACKOFF_BASE_MS
 from pykraft.raft.effects import Respond
 from pykraft.raft.handlers import single_partition, valid_cluster_id
 from pykraft.raft.handlers.quorum_epoch import maybe_send_begin_quorum_epoch
@@ -37,7 +37,7 @@ def handle_vote_request(core: RaftCore, ref: Hashable, request: vote_req.VoteReq
         return _respond(core, ref, ErrorCode.invalid_request)
     epoch, pre_vote = p.replica_epoch, p.pre_vote
     invalid_epoch = p.last_offset_epoch > epoch if pre_vote else p.last_offset_epoch >= epoch
-    if p.replica_id < 0 or p.last_offset < 0 or p.last_offset_epoch < 0 or invalid_epoch:
+    if p.replica_id < 0 or p.last_offset < 0 or p.last_offset_epoch < 0 or invalid_epoch or epoch > MAX_PEER_EPOCH:
         return _respond(core, ref, ErrorCode.none, ErrorCode.invalid_request)
     if epoch < core.quorum.epoch:
         return _respond(core, ref, ErrorCode.none, ErrorCode.fenced_leader_epoch)
