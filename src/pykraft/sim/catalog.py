@@ -279,12 +279,13 @@ def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], 
     mix = FaultMix.draw(probe)
     plan.notes.append(f"faults: {','.join(mix.kinds()) or 'none'}")
     start = min(1500, faults_end // 2) if faults_start_ms is None else faults_start_ms
-    faults.schedule_random_faults(world, probe, plan.voters, start, faults_end, mix, leader_bias,
-                                  promotable=plan.observers if observers_in_budget else [])
+    disks = faults.schedule_random_faults(world, probe, plan.voters, start, faults_end, mix, leader_bias,
+                                          promotable=plan.observers if observers_in_budget else [])
     if observers and probe.random() < 0.4:
         plan.admin = AdminTool(world, eager=probe.random() < 0.5)
         everyone = plan.voters + plan.observers
         target = sorted(probe.sample(everyone, probe.randint(1, len(everyone))))
+        disks.cover_reassignment(plan.voters, target)
         at(world, probe.randint(2000, 4000), lambda w: plan.admin.set_target(target))
         plan.notes.append(f"reassign to {target}")
     return plan

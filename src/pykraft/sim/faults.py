@@ -3,14 +3,15 @@
 The swarm's fault model is bounded, like TigerBeetle's fault atlas: at any time at most a minority of the
 initial voters is down, paused, failed or cut off by a node-level fault, so that a fully healed cluster can
 always recover; message-level faults (drop, delay, duplication, reordering) are unbounded during the safety
-phase.
+phase. Lost disks (a flipped bit halts its node until the disk is replaced) outlast the healing, so they are
+bounded further by `DiskLossBudget`: a minority of every voter set the run passes through, reassignments included.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pykraft.sim.network import LinkProfile
@@ -136,8 +137,49 @@ class FaultMix:
                 if getattr(self, name)]
 
 
+@dataclass
+class DiskLossBudget:
+    """How many disks a run may lose for good, and whose losses count.
+
+    A replaced disk rejoins as a new replica (a new directory id): its old replica is gone, and a voter set whose
+    majority is gone cannot elect anyone nor commit the change that would replace it, in any raft (Kafka refuses a
+    second voter change until the first commits, KIP-853). So the lost disks of the nodes that are voters in some
+    set the run passes through must stay a minority of the smallest such set. A reassignment's planner moves one
+    voter at a time and never below min(|initial|, |target|) voters (raft/reassignment.py), so that size bounds
+    every set on the way (swarm seed 770042: voters {0, 1} reassigned to {0, 4}, then 4's disk lost - one of a
+    two-voter set, a majority; the leader of {0, 4} could commit nothing after healing).
+
+    The random schedule already bounds bit flips by the initial voters' minority; `flip` enforces the rest when
+    the flip fires, so the seed's random draws stay as they were and a flip the budget forbids is traced as
+    skipped."""
+
+    limit: int
+    counted: set[int]
+    lost: set[int] = field(default_factory=set)
+
+    @staticmethod
+    def of_voters(voters: list[int], counted: list[int] = ()) -> DiskLossBudget:
+        return DiskLossBudget((len(voters) - 1) // 2, {*voters, *counted})
+
+    def cover_reassignment(self, voters: list[int], target: list[int]) -> None:
+        """The run will also move the voter set from `voters` to `target`."""
+        self.limit = min(self.limit, (min(len(voters), len(target)) - 1) // 2)
+        self.counted |= {*voters, *target}
+
+    def admits(self, node_id: int) -> bool:
+        return node_id not in self.counted or node_id in self.lost or len(self.lost) < self.limit
+
+    def flip(self, world: World, node_id: int) -> Traced:
+        if not self.admits(node_id):
+            return node_id, "bit-flip", f"skipped: {len(self.lost)} of at most {self.limit} voter disks lost " \
+                                        f"already"
+        if node_id in self.counted:
+            self.lost.add(node_id)
+        return flip_bit(world, node_id)
+
+
 def schedule_random_faults(world: World, rng: random.Random, voters: list[int], start_ms: int, end_ms: int,
-                           mix: FaultMix, leader_bias: float = 0.0, promotable: list[int] = ()) -> None:
+                           mix: FaultMix, leader_bias: float = 0.0, promotable: list[int] = ()) -> DiskLossBudget:
     """Node faults that each last a drawn while, at most a minority of the voters affected at a time.
 
     `promotable` nodes (observers a reassignment may turn into voters) count against that minority like voters:
@@ -146,10 +188,13 @@ def schedule_random_faults(world: World, rng: random.Random, voters: list[int], 
 
     With `leader_bias`, that share of the faults (crash, shutdown, pause, isolation) strikes whichever node leads
     when it fires: a node drawn in advance is rarely the leader, and a fault elsewhere seldom forces an election.
-    Such a fault takes a voter slot of the budget for its whole duration, so the minority bound still holds."""
+    Such a fault takes a voter slot of the budget for its whole duration, so the minority bound still holds.
+
+    Returns the budget of lost disks the bit flips obey; a caller that plans a reassignment widens it."""
+    disks = DiskLossBudget.of_voters(voters, promotable)
     kinds = mix.kinds()
     if not kinds:
-        return
+        return disks
     budget = (len(voters) - 1) // 2
     busy_until: dict[int, int] = {}
     leader_slots: list[int] = []  # end times of the leader faults: each holds one voter slot until then
@@ -157,7 +202,7 @@ def schedule_random_faults(world: World, rng: random.Random, voters: list[int], 
     while True:
         time += rng.randint(mix.mean_gap_ms // 2, mix.mean_gap_ms * 3 // 2)
         if time >= end_ms:
-            return
+            return disks
         counted = [*voters, *promotable]
         active = [n for n, until in busy_until.items() if until > time]
         voters_busy = len([n for n in active if n in counted]) + len([u for u in leader_slots if u > time])
@@ -178,7 +223,7 @@ def schedule_random_faults(world: World, rng: random.Random, voters: list[int], 
         kind = rng.choice(kinds)
         # A flipped bit halts the node when it is read, until its disk is replaced in the liveness phase.
         busy_until[node] = end_ms if kind == "bit_flips" else until
-        _schedule_one(world, rng, kind, node, time, until)
+        _schedule_one(world, rng, kind, node, time, until, disks)
 
 
 # Node faults that can strike "the leader at that moment": (start, end) actions taking a node id.
@@ -206,7 +251,8 @@ def _schedule_on_leader(world: World, kind: str, time: int, until: int) -> None:
     at(world, until, undo)
 
 
-def _schedule_one(world: World, rng: random.Random, kind: str, node: int, time: int, until: int) -> None:
+def _schedule_one(world: World, rng: random.Random, kind: str, node: int, time: int, until: int,
+                  disks: DiskLossBudget) -> None:
     if kind == "crashes":
         at(world, time, kill, node)
         at(world, until, restart, node)
@@ -220,6 +266,6 @@ def _schedule_one(world: World, rng: random.Random, kind: str, node: int, time: 
         at(world, time, isolate, node)
         at(world, until, heal)
     elif kind == "bit_flips":
-        at(world, time, flip_bit, node)
+        at(world, time, disks.flip, node)
     elif kind == "clock_jumps":
         at(world, time, clock_jump, node, rng.randint(100, 3000))
