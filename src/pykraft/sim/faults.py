@@ -156,6 +156,9 @@ class DiskLossBudget:
     limit: int
     counted: set[int]
     lost: set[int] = field(default_factory=set)
+    # Restart a node right after its flip, so that the start-up scan reads the bad batch and the disk is lost
+    # for sure (otherwise only a read of that old batch finds it, which most runs never make).
+    restart_after_flip: bool = False
 
     @staticmethod
     def of_voters(voters: list[int], counted: list[int] = ()) -> DiskLossBudget:
@@ -175,7 +178,12 @@ class DiskLossBudget:
                                         f"already"
         if node_id in self.counted:
             self.lost.add(node_id)
-        return flip_bit(world, node_id)
+        traced = flip_bit(world, node_id)
+        if self.restart_after_flip and world.nodes[node_id].status is Status.UP:
+            kill(world, node_id)
+            restart(world, node_id)
+            return node_id, "bit-flip", f"{traced[2]}, restarted: {world.nodes[node_id].status.value}"
+        return traced
 
 
 def schedule_random_faults(world: World, rng: random.Random, voters: list[int], start_ms: int, end_ms: int,
