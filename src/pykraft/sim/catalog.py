@@ -300,11 +300,26 @@ def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], 
     if observers and probe.random() < reassign_chance:
         plan.admin = AdminTool(world, eager=probe.random() < 0.5)
         everyone = plan.voters + plan.observers
-        target = sorted(probe.sample(everyone, probe.randint(1, len(everyone))))
+        target = keep_a_bootstrap_voter(sorted(probe.sample(everyone, probe.randint(1, len(everyone)))),
+                                        plan.voters)
         disks.cover_reassignment(plan.voters, target)
         at(world, probe.randint(2000, 4000), lambda w: plan.admin.set_target(target))
         plan.notes.append(f"reassign to {target}")
     return plan
 
 from pykraft.sim import metadata_scenarios  # noqa: E402,F401 - registers the metadata scenarios (it uses LeaderVictim)
+def keep_a_bootstrap_voter(target: list[int], initial_voters: list[int]) -> list[int]:
+    """The target with at least one initial voter (the lowest id when it drew none).
+
+    The initial voters' endpoints are every node's bootstrap servers (`build_cluster`), the only place where an
+    observer that has lost track of the leader can ask for it (Kafka's observers fetch from
+    controller.quorum.bootstrap.servers alone). A voter set without any of them strands such a node: swarm seed
+    2001553 reassigned voters {0} to {1, 2}; node 0, an observer from then on and its own only bootstrap server,
+    lost the leader in an election and asked itself forever. An operator's configuration mistake (the
+    bootstrap list must reach the quorum), not a raft fault; voter_change_storm keeps such an anchor too."""
+    if set(target) & set(initial_voters):
+        return target
+    return sorted([*target, min(initial_voters)])
+
+
 from pykraft.sim import targeted  # noqa: E402,F401 - registers diverging_tail and voter_change_storm
