@@ -1,7 +1,7 @@
 """The CI sweep: 500 seeds of the swarm_ci profile on two workers, no violation (about 345,000 events, 1.5
 elections per seed, a tail truncated on DivergingEpoch in about 90 runs; about 17 s on the development VM), and
 150 seeds of swarm_disks (lost disks next to reassignments, the class of swarm seed 770042: a disk is lost in
-about one run in five, a flip beyond the minority of the smallest voter set skipped in about a third; about
+about one run in five, a flip beyond the minority of the smallest voter set skipped in about a quarter; about
 15 s). The long sweep is a separate command: `pykraft sim sweep --seeds 2000 --jobs 2 --scenario swarm`."""
 
 from pykraft.sim.sweep import sweep
