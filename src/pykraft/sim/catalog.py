@@ -307,7 +307,6 @@ def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], 
         plan.notes.append(f"reassign to {target}")
     return plan
 
-from pykraft.sim import metadata_scenarios  # noqa: E402,F401 - registers the metadata scenarios (it uses LeaderVictim)
 def keep_a_bootstrap_voter(target: list[int], initial_voters: list[int]) -> list[int]:
     """The target with at least one initial voter (the lowest id when it drew none).
 
@@ -322,4 +321,5 @@ def keep_a_bootstrap_voter(target: list[int], initial_voters: list[int]) -> list
     return sorted([*target, min(initial_voters)])
 
 
+from pykraft.sim import metadata_scenarios  # noqa: E402,F401 - registers the metadata scenarios (it uses LeaderVictim)
 from pykraft.sim import targeted  # noqa: E402,F401 - registers diverging_tail and voter_change_storm
