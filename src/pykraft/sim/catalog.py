@@ -307,6 +307,7 @@ def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], 
         plan.notes.append(f"reassign to {target}")
     return plan
 
+
 def keep_a_bootstrap_voter(target: list[int], initial_voters: list[int]) -> list[int]:
     """The target with at least one initial voter (the lowest id when it drew none).
 
