@@ -10,7 +10,9 @@ set a run passes through; `promoted_voter_disk_loss` runs the survivable form (o
 
 from pykraft.sim import faults
 from pykraft.sim.faults import DiskLossBudget
-from pykraft.sim.runner import run
+from pykraft.sim.runner import _Runner, run
+from pykraft.sim.scenarios import SCENARIOS
+from pykraft.sim.workload import newest_leader
 
 
 def test_swarm_seed_770042_converges_and_skips_the_flip_that_would_lose_a_two_voter_majority() -> None:
@@ -59,3 +61,20 @@ def test_the_budget_is_what_keeps_swarm_disks_live(monkeypatch) -> None:
     stuck = next((r for r in (run(seed, "swarm_disks") for seed in range(10)) if not r.ok), None)
     assert stuck is not None
     assert stuck.invariant == "Liveness" and "no leader with a committed epoch" in stuck.detail, stuck.report()
+
+
+def test_a_node_the_reassignment_removed_comes_back_from_a_new_disk_as_an_observer() -> None:
+    """swarm_disks seed 298 (found by a sweep): {0..4} reassigned to {0, 1, 2, 4, 5, 6}; nodes 3 and 5 lost their
+    disks. Node 3 came back with auto-join and made itself a voter again against the finished reassignment
+    (liveness: "reassignment pending" forever). Only node 5, meant to vote, rejoins by auto-join now."""
+    plan = SCENARIOS["swarm_disks"](298, 0)
+    runner = _Runner(plan, 400_000, None)
+    runner.loop()
+    world = plan.world
+    assert runner.live_at is not None and not world.checker.violations, world.checker.violations
+    nodes = world.nodes
+    assert nodes[3].disk.generation == 1 and nodes[5].disk.generation == 1  # both disks were replaced
+    assert (nodes[3].config.auto_join, nodes[5].config.auto_join) == (False, True)
+    voters = newest_leader(world).core.voters()
+    assert sorted(voters.voters) == [0, 1, 2, 4, 5, 6]
+    assert voters.voters[5].key.directory_id == nodes[5].disk.directory_id  # the new replica of 5

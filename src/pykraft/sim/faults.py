@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pykraft.sim.network import LinkProfile
 from pykraft.sim.node import Status
+from pykraft.sim.wire import ADMIN
 
 if TYPE_CHECKING:
     from pykraft.sim.world import World
@@ -62,12 +63,32 @@ def resume(world: World, node_id: int) -> Traced:
 
 
 def wipe_and_restart(world: World, node_id: int) -> Traced:
-    """Disk replacement: kill, wipe (new directory id), start again as an observer."""
+    """Disk replacement: kill, wipe (new directory id), start again as an observer; a node meant to vote rejoins
+    the quorum through auto-join."""
     node = world.nodes[node_id]
     node.kill()
-    node.wipe()
+    rejoins = meant_to_vote(world, node_id)
+    node.wipe(auto_join=rejoins)
     node.start()
-    return node_id, "wipe", f"new directory {node.disk.directory_id}"
+    return node_id, "wipe", f"new directory {node.disk.directory_id}{', auto-join' if rejoins else ''}"
+
+
+def meant_to_vote(world: World, node_id: int) -> bool:
+    """What the operator who replaces a disk knows: whether the node should be a voter. With a reassignment under
+    way or done, that is its target; otherwise the newest voter set a live replica holds (all down: yes).
+
+    Kafka's auto-join adds any observer that has it enabled, so a controller the operator removed must not get
+    it: swarm_disks seed 298 reassigned {0..4} to {0, 1, 2, 4, 5, 6}, node 3 lost its disk, came back with
+    auto-join and made itself a voter again, against the finished reassignment (liveness: "reassignment
+    pending" forever)."""
+    target = getattr(world.endpoints.get(ADMIN), "target", None)
+    if target is not None:
+        return node_id in target
+    live = [n.core for n in world.nodes.values() if n.core is not None]
+    if not live:
+        return True
+    newest = max(live, key=lambda core: (core.quorum.epoch, core.log.end_offset()))
+    return node_id in newest.voters().voters
 
 
 def flip_bit(world: World, node_id: int) -> Traced:
