@@ -7,6 +7,8 @@ connected) and `StableLeadership` (no new leader during the KIP-996 partial part
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pykraft.sim import faults
 from pykraft.sim.admin import AdminTool
 from pykraft.sim.faults import FaultMix, Traced, at
@@ -263,11 +265,22 @@ def swarm_ci(seed: int, trace_size: int | None) -> Plan:
                   observers_in_budget=True)
 
 
+@scenario("swarm_disks")
+def swarm_disks(seed: int, trace_size: int | None) -> Plan:
+    """The CI sweep's second profile, for the class of swarm seed 770042: every run has bit flips, each followed by
+    a restart whose start-up scan finds it (the disk is lost), and reassigns its voters to a drawn set of old
+    voters and 1-2 observers, so lost disks meet voter sets that grow and shrink; `faults.DiskLossBudget` keeps
+    them a minority of each set, so every run must recover."""
+    return _swarm("swarm_disks", seed, trace_size, [3000, 4500], 2, 60, faults_start_ms=1200, leader_bias=0.5,
+                  min_observers=1, reassign_chance=1.0, bit_flips=True)
+
+
 def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], max_observers: int,
            interval_ms: int, faults_start_ms: int | None = None, leader_bias: float = 0.0,
-           observers_in_budget: bool = False) -> Plan:
+           observers_in_budget: bool = False, min_observers: int = 0, reassign_chance: float = 0.4,
+           bit_flips: bool = False) -> Plan:
     probe = new_world(seed, 0).stream("swarm")
-    voters, observers = probe.randint(1, 5), probe.randint(0, max_observers)
+    voters, observers = probe.randint(1, 5), probe.randint(min_observers, max_observers)
     params = Params(flush_latency_max_ms=probe.choice([0, 2, 10]), torn_write_probability=probe.choice([0, 0.5]),
                     snapshot_every=probe.choice([0, 20, 60]), clean_probability=probe.choice([0.2, 1.0]))
     faults_end = probe.choice(fault_ends)
@@ -277,17 +290,37 @@ def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], 
     if probe.random() < 0.6:
         at(world, 0, faults.set_links, lossy(probe))
     mix = FaultMix.draw(probe)
+    if bit_flips:
+        mix = replace(mix, bit_flips=True)
     plan.notes.append(f"faults: {','.join(mix.kinds()) or 'none'}")
     start = min(1500, faults_end // 2) if faults_start_ms is None else faults_start_ms
-    faults.schedule_random_faults(world, probe, plan.voters, start, faults_end, mix, leader_bias,
-                                  promotable=plan.observers if observers_in_budget else [])
-    if observers and probe.random() < 0.4:
+    disks = faults.schedule_random_faults(world, probe, plan.voters, start, faults_end, mix, leader_bias,
+                                          promotable=plan.observers if observers_in_budget else [])
+    disks.restart_after_flip = bit_flips
+    if observers and probe.random() < reassign_chance:
         plan.admin = AdminTool(world, eager=probe.random() < 0.5)
         everyone = plan.voters + plan.observers
-        target = sorted(probe.sample(everyone, probe.randint(1, len(everyone))))
+        target = keep_a_bootstrap_voter(sorted(probe.sample(everyone, probe.randint(1, len(everyone)))),
+                                        plan.voters)
+        disks.cover_reassignment(plan.voters, target)
         at(world, probe.randint(2000, 4000), lambda w: plan.admin.set_target(target))
         plan.notes.append(f"reassign to {target}")
     return plan
+
+
+def keep_a_bootstrap_voter(target: list[int], initial_voters: list[int]) -> list[int]:
+    """The target with at least one initial voter (the lowest id when it drew none).
+
+    The initial voters' endpoints are every node's bootstrap servers (`build_cluster`), the only place where an
+    observer that has lost track of the leader can ask for it (Kafka's observers fetch from
+    controller.quorum.bootstrap.servers alone). A voter set without any of them strands such a node: swarm seed
+    2001553 reassigned voters {0} to {1, 2}; node 0, an observer from then on and its own only bootstrap server,
+    lost the leader in an election and asked itself forever. An operator's configuration mistake (the
+    bootstrap list must reach the quorum), not a raft fault; voter_change_storm keeps such an anchor too."""
+    if set(target) & set(initial_voters):
+        return target
+    return sorted([*target, min(initial_voters)])
+
 
 from pykraft.sim import metadata_scenarios  # noqa: E402,F401 - registers the metadata scenarios (it uses LeaderVictim)
 from pykraft.sim import targeted  # noqa: E402,F401 - registers diverging_tail and voter_change_storm

@@ -3,18 +3,20 @@
 The swarm's fault model is bounded, like TigerBeetle's fault atlas: at any time at most a minority of the
 initial voters is down, paused, failed or cut off by a node-level fault, so that a fully healed cluster can
 always recover; message-level faults (drop, delay, duplication, reordering) are unbounded during the safety
-phase.
+phase. Lost disks (a flipped bit halts its node until the disk is replaced) outlast the healing, so they are
+bounded further by `DiskLossBudget`: a minority of every voter set the run passes through, reassignments included.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pykraft.sim.network import LinkProfile
 from pykraft.sim.node import Status
+from pykraft.sim.wire import ADMIN
 
 if TYPE_CHECKING:
     from pykraft.sim.world import World
@@ -61,12 +63,32 @@ def resume(world: World, node_id: int) -> Traced:
 
 
 def wipe_and_restart(world: World, node_id: int) -> Traced:
-    """Disk replacement: kill, wipe (new directory id), start again as an observer."""
+    """Disk replacement: kill, wipe (new directory id), start again as an observer; a node meant to vote rejoins
+    the quorum through auto-join."""
     node = world.nodes[node_id]
     node.kill()
-    node.wipe()
+    rejoins = meant_to_vote(world, node_id)
+    node.wipe(auto_join=rejoins)
     node.start()
-    return node_id, "wipe", f"new directory {node.disk.directory_id}"
+    return node_id, "wipe", f"new directory {node.disk.directory_id}{', auto-join' if rejoins else ''}"
+
+
+def meant_to_vote(world: World, node_id: int) -> bool:
+    """What the operator who replaces a disk knows: whether the node should be a voter. With a reassignment under
+    way or done, that is its target; otherwise the newest voter set a live replica holds (all down: yes).
+
+    Kafka's auto-join adds any observer that has it enabled, so a controller the operator removed must not get
+    it: swarm_disks seed 298 reassigned {0..4} to {0, 1, 2, 4, 5, 6}, node 3 lost its disk, came back with
+    auto-join and made itself a voter again, against the finished reassignment (liveness: "reassignment
+    pending" forever)."""
+    target = getattr(world.endpoints.get(ADMIN), "target", None)
+    if target is not None:
+        return node_id in target
+    live = [n.core for n in world.nodes.values() if n.core is not None]
+    if not live:
+        return True
+    newest = max(live, key=lambda core: (core.quorum.epoch, core.log.end_offset()))
+    return node_id in newest.voters().voters
 
 
 def flip_bit(world: World, node_id: int) -> Traced:
@@ -136,8 +158,57 @@ class FaultMix:
                 if getattr(self, name)]
 
 
+@dataclass
+class DiskLossBudget:
+    """How many disks a run may lose for good, and whose losses count.
+
+    A replaced disk rejoins as a new replica (a new directory id): its old replica is gone, and a voter set whose
+    majority is gone cannot elect anyone nor commit the change that would replace it, in any raft (Kafka refuses a
+    second voter change until the first commits, KIP-853). So the lost disks of the nodes that are voters in some
+    set the run passes through must stay a minority of the smallest such set. A reassignment's planner moves one
+    voter at a time and never below min(|initial|, |target|) voters (raft/reassignment.py), so that size bounds
+    every set on the way (swarm seed 770042: voters {0, 1} reassigned to {0, 4}, then 4's disk lost - one of a
+    two-voter set, a majority; the leader of {0, 4} could commit nothing after healing).
+
+    The random schedule already bounds bit flips by the initial voters' minority; `flip` enforces the rest when
+    the flip fires, so the seed's random draws stay as they were and a flip the budget forbids is traced as
+    skipped."""
+
+    limit: int
+    counted: set[int]
+    lost: set[int] = field(default_factory=set)
+    # Restart a node right after its flip, so that the start-up scan reads the bad batch and the disk is lost
+    # for sure (otherwise only a read of that old batch finds it, which most runs never make).
+    restart_after_flip: bool = False
+
+    @staticmethod
+    def of_voters(voters: list[int], counted: list[int] = ()) -> DiskLossBudget:
+        return DiskLossBudget((len(voters) - 1) // 2, {*voters, *counted})
+
+    def cover_reassignment(self, voters: list[int], target: list[int]) -> None:
+        """The run will also move the voter set from `voters` to `target`."""
+        self.limit = min(self.limit, (min(len(voters), len(target)) - 1) // 2)
+        self.counted |= {*voters, *target}
+
+    def admits(self, node_id: int) -> bool:
+        return node_id not in self.counted or node_id in self.lost or len(self.lost) < self.limit
+
+    def flip(self, world: World, node_id: int) -> Traced:
+        if not self.admits(node_id):
+            return node_id, "bit-flip", f"skipped: {len(self.lost)} of at most {self.limit} voter disks lost " \
+                                        f"already"
+        if node_id in self.counted:
+            self.lost.add(node_id)
+        traced = flip_bit(world, node_id)
+        if self.restart_after_flip and world.nodes[node_id].status is Status.UP:
+            kill(world, node_id)
+            restart(world, node_id)
+            return node_id, "bit-flip", f"{traced[2]}, restarted: {world.nodes[node_id].status.value}"
+        return traced
+
+
 def schedule_random_faults(world: World, rng: random.Random, voters: list[int], start_ms: int, end_ms: int,
-                           mix: FaultMix, leader_bias: float = 0.0, promotable: list[int] = ()) -> None:
+                           mix: FaultMix, leader_bias: float = 0.0, promotable: list[int] = ()) -> DiskLossBudget:
     """Node faults that each last a drawn while, at most a minority of the voters affected at a time.
 
     `promotable` nodes (observers a reassignment may turn into voters) count against that minority like voters:
@@ -146,10 +217,13 @@ def schedule_random_faults(world: World, rng: random.Random, voters: list[int], 
 
     With `leader_bias`, that share of the faults (crash, shutdown, pause, isolation) strikes whichever node leads
     when it fires: a node drawn in advance is rarely the leader, and a fault elsewhere seldom forces an election.
-    Such a fault takes a voter slot of the budget for its whole duration, so the minority bound still holds."""
+    Such a fault takes a voter slot of the budget for its whole duration, so the minority bound still holds.
+
+    Returns the budget of lost disks the bit flips obey; a caller that plans a reassignment widens it."""
+    disks = DiskLossBudget.of_voters(voters, promotable)
     kinds = mix.kinds()
     if not kinds:
-        return
+        return disks
     budget = (len(voters) - 1) // 2
     busy_until: dict[int, int] = {}
     leader_slots: list[int] = []  # end times of the leader faults: each holds one voter slot until then
@@ -157,7 +231,7 @@ def schedule_random_faults(world: World, rng: random.Random, voters: list[int], 
     while True:
         time += rng.randint(mix.mean_gap_ms // 2, mix.mean_gap_ms * 3 // 2)
         if time >= end_ms:
-            return
+            return disks
         counted = [*voters, *promotable]
         active = [n for n, until in busy_until.items() if until > time]
         voters_busy = len([n for n in active if n in counted]) + len([u for u in leader_slots if u > time])
@@ -178,7 +252,7 @@ def schedule_random_faults(world: World, rng: random.Random, voters: list[int], 
         kind = rng.choice(kinds)
         # A flipped bit halts the node when it is read, until its disk is replaced in the liveness phase.
         busy_until[node] = end_ms if kind == "bit_flips" else until
-        _schedule_one(world, rng, kind, node, time, until)
+        _schedule_one(world, rng, kind, node, time, until, disks)
 
 
 # Node faults that can strike "the leader at that moment": (start, end) actions taking a node id.
@@ -206,7 +280,8 @@ def _schedule_on_leader(world: World, kind: str, time: int, until: int) -> None:
     at(world, until, undo)
 
 
-def _schedule_one(world: World, rng: random.Random, kind: str, node: int, time: int, until: int) -> None:
+def _schedule_one(world: World, rng: random.Random, kind: str, node: int, time: int, until: int,
+                  disks: DiskLossBudget) -> None:
     if kind == "crashes":
         at(world, time, kill, node)
         at(world, until, restart, node)
@@ -220,6 +295,6 @@ def _schedule_one(world: World, rng: random.Random, kind: str, node: int, time: 
         at(world, time, isolate, node)
         at(world, until, heal)
     elif kind == "bit_flips":
-        at(world, time, flip_bit, node)
+        at(world, time, disks.flip, node)
     elif kind == "clock_jumps":
         at(world, time, clock_jump, node, rng.randint(100, 3000))

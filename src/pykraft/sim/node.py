@@ -149,13 +149,14 @@ class SimNode:
         if self.status is Status.UP:
             self._input(lambda core: core.poll(self.now()))
 
-    def wipe(self) -> None:
+    def wipe(self, auto_join: bool = True) -> None:
         """Disk replacement: the node must be down; it comes back with an empty disk and a new directory id."""
         assert self.status in (Status.DOWN, Status.FAILED)
         self.disk.wipe(self.world.new_directory_id())
         self.world.checker.on_data_loss(self)
-        # A replaced disk rejoins through auto-join (KIP-853 disk failure recovery).
-        self.config = replace(self.config, auto_join=True)
+        # A replaced voter's disk rejoins through auto-join (KIP-853 disk failure recovery); a node the operator
+        # took out of the quorum comes back as an observer (faults.meant_to_vote).
+        self.config = replace(self.config, auto_join=auto_join)
 
     def is_up(self) -> bool:
         return self.status is Status.UP or self.status is Status.PAUSED

@@ -11,18 +11,24 @@ invariant that guards it to be shown to bite.
   guard would hold two VotersRecords above its high watermark. Guard: AtMostOneUncommittedVoterSet.
 - `self_removal_cut`: two voters; the leader, cut off, removes itself. Liveness: fails with today's core (see
   its docstring and tests/sim/test_sim_found_bugs.py).
+- `promoted_voter_disk_loss`: a reassignment swaps a voter for the observer, and the newly promoted voter loses
+  its disk (a flipped bit its restart reads). One disk of a three-voter set: after healing, the replaced disk
+  must rejoin through auto-join next to (or racing) the reassignment. Swarm seed 770042 did this in a
+  two-voter set, which no raft survives (faults.DiskLossBudget now keeps the swarm out of that).
 """
 
 from __future__ import annotations
 
 from pykraft.raft import reconfig_messages as rm
 from pykraft.sim import faults
-from pykraft.sim.admin import voter_node
+from pykraft.sim.admin import AdminTool, voter_node
 from pykraft.sim.faults import Traced, at
 from pykraft.sim.network import LinkProfile
 from pykraft.sim.node import CLUSTER_ID
-from pykraft.sim.scenarios import Plan, add_workload, build_cluster, new_world, scenario
+from pykraft.sim.node import Status
+from pykraft.sim.scenarios import Plan, add_workload, build_cluster, lossy, new_world, scenario
 from pykraft.sim.storm import VoterChangeStorm
+from pykraft.sim.workload import newest_leader
 from pykraft.sim.world import Params, World
 
 # One round of `diverging_tail`: the cut lasts long enough for the majority to notice (fetch timeout 2000 ms),
@@ -150,3 +156,59 @@ class SelfRemoval:
         key = voter_node(world, self.leader).key
         self.admin.send(self.leader, rm.remove_voter_request(CLUSTER_ID, key), "RemoveVoter")
         return self.leader, "self-removal", "RemoveVoter(itself)"
+
+
+@scenario("promoted_voter_disk_loss")
+def promoted_voter_disk_loss(seed: int, trace_size: int | None) -> Plan:
+    """Three voters and an observer; the admin swaps a voter for the observer, and once the observer is a voter
+    (in the leader's latest set, committed or not) a bit of its disk flips and it restarts: the start-up scan
+    reads the bad batch and the node halts until the liveness phase replaces its disk."""
+    probe = new_world(seed, 0).stream("promoted-disk-loss")
+    params = Params(flush_latency_max_ms=probe.choice([0, 2, 10]), snapshot_every=probe.choice([0, 0, 60]),
+                    clean_probability=probe.choice([0.2, 1.0]))
+    world = new_world(seed, trace_size, params)
+    voter_ids, observer_ids = build_cluster(world, 3, 1)
+    plan = Plan("promoted_voter_disk_loss", world, voter_ids, observer_ids, probe.choice([7000, 9000]))
+    add_workload(plan, clients=probe.randint(0, 1), interval_ms=20)
+    if probe.random() < 0.5:
+        at(world, 0, faults.set_links, lossy(probe))
+    plan.admin = AdminTool(world, eager=probe.random() < 0.5)
+    newcomer, leaving = observer_ids[0], probe.choice(voter_ids)
+    target = sorted([n for n in voter_ids if n != leaving] + [newcomer])
+    at(world, probe.randint(1500, 2500), lambda w: plan.admin.set_target(target))
+    loss = PromotedDiskLoss(newcomer, delay_ms=probe.randint(0, 1500), until_ms=plan.faults_end_ms - 500)
+    at(world, 1500, loss.watch)
+    plan.stat_hooks.append(lambda: {"promoted_disk_lost": loss.struck})
+    plan.notes.append(f"reassign to {target}")
+    return plan
+
+
+class PromotedDiskLoss:
+    """Waits until `node` is a voter of the newest leader's latest set, then (after `delay_ms`) flips a bit of a
+    flushed batch on its disk and restarts it, so that its start-up scan finds the corruption."""
+
+    POLL_MS = 50
+
+    def __init__(self, node: int, delay_ms: int, until_ms: int) -> None:
+        self.node = node
+        self.delay_ms = delay_ms
+        self.until_ms = until_ms
+        self.struck = False
+
+    def watch(self, world: World) -> Traced:
+        leader = newest_leader(world)
+        promoted = leader is not None and leader.core is not None and self.node in leader.core.voters().voters
+        if promoted:
+            world.scheduler.after(self.delay_ms, self.strike, world)
+            return self.node, "disk-loss", f"a voter now; strikes in {self.delay_ms} ms"
+        if world.scheduler.now_ms + self.POLL_MS < self.until_ms:
+            world.scheduler.after(self.POLL_MS, self.watch, world)
+        return None
+
+    def strike(self, world: World) -> Traced:
+        node = world.nodes[self.node]
+        if node.status is not Status.UP or node.disk.log.flip_bit(node.rng) is None:
+            return self.node, "disk-loss", "nothing flushed or not up: skipped"
+        self.struck = True
+        faults.kill(world, self.node)
+        return faults.restart(world, self.node)
