@@ -1,4 +1,5 @@
-"""Opening a `FileLog`: lock, find the files, recover, rebuild what can be rebuilt, refuse what cannot.
+"""Opening a `FileLog` (the metadata log or a partition log): lock, find the files, recover, rebuild what can be
+rebuilt, refuse what cannot.
 
 Order of recovery:
 1. remove leftovers of interrupted snapshot writes and deletes (`.checkpoint.part`, `.checkpoint.deleted`);
@@ -15,7 +16,9 @@ The clean point is the log start: every batch is checked on every open (cost: se
 from __future__ import annotations
 
 import logging
+import base64
 import os
+import uuid
 from dataclasses import dataclass
 
 from .epoch_cache import decode_epoch_checkpoint, merge_epochs
@@ -25,20 +28,23 @@ from .files import (
     EPOCH_CHECKPOINT,
     LOG_START_CHECKPOINT,
     LOG_SUFFIX,
-    PARTITION_DIR,
+    PARTITION_METADATA,
+    TOPIC_NAME,
     parse_segment_name,
+    partition_dir_name,
     sync_data,
     sync_dir,
 )
 from .locking import DirectoryLock
+from .offset_checkpoints import read_offsets
 from .recovery import TornTail, scan_segment
-from .retention import decode_log_start, reset_to_snapshot
+from .retention import reset_to_snapshot
 from .segment import Segment
 
 _log = logging.getLogger("pykraft.storage")
 
-# Kafka's fixed topic id of __cluster_metadata (Uuid.METADATA_TOPIC_ID = 0x...01), base64url as Kafka prints it.
-_PARTITION_METADATA = b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n"
+# Kafka's fixed topic id of __cluster_metadata (Uuid.METADATA_TOPIC_ID = 0x...01).
+METADATA_TOPIC_ID = uuid.UUID(int=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,36 +59,63 @@ class RecoveryReport:
 
 
 def open_file_log(
-    log_dir: str, config: LogConfig | None = None, *, lock: DirectoryLock | None = None
+    log_dir: str, config: LogConfig | None = None, *, lock: DirectoryLock | None = None,
+    topic: str = TOPIC_NAME, partition: int = 0, topic_id: uuid.UUID = METADATA_TOPIC_ID,
 ) -> tuple[FileLog, RecoveryReport]:
-    """Open (creating if needed) `<log_dir>/__cluster_metadata-0`. Takes the directory lock unless one is given;
-    the log then releases it on close. Raises a `StorageError` subclass for anything it must not repair."""
+    """Open (creating if needed) `<log_dir>/<topic>-<partition>` (by default `__cluster_metadata-0`). Takes the
+    directory lock unless one is given; the log then releases it on close. Raises a `StorageError` subclass for
+    anything it must not repair, including a directory that belongs to another topic id (a deleted and re-created
+    topic whose old files were left behind)."""
     config = config or LogConfig()
     owned = lock is None
     lock = lock or DirectoryLock(log_dir)
     try:
-        return _open(log_dir, config, lock if owned else None)
+        return _open(log_dir, config, lock if owned else None, (topic, partition), topic_id)
     except BaseException:
         if owned:
             lock.release()
         raise
 
 
-def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None) -> tuple[FileLog, RecoveryReport]:
-    directory = os.path.join(log_dir, PARTITION_DIR)
+def encode_partition_metadata(topic_id: uuid.UUID) -> bytes:
+    """Kafka's `partition.metadata`: the topic id in base64url without padding, as Kafka prints Uuids."""
+    text = base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
+    return f"version: 0\ntopic_id: {text}\n".encode()
+
+
+def _check_partition_metadata(directory: str, topic_id: uuid.UUID) -> None:
+    path = os.path.join(directory, PARTITION_METADATA)
+    want = encode_partition_metadata(topic_id)
+    try:
+        with open(path, "rb") as f:
+            have = f.read()
+    except FileNotFoundError:
+        with open(path, "wb") as f:
+            f.write(want)
+            os.fsync(f.fileno())
+        return
+    if have.split() != want.split():
+        raise LogLayoutError(f"{path}: the directory belongs to another topic id ({have!r}, expected {want!r}); "
+                             f"move it aside if the topic was deleted and re-created")
+
+
+def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None, key: tuple[str, int],
+          topic_id: uuid.UUID) -> tuple[FileLog, RecoveryReport]:
+    directory = os.path.join(log_dir, partition_dir_name(*key))
     if not os.path.isdir(directory):
         os.makedirs(directory)
-        with open(os.path.join(directory, "partition.metadata"), "wb") as f:
-            f.write(_PARTITION_METADATA)
-            os.fsync(f.fileno())
+        _check_partition_metadata(directory, topic_id)
+        sync_dir(directory)
         sync_dir(log_dir)
-    log = FileLog(directory, config, owned_lock)
+    else:
+        _check_partition_metadata(directory, topic_id)
+    log = FileLog(directory, config, owned_lock, key)
     removed = log._snapshots.load()
     bases, orphans = _segment_files(directory)
     for name in orphans:
         os.unlink(os.path.join(directory, name))
     removed += orphans
-    start = _read_log_start(log_dir)
+    start = read_offsets(os.path.join(log_dir, LOG_START_CHECKPOINT)).get(key)
     if not bases:
         latest = log.latest_snapshot_id()
         bases = [max(start or 0, latest.offset if latest else 0)]
@@ -156,19 +189,11 @@ def _scan_all(log: FileLog, bases: list[int], config: LogConfig) -> tuple[TornTa
         if scan.torn is not None:
             torn = scan.torn
             _log.warning(
-                "truncated a torn write at the tail of the metadata log: %s from byte %d (offset %d), "
+                "truncated a torn write at the tail of the log: %s from byte %d (offset %d), "
                 "%d bytes dropped: %s", torn.path, torn.position, torn.offset, torn.dropped_bytes, torn.reason,
             )
     log._last_batch_epoch = last_epoch
     return torn, epochs, validated
-
-
-def _read_log_start(log_dir: str) -> int | None:
-    try:
-        with open(os.path.join(log_dir, LOG_START_CHECKPOINT), "rb") as f:
-            return decode_log_start(f.read())
-    except FileNotFoundError:
-        return None
 
 
 def _read_epochs(directory: str) -> list[tuple[int, int]]:
