@@ -45,6 +45,7 @@ from .features import (
 from .heartbeats import HeartbeatManager
 from .metrics import ControllerMetrics
 from .partitions import PartitionRecordError
+from .producer_ids import PRODUCER_IDS_RECORD, ProducerIdControl
 from .replication import MetadataReplayError, ReplicationControl
 from .result import ControllerResult
 
@@ -57,7 +58,8 @@ BROKER_REGISTRATION = 62
 BROKER_HEARTBEAT = 63
 UNREGISTER_BROKER = 64
 CONTROLLER_REGISTRATION = 70
-HANDLED_APIS = frozenset({CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, ALTER_PARTITION, UPDATE_FEATURES,
+ALLOCATE_PRODUCER_IDS = 67
+HANDLED_APIS = frozenset({ALLOCATE_PRODUCER_IDS, CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, ALTER_PARTITION, UPDATE_FEATURES,
                           BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER, CONTROLLER_REGISTRATION})
 
 # Which part of the image replays which metadata record type (api key). Types not listed (ConfigRecord, quotas,
@@ -117,6 +119,7 @@ class QuorumController:
         self.cluster = ClusterControl()
         self.features = FeatureControl(config.node_id, config.supported_features)
         self.replication = config.replication_factory(self.rng)
+        self.producer_ids = ProducerIdControl()
         self.heartbeats = HeartbeatManager(config.session_timeout_ms)
         self.lifecycle = BrokerLifecycle(config.cluster_id, self.cluster, self.heartbeats, self.features,
                                          self.replication)
@@ -134,6 +137,8 @@ class QuorumController:
                 self.replication.replay(record)
             elif key == FEATURE_LEVEL_RECORD:
                 self.features.replay(record)
+            elif key == PRODUCER_IDS_RECORD:
+                self.producer_ids.replay(record)
         except _REPLAY_ERRORS:
             self.metadata_errors += 1
         self.last_applied_offset = max(self.last_applied_offset, offset)
@@ -144,6 +149,7 @@ class QuorumController:
         yield from self.features.snapshot_records()
         yield from self.cluster.snapshot_records()
         yield from self.replication.snapshot_records()
+        yield from self.producer_ids.snapshot_records()
 
     def load_snapshot(self, records: Iterable[Any], last_contained_offset: int = -1) -> None:
         """Replace the whole image with the snapshot's. Soft state goes too: a loaded replica is not active."""
@@ -157,7 +163,8 @@ class QuorumController:
         """Everything replay builds, in comparable form (two replicas that replayed the same records agree)."""
         replication = self.replication
         return (dict(self.features.finalized), *self.cluster.image(), dict(replication.topics_by_name),
-                {topic_id: (t.name, dict(t.partitions)) for topic_id, t in replication.topics.items()})
+                {topic_id: (t.name, dict(t.partitions)) for topic_id, t in replication.topics.items()},
+                self.producer_ids.next_producer_id)
 
     # ---- activation --------------------------------------------------------------------------------------------
     def activate(self, now_ms: int) -> ControllerResult:
@@ -212,6 +219,8 @@ class QuorumController:
             return self.replication.handle_delete_topics(request, now_ms)
         if api_key == ELECT_LEADERS:
             return self.replication.handle_elect_leaders(request, self.cluster, now_ms)
+        if api_key == ALLOCATE_PRODUCER_IDS:
+            return self.producer_ids.handle_allocate(request, self.cluster)
         raise UnsupportedControllerApiError(f"the controller does not handle api key {api_key}")
 
     def note_kraft_version(self, version: int) -> None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.create_topics.v7 import response as create_response
 from kio.schema.delete_topics.v6 import response as delete_response
 
-from pykraft.controller.controller import (ALTER_PARTITION, BROKER_HEARTBEAT, BROKER_REGISTRATION,
+from pykraft.controller.controller import (ALLOCATE_PRODUCER_IDS, ALTER_PARTITION, BROKER_HEARTBEAT, BROKER_REGISTRATION,
                                           CONTROLLER_REGISTRATION, CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS,
                                           UNREGISTER_BROKER, UPDATE_FEATURES, ControllerConfig,
                                           NotActiveControllerError, QuorumController, UnsupportedControllerApiError)
@@ -69,7 +69,7 @@ MIN_TICK_DELAY_S = 0.001
 HOST_APIS: Mapping[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ELECT_LEADERS: (0, 2), ALTER_PARTITION: (2, 3),
     BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0), CONTROLLER_REGISTRATION: (0, 0),
-    UPDATE_FEATURES: (0, 2),
+    UPDATE_FEATURES: (0, 2), ALLOCATE_PRODUCER_IDS: (0, 0),
 }
 
 

@@ -1,7 +1,7 @@
 """`DataPlane`: the broker host's partition replicas, wired to the node (handlers, fetchers, timers).
 
-- `handlers()`: Produce v3-v12, Fetch v4-v18, ListOffsets v1-v10, OffsetsForLeaderEpoch v2-v4 (Kafka 4.x's
-  ranges). Produce and Fetch naming `__cluster_metadata` go to the metadata log's paths as before.
+- `handlers()`: Produce v3-v12, Fetch v4-v18, ListOffsets v1-v10, OffsetsForLeaderEpoch v2-v4, InitProducerId
+  v0-v5 (Kafka 4.x's ranges; producer-id blocks from the controller, producer_id_api.py). Produce and Fetch naming `__cluster_metadata` go to the metadata log's paths as before.
 - `open()` runs when the broker caught up with the metadata log: recover the partition logs (the metadata log's
   directory lock is shared when metadata.log.dir is one of log.dirs), follow the metadata, start the fetchers
   and the maintenance timer (flush, retention, checkpoint files every `MAINTENANCE_INTERVAL_S`).
@@ -22,6 +22,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.storage import PartitionLogs
 
 from . import fetch_api, offsets_api, produce_api
+from .producer_id_api import ProducerIdBlocks, init_producer_id
 from .partitions import DataPlaneSettings, PartitionHost, log_config
 from .replica_fetcher import ReplicaFetchers
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("pykraft.node.data_plane")
 DATA_PLANE_APIS = {ApiKey.PRODUCE: (3, 12), ApiKey.FETCH: (4, 18), ApiKey.LIST_OFFSETS: (1, 10),
-                   ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4)}
+                   ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4), ApiKey.INIT_PRODUCER_ID: (0, 5)}
 MAINTENANCE_INTERVAL_S = 5.0
 
 
@@ -44,6 +45,8 @@ class DataPlane:
         self.host = PartitionHost(self.settings, broker.cache, None,
                                   report_progress=self._report_progress, high_watermark_of=broker.isr.high_watermark)
         self.fetchers: ReplicaFetchers | None = None
+        self.producer_ids = ProducerIdBlocks(node_config.node_id, lambda: broker.lifecycle.broker_epoch,
+                                             self._ask_controller)
         self._timer: asyncio.TimerHandle | None = None
 
     # ---- opening and closing -----------------------------------------------------------------------------------
@@ -123,5 +126,14 @@ class DataPlane:
         async def offsets_for_epoch(decoded: DecodedRequest) -> Any:
             return offsets_api.offsets_for_leader_epoch(self.host, decoded.message)
 
+        async def init_pid(decoded: DecodedRequest) -> Any:
+            return await init_producer_id(self.producer_ids, decoded.message)
+
         return {ApiKey.PRODUCE: produce, ApiKey.FETCH: fetch, ApiKey.LIST_OFFSETS: list_offsets,
-                ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_epoch}
+                ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_epoch, ApiKey.INIT_PRODUCER_ID: init_pid}
+
+    async def _ask_controller(self, request: Any) -> Any | None:
+        address = self.broker._controller_address()  # noqa: SLF001
+        if address is None or self.broker.runtime is None:
+            return None
+        return await self.broker.runtime.outbound.forward(address[0], address[1], request)

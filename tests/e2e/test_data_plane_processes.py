@@ -1,0 +1,143 @@
+"""Issue 14's multi-process checks: stock clients produce to and consume from a 3-broker, RF-3 topic.
+
+The ISR and leadership assertions read the controller's committed metadata log from disk (metadata_probe), so
+they are about committed PartitionChangeRecords. Waits poll with deadlines; nothing asserts a duration.
+"""
+
+from __future__ import annotations
+
+import datetime
+import signal
+import time
+
+import pytest
+
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records import SimpleRecord, encode_batch
+
+from .data_plane_checks import LAG_MS, QueueCheck, bootstrap, partition, start_cluster
+from .helpers import wait_for
+from .metadata_probe import ask
+
+kafka = pytest.importorskip("kafka")
+TOPIC = "events"
+RECORDS = 300
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    cluster = start_cluster(tmp_path / "cluster", TOPIC)
+    yield cluster
+    for node in cluster.nodes.values():
+        if node.is_running():
+            try:
+                cluster.signal(node.node_id, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    cluster.stop_all(timeout=20)
+
+
+def _consume_all(cluster, expected: set[int], timeout_s: float = 60.0) -> list[int]:
+    consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap(cluster), enable_auto_commit=False, group_id=None,
+                                   consumer_timeout_ms=3000, metadata_max_age_ms=1000)
+    try:
+        tp = kafka.TopicPartition(TOPIC, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        values: list[int] = []
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not expected <= set(values):
+            for message in consumer:
+                values.append(int(message.value.decode().split("-")[1]))
+        return values
+    finally:
+        consumer.close()
+
+
+def test_idempotent_acks_all_survives_a_sigkilled_leader(cluster):
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap(cluster), acks="all", enable_idempotence=True,
+                                   request_timeout_ms=5000, retry_backoff_ms=200, metadata_max_age_ms=1000,
+                                   delivery_timeout_ms=120_000, linger_ms=5)
+    futures = {}
+    killed = None
+    for i in range(RECORDS):
+        futures[i] = producer.send(TOPIC, f"rec-{i}".encode())
+        if i == RECORDS // 3:
+            producer.flush(60)
+            killed = partition(cluster, TOPIC).leader
+            cluster.kill(killed)
+        if i == 2 * RECORDS // 3:
+            cluster.start(killed)
+        time.sleep(0.01)
+    producer.flush(120)
+    producer.close(30)
+    acknowledged = {i for i, f in futures.items() if f.succeeded()}
+    assert len(acknowledged) > RECORDS // 2  # the workload really ran across the failover
+    # The restarted broker rejoins the ISR once it caught up (its unreplicated tail, if any, truncated).
+    wait_for(lambda: len(partition(cluster, TOPIC).isr) == 3, "the restarted broker back in the ISR", timeout=90)
+    check = QueueCheck.of(acknowledged, _consume_all(cluster, acknowledged))
+    assert check.lost == () and check.duplicated == () and check.reordered == 0, check
+    assert partition(cluster, TOPIC).leader != killed or partition(cluster, TOPIC).leader_epoch > 0
+
+
+def test_a_stopped_follower_leaves_the_isr_and_returns(cluster):
+    before = partition(cluster, TOPIC)
+    follower = next(b for b in before.replicas if b != before.leader)
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap(cluster), acks="all", request_timeout_ms=5000)
+    producer.send(TOPIC, b"rec-0").get(30)
+    cluster.signal(follower, signal.SIGSTOP)
+
+    def shrunk_isr():
+        now = partition(cluster, TOPIC)
+        if follower in now.isr:
+            producer.send(TOPIC, b"rec-1")  # keep the stopped follower behind the leader's log end
+            return None
+        return now
+
+    shrunk = wait_for(shrunk_isr, f"follower {follower} out of the ISR after replica.lag.time.max.ms={LAG_MS}",
+                      timeout=90)
+    assert shrunk.partition_epoch > before.partition_epoch and len(shrunk.isr) == 2
+    producer.send(TOPIC, b"rec-2").get(30)  # min.insync.replicas=2 still holds: acks=all works
+    cluster.signal(follower, signal.SIGCONT)
+    back = wait_for(lambda: follower in partition(cluster, TOPIC).isr and partition(cluster, TOPIC),
+                    f"follower {follower} back in the ISR", timeout=90)
+    assert back.partition_epoch > shrunk.partition_epoch
+    producer.close(10)
+
+
+def _produce(cluster, broker: int, records: bytes, acks: int = -1):
+    from kio.schema.produce.v9 import request as pr
+
+    message = pr.ProduceRequest(acks=acks, timeout=datetime.timedelta(seconds=10), topic_data=(
+        pr.TopicProduceData(name=TOPIC, partition_data=(pr.PartitionProduceData(index=0, records=records),)),))
+    answer = ask(cluster.nodes[broker], message)
+    [topic] = answer.responses
+    [data] = topic.partition_responses
+    return ErrorCode(int(data.error_code)), int(data.base_offset)
+
+
+def _segment_bytes(cluster, broker: int) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted((cluster.nodes[broker].data_dir / f"{TOPIC}-0").glob("*.log")))
+
+
+def test_bad_batches_and_produce_to_a_follower_get_kafkas_error_codes_and_change_no_log(cluster):
+    leader_id = partition(cluster, TOPIC).leader
+    follower = next(b for b in cluster.broker_ids if b != leader_id)
+    good = bytearray(encode_batch([SimpleRecord(value=b"ok")], base_offset=0, partition_leader_epoch=-1,
+                                  timestamp_ms=1))
+    assert _produce(cluster, leader_id, bytes(good)) == (ErrorCode.NONE, 0)
+    before = _segment_bytes(cluster, leader_id)
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 0xFF
+    wrong_magic = bytearray(good)
+    wrong_magic[16] = 1
+    big = encode_batch([SimpleRecord(value=b"x" * 2_000_000)], base_offset=0, partition_leader_epoch=-1,
+                       timestamp_ms=1)
+    assert _produce(cluster, leader_id, bytes(corrupt))[0] is ErrorCode.CORRUPT_MESSAGE
+    assert _produce(cluster, leader_id, bytes(wrong_magic))[0] is ErrorCode.INVALID_RECORD
+    assert _produce(cluster, leader_id, bytes(good) * 2)[0] is ErrorCode.INVALID_RECORD
+    assert _produce(cluster, leader_id, big)[0] is ErrorCode.MESSAGE_TOO_LARGE
+    assert _produce(cluster, leader_id, bytes(good), acks=2)[0] is ErrorCode.INVALID_REQUIRED_ACKS
+    assert _produce(cluster, follower, bytes(good))[0] is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert _segment_bytes(cluster, leader_id) == before
+    assert _produce(cluster, leader_id, bytes(good)) == (ErrorCode.NONE, 1)  # the log goes on where it was
