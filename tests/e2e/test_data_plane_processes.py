@@ -120,3 +120,26 @@ def test_bad_batches_and_produce_to_a_follower_get_kafkas_error_codes_and_change
     assert _produce(cluster, follower, bytes(good))[0] is ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert _segment_bytes(cluster, leader_id) == before
     assert _produce(cluster, leader_id, bytes(good)) == (ErrorCode.NONE, 1)  # the log goes on where it was
+
+
+def _partition_dirs(cluster, topic: str) -> list[int]:
+    return [b for b in cluster.broker_ids if (cluster.nodes[b].data_dir / f"{topic}-0").is_dir()]
+
+
+def test_auto_created_topic_takes_records_and_deleting_it_removes_its_logs(cluster):
+    def produced() -> int | None:
+        # acks=1: the new topic has one replica, below this cluster's min.insync.replicas=2 (acks=all would get
+        # NOT_ENOUGH_REPLICAS, as from Kafka).
+        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap(cluster), acks=1, max_block_ms=5000)
+        try:
+            return producer.send("made-on-demand", b"first").get(20).offset + 1
+        finally:
+            producer.close(5)
+
+    assert wait_for(produced, "a record in the auto-created topic") == 1  # offset 0
+    holders = wait_for(lambda: _partition_dirs(cluster, "made-on-demand"), "the partition directory on a broker")
+    assert len(holders) == 1  # default.replication.factor 1
+    cluster.cli("topics", "delete", "--bootstrap-server", bootstrap(cluster).split(",")[0], "--topic",
+                "made-on-demand")
+    wait_for(lambda: not _partition_dirs(cluster, "made-on-demand"), "the deleted topic's log gone from the broker")
+    assert _partition_dirs(cluster, TOPIC) == cluster.broker_ids  # other topics untouched

@@ -21,7 +21,7 @@ from pykraft.broker.metadata_cache import TopicPartition
 from pykraft.protocol.apis import ApiKey
 from pykraft.storage import PartitionLogs
 
-from . import fetch_api, offsets_api, produce_api
+from . import auto_create, fetch_api, offsets_api, produce_api
 from .producer_id_api import ProducerIdBlocks, init_producer_id
 from .partitions import DataPlaneSettings, PartitionHost, log_config
 from .replica_fetcher import ReplicaFetchers
@@ -42,6 +42,7 @@ class DataPlane:
         self.broker = broker
         self.node_config = node_config
         self.settings = DataPlaneSettings.of(node_config.node_id, node_config.raw)
+        auto_create.settings(node_config.raw)  # refuse a bad value at start, not at the first Metadata request
         self.host = PartitionHost(self.settings, broker.cache, None,
                                   report_progress=self._report_progress, high_watermark_of=broker.isr.high_watermark)
         self.fetchers: ReplicaFetchers | None = None
@@ -129,7 +130,10 @@ class DataPlane:
         async def init_pid(decoded: DecodedRequest) -> Any:
             return await init_producer_id(self.producer_ids, decoded.message)
 
-        return {ApiKey.PRODUCE: produce, ApiKey.FETCH: fetch, ApiKey.LIST_OFFSETS: list_offsets,
+        async def metadata(decoded: DecodedRequest) -> Any:
+            return await auto_create.metadata(self.broker, decoded.message)
+
+        return {ApiKey.METADATA: metadata, ApiKey.PRODUCE: produce, ApiKey.FETCH: fetch, ApiKey.LIST_OFFSETS: list_offsets,
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_epoch, ApiKey.INIT_PRODUCER_ID: init_pid}
 
     async def _ask_controller(self, request: Any) -> Any | None:

@@ -64,9 +64,9 @@ class InboundHandler:
         key, message, runtime = decoded.api_key, decoded.message, self.runtime
         core = runtime.core
         handler = self.extra.get(key)
-        if handler is not None and key in (ApiKey.PRODUCE, ApiKey.FETCH):
-            # A broker's data plane takes Produce and Fetch; it hands `__cluster_metadata` back (answer_on_core,
-            # produce_metadata).
+        if handler is not None and key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA):
+            # A broker's data plane takes Produce and Fetch (it hands `__cluster_metadata` back: answer_on_core,
+            # produce_metadata) and Metadata (auto.create.topics.enable, then the answer below).
             return await handler(decoded)
         if key == ApiKey.API_VERSIONS:
             return client_apis.api_versions(core, self.registry, message, client_apis.image_of(runtime.state_machine))
