@@ -36,6 +36,7 @@ bench: $(BENCH_STAMP)
 	$(PY) benchmarks/net.py
 	$(PY) benchmarks/quorum.py
 	$(PY) benchmarks/fencing.py
+	$(PY) benchmarks/produce.py
 
 # The long simulation sweep (the test suite runs 500 short seeds; this runs 2000 full-length swarm seeds).
 sim-sweep: $(STAMP)

@@ -216,6 +216,7 @@ class PartitionHost:
         replica.producers.observe(checked.producer_id, checked.producer_epoch, checked.base_sequence,
                                   checked.last_sequence, base, last)
         result = self._answer(replica, base, last, acks)
+        self._notify()  # wake the followers' long polls: the HWM cannot move before they fetch this
         self._after_leader_change(replica)
         return result
 
