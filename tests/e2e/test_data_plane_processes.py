@@ -104,7 +104,12 @@ def test_bad_batches_and_produce_to_a_follower_get_kafkas_error_codes_and_change
     follower = next(b for b in cluster.broker_ids if b != leader_id)
     good = bytearray(encode_batch([SimpleRecord(value=b"ok")], base_offset=0, partition_leader_epoch=-1,
                                   timestamp_ms=1))
-    assert _produce(cluster, leader_id, bytes(good)) == (ErrorCode.NONE, 0)
+    # The controller's log has the partition; a broker's metadata cache may be a moment behind it.
+    not_there_yet = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
+    first = wait_for(lambda: (lambda answer: None if answer == not_there_yet else answer)(
+        _produce(cluster, leader_id, bytes(good))), "the leader's cache knows the topic")
+    assert first == (ErrorCode.NONE, 0)
+    wait_for(lambda: _produce(cluster, follower, bytes(good)) != not_there_yet, "the follower's cache knows it")
     before = _segment_bytes(cluster, leader_id)
     corrupt = bytearray(good)
     corrupt[-1] ^= 0xFF
