@@ -57,13 +57,6 @@ def leader_epoch_error(replica: Replica, current_leader_epoch: int) -> ErrorCode
         else ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
-def find_leader(host: PartitionHost, name: str | None, index: int, unknown: ErrorCode) -> Replica | ErrorCode:
-    if name is None:
-        return unknown
-    found = host.leader_replica(name, index)
-    return found
-
-
 async def fetch(host: PartitionHost, message: Any, clock: Any) -> Any:
     replica_id, broker_epoch = replica_of(message)
     loop = asyncio.get_running_loop()
@@ -102,7 +95,7 @@ def _answer_all(host: PartitionHost, message: Any, replica_id: int, broker_epoch
 def _answer_one(host: PartitionHost, name: str | None, unknown: ErrorCode, p: Any, replica_id: int,
                 broker_epoch: int, now_ms: int) -> _PartitionAnswer:
     index = int(p.partition)
-    found = find_leader(host, name, index, unknown)
+    found = unknown if name is None else host.leader_replica(name, index)
     if isinstance(found, ErrorCode):
         return _PartitionAnswer(index, found)
     replica, log = found, found.log
