@@ -37,6 +37,7 @@ bench: $(BENCH_STAMP)
 	$(PY) benchmarks/quorum.py
 	$(PY) benchmarks/fencing.py
 	$(PY) benchmarks/paused_leader.py
+	$(PY) benchmarks/produce.py
 
 # The long simulation sweep (the test suite runs 500 short seeds; this runs 2000 full-length swarm seeds).
 sim-sweep: $(STAMP)

@@ -18,7 +18,7 @@ import pytest
 from pykraft.node.local_cluster import LocalCluster
 
 from .helpers import FAST_TIMEOUTS, wait_for
-from .stock_clients import ADMINS
+from .stock_admins import ADMINS
 
 BROKER = 4
 CONTROLLER = 2  # not necessarily the active one: every controller serves Metadata

@@ -3,11 +3,13 @@
 Every step goes through the same commands an operator types (`pykraft storage format`, `pykraft server start`) in
 child processes; status comes from DescribeQuorum and writes are Produce requests to the raft leader. With
 brokers (`--brokers`, default 3) the controller does its work too: the brokers register and get unfenced, a topic
-is created through the admin client, and halfway through one broker is stopped with SIGTERM (controlled shutdown:
+is created through the admin client, kafka-python produces keyed records to it (acks=all, idempotent) for the
+whole run (quickstart_records.py), and halfway through one broker is stopped with SIGTERM (controlled shutdown:
 its leaderships move away) and started again (it registers anew and rejoins the ISRs). The run stops after
 `--duration` seconds or on Ctrl-C: writers stop, the final `describe --status`, `describe --replication`, the
 topic and the brokers are printed, every node gets SIGTERM (brokers first) and the exit code says whether every
-node stopped cleanly, every acknowledged record is in every voter's log and every partition has a leader.
+node stopped cleanly, every acknowledged record is in every voter's log, every partition has a leader and every
+record the brokers acknowledged was consumed back, in order per partition.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pykraft.admin.errors import AdminClientError
 from pykraft.admin.writer import MetadataLogWriter, WriteError
 from pykraft.node.local_cluster import LocalCluster, LocalClusterError
 
+from .quickstart_records import BrokerWorkload, RecordCheck
 from .quorum_output import replication_table, status_text
 from .topics_output import broker_table, created_line, describe_lines
 
@@ -43,6 +46,7 @@ class WriteStats:
     last_offset: int = -1
     errors: list[str] = field(default_factory=list)
     leaderless: list[int] = field(default_factory=list)  # partitions of TOPIC without a leader at the end
+    records: RecordCheck | None = None  # the records produced and consumed through the brokers
 
 
 def prepare_directory(directory: Path, reset: bool) -> None:
@@ -123,6 +127,8 @@ async def _drive(cluster: LocalCluster, duration_s: float, rate: int, status_int
             print(f"brokers {', '.join(map(str, brokers))} registered and unfenced")
             await admin.create_topics(TOPIC, TOPIC_PARTITIONS, min(3, len(brokers)))
             print(created_line(TOPIC))
+            workload = BrokerWorkload(",".join(f"127.0.0.1:{cluster.nodes[b].port}" for b in brokers), TOPIC, rate)
+            workload.start()
         started = time.monotonic()
         writers_count, batch = 4, max(1, rate // 40)  # 4 writers x 10 batches/s each
         sequence = itertools.count()
@@ -141,6 +147,8 @@ async def _drive(cluster: LocalCluster, duration_s: float, rate: int, status_int
                 await _bounce_broker(cluster, brokers[-1])
         stop.set()
         await asyncio.gather(*tasks)
+        if brokers:
+            stats.records = await asyncio.to_thread(workload.stop_and_check)
         final = await _settled_quorum(admin, stats.last_offset)
         print()
         print(status_text(cluster.cluster_id, final))
@@ -250,6 +258,10 @@ def _run_and_stop(cluster: LocalCluster, duration_s: float, rate: int, status_in
             problem = f"voters {lagging} did not replicate every acknowledged record"
         if stats.leaderless and problem is None:
             problem = f"partitions {stats.leaderless} of {TOPIC} have no leader"
+        if stats.records is not None:
+            print(stats.records.line())
+            if not stats.records.ok and stats.records.skipped is None and problem is None:
+                problem = f"records through the brokers: {stats.records.line()}"
     first = next(iter(cluster.nodes.values()))
     print(f"inspect a log: pykraft dump-log {first.data_dir}/__cluster_metadata-0/00000000000000000000.log")
     if problem:

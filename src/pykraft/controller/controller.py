@@ -47,6 +47,7 @@ from .features import (
 from .heartbeats import HeartbeatManager
 from .metrics import ControllerMetrics
 from .partitions import PartitionRecordError
+from .producer_ids import PRODUCER_IDS_RECORD, ProducerIdControl
 from .replication import MetadataReplayError, ReplicationControl
 from .result import ControllerResult
 
@@ -62,14 +63,15 @@ CONTROLLER_REGISTRATION = 70
 ALTER_CONFIGS = 33
 CREATE_PARTITIONS = 37
 INCREMENTAL_ALTER_CONFIGS = 44
+ALLOCATE_PRODUCER_IDS = 67
 HANDLED_APIS = frozenset({CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, ALTER_PARTITION, UPDATE_FEATURES,
                           BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER, CONTROLLER_REGISTRATION,
-                          ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS})
+                          ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ALLOCATE_PRODUCER_IDS})
 
 # Which part of the image replays which metadata record type (api key); ConfigRecords (and the configs of a removed
-# topic) go to ConfigControl.replay_side. Types not listed (quotas,
-# ACLs, producer ids, SCRAM, delegation tokens, transactions markers, ZK migration) are not modelled and are
-# skipped; NoOpRecord changes nothing by definition.
+# topic) go to ConfigControl.replay_side, ProducerIdsRecords to ProducerIdControl. Types not listed (quotas, ACLs,
+# SCRAM, delegation tokens, transactions markers, ZK migration) are not modelled and are skipped; NoOpRecord changes
+# nothing by definition.
 REPLICATION_RECORDS = frozenset({2, 3, 5, 9})  # Topic, Partition, PartitionChange, RemoveTopic
 NO_OP_RECORD = 20
 _REPLAY_ERRORS = (ReplayError, MetadataReplayError, PartitionRecordError)
@@ -125,6 +127,7 @@ class QuorumController:
         self.features = FeatureControl(config.node_id, config.supported_features)
         self.replication = config.replication_factory(self.rng)
         self.configs = ConfigControl()
+        self.producer_ids = ProducerIdControl()
         self.heartbeats = HeartbeatManager(config.session_timeout_ms)
         self.lifecycle = BrokerLifecycle(config.cluster_id, self.cluster, self.heartbeats, self.features,
                                          self.replication)
@@ -143,6 +146,8 @@ class QuorumController:
                 self.replication.replay(record)
             elif key == FEATURE_LEVEL_RECORD:
                 self.features.replay(record)
+            elif key == PRODUCER_IDS_RECORD:
+                self.producer_ids.replay(record)
         except _REPLAY_ERRORS:
             self.metadata_errors += 1
         self.last_applied_offset = max(self.last_applied_offset, offset)
@@ -154,6 +159,7 @@ class QuorumController:
         yield from self.cluster.snapshot_records()
         yield from self.replication.snapshot_records()
         yield from self.configs.snapshot_records()
+        yield from self.producer_ids.snapshot_records()
 
     def load_snapshot(self, records: Iterable[Any], last_contained_offset: int = -1) -> None:
         """Replace the whole image with the snapshot's. Soft state goes too: a loaded replica is not active."""
@@ -168,7 +174,8 @@ class QuorumController:
         replication = self.replication
         return (dict(self.features.finalized), *self.cluster.image(), dict(replication.topics_by_name),
                 {topic_id: (t.name, dict(t.partitions)) for topic_id, t in replication.topics.items()},
-                {resource: dict(values) for resource, values in self.configs.configs.items()})
+                {resource: dict(values) for resource, values in self.configs.configs.items()},
+                self.producer_ids.next_producer_id)
 
     # ---- activation --------------------------------------------------------------------------------------------
     def activate(self, now_ms: int) -> ControllerResult:
@@ -229,6 +236,8 @@ class QuorumController:
             return self.configs.alter(request, self.replication)
         if api_key == CREATE_PARTITIONS:
             return create_partitions(self.replication, request, self.cluster)
+        if api_key == ALLOCATE_PRODUCER_IDS:
+            return self.producer_ids.handle_allocate(request, self.cluster)
         raise UnsupportedControllerApiError(f"the controller does not handle api key {api_key}")
 
     def note_kraft_version(self, version: int) -> None:

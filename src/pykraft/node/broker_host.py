@@ -6,8 +6,10 @@ broker's `MetadataCache` (this class is the runtime's state machine). Around it 
 
 - `BrokerLifecycle` registers with the active controller, heartbeats, gets unfenced once caught up, and carries
   out the controlled shutdown that `controlled_shutdown()` (SIGTERM) starts;
-- `IsrManager` proposes ISR changes for the partitions this broker leads (KIP-497), fed by a
-  `FollowerProgressSource` (broker/progress.py; `MetadataOnlyProgress` until the data plane exists).
+- `IsrManager` proposes ISR changes for the partitions this broker leads (KIP-497), fed by the follower progress
+  of real replication: the data plane (`DataPlane`, data_plane.py) hosts the partition logs, serves Produce, Fetch,
+  ListOffsets and OffsetsForLeaderEpoch, and runs the replica fetchers. It opens its logs once the broker caught
+  up with the metadata log (RECOVERY), before asking to be unfenced, as Kafka's log manager does.
 
 The active controller is the raft leader this observer knows; its address is the leader's endpoint on the
 controller listener in the voter set. Requests to it go over the runtime's connection pool; an answer or a failure
@@ -32,7 +34,6 @@ from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.isr_rules import DEFAULT_REPLICA_LAG_TIME_MAX_MS
 from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
 from pykraft.broker.metadata_cache import MetadataCache
-from pykraft.broker.progress import FollowerProgressSource, MetadataOnlyProgress
 from pykraft.controller.cluster import Endpoint
 from pykraft.controller.features import DEFAULT_SUPPORTED_FEATURES
 from pykraft.controller.log_replay import metadata_records
@@ -45,6 +46,7 @@ from pykraft.storage.meta_properties import read_meta_properties
 
 from .client_apis import controllers
 from .controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
+from .data_plane import DATA_PLANE_APIS, DataPlane
 from .versions import to_request_version
 
 if TYPE_CHECKING:
@@ -108,7 +110,7 @@ class BrokerHost:
             request_timeout_ms=node_config.quorum.request_timeout_ms))
         self.isr = IsrManager(IsrManagerConfig(self.node_id, replica_lag_time_max_ms=lag_ms,
                                                request_timeout_ms=node_config.quorum.request_timeout_ms), self.cache)
-        self.progress: FollowerProgressSource = MetadataOnlyProgress(self.cache, self.node_id)
+        self.data_plane = DataPlane(self, node_config)
         self.runtime: NodeRuntime | None = None
         self.finished: asyncio.Future[ShutdownComplete] | None = None
         self.undecodable_records = 0
@@ -127,12 +129,17 @@ class BrokerHost:
         for key in FORWARDED_APIS:
             low, high = HOST_APIS[key]
             base = base.with_range(key, low, high)
+        for key, (low, high) in DATA_PLANE_APIS.items():
+            base = base.with_range(key, low, high)
         return with_image_apis(base)
 
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.forward(int(decoded.api_key), decoded.message)
-        return {**{int(key): handler for key in FORWARDED_APIS}, **image_handlers(self.metadata_image)}
+        handlers = {int(key): handler for key in FORWARDED_APIS}
+        handlers.update(image_handlers(self.metadata_image))
+        handlers.update(self.data_plane.handlers())
+        return handlers
 
     # ---- lifecycle of the process ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -157,6 +164,7 @@ class BrokerHost:
         self._timers.clear()
         for task in self._tasks:
             task.cancel()
+        self.data_plane.close()
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
@@ -181,7 +189,8 @@ class BrokerHost:
             return  # replay of the local log before start(): nothing is running yet
         now = self._now()
         self._run("isr", self.isr.sync_metadata(now))
-        self._run("isr", self.isr.update_progress(self.progress.progress(self.isr.led_partitions(), now), now))
+        self.data_plane.sync_metadata(now)
+        self._run("isr", self.isr.update_progress(self.data_plane.progress(self.isr.led_partitions(), now), now))
 
     def _count_undecodable(self) -> None:
         self.undecodable_records += 1
@@ -203,6 +212,8 @@ class BrokerHost:
             elif isinstance(action, FindController):
                 _log.debug("%s: looking for the active controller again", name)
         self._schedule(name, ready.wakeup_ms)
+        if name == "isr":
+            self.data_plane.isr_changed()
 
     def _schedule(self, name: str, wakeup_ms: int | None) -> None:
         old = self._timers.pop(name, None)
@@ -254,10 +265,19 @@ class BrokerHost:
             runtime.trace.event(self._now(), "broker_state", old=change.old.value, new=change.new.value,
                                 broker_epoch=self.lifecycle.broker_epoch)
         if change.new is BrokerState.RECOVERY:
-            # Caught up with the metadata log. There is no partition data to recover yet, so the broker is
-            # ready to be unfenced at once (Kafka waits for its log manager here).
-            asyncio.get_running_loop().call_soon(
-                lambda: self._run("lifecycle", self.lifecycle.set_ready_to_unfence(self._now())))
+            # Caught up with the metadata log: recover the partition logs, then ask to be unfenced (Kafka waits
+            # for its log manager here too). A log that must not be repaired stops the broker instead.
+            asyncio.get_running_loop().call_soon(self._open_data_plane)
+
+    def _open_data_plane(self) -> None:
+        try:
+            self.data_plane.open(self._now())
+        except StorageError as exc:
+            _log.critical("broker %d cannot open its partition logs: %s", self.node_id, exc)
+            if self.runtime is not None:
+                asyncio.get_running_loop().create_task(self.runtime.stop(graceful=False))
+            return
+        self._run("lifecycle", self.lifecycle.set_ready_to_unfence(self._now()))
 
     def _on_shutdown_complete(self, done: ShutdownComplete) -> None:
         finished = self.finished

@@ -69,6 +69,7 @@ class CombinedHost:
             return await self.broker.forward(key, message)
 
         handlers.update({int(key): forwarded for key in FORWARDED_APIS})
+        handlers.update(self.broker.data_plane.handlers())
         return handlers
 
     # ---- StateMachine ------------------------------------------------------------------------------------------

@@ -82,6 +82,11 @@ class InboundHandler:
     async def dispatch(self, decoded: DecodedRequest) -> Any | None:
         key, message, runtime = decoded.api_key, decoded.message, self.runtime
         core = runtime.core
+        handler = self.extra.get(key)
+        if handler is not None and key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA):
+            # A broker's data plane takes Produce and Fetch (it hands `__cluster_metadata` back: answer_on_core,
+            # produce_metadata) and Metadata (auto.create.topics.enable, then the answer below).
+            return await handler(decoded)
         if key == ApiKey.API_VERSIONS:
             return client_apis.api_versions(core, self.registry, message, client_apis.image_of(runtime.state_machine))
         if key == ApiKey.METADATA:
@@ -90,21 +95,28 @@ class InboundHandler:
             return client_apis.describe_cluster(core, runtime.cluster_id, message,
                                                 client_apis.image_of(runtime.state_machine))
         if key == ApiKey.PRODUCE:
-            return await writes.produce(runtime, runtime.produce_enabled, message)
+            return await self.produce_metadata(decoded)
         if key == ApiKey.DESCRIBE_QUORUM:
             forwarded = await self._forward_to_leader(to_core_request(message))
             if forwarded is not None:
                 return to_request_version(forwarded, decoded.api_version)
         if key in CORE_VERSIONS:
-            response = await runtime.core_request(to_core_request(message))
-            if response is None:
-                raise CloseConnection("the node is stopping")
-            return to_request_version(response, decoded.api_version)
-        handler = self.extra.get(key)
+            return await self.answer_on_core(decoded)
         if handler is None:  # the registry is trimmed to what is served, so only a wiring bug lands here
             raise CloseConnection(f"no handler for {ApiKey(key).name}")
         return await handler(decoded)
 
+
+    async def answer_on_core(self, decoded: DecodedRequest) -> Any:
+        """A raft RPC answered by the core, at the request's version."""
+        response = await self.runtime.core_request(to_core_request(decoded.message))
+        if response is None:
+            raise CloseConnection("the node is stopping")
+        return to_request_version(response, decoded.api_version)
+
+    async def produce_metadata(self, decoded: DecodedRequest) -> Any | None:
+        """Produce to `__cluster_metadata` (writes.py), off unless pykraft.produce.enable."""
+        return await writes.produce(self.runtime, self.runtime.produce_enabled, decoded.message)
 
     async def _forward_to_leader(self, message: Any) -> Any | None:
         """DescribeQuorum on a node that is not the leader goes on to the leader, as a Kafka broker forwards it to the

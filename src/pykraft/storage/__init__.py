@@ -1,6 +1,7 @@
-"""Durable storage: the metadata log directory in Apache Kafka's layout and byte formats.
+"""Durable storage: log directories in Apache Kafka's layout and byte formats.
 
-- `open_file_log` / `FileLog`: the raft core's `ReplicatedLog` on segment files, with recovery on open.
+- `open_file_log` / `FileLog`: the raft core's `ReplicatedLog` on segment files, with recovery on open; the
+  metadata log and every partition log of a broker (`PartitionLogs`, log_manager.py) are this one class.
 - `FlushTicket`: group commit (many appends, one fsync, optionally in a worker thread).
 - `QuorumStateStore`: the `quorum-state` file, kept twice with a checksum.
 - `MetaProperties`, `DirectoryLock`: `meta.properties` and the `.lock` of a log directory.
@@ -19,6 +20,7 @@ from .errors import (
 from .file_log import FileLog, LogConfig
 from .flush import FlushTicket
 from .locking import DirectoryLock
+from .log_manager import PartitionLogs
 from .log_open import RecoveryReport, open_file_log
 from .meta_properties import MetaProperties, read_meta_properties, write_meta_properties
 from .quorum_state import QuorumStateData, QuorumStateStore
@@ -36,6 +38,7 @@ __all__ = [
     "LogLayoutError",
     "MetaProperties",
     "MetaPropertiesError",
+    "PartitionLogs",
     "QuorumStateCorruptError",
     "QuorumStateData",
     "QuorumStateStore",

@@ -8,6 +8,8 @@ truncating a corrupted committed entry lets a faulty node help elect a leader th
 
 from __future__ import annotations
 
+import os
+
 # The way out for an unrecoverable metadata log directory: KIP-853's disk replacement flow. The node rejoins
 # under a fresh directory id, so the quorum never counts the lost promises of the old directory.
 DISK_REPLACEMENT_ADVICE = (
@@ -16,6 +18,18 @@ DISK_REPLACEMENT_ADVICE = (
     "node as an observer and add it back with `pykraft metadata-quorum add-controller` after removing the old "
     "replica key with `remove-controller` (KIP-853 disk replacement)."
 )
+
+
+# A partition log (not the metadata log) is recovered from its leader instead (Kafka's way too).
+PARTITION_REPLACEMENT_ADVICE = (
+    "Stop the broker and move this partition directory aside; on restart the broker fetches the partition again "
+    "from its leader (data that only this replica held is lost, so first check that another in-sync replica exists)."
+)
+
+
+def _advice_for(path: str) -> str:
+    directory = os.path.basename(os.path.dirname(path))
+    return DISK_REPLACEMENT_ADVICE if directory.startswith("__cluster_metadata-") else PARTITION_REPLACEMENT_ADVICE
 
 
 class StorageError(Exception):
@@ -28,9 +42,9 @@ class CorruptLogError(StorageError):
     def __init__(self, path: str, position: int, offset: int | None, reason: str) -> None:
         where = f"offset {offset}" if offset is not None else "unknown offset"
         super().__init__(
-            f"corrupt metadata log: {path} at byte position {position} ({where}): {reason}. "
-            f"This is not a torn write at the tail, so committed data may be affected and nothing was truncated. "
-            f"{DISK_REPLACEMENT_ADVICE}"
+            f"corrupt {'metadata ' if _advice_for(path) is DISK_REPLACEMENT_ADVICE else 'partition '}log: {path} at "
+            f"byte position {position} ({where}): {reason}. This is not a torn write at the tail, so committed "
+            f"data may be affected and nothing was truncated. {_advice_for(path)}"
         )
         self.path = path
         self.position = position

@@ -1,4 +1,7 @@
-"""`FileLog`: the `ReplicatedLog` of the raft core on disk, in Kafka's `__cluster_metadata-0` layout.
+"""`FileLog`: the `ReplicatedLog` of the raft core on disk, in Kafka's `<topic>-<partition>` layout.
+
+One class for `__cluster_metadata-0` and for a broker's partition logs (`key` names which); partition logs have
+no `.checkpoint` snapshots, so the snapshot methods simply find none there.
 
 It behaves like `pykraft.raft.memory_log.MemoryLog` at the protocol level (the contract tests run both). Opening,
 recovery and retention live in `log_open.py` and `retention.py`; this module holds the running log.
@@ -26,7 +29,7 @@ from pykraft.raft.log import (
 from pykraft.records.crc import crc32c
 
 from .epoch_cache import write_epoch_checkpoint
-from .files import EPOCH_CHECKPOINT
+from .files import EPOCH_CHECKPOINT, TOPIC_NAME
 from .flush import FlushTicket
 from .locking import DirectoryLock
 from .segment import HEADER, LOG_OVERHEAD, BatchInfo, Segment
@@ -75,9 +78,11 @@ def parse_batches(records: bytes | memoryview, verify_crc: bool) -> tuple[memory
 class FileLog(EpochIndexedLog):
     """A `ReplicatedLog` backed by segment files. Single threaded; see `flush.py` for the flush contract."""
 
-    def __init__(self, directory: str, config: LogConfig, lock: DirectoryLock | None) -> None:
+    def __init__(self, directory: str, config: LogConfig, lock: DirectoryLock | None,
+                 key: tuple[str, int] = (TOPIC_NAME, 0)) -> None:
         # Use `open_file_log` (log_open.py): it recovers the files and fills these fields.
         self.directory = directory
+        self.key = key  # (topic, partition): the entry this log owns in the directory's checkpoint files
         self.config = config
         self._lock = lock
         self._segments: list[Segment] = []

@@ -1,9 +1,11 @@
-"""File names of the metadata log directory and the fsync discipline shared by every writer.
+"""File names of a log directory and the fsync discipline shared by every writer.
 
-Layout (Kafka's, reference §3.1):
+Layout (Kafka's, reference §3.1); the metadata log and a broker's partition logs share it:
 
-    <metadata.log.dir>/meta.properties, .lock, log-start-offset-checkpoint
-    <metadata.log.dir>/__cluster_metadata-0/
+    <log dir>/meta.properties, .lock, log-start-offset-checkpoint,
+              recovery-point-offset-checkpoint, replication-offset-checkpoint   (one line per partition)
+    <log dir>/<topic>-<partition>/                         e.g. __cluster_metadata-0, orders-3
+        partition.metadata                                   version and topic id
         00000000000000000000.log / .index / .timeindex      segments, named by 20-digit base offset
         leader-epoch-checkpoint                              epoch -> start offset
         quorum-state (+ quorum-state.backup, ours)           election state
@@ -27,10 +29,17 @@ PARTIAL_SUFFIX = ".checkpoint.part"
 DELETED_SUFFIX = ".checkpoint.deleted"
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
+PARTITION_METADATA = "partition.metadata"
 TOPIC_NAME = "__cluster_metadata"
+# A partition directory being deleted is first renamed `<topic>-<partition>.<32 hex>-delete` (Kafka's scheme), so
+# a crash half-way through leaves a name that recovery finishes deleting, never a half-empty live partition.
+DELETE_DIR_SUFFIX = "-delete"
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 _SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+_PARTITION_DIR_RE = re.compile(r"^(.+)-(\d+)$")
 
 # fdatasync flushes the data and the metadata needed to read it back (the file size), which is all an append
 # needs; it skips the mtime update that fsync would also write. Platforms without it use fsync.
@@ -45,6 +54,18 @@ def parse_segment_name(name: str) -> tuple[int, str] | None:
     """(base offset, suffix) for a segment file name, else None."""
     match = _SEGMENT_RE.match(name)
     return (int(match.group(1)), "." + match.group(2)) if match else None
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """(topic, partition) for a live partition directory name, else None (files, `-delete` directories)."""
+    if name.endswith(DELETE_DIR_SUFFIX) or name.startswith("."):
+        return None
+    match = _PARTITION_DIR_RE.match(name)
+    return (match.group(1), int(match.group(2))) if match else None
 
 
 def snapshot_name(offset: int, epoch: int) -> str:

@@ -1,6 +1,8 @@
-"""Opening a `FileLog`: lock, find the files, recover, rebuild what can be rebuilt, refuse what cannot.
+"""Opening a `FileLog` (the metadata log or a partition log): lock, find the files, recover, rebuild what can be
+rebuilt, refuse what cannot.
 
 Every check that may refuse runs before anything is written, so a refused open changes nothing on disk:
+0. `partition.metadata` names this topic id (a directory of a deleted and re-created topic is refused);
 1. find the snapshots and the leftovers of interrupted snapshot writes and deletes (`.checkpoint.part`,
    `.checkpoint.deleted`); validate every frozen snapshot (they are never torn, so a bad one is corruption);
 2. validate every batch of every segment, oldest first (`recovery.scan_segment`): a torn tail of the last segment
@@ -17,8 +19,10 @@ The clean point is the log start: every batch is checked on every open (cost: se
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
+import uuid
 from dataclasses import dataclass
 
 from .epoch_cache import decode_epoch_checkpoint, merge_epochs
@@ -28,20 +32,23 @@ from .files import (
     EPOCH_CHECKPOINT,
     LOG_START_CHECKPOINT,
     LOG_SUFFIX,
-    PARTITION_DIR,
+    PARTITION_METADATA,
+    TOPIC_NAME,
     parse_segment_name,
+    partition_dir_name,
     sync_data,
     sync_dir,
 )
 from .locking import DirectoryLock
+from .offset_checkpoints import read_offsets
 from .recovery import TornTail, cut_torn_tail, scan_segment
-from .retention import decode_log_start, reset_to_snapshot
+from .retention import reset_to_snapshot
 from .segment import Segment
 
 _log = logging.getLogger("pykraft.storage")
 
-# Kafka's fixed topic id of __cluster_metadata (Uuid.METADATA_TOPIC_ID = 0x...01), base64url as Kafka prints it.
-_PARTITION_METADATA = b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n"
+# Kafka's fixed topic id of __cluster_metadata (Uuid.METADATA_TOPIC_ID = 0x...01).
+METADATA_TOPIC_ID = uuid.UUID(int=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,15 +63,18 @@ class RecoveryReport:
 
 
 def open_file_log(
-    log_dir: str, config: LogConfig | None = None, *, lock: DirectoryLock | None = None
+    log_dir: str, config: LogConfig | None = None, *, lock: DirectoryLock | None = None,
+    topic: str = TOPIC_NAME, partition: int = 0, topic_id: uuid.UUID = METADATA_TOPIC_ID,
 ) -> tuple[FileLog, RecoveryReport]:
-    """Open (creating if needed) `<log_dir>/__cluster_metadata-0`. Takes the directory lock unless one is given;
-    the log then releases it on close. Raises a `StorageError` subclass for anything it must not repair."""
+    """Open (creating if needed) `<log_dir>/<topic>-<partition>` (by default `__cluster_metadata-0`). Takes the
+    directory lock unless one is given; the log then releases it on close. Raises a `StorageError` subclass for
+    anything it must not repair, including a directory that belongs to another topic id (a deleted and re-created
+    topic whose old files were left behind)."""
     config = config or LogConfig()
     owned = lock is None
     lock = lock or DirectoryLock(log_dir)
     try:
-        return _open(log_dir, config, lock if owned else None)
+        return _open(log_dir, config, lock if owned else None, (topic, partition), topic_id)
     except BaseException:
         if owned:
             lock.release()
@@ -76,6 +86,7 @@ class _Findings:
     """What the read-only checks of an open found, for the repairs that follow them."""
 
     log: FileLog
+    metadata_missing: bool  # no partition.metadata yet (written with the repairs)
     leftovers: list[str]  # interrupted snapshot writes and deletes
     orphans: list[str]  # index files without their segment
     torn: TornTail | None
@@ -84,17 +95,46 @@ class _Findings:
     end: int
 
 
-def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None) -> tuple[FileLog, RecoveryReport]:
-    directory = os.path.join(log_dir, PARTITION_DIR)
+def encode_partition_metadata(topic_id: uuid.UUID) -> bytes:
+    """Kafka's `partition.metadata`: the topic id in base64url without padding, as Kafka prints Uuids."""
+    text = base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
+    return f"version: 0\ntopic_id: {text}\n".encode()
+
+
+def _partition_metadata_missing(directory: str, topic_id: uuid.UUID) -> bool:
+    """Reads only: True when the file is absent; refuses a directory that belongs to another topic id."""
+    path = os.path.join(directory, PARTITION_METADATA)
+    want = encode_partition_metadata(topic_id)
+    try:
+        with open(path, "rb") as f:
+            have = f.read()
+    except FileNotFoundError:
+        return True
+    if have.split() != want.split():
+        raise LogLayoutError(f"{path}: the directory belongs to another topic id ({have!r}, expected {want!r}); "
+                             f"move it aside if the topic was deleted and re-created")
+    return False
+
+
+def _write_partition_metadata(directory: str, topic_id: uuid.UUID) -> None:
+    with open(os.path.join(directory, PARTITION_METADATA), "wb") as f:
+        f.write(encode_partition_metadata(topic_id))
+        os.fsync(f.fileno())
+    sync_dir(directory)
+
+
+def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None, key: tuple[str, int],
+          topic_id: uuid.UUID) -> tuple[FileLog, RecoveryReport]:
+    directory = os.path.join(log_dir, partition_dir_name(*key))
     if not os.path.isdir(directory):  # a fresh directory: nothing in it can be refused
         os.makedirs(directory)
-        with open(os.path.join(directory, "partition.metadata"), "wb") as f:
-            f.write(_PARTITION_METADATA)
-            os.fsync(f.fileno())
+        _write_partition_metadata(directory, topic_id)
         sync_dir(log_dir)
-    found = _check(log_dir, FileLog(directory, config, owned_lock), config)
+    found = _check(log_dir, FileLog(directory, config, owned_lock, key), config, key, topic_id)
     # Every check passed: from here on the repairs.
     log, end, torn = found.log, found.end, found.torn
+    if found.metadata_missing:
+        _write_partition_metadata(directory, topic_id)
     log._snapshots.remove_leftovers(found.leftovers)
     for name in found.orphans:
         os.unlink(os.path.join(directory, name))
@@ -120,18 +160,19 @@ def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None) -> 
     return log, report
 
 
-def _check(log_dir: str, log: FileLog, config: LogConfig) -> _Findings:
+def _check(log_dir: str, log: FileLog, config: LogConfig, key: tuple[str, int], topic_id: uuid.UUID) -> _Findings:
     """Every check that may refuse the directory, reading only (a refusal changes nothing on disk). Closes the
     files it opened when it refuses."""
     directory = log.directory
     try:
+        metadata_missing = _partition_metadata_missing(directory, topic_id)
         leftovers = log._snapshots.load()
         for snapshot_id in log.snapshot_ids():
             reader = log.read_snapshot(snapshot_id)
             assert reader is not None
             reader.validate()
         bases, orphans = _segment_files(directory)
-        start = _read_log_start(log_dir)
+        start = read_offsets(os.path.join(log_dir, LOG_START_CHECKPOINT)).get(key)
         latest = log.latest_snapshot_id()
         if not bases:
             bases = [max(start or 0, latest.offset if latest else 0)]
@@ -145,7 +186,7 @@ def _check(log_dir: str, log: FileLog, config: LogConfig) -> _Findings:
         for segment in log._segments:
             segment.close()
         raise
-    return _Findings(log, leftovers, orphans, torn, scanned, validated, end)
+    return _Findings(log, metadata_missing, leftovers, orphans, torn, scanned, validated, end)
 
 
 def _segment_files(directory: str) -> tuple[list[int], list[str]]:
@@ -190,19 +231,11 @@ def _scan_all(log: FileLog, bases: list[int], config: LogConfig) -> tuple[TornTa
         if scan.torn is not None:
             torn = scan.torn
             _log.warning(
-                "truncated a torn write at the tail of the metadata log: %s from byte %d (offset %d), "
+                "truncated a torn write at the tail of the log: %s from byte %d (offset %d), "
                 "%d bytes dropped: %s", torn.path, torn.position, torn.offset, torn.dropped_bytes, torn.reason,
             )
     log._last_batch_epoch = last_epoch
     return torn, epochs, validated
-
-
-def _read_log_start(log_dir: str) -> int | None:
-    try:
-        with open(os.path.join(log_dir, LOG_START_CHECKPOINT), "rb") as f:
-            return decode_log_start(f.read())
-    except FileNotFoundError:
-        return None
 
 
 def _read_epochs(directory: str) -> list[tuple[int, int]]:

@@ -18,30 +18,17 @@ from pykraft.raft.log import SnapshotId
 from pykraft.records import RecordsError, iter_batches
 from pykraft.records.control import ControlRecordType, decode_control_record
 
-from .files import LOG_START_CHECKPOINT, TOPIC_NAME, atomic_write, sync_dir
+from .files import LOG_START_CHECKPOINT, sync_dir
+from .offset_checkpoints import update_offsets
 from .segment import Segment
 
 if TYPE_CHECKING:
     from .file_log import FileLog
 
 
-def encode_log_start(offset: int) -> bytes:
-    return f"0\n1\n{TOPIC_NAME} 0 {offset}\n".encode()
-
-
-def decode_log_start(data: bytes) -> int | None:
-    try:
-        lines = data.decode("ascii").splitlines()
-        if len(lines) != 3 or lines[0] != "0" or lines[1] != "1":
-            return None
-        topic, partition, offset = lines[2].split()
-        return int(offset) if topic == TOPIC_NAME and partition == "0" else None
-    except (UnicodeDecodeError, ValueError):
-        return None
-
-
 def write_log_start(log: FileLog, offset: int) -> None:
-    atomic_write(os.path.join(os.path.dirname(log.directory), LOG_START_CHECKPOINT), encode_log_start(offset))
+    """Persist the log start of this partition, keeping the other partitions' entries of the directory."""
+    update_offsets(os.path.join(os.path.dirname(log.directory), LOG_START_CHECKPOINT), {log.key: offset})
 
 
 def advance_log_start(log: FileLog, snapshot_id: SnapshotId) -> None:
@@ -119,3 +106,40 @@ def maybe_clean(log: FileLog, now_ms: int) -> bool:
             log._snapshots.delete(oldest)  # start already past it: only the file is left to drop
             log._dirty_dir = True
         changed = True
+
+
+def _drop_oldest_segment(log: FileLog) -> None:
+    """Delete the oldest segment of a partition log; the log start moves to the next segment's base (persisted
+    first, so a crash leaves an extra file, never a gap)."""
+    new_start = log._segments[1].base_offset
+    write_log_start(log, new_start)
+    log._segments.pop(0).delete()
+    log._bases.pop(0)
+    log._start_offset = new_start
+    # Kafka's truncateFromStart: the epoch covering the new start is kept, moved up to it.
+    kept = [(e, s) for e, s in log._epochs if s >= new_start]
+    covering = [(e, s) for e, s in log._epochs if s < new_start]
+    if covering and (not kept or kept[0][1] > new_start):
+        kept.insert(0, (covering[-1][0], new_start))
+    log._epochs = kept
+    log._dirty_epochs = True
+    log._dirty_dir = True
+
+
+def delete_expired_segments(log: FileLog, now_ms: int, retention_ms: int, retention_bytes: int) -> int:
+    """Partition-log retention (Kafka's `deleteOldSegments`): drop whole sealed segments, oldest first, while the
+    oldest one's newest record is older than `retention.ms` or the log without it still holds `retention.bytes`
+    (-1: no limit). Only segments wholly below the high watermark go, and never the active one. Returns how many
+    segments were deleted."""
+    deleted = 0
+    while len(log._segments) > 1:
+        oldest = log._segments[0]
+        if oldest.next_offset > log.high_watermark():
+            break
+        too_old = retention_ms >= 0 and 0 <= oldest.index.max_timestamp < now_ms - retention_ms
+        too_big = retention_bytes >= 0 and log.size_in_bytes() - oldest.size >= retention_bytes
+        if not (too_old or too_big):
+            break
+        _drop_oldest_segment(log)
+        deleted += 1
+    return deleted

@@ -1,0 +1,110 @@
+"""The leader's state of one partition: follower fetch progress, acks=all waiters, produce admission.
+
+Pure: times are passed in. The node's partition host (node/partitions.py) calls it on every follower Fetch and
+append, hands `progress()` to the ISR manager (KIP-497 decides ISR changes and the high watermark from the
+maximal ISR there) and releases the acks=all waiters once the high watermark passes their batch.
+
+Follower progress follows Kafka's `Replica.updateFetchState`: a Fetch at offset >= the leader's log end offset
+means caught up now; a Fetch at offset >= the leader's log end offset at the follower's previous Fetch means it
+was caught up at that previous Fetch. A follower whose Fetch carries another leader epoch's view is not counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from pykraft.protocol.errors import ErrorCode
+
+from .isr_rules import FollowerProgress, LeaderProgress
+
+T = TypeVar("T")
+DEFAULT_MIN_INSYNC_REPLICAS = 1  # min.insync.replicas
+
+
+@dataclass(slots=True)
+class _Follower:
+    log_end_offset: int = -1  # unknown until its first Fetch in this leadership
+    last_caught_up_ms: int = -1
+    last_fetch_leader_leo: int = -1
+    last_fetch_ms: int = -1
+    broker_epoch: int = -1
+
+
+@dataclass(slots=True)
+class _Waiter(Generic[T]):
+    required_offset: int  # the high watermark that acknowledges it (last offset + 1)
+    token: T
+
+
+@dataclass(slots=True)
+class LeaderState(Generic[T]):
+    """One leadership (a leader epoch) of one partition on this broker."""
+
+    leader_epoch: int
+    epoch_start_offset: int
+    replicas: tuple[int, ...]
+    leader_id: int
+    _followers: dict[int, _Follower] = field(default_factory=dict)
+    _waiters: list[_Waiter[T]] = field(default_factory=list)
+
+    def on_follower_fetch(self, replica_id: int, fetch_offset: int, broker_epoch: int, leader_leo: int,
+                          now_ms: int) -> bool:
+        """Record a follower's Fetch; False for a broker that is not a follower of this partition."""
+        if replica_id == self.leader_id or replica_id not in self.replicas:
+            return False
+        f = self._followers.setdefault(replica_id, _Follower())
+        if fetch_offset >= leader_leo:
+            f.last_caught_up_ms = max(f.last_caught_up_ms, now_ms)
+        elif f.last_fetch_leader_leo >= 0 and fetch_offset >= f.last_fetch_leader_leo:
+            f.last_caught_up_ms = max(f.last_caught_up_ms, f.last_fetch_ms)
+        f.last_fetch_leader_leo = leader_leo
+        f.last_fetch_ms = now_ms
+        f.log_end_offset = fetch_offset
+        f.broker_epoch = broker_epoch
+        return True
+
+    def follower_log_end_offset(self, replica_id: int) -> int:
+        f = self._followers.get(replica_id)
+        return -1 if f is None else f.log_end_offset
+
+    def progress(self, leader_leo: int) -> LeaderProgress:
+        """The ISR manager's input; followers that have not fetched in this leadership are left out (the ISR
+        manager then holds the high watermark back for an ISR member, and times it out as lagging)."""
+        followers = tuple(FollowerProgress(r, f.log_end_offset, max(f.last_caught_up_ms, 0), f.broker_epoch)
+                          for r, f in sorted(self._followers.items()) if f.log_end_offset >= 0)
+        return LeaderProgress(self.leader_epoch, leader_leo, self.epoch_start_offset, followers)
+
+    # ---- acks=all ----------------------------------------------------------------------------------------------
+    def add_waiter(self, required_offset: int, token: T) -> None:
+        self._waiters.append(_Waiter(required_offset, token))
+
+    def release(self, high_watermark: int, isr_size: int, min_insync: int) -> list[tuple[T, ErrorCode]]:
+        """Waiters the high watermark now covers, with their answer: NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        when the ISR shrank below min.insync.replicas meanwhile (Kafka's rule at that moment)."""
+        done = [w for w in self._waiters if w.required_offset <= high_watermark]
+        if not done:
+            return []
+        self._waiters = [w for w in self._waiters if w.required_offset > high_watermark]
+        error = ErrorCode.NONE if isr_size >= min_insync else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return [(w.token, error) for w in done]
+
+    def abandon(self) -> list[T]:
+        """The leadership ended: every waiter gets NOT_LEADER_OR_FOLLOWER (the producer retries elsewhere;
+        idempotence makes the retry safe)."""
+        tokens = [w.token for w in self._waiters]
+        self._waiters.clear()
+        return tokens
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+
+def admit_produce(acks: int, isr_size: int, min_insync: int) -> ErrorCode:
+    """Before appending: acks must be -1, 0 or 1; acks=all needs the ISR at min.insync.replicas."""
+    if acks not in (-1, 0, 1):
+        return ErrorCode.INVALID_REQUIRED_ACKS
+    if acks == -1 and isr_size < min_insync:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return ErrorCode.NONE

@@ -1,0 +1,104 @@
+"""Validation of a Produce request's records for one partition, from batch headers only (no record decode).
+
+Kafka's rules (`ProduceRequest.validateRecords` and `LogValidator`, for Produce v3+):
+- exactly one record batch, magic 2, a length that fits the buffer -> INVALID_RECORD otherwise;
+- a CRC-32C that matches (attributes..end) -> CORRUPT_MESSAGE;
+- at most `max.message.bytes` (the topic's, default 1048588) -> MESSAGE_TOO_LARGE;
+- a known compression codec (none, gzip, snappy, lz4, zstd) -> UNSUPPORTED_COMPRESSION_TYPE; the compressed
+  bytes are stored as they came (compression passed through, as Kafka does when the topic's
+  compression.type is `producer`);
+- not a control batch, record count >= 1 and lastOffsetDelta = count - 1 -> INVALID_RECORD;
+- transactions are not supported yet: a transactional batch -> INVALID_RECORD, with a message saying so.
+
+`assign_offsets` patches the accepted batch in place: base offset and partition leader epoch (both outside the
+CRC, so the producer's CRC stays valid: CreateTime only, LogAppendTime would need a new CRC).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_CONTROL,
+    ATTR_TRANSACTIONAL,
+    BATCH_HEADER_SIZE,
+    CRC_START,
+    LOG_OVERHEAD,
+    MAGIC,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
+from pykraft.records.crc import crc32c
+
+# base offset, length, leader epoch, magic, crc, attributes, last offset delta, base ts, max ts, producer id,
+# producer epoch, base sequence, record count
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes
+_MAX_CODEC = 4  # zstd
+
+
+@dataclass(frozen=True, slots=True)
+class ProducedBatch:
+    """The header fields the leader needs from an accepted batch."""
+
+    size: int
+    record_count: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+
+    @property
+    def is_idempotent(self) -> bool:
+        return self.producer_id >= 0
+
+    @property
+    def last_sequence(self) -> int:
+        return (self.base_sequence + self.record_count - 1) % (1 << 31)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    error: ErrorCode
+    message: str
+
+
+def validate_batch(records: bytes | memoryview | None, max_message_bytes: int) -> ProducedBatch | Rejected:
+    """Check one partition's Produce records (see the module docstring)."""
+    if records is None or len(records) == 0:
+        return Rejected(ErrorCode.INVALID_RECORD, "no record batch in the request")
+    view = memoryview(records)
+    if len(view) < BATCH_HEADER_SIZE:
+        return Rejected(ErrorCode.INVALID_RECORD, f"{len(view)} bytes are too few for a record batch")
+    (_base, length, _epoch, magic, crc, attributes, delta, _base_ts, max_ts, pid, pepoch, seq,
+     count) = _HEADER.unpack_from(view, 0)
+    if magic != MAGIC:
+        return Rejected(ErrorCode.INVALID_RECORD, f"record batch magic {magic}: Produce v3+ needs magic 2")
+    size = length + LOG_OVERHEAD
+    if length < BATCH_HEADER_SIZE - LOG_OVERHEAD or size > len(view):
+        return Rejected(ErrorCode.INVALID_RECORD, f"batch length {length} does not fit the {len(view)} bytes sent")
+    if size != len(view):
+        return Rejected(ErrorCode.INVALID_RECORD, "Produce v3+ must carry exactly one record batch per partition")
+    if size > max_message_bytes:
+        return Rejected(ErrorCode.MESSAGE_TOO_LARGE,
+                        f"the batch is {size} bytes, larger than max.message.bytes {max_message_bytes}")
+    if crc32c(view[CRC_START:size]) != crc:
+        return Rejected(ErrorCode.CORRUPT_MESSAGE, "the record batch fails its CRC-32C check")
+    if attributes & ATTR_COMPRESSION_MASK > _MAX_CODEC:
+        return Rejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {attributes & 7}")
+    if attributes & ATTR_CONTROL:
+        return Rejected(ErrorCode.INVALID_RECORD, "clients may not produce control batches")
+    if attributes & ATTR_TRANSACTIONAL:
+        return Rejected(ErrorCode.INVALID_RECORD, "transactional batches are not supported by this broker")
+    if count < 1 or delta != count - 1:
+        return Rejected(ErrorCode.INVALID_RECORD, f"record count {count} does not match last offset delta {delta}")
+    return ProducedBatch(size, count, max_ts, pid, pepoch, seq)
+
+
+def assign_offsets(batch: bytearray | memoryview, base_offset: int, leader_epoch: int) -> None:
+    """Patch the accepted batch in place as the leader writes it."""
+    set_base_offset(batch, base_offset)
+    set_partition_leader_epoch(batch, leader_epoch)

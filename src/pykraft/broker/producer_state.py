@@ -1,0 +1,81 @@
+"""Idempotent producers, per partition: sequence checks so a retried batch is never written twice.
+
+Kafka's `ProducerStateManager` / `ProducerAppendInfo.checkSequence`, for idempotence only (no transactions):
+- a producer id the partition does not know may start at any sequence (its earlier batches may be gone);
+- an older producer epoch than the one seen -> INVALID_PRODUCER_EPOCH; a newer epoch must start at sequence 0;
+- a batch equal (first and last sequence) to one of the last 5 of that producer is a duplicate: it is not
+  appended and the answer carries the offsets it got the first time;
+- otherwise the first sequence must follow the last one (mod 2^31) -> OUT_OF_ORDER_SEQUENCE_NUMBER.
+Followers and a restarted broker rebuild the same state from the batch headers of their log (`observe`), so a
+new leader keeps deduplicating a producer that retries against it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from pykraft.protocol.errors import ErrorCode
+
+RECENT_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN (= max.in.flight for idempotence)
+_SEQ_MOD = 1 << 31
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    first_sequence: int
+    last_sequence: int
+    base_offset: int
+    last_offset: int
+
+
+@dataclass(slots=True)
+class _Producer:
+    epoch: int
+    recent: deque[BatchRecord] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceCheck:
+    error: ErrorCode = ErrorCode.NONE
+    duplicate_of: BatchRecord | None = None  # set: answer with these offsets, append nothing
+
+
+class ProducerStates:
+    def __init__(self) -> None:
+        self._producers: dict[int, _Producer] = {}
+
+    def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> SequenceCheck:
+        """Whether an idempotent batch may be appended (see the module docstring). Changes nothing."""
+        known = self._producers.get(producer_id)
+        if known is None:
+            return SequenceCheck()
+        if epoch < known.epoch:
+            return SequenceCheck(ErrorCode.INVALID_PRODUCER_EPOCH)
+        if epoch > known.epoch:
+            return SequenceCheck() if first_seq == 0 else SequenceCheck(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+        for batch in known.recent:
+            if batch.first_sequence == first_seq and batch.last_sequence == last_seq:
+                return SequenceCheck(duplicate_of=batch)
+        if not known.recent or first_seq == (known.recent[-1].last_sequence + 1) % _SEQ_MOD:
+            return SequenceCheck()
+        return SequenceCheck(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+
+    def observe(self, producer_id: int, epoch: int, first_seq: int, last_seq: int, base_offset: int,
+                last_offset: int) -> None:
+        """A batch of this producer is in the log (appended as leader or follower, or found on recovery)."""
+        if producer_id < 0:
+            return
+        known = self._producers.get(producer_id)
+        if known is None or epoch > known.epoch:
+            known = self._producers[producer_id] = _Producer(epoch)
+        elif epoch < known.epoch:
+            return
+        known.recent.append(BatchRecord(first_seq, last_seq, base_offset, last_offset))
+
+    def clear(self) -> None:
+        """Before rebuilding from the log (after a truncation)."""
+        self._producers.clear()
+
+    def __len__(self) -> int:
+        return len(self._producers)

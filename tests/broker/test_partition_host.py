@@ -1,0 +1,117 @@
+"""PartitionHost (node/partitions.py) in one process: real logs, the real metadata cache and ISR manager, no sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from types import SimpleNamespace
+
+from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
+from pykraft.broker.metadata_cache import MetadataCache
+from pykraft.node.fetch_api import _answer_one
+from pykraft.node.partitions import DataPlaneSettings, PartitionHost, log_config
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records import SimpleRecord, encode_batch
+from pykraft.storage import PartitionLogs
+
+from .records import TOPIC_ID, partition, register, topic
+
+NOW = 1_000
+
+
+def _host(tmp_path, me: int, leader: int, isr: list[int], min_insync: int = 1) -> PartitionHost:
+    cache = MetadataCache()
+    records = [register(b, 10 + b) for b in (1, 2, 3)] + [topic("t"), partition(0, [1, 2, 3], isr, leader)]
+    cache.replay_all(enumerate(records))
+    isr_manager = IsrManager(IsrManagerConfig(me), cache)
+    isr_manager.sync_metadata(NOW)
+    settings = DataPlaneSettings(me, min_insync_replicas=min_insync)
+    host = PartitionHost(settings, cache, PartitionLogs((str(tmp_path / f"b{me}"),), log_config(settings)),
+                         report_progress=lambda p: isr_manager.update_progress(p, NOW),
+                         high_watermark_of=isr_manager.high_watermark)
+    host.sync_metadata(NOW)
+    return host
+
+
+def _records(count: int = 1) -> bytes:
+    return encode_batch([SimpleRecord(value=b"v")] * count, base_offset=0, partition_leader_epoch=-1, timestamp_ms=1)
+
+
+def _fetch(host: PartitionHost, replica: int, offset: int, last_epoch: int = -1):
+    p = SimpleNamespace(partition=0, fetch_offset=offset, current_leader_epoch=-1, last_fetched_epoch=last_epoch,
+                        partition_max_bytes=1 << 20)
+    return _answer_one(host, "t", ErrorCode.UNKNOWN_TOPIC_ID, p, replica, 10 + replica, NOW)
+
+
+def test_acks_all_wakes_followers_and_answers_when_the_isr_has_fetched(tmp_path) -> None:
+    async def scenario() -> None:
+        host = _host(tmp_path, me=1, leader=1, isr=[1, 2, 3])
+        woken = host.changed
+        result = host.append_as_leader("t", 0, _records(3), acks=-1)
+        # Regression: without this wake-up the followers' long polls slept their whole MaxWait (500 ms per
+        # acks=all request, found by benchmarks/produce.py).
+        assert woken.is_set()
+        assert result.error is ErrorCode.NONE and result.base_offset == 0 and not result.waiter.done()
+        assert bytes(_fetch(host, 2, 0).records)[:8] == b"\0" * 8  # followers read up to the log end
+        _fetch(host, 2, 3)
+        assert not result.waiter.done()  # follower 3 has not fetched it yet
+        _fetch(host, 3, 3)
+        assert result.waiter.done() and result.waiter.result() is ErrorCode.NONE
+        assert host.replicas[("t", 0)].log.high_watermark() == 3
+        host.close()
+
+    asyncio.run(scenario())
+
+
+def test_min_insync_refuses_before_appending_and_produce_to_a_follower_is_refused(tmp_path) -> None:
+    async def scenario() -> None:
+        leader = _host(tmp_path, me=1, leader=1, isr=[1], min_insync=2)
+        assert leader.append_as_leader("t", 0, _records(), acks=-1).error is ErrorCode.NOT_ENOUGH_REPLICAS
+        assert leader.replicas[("t", 0)].log.end_offset() == 0
+        assert leader.append_as_leader("t", 0, _records(), acks=1).error is ErrorCode.NONE
+        follower = _host(tmp_path, me=2, leader=1, isr=[1])
+        assert follower.append_as_leader("t", 0, _records(), acks=1).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+        leader.close()
+        follower.close()
+
+    asyncio.run(scenario())
+
+
+def test_idempotent_retry_is_not_written_twice(tmp_path) -> None:
+    async def scenario() -> None:
+        host = _host(tmp_path, me=1, leader=1, isr=[1])
+        data = bytearray(_records(2))
+        struct.pack_into(">qhi", data, 43, 77, 0, 0)  # producer id 77, epoch 0, sequence 0
+        from pykraft.records.crc import crc32c
+
+        struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
+        first = host.append_as_leader("t", 0, bytes(data), acks=1)
+        retry = host.append_as_leader("t", 0, bytes(data), acks=1)
+        assert (first.base_offset, retry.base_offset, retry.error) == (0, 0, ErrorCode.NONE)
+        assert host.replicas[("t", 0)].log.end_offset() == 2
+        host.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_diverging_follower_truncates_to_where_the_histories_agree(tmp_path) -> None:
+    async def scenario() -> None:
+        leader = _host(tmp_path, me=1, leader=1, isr=[1, 2, 3])
+        follower = _host(tmp_path, me=2, leader=1, isr=[1, 2, 3])
+        leader_log, follower_log = leader.replicas[("t", 0)].log, follower.replicas[("t", 0)].log
+        # Both hold offsets 0-4 of epoch 0; the follower also has 5-7 from an epoch-1 leader the others never saw.
+        for log in (leader_log, follower_log):
+            log.append_as_follower(encode_batch([SimpleRecord(value=b"a")] * 5, base_offset=0,
+                                                partition_leader_epoch=0, timestamp_ms=1), 0)
+        follower_log.append_as_follower(encode_batch([SimpleRecord(value=b"b")] * 3, base_offset=5,
+                                                     partition_leader_epoch=1, timestamp_ms=1), 1)
+        leader_log.initialize_leader_epoch(2)
+        answer = _fetch(leader, 2, follower_log.end_offset(), last_epoch=1)
+        assert answer.diverging == (0, 5) and answer.records == b""
+        follower.truncate_diverging(follower.replicas[("t", 0)], answer.diverging[1], answer.diverging[0])
+        assert follower_log.end_offset() == 5
+        assert _fetch(leader, 2, 5, last_epoch=0).diverging is None
+        leader.close()
+        follower.close()
+
+    asyncio.run(scenario())

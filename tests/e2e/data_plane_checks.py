@@ -1,0 +1,65 @@
+"""Helpers of the data-plane process tests: a 3-broker cluster, a stock-client workload and its checker."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from pykraft.node.local_cluster import LocalCluster
+
+from .helpers import FAST_TIMEOUTS, wait_for
+from .metadata_probe import image_of
+
+LAG_MS = 4000
+DATA_PLANE_TIMING = {
+    **FAST_TIMEOUTS,
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "300",
+    "replica.lag.time.max.ms": str(LAG_MS),
+    "min.insync.replicas": "2",
+}
+
+
+@dataclass(frozen=True)
+class QueueCheck:
+    """What a consumer read back compared with what the producer had acknowledged."""
+
+    acknowledged: int
+    consumed: int
+    lost: tuple[int, ...]
+    duplicated: tuple[int, ...]
+    reordered: int
+
+    @classmethod
+    def of(cls, acknowledged: set[int], consumed: list[int]) -> QueueCheck:
+        counts = Counter(consumed)
+        reordered = sum(1 for a, b in zip(consumed, consumed[1:]) if b <= a)
+        return cls(len(acknowledged), len(consumed), tuple(sorted(acknowledged - set(consumed))),
+                   tuple(sorted(v for v, n in counts.items() if n > 1)), reordered)
+
+
+def start_cluster(root, topic: str) -> LocalCluster:
+    cluster = LocalCluster(root, controllers=1, brokers=3, properties=DATA_PLANE_TIMING)
+    cluster.format_all()
+    cluster.start_all()
+    broker = cluster.broker_ids[0]
+
+    def created() -> bool:
+        result = cluster.cli("topics", "create", "--bootstrap-server", f"127.0.0.1:{cluster.nodes[broker].port}",
+                             "--topic", topic, "--partitions", "1", "--replication-factor", "3", check=False)
+        return result.returncode == 0
+
+    wait_for(created, "the topic created (every broker unfenced first)")
+    wait_for(lambda: partition(cluster, topic) is not None and len(partition(cluster, topic).isr) == 3,
+             "the partition committed with a full ISR")
+    return cluster
+
+
+def partition(cluster: LocalCluster, topic: str):
+    image = image_of(cluster.nodes[cluster.controller_ids[0]])
+    topic_id = image.topic_id(topic)
+    return None if topic_id is None else image.partition(topic_id, 0)
+
+
+def bootstrap(cluster: LocalCluster) -> str:
+    return ",".join(f"127.0.0.1:{cluster.nodes[b].port}" for b in cluster.broker_ids)
