@@ -11,7 +11,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,compression]'
+	$(PY) -m pip install --quiet -e '.[dev,compression,pipeline]'
 	touch $(STAMP)
 
 # The main job: a local 3-controller quorum (real server processes on 127.0.0.1) and an observer, formatted and
@@ -26,7 +26,7 @@ test: $(STAMP)
 BENCH_STAMP := $(VENV)/.bench-installed
 
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,compression,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,compression,pipeline,bench]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

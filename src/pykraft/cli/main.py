@@ -145,6 +145,22 @@ def quickstart(
                                     brokers))
 
 
+@app.command("analyze")
+def analyze(
+    dirs: Annotated[list[Path], typer.Argument(help="Node data directories, folders of them, or many clusters'.")],
+    out: Annotated[Path, typer.Option("--out", help="Where the Parquet tables, summary.json and report.html go.")],
+    master: Annotated[str, typer.Option("--master", help="Spark master URL, e.g. spark://127.0.0.1:7077.")] = "local[2]",
+    at_offset: Annotated[int | None, typer.Option("--at-offset", min=0, help="The image after this offset.")] = None,
+    at_time: Annotated[str | None, typer.Option("--at-time", help="The image at this ISO-8601 time.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print summary.json instead of the verdict lines.")] = False,
+) -> None:
+    """Analyze a cluster's logs, snapshots and traces on Spark: tables, image, audits, report (exit 1: an audit
+    failed, 2: bad input)."""
+    from .analyze_cmd import run_analyze
+
+    raise typer.Exit(run_analyze(dirs, out, master, at_offset, at_time, as_json))
+
+
 def main() -> None:
     app()  # click turns a broken output pipe (`... | head`) into a quiet exit
 
