@@ -19,7 +19,7 @@ from pathlib import Path
 from pykraft.node.trace import TRACE_FILE
 from pykraft.records.uuids import uuid_to_kafka_str
 from pykraft.storage.errors import MetaPropertiesError
-from pykraft.storage.meta_properties import read_meta_properties
+from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
 
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -64,10 +64,10 @@ class FileSlice:
 
 def node_identity(data_dir: Path) -> NodeIdentity:
     """The identity in `meta.properties`; a directory without one gets cluster "unknown" and node -1."""
+    if not (data_dir / META_PROPERTIES).exists():
+        return NodeIdentity("unknown", -1, None)
     try:
         meta = read_meta_properties(str(data_dir))
-    except FileNotFoundError:
-        return NodeIdentity("unknown", -1, None)
     except (MetaPropertiesError, OSError) as exc:
         raise LayoutError(f"{data_dir}: unreadable meta.properties: {exc}") from None
     directory = None if meta.directory_id is None else uuid_to_kafka_str(meta.directory_id)
