@@ -16,9 +16,11 @@ $(STAMP): pyproject.toml
 
 # The main job: a local 3-controller quorum (real server processes on 127.0.0.1) and an observer, formatted and
 # started through the CLI, a stream of records written through the leader, the quorum status printed as it runs,
-# then a clean stop. Ctrl-C stops it early, cleanly.
+# then a clean stop. Ctrl-C stops it early, cleanly. Then the Spark pipeline analyzes the nodes' directories
+# (tables, image, audits) and prints the audit verdicts and where the report is.
 run: $(STAMP)
 	$(VENV)/bin/pykraft quickstart --dir .run/quickstart --reset --observers 1 --duration 20
+	$(VENV)/bin/pykraft analyze .run/quickstart --out .run/analysis
 
 test: $(STAMP)
 	$(PY) -m pytest -q

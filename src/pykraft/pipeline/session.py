@@ -10,6 +10,18 @@ import sys
 from typing import Any
 
 
+# Spark's JVM logs WARN lines (native Hadoop, local dir) on stderr before setLogLevel can run; the CLI's stderr
+# is for its progress bar and its one-line errors.
+_QUIET_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
 class JavaMissingError(RuntimeError):
     """No `java` to start Spark with: the CLI prints this one line and exits 2."""
 
@@ -43,7 +55,12 @@ def session(master: str = "local[2]", *, app_name: str = "pykraft-analyze", loca
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
     if local_dir:
-        builder = builder.config("spark.local.dir", local_dir)
+        os.makedirs(local_dir, exist_ok=True)
+        quiet = os.path.join(local_dir, "log4j2.properties")
+        with open(quiet, "w", encoding="utf-8") as f:
+            f.write(_QUIET_LOG4J)
+        builder = (builder.config("spark.local.dir", local_dir)
+                   .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{quiet}"))
     for key, value in (extra or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
