@@ -137,6 +137,8 @@ def decode_bytes(data: Any, file: LogFile, *, start: int = 0, metadata: bool, sn
 
 
 def _batch_rows(columns: _Columns, common: dict[str, Any], batch: RecordBatch, position: int, metadata: bool) -> None:
+    """Append one batch column by column (the batch-wide values repeated): a dict per record would cost more
+    than the decoding itself."""
     header = dict(common, position=position, base_offset=batch.base_offset, leader_epoch=batch.partition_leader_epoch,
                   is_control=batch.is_control, crc_valid=batch.crc_valid, batch_digest=crc32c(batch.buffer[8:]))
     try:
@@ -145,17 +147,24 @@ def _batch_rows(columns: _Columns, common: dict[str, Any], batch: RecordBatch, p
         columns.row(**header, offset=batch.base_offset, timestamp=batch.base_timestamp,
                     error=f"cannot decode the records of the batch: {exc}")
         return
-    for record in records:
-        row = dict(header, offset=record.offset, timestamp=record.timestamp,
-                   key=None if record.key is None else bytes(record.key),
-                   value=None if record.value is None else bytes(record.value))
-        if metadata:
-            kind, version, payload, problem = payload_of(batch, record)
-            row.update(record_type=kind, record_version=version, payload=payload)
-            if batch.is_control:
-                row["control_type"] = kind
-            if problem is not None and batch.is_control:
-                row["error"] = problem
-        elif batch.is_control:
-            row["control_type"] = control_type_of(record)
-        columns.row(**row)
+    count = len(records)
+    per_record: dict[str, list[Any]] = {
+        "offset": [r.offset for r in records], "timestamp": [r.timestamp for r in records],
+        "key": [None if r.key is None else bytes(r.key) for r in records],
+        "value": [None if r.value is None else bytes(r.value) for r in records],
+    }
+    if metadata:
+        payloads = [payload_of(batch, r) for r in records]
+        per_record["record_type"] = [p[0] for p in payloads]
+        per_record["record_version"] = [p[1] for p in payloads]
+        per_record["payload"] = [p[2] for p in payloads]
+        if batch.is_control:
+            per_record["control_type"] = per_record["record_type"]
+            per_record["error"] = [p[3] for p in payloads]
+    elif batch.is_control:
+        per_record["control_type"] = [control_type_of(r) for r in records]
+    for name, column in columns.data.items():
+        if name in per_record:
+            column.extend(per_record[name])
+        else:
+            column.extend([header.get(name)] * count)
