@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench sim-sweep clean
+.PHONY: setup run test bench sim-sweep report-check standalone-check clean
 
 setup: $(STAMP)
 
@@ -38,6 +38,17 @@ bench: $(BENCH_STAMP)
 	$(PY) benchmarks/net.py
 	$(PY) benchmarks/quorum.py
 	$(PY) benchmarks/fencing.py
+	$(PY) benchmarks/pipeline.py
+
+# The report of the last `make run` opened in headless Chromium (Debian's `chromium` package, not installed by
+# setup: apt-get install chromium) with the network cut off: every section, the plots, no console error.
+report-check: $(STAMP)
+	$(PY) tools/report_check.py .run/analysis/report.html
+
+# `pykraft analyze --master spark://...` on a standalone master + worker started from the pip package gives the
+# same summary.json as local mode (minutes of JVM start-up on 2 cores, so not part of `make test`).
+standalone-check: $(STAMP)
+	$(PY) -m pytest -q -m standalone tests/pipeline/test_standalone.py
 
 # The long simulation sweep (the test suite runs 500 short seeds; this runs 2000 full-length swarm seeds).
 sim-sweep: $(STAMP)
