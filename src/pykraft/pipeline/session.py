@@ -70,8 +70,10 @@ def session(master: str = "local[2]", *, app_name: str = "pykraft-analyze", loca
 
 
 def register(spark: Any) -> None:
-    """Register pykraft's Python data sources with `spark` (kafka-log, kafka-snapshot)."""
+    """Register pykraft's Python data sources with `spark` (kafka-log, kafka-snapshot, the kraft stream)."""
     from .sources import KafkaLogDataSource, KafkaSnapshotDataSource
+    from .stream import KraftDataSource
 
     spark.dataSource.register(KafkaLogDataSource)
     spark.dataSource.register(KafkaSnapshotDataSource)
+    spark.dataSource.register(KraftDataSource)
