@@ -56,3 +56,30 @@ def test_restart_from_checkpoint_resumes_with_no_gap_and_no_duplicate(spark, con
     seen = {bytes(r.value) for r in rows if r.value is not None}
     assert set(values("first", 400)) | set(values("second", 200)) <= seen
     assert len(offsets) > partial
+
+
+def test_cli_stream_available_now(controller, tmp_path):
+    import subprocess
+    import sys
+
+    node = next(iter(controller.nodes.values()))
+    result = subprocess.run([sys.executable, "-m", "pykraft.cli.main", "analyze", "--stream",
+                             "--bootstrap-controller", f"127.0.0.1:{node.port}", "--out", str(tmp_path / "out"),
+                             "--available-now"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    count = int(result.stdout.strip().splitlines()[-1].split()[0])
+    assert count > 0
+
+
+def test_cli_stream_unreachable_quorum_exits_2(tmp_path):
+    import subprocess
+    import sys
+
+    from pykraft.node.local_cluster import free_ports
+
+    (port,) = free_ports(1)
+    result = subprocess.run([sys.executable, "-m", "pykraft.cli.main", "analyze", "--stream",
+                             "--bootstrap-controller", f"127.0.0.1:{port}", "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "cannot describe the quorum" in result.stderr

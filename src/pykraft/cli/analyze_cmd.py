@@ -35,6 +35,8 @@ def _fail(message: str) -> typer.Exit:
 
 def run_analyze(dirs: list[Path], out: Path, master: str, at_offset: int | None, at_time: str | None,
                 as_json: bool) -> int:
+    if not dirs:
+        raise _fail("give at least one directory (or --stream --bootstrap-controller H:P)")
     if at_offset is not None and at_time is not None:
         raise _fail("give --at-offset or --at-time, not both")
     at_time_ms = parse_time_ms(at_time) if at_time else None
@@ -60,6 +62,42 @@ def run_analyze(dirs: list[Path], out: Path, master: str, at_offset: int | None,
     finally:
         spark.stop()
     return _print_verdicts(summary, failing(summary), as_json)
+
+
+def run_stream(bootstrap: str | None, out: Path, master: str, checkpoint: Path | None, available_now: bool) -> int:
+    """`--stream`: the kraft source into OUT/stream_records until Ctrl-C (or, with --available-now, until every
+    record committed when it started is written)."""
+    if not bootstrap:
+        raise _fail("--stream needs --bootstrap-controller H:P")
+    try:
+        from pykraft.pipeline import JavaMissingError, session
+        from pykraft.pipeline.stream import StreamSourceError, quorum_point
+    except ImportError as exc:
+        raise _fail(f"the pipeline needs the `pipeline` extra (pip install 'pykraft[pipeline]'): {exc}") from None
+    try:
+        point = quorum_point(bootstrap)  # an unreachable quorum is bad input, said before Spark starts
+        os.makedirs(out, exist_ok=True)
+        spark = session(master, local_dir=str(out / ".spark-local"))
+    except (StreamSourceError, JavaMissingError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    print(f"streaming cluster {point.cluster_id} (leader {point.leader_id}, HWM {point.high_watermark}) into "
+          f"{out / 'stream_records'}", file=sys.stderr)
+    trigger = {"availableNow": True} if available_now else {"processingTime": "2 seconds"}
+    try:
+        query = (spark.readStream.format("kraft").option("bootstrap", bootstrap).load().writeStream
+                 .format("parquet").option("checkpointLocation", str(checkpoint or out / "_checkpoint"))
+                 .trigger(**trigger).start(str(out / "stream_records")))
+        try:
+            query.awaitTermination()
+        except KeyboardInterrupt:
+            query.stop()
+        if query.exception() is not None:
+            raise _fail(_spark_failure(query.exception()))
+        rows = spark.read.parquet(str(out / "stream_records")).count()
+    finally:
+        spark.stop()
+    typer.echo(f"{rows} records in {out / 'stream_records'}")
+    return 0
 
 
 def _spark_failure(exc: Exception) -> str:
