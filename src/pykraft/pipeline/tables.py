@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -132,11 +131,3 @@ def replay_input(tables: Tables, stops: DataFrame) -> DataFrame:
                  .select("cluster_id", (F.col("snapshot_end_offset") - 1).alias("offset"), "base_offset", "timestamp", "value",
                          F.lit(True).alias("from_snapshot"), "stop_offset"))
     return log.unionByName(snap_rows)
-
-
-def any_rows(df: DataFrame) -> bool:
-    return len(df.limit(1).collect()) > 0
-
-
-def first_rows(df: DataFrame, order: list[Any], n: int = 5) -> list[dict[str, Any]]:
-    return [r.asDict(recursive=True) for r in df.orderBy(*order).limit(n).collect()]
