@@ -56,7 +56,7 @@ def _lines(frame: Any, x: str, y: str, group: str, title: str, ylabel: str, step
     fig, ax = plt.subplots(figsize=(10, 3.2))
     for key, part in frame.groupby(group):
         if step:
-            ax.step(part[x], part[y], where="post", label=f"{group} {key}")
+            ax.step(part[x], part[y], where="post", marker="o", markersize=3, label=f"{group} {key}")
         else:
             ax.plot(part[x], part[y], label=f"{group} {key}")
     ax.set_title(title)
