@@ -103,7 +103,8 @@ def main() -> None:
     for master in ("local[1]", "local[2]"):
         results[master] = spark_runs(root, master, scratch)
         r = results[master]
-        print(f"spark {master}: start-up {r['startup_s']:5.1f} s (apart); decoded into Parquet: with metadata "
+        reused = " (JVM reused from local[1])" if master == "local[2]" else ""
+        print(f"spark {master}: start-up {r['startup_s']:5.1f} s{reused} (apart); decoded into Parquet: with metadata "
               f"{r['metadata']:6.1f} s {total / r['metadata'] / 1e6:5.2f} M records/s, plain columns "
               f"{r['plain']:6.1f} s {total / r['plain'] / 1e6:5.2f} M records/s")
     two = results["local[2]"]
