@@ -4,21 +4,23 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench sim-sweep clean
+.PHONY: setup run test bench sim-sweep report-check standalone-check clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,compression]'
+	$(PY) -m pip install --quiet -e '.[dev,compression,pipeline]'
 	touch $(STAMP)
 
 # The main job: a local 3-controller quorum (real server processes on 127.0.0.1) and an observer, formatted and
 # started through the CLI, a stream of records written through the leader, the quorum status printed as it runs,
-# then a clean stop. Ctrl-C stops it early, cleanly.
+# then a clean stop. Ctrl-C stops it early, cleanly. Then the Spark pipeline analyzes the nodes' directories
+# (tables, image, audits) and prints the audit verdicts and where the report is.
 run: $(STAMP)
 	$(VENV)/bin/pykraft quickstart --dir .run/quickstart --reset --observers 1 --duration 20
+	$(VENV)/bin/pykraft analyze .run/quickstart --out .run/analysis
 
 test: $(STAMP)
 	$(PY) -m pytest -q
@@ -26,7 +28,7 @@ test: $(STAMP)
 BENCH_STAMP := $(VENV)/.bench-installed
 
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,compression,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,compression,pipeline,bench]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
@@ -38,6 +40,17 @@ bench: $(BENCH_STAMP)
 	$(PY) benchmarks/fencing.py
 	$(PY) benchmarks/paused_leader.py
 	$(PY) benchmarks/produce.py
+	$(PY) benchmarks/pipeline.py
+
+# The report of the last `make run` opened in headless Chromium (Debian's `chromium` package, not installed by
+# setup: apt-get install chromium) with the network cut off: every section, the plots, no console error.
+report-check: $(STAMP)
+	$(PY) tools/report_check.py .run/analysis/report.html
+
+# `pykraft analyze --master spark://...` on a standalone master + worker started from the pip package gives the
+# same summary.json as local mode (minutes of JVM start-up on 2 cores, so not part of `make test`).
+standalone-check: $(STAMP)
+	$(PY) -m pytest -q -m standalone tests/pipeline/test_standalone.py
 
 # The long simulation sweep (the test suite runs 500 short seeds; this runs 2000 full-length swarm seeds).
 sim-sweep: $(STAMP)

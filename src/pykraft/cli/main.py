@@ -145,6 +145,34 @@ def quickstart(
                                     brokers))
 
 
+@app.command("analyze")
+def analyze(
+    dirs: Annotated[list[Path] | None, typer.Argument(help="Node data directories, folders of them, or many "
+                                                           "clusters'.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Where the Parquet tables, summary.json and report.html go.")] = \
+        Path("pykraft-analysis"),
+    master: Annotated[str, typer.Option("--master", help="Spark master URL, e.g. spark://127.0.0.1:7077.")] = "local[2]",
+    at_offset: Annotated[int | None, typer.Option("--at-offset", min=0, help="The image after this offset.")] = None,
+    at_time: Annotated[str | None, typer.Option("--at-time", help="The image at this ISO-8601 time.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print summary.json instead of the verdict lines.")] = False,
+    stream: Annotated[bool, typer.Option("--stream", help="Tail a live cluster's committed records into "
+                                         "OUT/stream_records (Parquet) instead.")] = False,
+    bootstrap_controller: Annotated[str | None, typer.Option("--bootstrap-controller", help="With --stream: a "
+                                                             "controller's host:port.")] = None,
+    checkpoint: Annotated[Path | None, typer.Option("--checkpoint", help="With --stream: the query's checkpoint "
+                                                    "(default OUT/_checkpoint); a restart resumes from it.")] = None,
+    available_now: Annotated[bool, typer.Option("--available-now", help="With --stream: stop once every record "
+                                                "committed at the start is written.")] = False,
+) -> None:
+    """Analyze a cluster's logs, snapshots and traces on Spark: tables, image, audits, report (exit 1: an audit
+    failed, 2: bad input)."""
+    from .analyze_cmd import run_analyze, run_stream
+
+    if stream:
+        raise typer.Exit(run_stream(bootstrap_controller, out, master, checkpoint, available_now))
+    raise typer.Exit(run_analyze(dirs or [], out, master, at_offset, at_time, as_json))
+
+
 def main() -> None:
     app()  # click turns a broken output pipe (`... | head`) into a quiet exit
 

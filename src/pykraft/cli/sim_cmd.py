@@ -18,12 +18,19 @@ def run_command(
     scenario: Annotated[str, typer.Option("--scenario", help="A scenario name (see `pykraft sim list`).")] = "swarm",
     trace: Annotated[int, typer.Option("--trace", help="How many of the last events to print on failure.")] = 60,
     max_events: Annotated[int, typer.Option("--max-events", help="Stop after this many events.")] = 400_000,
+    export: Annotated[str | None, typer.Option("--export", help="Write the nodes' logs, snapshots, traces and the "
+                                               "client history in a node's layout under this folder.")] = None,
 ) -> None:
     """Run one seed; print a summary, and on a violation the invariant, the last events and the replay command."""
     from pykraft.sim.runner import run
 
     try:
-        result = run(seed, scenario, max_events=max_events, trace_size=trace)
+        if export:
+            from pykraft.sim.export import run_and_export
+
+            result = run_and_export(seed, scenario, export, max_events=max_events, trace_size=trace)
+        else:
+            result = run(seed, scenario, max_events=max_events, trace_size=trace)
     except KeyError as error:
         typer.echo(f"pykraft sim run: {error.args[0]}", err=True)
         raise typer.Exit(2) from None
@@ -48,6 +55,8 @@ def sweep_command(
     jobs: Annotated[int, typer.Option("--jobs", help="Worker processes.")] = 1,
     scenario: Annotated[str, typer.Option("--scenario", help="Scenario for every seed.")] = "swarm",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON summary object instead of tables.")] = False,
+    export: Annotated[str | None, typer.Option("--export", help="Then write every seed's run in a node's layout "
+                                               "under this folder (runs replay from their seeds).")] = None,
 ) -> None:
     """Run many seeds; print a table of runs, events, violations and election/commit statistics."""
     from rich.console import Console
@@ -67,6 +76,10 @@ def sweep_command(
         task = progress.add_task(f"{scenario} x {seeds}", total=seeds)
         summary = sweep(range(start, start + seeds), scenario, jobs=jobs,
                         on_result=lambda _: progress.advance(task))
+    if export:
+        from pykraft.sim.export import export_seeds
+
+        export_seeds(range(start, start + seeds), scenario, export, jobs)
     wall = time.perf_counter() - started
     if as_json:
         document = summary.to_json()

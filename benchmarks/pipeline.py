@@ -1,0 +1,119 @@
+"""The Spark pipeline's decoding throughput against the single-process decoder, measured in the same run.
+
+A generated 3-node metadata log (default 5,000,000 records in all: the same segment on each of 3 nodes, 1000
+PartitionChangeRecords per batch, a `.index` entry per batch so large segments split) is decoded
+- by `pykraft dump-log --json`'s code path (`cli/dump_log.dump_file`, one process, output to /dev/null);
+- by the `kafka-log` data source with metadata decoding (the same work: batches, records, metadata payloads),
+  written to Parquet, at local[1] and at local[2]; and without metadata decoding (the plain record columns).
+Spark's session start-up is reported apart (it is a fixed cost, not throughput).
+
+Run: `.venv/bin/python benchmarks/pipeline.py [--records N] [--dir D]` (or `make bench`). Goals (issue 13):
+local[2] >= 1.6x the single process, >= 0.8 M records/s at local[2].
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import struct
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+
+from kio.static.primitive import i32
+
+from pykraft.cli.dump_log import dump_file
+from pykraft.records import SimpleRecord, encode_batch, set_base_offset
+from pykraft.records.metadata import PartitionChangeRecordV2, encode_metadata_record
+from pykraft.storage import MetaProperties, write_meta_properties
+
+PER_BATCH = 1000
+NODES = (1, 2, 3)
+
+
+def generate(root: Path, records: int) -> int:
+    """Each node's `__cluster_metadata-0/00000000000000000000.log` (+ `.index`); returns records per node."""
+    per_node = -(-records // len(NODES) // PER_BATCH) * PER_BATCH
+    topic_id = uuid.UUID(int=7)
+    values = [SimpleRecord(encode_metadata_record(PartitionChangeRecordV2(
+        partition_id=i32(i % 50), topic_id=topic_id, isr=(i32(1), i32(2), i32(3)), leader=i32(1 + i % 3),
+        replicas=None, removing_replicas=None, adding_replicas=None, directories=None,
+        eligible_leader_replicas=None, last_known_elr=None))) for i in range(PER_BATCH)]
+    template = bytearray(encode_batch(values, base_offset=0, partition_leader_epoch=1, timestamp_ms=1_700_000_000_000))
+    first = root / "node-1" / "data" / "__cluster_metadata-0"
+    first.mkdir(parents=True)
+    with open(first / f"{0:020d}.log", "wb") as log, open(first / f"{0:020d}.index", "wb") as index:
+        for base in range(0, per_node, PER_BATCH):
+            set_base_offset(template, base)
+            index.write(struct.pack(">ii", base + PER_BATCH - 1, log.tell()))
+            log.write(template)
+    for node in NODES:
+        data = root / f"node-{node}" / "data"
+        if node != 1:
+            shutil.copytree(first, data / "__cluster_metadata-0")
+        write_meta_properties(str(data), MetaProperties("BenchClusterAAAAAAAAAAA", node, uuid.uuid4()))
+    return per_node
+
+
+def single_process(root: Path) -> float:
+    started = time.perf_counter()
+    with open(os.devnull, "w") as sink:
+        for path in sorted(root.glob("node-*/data/__cluster_metadata-0/*.log")):
+            assert dump_file(path, as_json=True, out=sink) == []
+    return time.perf_counter() - started
+
+
+def spark_runs(root: Path, master: str, scratch: Path) -> dict[str, float]:
+    from pykraft.pipeline import session
+
+    started = time.perf_counter()
+    spark = session(master, app_name="bench", local_dir=str(scratch / "local"))
+    spark.range(10).count()  # the first job's JVM warm-up belongs to start-up too
+    timings = {"startup_s": time.perf_counter() - started}
+    try:
+        for label, metadata in (("metadata", "true"), ("plain", "false")):
+            out = scratch / f"parquet-{label}-{master}"
+            started = time.perf_counter()
+            (spark.read.format("kafka-log").option("metadata", metadata).load(str(root))
+             .write.mode("overwrite").parquet(str(out)))
+            timings[label] = time.perf_counter() - started
+    finally:
+        spark.stop()
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=5_000_000)
+    parser.add_argument("--dir", default=None)
+    args = parser.parse_args()
+    scratch = Path(args.dir or tempfile.mkdtemp(prefix="pykraft-bench-pipeline-"))
+    root = scratch / "cluster"
+    shutil.rmtree(root, ignore_errors=True)
+    per_node = generate(root, args.records)
+    total = per_node * len(NODES)
+    size = sum(p.stat().st_size for p in root.rglob("*.log")) / 2**20
+    print(f"generated {len(NODES)} nodes x {per_node:,} records = {total:,} records, {size:.0f} MiB")
+    single = single_process(root)
+    print(f"single process (dump-log --json code path): {single:7.1f} s  {total / single / 1e6:5.2f} M records/s")
+    results = {}
+    for master in ("local[1]", "local[2]"):
+        results[master] = spark_runs(root, master, scratch)
+        r = results[master]
+        reused = " (JVM reused from local[1])" if master == "local[2]" else ""
+        print(f"spark {master}: start-up {r['startup_s']:5.1f} s{reused} (apart); decoded into Parquet: with metadata "
+              f"{r['metadata']:6.1f} s {total / r['metadata'] / 1e6:5.2f} M records/s, plain columns "
+              f"{r['plain']:6.1f} s {total / r['plain'] / 1e6:5.2f} M records/s")
+    two = results["local[2]"]
+    print(f"ratio local[2] (with metadata) / single process: {single / two['metadata']:.2f}x (goal >= 1.6x); "
+          f"local[2] / local[1]: {results['local[1]']['metadata'] / two['metadata']:.2f}x; "
+          f"local[2] plain: {total / two['plain'] / 1e6:.2f} M records/s (goal >= 0.8)")
+    if not args.dir:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Where a cluster's files are: node directories, partition log directories, segments, snapshots, traces and
+client histories under the folders given to `pykraft analyze` (a node's data directory, a folder of node
+directories such as `.run/quickstart`, or a folder of many clusters' folders).
+
+A log directory is any directory named `<topic>-<partition>` that holds Kafka segment files
+(`<20 digits>.log`) or snapshots (`<20 digits>-<10 digits>.checkpoint`); its parent is the node's data
+directory, whose `meta.properties` names the cluster, the node and the directory id. Pure file-system work, no
+Spark: the data sources plan their partitions with it on the driver.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from pykraft.node.trace import TRACE_FILE
+from pykraft.records.uuids import uuid_to_kafka_str
+from pykraft.storage.errors import MetaPropertiesError
+from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
+
+SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
+SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+HISTORY_FILE = "pykraft-history.jsonl"  # client histories: one JSON operation per line (history.py's format)
+INDEX_ENTRY = struct.Struct(">ii")
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+
+
+class LayoutError(Exception):
+    """Bad input: a folder with no log, or a file that cannot be read. The CLI prints it and exits 2."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeIdentity:
+    cluster_id: str
+    node_id: int
+    directory_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    """One segment or snapshot file of one partition of one node."""
+
+    path: str
+    node: NodeIdentity
+    topic: str
+    partition: int
+    base_offset: int  # the segment's base offset, or the snapshot's end offset
+    snapshot_epoch: int | None = None  # set for snapshots
+
+
+@dataclass(frozen=True, slots=True)
+class FileSlice:
+    """A byte range of a segment starting and ending at batch boundaries: one Spark input partition."""
+
+    file: LogFile
+    start: int
+    end: int  # exclusive; -1 = to the end of the file
+    last_slice: bool  # the slice that ends the file: a torn tail there is a crash artefact, not damage
+
+
+def node_identity(data_dir: Path) -> NodeIdentity:
+    """The identity in `meta.properties`; a directory without one gets cluster "unknown" and node -1."""
+    if not (data_dir / META_PROPERTIES).exists():
+        return NodeIdentity("unknown", -1, None)
+    try:
+        meta = read_meta_properties(str(data_dir))
+    except (MetaPropertiesError, OSError) as exc:
+        raise LayoutError(f"{data_dir}: unreadable meta.properties: {exc}") from None
+    directory = None if meta.directory_id is None else uuid_to_kafka_str(meta.directory_id)
+    return NodeIdentity(meta.cluster_id, meta.node_id, directory)
+
+
+def _partition_dirs(roots: list[str]) -> list[Path]:
+    found: list[Path] = []
+    for root in roots:
+        if not os.path.isdir(root):
+            raise LayoutError(f"{root}: no such directory")
+        for current, dirs, files in os.walk(root):
+            dirs.sort()
+            if PARTITION_DIR.match(os.path.basename(current)) and any(
+                SEGMENT_NAME.match(f) or SNAPSHOT_NAME.match(f) for f in files
+            ):
+                found.append(Path(current))
+    return sorted(set(found))
+
+
+def find_files(roots: list[str], *, snapshots: bool) -> list[LogFile]:
+    """Every segment (or, with `snapshots`, every snapshot) under `roots`, in (node, topic, partition, offset)
+    order. Raises LayoutError when none is found."""
+    files: list[LogFile] = []
+    for part_dir in _partition_dirs(roots):
+        topic, partition = PARTITION_DIR.match(part_dir.name).groups()  # type: ignore[union-attr]
+        node = node_identity(part_dir.parent)
+        for name in sorted(os.listdir(part_dir)):
+            if snapshots and (m := SNAPSHOT_NAME.match(name)):
+                files.append(LogFile(str(part_dir / name), node, topic, int(partition), int(m.group(1)),
+                                     int(m.group(2))))
+            elif not snapshots and (m := SEGMENT_NAME.match(name)):
+                files.append(LogFile(str(part_dir / name), node, topic, int(partition), int(m.group(1))))
+    if not files and not snapshots:
+        raise LayoutError(f"no Kafka log segment found under {' '.join(roots)}")
+    return files
+
+
+def split_segment(file: LogFile, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[FileSlice]:
+    """A segment in slices of about `split_bytes`, cut at positions its `.index` names (each entry is the byte
+    position where a batch starts). A segment without a readable index is one slice."""
+    size = os.path.getsize(file.path)
+    cuts = [0]
+    if size > split_bytes:
+        index_path = file.path[: -len(".log")] + ".index"
+        try:
+            with open(index_path, "rb") as f:
+                raw = f.read()
+        except OSError:
+            raw = b""
+        for _, position in INDEX_ENTRY.iter_unpack(raw[: len(raw) - len(raw) % INDEX_ENTRY.size]):
+            if position - cuts[-1] >= split_bytes and position < size:
+                cuts.append(position)
+    bounds = cuts + [-1]
+    return [FileSlice(file, bounds[i], bounds[i + 1], bounds[i + 1] == -1) for i in range(len(cuts))]
+
+
+def find_named(roots: list[str], name: str) -> list[str]:
+    """Every file called `name` under `roots` (traces, histories), sorted."""
+    found = []
+    for root in roots:
+        for current, dirs, files in os.walk(root):
+            dirs.sort()
+            if name in files:
+                found.append(os.path.join(current, name))
+    return sorted(found)
+
+
+def trace_files(roots: list[str]) -> list[str]:
+    return find_named(roots, TRACE_FILE)
+
+
+def history_files(roots: list[str]) -> list[str]:
+    return find_named(roots, HISTORY_FILE)

@@ -1,0 +1,79 @@
+"""A SparkSession for pykraft: loopback only (Spark otherwise binds to the first non-loopback address), the
+running interpreter on the Python workers (Spark otherwise runs `python3` from PATH, which lacks pyarrow), no UI,
+few shuffle partitions (the tables are small next to Spark's default of 200), and a clear error without Java."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import Any
+
+
+# Spark's JVM logs WARN lines (native Hadoop, local dir) on stderr before setLogLevel can run; the CLI's stderr
+# is for its progress bar and its one-line errors.
+_QUIET_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+class JavaMissingError(RuntimeError):
+    """No `java` to start Spark with: the CLI prints this one line and exits 2."""
+
+
+def prepare_environment() -> None:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def java_executable() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
+
+
+def session(master: str = "local[2]", *, app_name: str = "pykraft-analyze", local_dir: str | None = None,
+            extra: dict[str, str] | None = None) -> Any:
+    """Start (or reuse) the SparkSession, with the pykraft data sources registered."""
+    if java_executable() is None:
+        raise JavaMissingError("Java not found: Spark needs a Java 17+ runtime (`java` on PATH or JAVA_HOME)")
+    prepare_environment()
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4").config("spark.default.parallelism", "4")
+               .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    if local_dir:
+        os.makedirs(local_dir, exist_ok=True)
+        quiet = os.path.join(local_dir, "log4j2.properties")
+        with open(quiet, "w", encoding="utf-8") as f:
+            f.write(_QUIET_LOG4J)
+        builder = (builder.config("spark.local.dir", local_dir)
+                   .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{quiet}"))
+    for key, value in (extra or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
+def register(spark: Any) -> None:
+    """Register pykraft's Python data sources with `spark` (kafka-log, kafka-snapshot, the kraft stream)."""
+    from .sources import KafkaLogDataSource, KafkaSnapshotDataSource
+    from .stream import KraftDataSource
+
+    spark.dataSource.register(KafkaLogDataSource)
+    spark.dataSource.register(KafkaSnapshotDataSource)
+    spark.dataSource.register(KraftDataSource)
