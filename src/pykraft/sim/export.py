@@ -84,21 +84,10 @@ def run_and_export(seed: int, scenario: str, out_dir: str, *, max_events: int = 
                    trace_size: int | None = 60) -> Any:
     """`runner.run` with the finished world written out (a run replays from its seed, so exporting a sweep's
     seeds afterwards gives the very runs the sweep checked)."""
-    import time
+    from pykraft.sim.runner import run  # imports the catalog (registers the scenarios)
 
-    from pykraft.sim import catalog  # noqa: F401 - registers the scenarios
-    from pykraft.sim.runner import _Runner
-    from pykraft.sim.scenarios import SCENARIOS
-
-    if scenario not in SCENARIOS:
-        raise KeyError(f"unknown scenario {scenario!r}; known: {', '.join(sorted(SCENARIOS))}")
-    started = time.perf_counter()
-    plan = SCENARIOS[scenario](seed, trace_size)
-    runner = _Runner(plan, max_events, None)
-    runner.loop()
-    result = runner.result(seed, scenario, time.perf_counter() - started)
-    export_run(plan, scenario, seed, out_dir)
-    return result
+    return run(seed, scenario, max_events=max_events, trace_size=trace_size,
+               finished=lambda plan: export_run(plan, scenario, seed, out_dir))
 
 
 def _export_task(task: tuple[int, str, str]) -> int:

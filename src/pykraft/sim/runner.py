@@ -11,6 +11,7 @@ and the clients' histories against the linearizability checker (when that module
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,14 +59,18 @@ class RunResult:
 
 
 def run(seed: int, scenario: str = "swarm", *, max_events: int = 400_000, sim_ms: int | None = None,
-        trace_size: int | None = 60) -> RunResult:
+        trace_size: int | None = 60, finished: Callable[[Plan], None] | None = None) -> RunResult:
+    """One seeded run; `finished` sees the plan (its world as the run left it) before the result is returned."""
     if scenario not in SCENARIOS:
         raise KeyError(f"unknown scenario {scenario!r}; known: {', '.join(sorted(SCENARIOS))}")
     started = time.perf_counter()
     plan = SCENARIOS[scenario](seed, trace_size)
     runner = _Runner(plan, max_events, sim_ms)
     runner.loop()
-    return runner.result(seed, scenario, time.perf_counter() - started)
+    result = runner.result(seed, scenario, time.perf_counter() - started)
+    if finished is not None:
+        finished(plan)
+    return result
 
 
 class _Runner:
