@@ -14,7 +14,7 @@ from pykraft.records.metadata import decode_metadata_record, encode_metadata_rec
 from pykraft.records.metadata.schema.broker_registration_change_record import BrokerRegistrationChangeRecordV2
 from pykraft.records.metadata.schema.config_record import ConfigRecordV0
 from pykraft.records.metadata.schema.partition_change_record import PartitionChangeRecordV2
-from pykraft.records.metadata.schema.producer_ids_record import ProducerIdsRecordV0
+from pykraft.records.metadata.schema.client_quota_record import ClientQuotaRecordV0, EntityDataV0
 from pykraft.records.metadata.schema.register_controller_record import ControllerFeatureV0, RegisterControllerRecordV0
 
 from .controller_cluster import Quorum, config
@@ -110,7 +110,9 @@ def test_a_record_that_does_not_fit_the_image_is_counted_not_raised() -> None:
 def test_unmodelled_record_types_are_skipped() -> None:
     controller = QuorumController(config(3000), random.Random(1))
     before = controller.image()
-    controller.replay(ProducerIdsRecordV0(broker_id=BrokerId(1), broker_epoch=i64(1), next_producer_id=i64(1000)), 7)
+    quota = ClientQuotaRecordV0(entity=(EntityDataV0(entity_type="user", entity_name="u"),), key="producer_byte_rate",
+                                value=1024.0, remove=False)
+    controller.replay(quota, 7)  # client quotas are not modelled
     assert controller.image() == before and controller.metadata_errors == 0 and controller.last_applied_offset == 7
 
 

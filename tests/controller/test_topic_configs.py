@@ -188,3 +188,22 @@ def test_create_partitions_adds_partitions_and_refuses_what_kafka_refuses():
         "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified.")
     assert error(partitions_request("t", 5, [[9]]))[0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert create_partitions(controller.replication, partitions_request("t", 5, validate_only=True), FIVE).records == ()
+
+
+def test_an_excessively_large_partition_count_is_refused_before_anything_is_allocated():
+    # The protocol fuzzer's find: CreatePartitions with count 2**31-1 made the controller place two billion
+    # partitions (24 GiB, the OOM killer). Kafka bounds every user operation at MAX_RECORDS_PER_USER_OP records.
+    controller, _ = controller_with_topic()
+    refusal = (ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+    (answer,) = create_partitions(controller.replication, partitions_request("t", 2**31 - 1), FIVE).response.results
+    assert (answer.error_code, answer.error_message) == refusal
+    result = new_control().handle_create_topics(create_request(creatable("huge", 2**31 - 1)), FIVE, 0)
+    assert [(t.error_code, t.error_message) for t in result.response.topics] == [refusal] and result.records == ()
+
+
+def test_a_request_whose_topics_together_pass_the_bound_refuses_the_topic_that_passes_it():
+    result = new_control().handle_create_topics(
+        create_request(creatable("a", 6000), creatable("b", 6000), creatable("c", 10)), FIVE, 0)
+    assert [t.error_code for t in result.response.topics] == [ErrorCode.NONE, ErrorCode.POLICY_VIOLATION,
+                                                               ErrorCode.NONE]
+    assert len(result.records) == 1 + 6000 + 1 + 10

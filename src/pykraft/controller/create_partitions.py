@@ -22,7 +22,7 @@ from pykraft.protocol.errors import ErrorCode
 from .eligibility import BrokerEligibility
 from .partitions import PartitionRegistration, new_partition
 from .result import ControllerResult
-from .topics import TopicError, bad_assignment, check_manual_replicas, manual_partitions, place_replicas
+from .topics import TopicError, bad_assignment, check_manual_replicas, manual_partitions, place_replicas, too_large
 
 if TYPE_CHECKING:
     from .replication import ReplicationControl
@@ -41,6 +41,8 @@ def create_partitions(control: ReplicationControl, request: Any, brokers: Broker
                                                                            "Duplicate topic name.")
         else:
             outcome = _new_partitions(control, topic, brokers)
+            if not isinstance(outcome, TopicError):
+                outcome = too_large(len(records), len(outcome)) or outcome
         if isinstance(outcome, TopicError):
             results.append(_result(name, outcome))
             continue

@@ -63,11 +63,26 @@ def invalid_topic_name_reason(name: str) -> str | None:
     return None
 
 
+# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: no user operation writes more records than one batch holds. It
+# also bounds what a request can make the controller allocate (a CreatePartitions count of 2**31-1 took 24 GiB).
+MAX_RECORDS_PER_USER_OP = 10_000
+
+
+def too_large(records_so_far: int, new_records: int) -> TopicError | None:
+    """Kafka's answer to an operation past MAX_RECORDS_PER_USER_OP (its BoundedList refusal)."""
+    if records_so_far + new_records > MAX_RECORDS_PER_USER_OP:
+        return TopicError(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+    return None
+
+
 def place_replicas(active: Sequence[int], num_partitions: int, replication_factor: int,
                    rng: random.Random) -> list[tuple[int, ...]] | TopicError:
     """Rack-unaware round robin (Kafka's classic assignment): partition p's first replica is broker
     (start + p) mod n, the followers follow at a shift that grows every n partitions, so leaders and followers
     both spread evenly. `active` must be sorted; start and shift come from `rng`."""
+    refusal = too_large(0, num_partitions)
+    if refusal is not None:
+        return refusal
     n = len(active)
     if n == 0:
         return _replication_error(replication_factor, "All brokers are currently fenced.")
@@ -105,6 +120,8 @@ def create_topics(control: ReplicationControl, request, brokers: BrokerEligibili
             results.append(_create_error(topic.name, TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")))
             continue
         outcome = _check_and_assign(control, topic, brokers, accepted_keys)
+        if not isinstance(outcome, TopicError):
+            outcome = too_large(len(records), len(outcome)) or outcome
         if isinstance(outcome, TopicError):
             results.append(_create_error(topic.name, outcome))
             continue
