@@ -42,3 +42,12 @@ def test_observer_snapshot_download_never_freezes_behind_the_log_start() -> None
     for seed in (2004584, 2001608):
         result = run(seed, "voter_change_storm")
         assert result.ok, result.report()
+
+
+def test_eager_admin_waits_for_its_target_to_commit_before_it_is_done() -> None:
+    """swarm seed 2006845 (Liveness, "reassignment pending" forever): the eager admin tool sent RemoveVoter(4), the
+    last step to [1, 2, 3, 6, 7]; it timed out uncommitted, the tool saw the target in leader 2's (uncommitted)
+    voter set and stopped for good; leader 3 of the next epoch had never received the removal, so 4 stayed a voter.
+    Not a raft fault (an unacknowledged change may be lost); the tool now declares done only once the set commits."""
+    result = run(2006845, "swarm")
+    assert result.ok, result.report()
