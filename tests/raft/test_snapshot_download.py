@@ -10,10 +10,11 @@ from kio.schema.fetch_snapshot.v1.request import FetchSnapshotRequest
 
 from pykraft.raft import messages
 from pykraft.raft.config import QuorumConfig
+from pykraft.raft.election import ElectionState
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records import SimpleRecord, encode_batch
 
-from raft_context import voter_set
+from raft_context import build, endpoints, voter_set
 from scenario_helpers import request_partition
 from snapshot_helpers import MAX_FETCH, answer_fetch_with_snapshot, follower, fs_answer, loads, snapshot_bytes
 
@@ -172,3 +173,40 @@ def test_follower_appends_after_installed_snapshot_and_commits_from_there() -> N
                 messages.fetch_response(ErrorCode.none, leader_id=1, epoch=2, high_watermark=101, records=batch))
     assert ctx.log.end_offset() == 101 and ctx.core.high_watermark == 101
     assert ctx.core.listener.next_offset == 101
+
+
+# ---- an observer's discovery Fetch during a download (voter_change_storm seeds 2004584, 2001608) -----------------
+def _observer_downloading(snapshot_id: OffsetAndEpoch):
+    """Observer 5 of voters {0, 1} following leader 1 at epoch 2, bootstrap server -1 = node 1's address, with a
+    download of `snapshot_id` whose FetchSnapshot timed out (so the leader connection backs off)."""
+    ctx = build(5, [0, 1], stored=ElectionState.with_elected_leader(2, 1),
+                bootstrap=(endpoints(1).address("CONTROLLER"),))
+    ctx.poll()
+    send = answer_fetch_with_snapshot(ctx, snapshot_id)
+    assert send.destination.node_id == 1
+    ctx.advance(ctx.core.config.request_timeout_ms)  # the FetchSnapshot is lost: timeout, then backoff
+    return ctx
+
+
+def test_observer_discovery_fetch_answered_with_records_abandons_the_download() -> None:
+    # The leader, asked again through a bootstrap server, serves our log from its end: a download still open would,
+    # once frozen, leave a snapshot behind the log start (sim: log start 114, earliest snapshot 108).
+    ctx = _observer_downloading(OffsetAndEpoch(3, 1))
+    discovery = [s for s in ctx.take_sent(FetchRequest) if s.destination.node_id < 0]
+    assert len(discovery) == 1
+    batch = encode_batch([SimpleRecord(value=b"v")] * 4, base_offset=0, partition_leader_epoch=1, timestamp_ms=0)
+    ctx.respond(discovery[0], messages.fetch_response(ErrorCode.none, leader_id=1, epoch=2, high_watermark=4,
+                                                      records=batch))
+    assert ctx.log.end_offset() == 4 and ctx.core.quorum.state.fetching_snapshot is None
+    ctx.advance(ctx.core.config.retry_backoff_ms)
+    assert not ctx.take_sent(FetchSnapshotRequest)
+    assert request_partition(ctx.take_sent(FetchRequest)[-1]).fetch_offset == 4
+
+
+def test_observer_sends_nothing_to_the_leader_while_its_discovery_fetch_is_out() -> None:
+    # Kafka's pollFollowerAsObserver: one request at a time. A second Fetch with the same offset answered late
+    # named a snapshot the log had passed by then.
+    ctx = _observer_downloading(OffsetAndEpoch(3, 1))
+    assert [s.destination.node_id for s in ctx.take_sent()] == [-1]
+    ctx.advance(ctx.core.config.retry_backoff_ms)  # the leader's backoff is over, the discovery Fetch is not
+    assert ctx.take_sent() == []

@@ -28,3 +28,26 @@ def test_a_leader_that_removed_itself_uncommitted_and_lost_leadership_does_not_l
 def test_voter_change_storm_seed_225_converges() -> None:
     result = run(225, "voter_change_storm")
     assert result.ok, result.report()
+
+
+def test_observer_snapshot_download_never_freezes_behind_the_log_start() -> None:
+    """voter_change_storm seeds 2004584 and 2001608 (SnapshotAtLogStart: "log start 114, earliest snapshot 108").
+    Observer n2 had a discovery Fetch (to a bootstrap server, the leader itself) and a Fetch to the leader out at
+    once, both at offset 105; the late one was answered with snapshot 108 (the leader's new log start) after the
+    first had brought n2 to 108, so n2 began downloading 108. Its FetchSnapshot was lost, the leader connection
+    backed off, and a discovery Fetch brought n2's log to 178 while the download stayed open; n2 snapshotted 114
+    itself and cleaned its log to 114, then the download completed and froze 108 below the log start. Fixed in the
+    core (handlers/fetch.py): an observer sends one request at a time, and a Fetch answered with records or a
+    divergence abandons an open download. Unit tests: tests/raft/test_snapshot_download.py."""
+    for seed in (2004584, 2001608):
+        result = run(seed, "voter_change_storm")
+        assert result.ok, result.report()
+
+
+def test_eager_admin_waits_for_its_target_to_commit_before_it_is_done() -> None:
+    """swarm seed 2006845 (Liveness, "reassignment pending" forever): the eager admin tool sent RemoveVoter(4), the
+    last step to [1, 2, 3, 6, 7]; it timed out uncommitted, the tool saw the target in leader 2's (uncommitted)
+    voter set and stopped for good; leader 3 of the next epoch had never received the removal, so 4 stayed a voter.
+    Not a raft fault (an unacknowledged change may be lost); the tool now declares done only once the set commits."""
+    result = run(2006845, "swarm")
+    assert result.ok, result.report()

@@ -27,6 +27,9 @@ class RequestManager:
         conn = self._connections.get(node_id)
         return conn is not None and conn.correlation_id is not None
 
+    def has_any_inflight(self) -> bool:
+        return any(conn.correlation_id is not None for conn in self._connections.values())
+
     def on_send(self, node_id: int, now_ms: int) -> int:
         self._next_correlation += 1
         conn = self._connections.setdefault(node_id, _Connection())

@@ -9,6 +9,9 @@
    The listener then gets a LoadSnapshot (listener.py).
 4. SNAPSHOT_NOT_FOUND or a negative snapshot id: the leader dropped that snapshot; discard the partial copy and
    Fetch again, which will name the leader's newer snapshot.
+5. A Fetch answered with records or a divergence (an observer's discovery Fetch, sent while the leader connection
+   backs off) means the leader serves our log from where it is: the download is discarded, else it would freeze
+   behind a log start that has moved on (handlers/fetch.py).
 
 Leaving Follower discards the partial snapshot (QuorumState closes it), and so does a change of leader.
 """

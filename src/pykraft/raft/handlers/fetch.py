@@ -123,6 +123,11 @@ def maybe_send_fetch(core: RaftCore, state: FollowerState, now_ms: int) -> None:
     fetching), else Fetch (or a membership request when one is due)."""
     if not core.requests.is_ready(state.leader_id, now_ms):
         return
+    if not core.quorum.is_voter() and core.requests.has_any_inflight():
+        # An observer's discovery Fetch to a bootstrap server (which may be the leader itself) is still out: a
+        # second Fetch would carry the same offset, and its late answer could name a snapshot our log has already
+        # passed (Kafka's pollFollowerAsObserver sends only when no request is in flight anywhere).
+        return
     if state.fetching_snapshot is not None:
         request = snapshot_download.request(core, state)
         core.send(core.destination_of(state.leader_id, state.leader_endpoints), request, now_ms)
@@ -138,8 +143,8 @@ def maybe_send_discovery_fetch(core: RaftCore, now_ms: int) -> None:
     if not servers and core.local.static_voters is not None:
         servers = [(n.key.id, n.endpoints.address(core.local.listener_name)) for n in core.voters().voters.values()
                    if n.key.id != core.local.node_id]
-    if any(core.requests.has_inflight(node_id) for node_id, _ in servers):
-        return
+    if core.requests.has_any_inflight():
+        return  # one request at a time, the leader's included (Kafka's findReadyBootstrapServer)
     ready = [(node_id, e) for node_id, e in servers if core.requests.is_ready(node_id, now_ms)]
     if not ready:
         return
@@ -181,6 +186,7 @@ def _apply_partition(core: RaftCore, state: FollowerState, p: fetch_resp.Partiti
     """Truncate, start a snapshot download, or append; then adopt the HWM. False for an invalid answer."""
     snapshot = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
     if p.diverging_epoch.epoch >= 0 and p.diverging_epoch.end_offset >= 0:
+        snapshot_download.abandon(state)
         _truncate(core, OffsetAndEpoch(p.diverging_epoch.end_offset, p.diverging_epoch.epoch))
     elif snapshot.offset >= 0 or snapshot.epoch >= 0:
         if snapshot.offset < 0 or snapshot.epoch < 0:
@@ -192,6 +198,9 @@ def _apply_partition(core: RaftCore, state: FollowerState, p: fetch_resp.Partiti
             core.log.append_as_follower(p.records, state.epoch)
         except InvalidAppendError:
             return False  # a response that does not continue our log is dropped
+        # The leader serves our log from where it is (e.g. a discovery Fetch answered during a download): a snapshot
+        # still being downloaded would end up behind the log start once frozen (voter_change_storm seed 2004584).
+        snapshot_download.abandon(state)
         core.bad_control_records += core.history.apply_batches(p.records)
         core.emit(FlushLog(core.log.end_offset()))
     if p.high_watermark >= 0:
