@@ -73,6 +73,14 @@ def test_keys_pykraft_does_not_implement_are_named_in_one_warning():
         "These configurations are not implemented by pykraft and are ignored: foo.bar, num.network.threads",)
 
 
+def test_the_data_planes_keys_are_implemented_not_warned_about():
+    config = parse_config("process.roles=broker\nnode.id=1\nlisteners=PLAINTEXT://h:2\n"
+                          "controller.listener.names=CONTROLLER\ncontroller.quorum.bootstrap.servers=h:1\n"
+                          "min.insync.replicas=2\nlog.segment.bytes=1048576\nreplica.fetch.wait.max.ms=100\n"
+                          "auto.create.topics.enable=false\nmessage.max.bytes=1000000\n")
+    assert config.warnings == ()
+
+
 # ---- Kafka's keystores and truststores ------------------------------------------------------------------------
 def _openssl(*args: str) -> None:
     subprocess.run([OPENSSL, *args], check=True, capture_output=True)

@@ -29,6 +29,10 @@ IMPLEMENTED_KEYS = frozenset({
     "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
     "broker.rack", "replica.lag.time.max.ms", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
     "num.partitions", "default.replication.factor",
+    # a broker's data plane (node/partitions.py DataPlaneSettings, node/auto_create.py, node/data_plane.py)
+    "min.insync.replicas", "message.max.bytes", "log.segment.bytes", "log.retention.ms", "log.retention.bytes",
+    "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "auto.create.topics.enable",
+    "inter.broker.listener.name",
     "ssl.certificate.location", "ssl.key.location", "ssl.ca.location", "ssl.client.auth",
     "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
     "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
