@@ -26,7 +26,8 @@ class Results:
 
 
 def _replay_group(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.sort_values(["from_snapshot", "offset"], ascending=[False, True])
+    # Rows reach the group in no particular order: the snapshot's records first, in the order they were written.
+    frame = frame.sort_values(["from_snapshot", "offset", "order"], ascending=[False, True, True], kind="stable")
     records = [InputRecord(int(o), int(b), int(t), None if v is None else bytes(v), bool(s))
                for o, b, t, v, s in zip(frame["offset"], frame["base_offset"], frame["timestamp"], frame["value"],
                                         frame["from_snapshot"])]

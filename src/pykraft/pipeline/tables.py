@@ -126,8 +126,10 @@ def replay_input(tables: Tables, stops: DataFrame) -> DataFrame:
            .filter(F.col("offset") <= F.col("stop_offset"))
            .filter(~F.col("is_control"))
            .select("cluster_id", "offset", "base_offset", "timestamp", "value", F.lit(False).alias("from_snapshot"),
-                   "stop_offset"))
+                   "stop_offset", F.col("offset").alias("order")))
+    # A snapshot's records all stand at its end offset; `order` (their offset inside the snapshot file) keeps them
+    # in the order they were written: a broker's registration before the change that unfences it.
     snap_rows = (snap.filter(~F.col("is_control"))
-                 .select("cluster_id", (F.col("snapshot_end_offset") - 1).alias("offset"), "base_offset", "timestamp", "value",
-                         F.lit(True).alias("from_snapshot"), "stop_offset"))
+                 .select("cluster_id", (F.col("snapshot_end_offset") - 1).alias("offset"), "base_offset", "timestamp",
+                         "value", F.lit(True).alias("from_snapshot"), "stop_offset", F.col("offset").alias("order")))
     return log.unionByName(snap_rows)
