@@ -18,20 +18,20 @@ Requests (pure; the hosts carry them out):
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.alter_configs.v2 import response as legacy_alter_response
 from kio.schema.describe_configs.v4 import response as describe_response
 from kio.schema.incremental_alter_configs.v1 import response as alter_response
-from kio.static.primitive import i8, i32Timedelta
+from kio.static.primitive import i8
 
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata.schema.config_record import ConfigRecordV0
 
 from .config_defs import TOPIC_CONFIGS, ConfigType, check_topic_configs
 from .result import ControllerResult
+from .topics import THROTTLE_NONE
 
 if TYPE_CHECKING:
     from .replication import ReplicationControl
@@ -41,7 +41,6 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs' OpType
 SOURCE_TOPIC, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_DEFAULT = 1, 2, 3, 5
 CONFIG_RECORD = 4
 REMOVE_TOPIC_RECORD = 9
-_THROTTLE_NONE = i32Timedelta.parse(datetime.timedelta(0))
 Resource = tuple[int, str]
 
 
@@ -166,7 +165,7 @@ def alter_response_of(incremental: bool, results: list[tuple[int, str, ErrorCode
     """The (Incremental)AlterConfigs response (newest version) of per-resource (type, name, code, message)."""
     ns = alter_response if incremental else legacy_alter_response
     response_type = ns.IncrementalAlterConfigsResponse if incremental else ns.AlterConfigsResponse
-    return response_type(throttle_time=_THROTTLE_NONE, responses=tuple(
+    return response_type(throttle_time=THROTTLE_NONE, responses=tuple(
         ns.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=i8(kind),
                                         resource_name=name) for kind, name, code, message in results))
 
@@ -191,7 +190,7 @@ def describe_configs(configs: ConfigControl, replication: ReplicationControl, re
         results.append(describe_response.DescribeConfigsResult(
             error_code=ErrorCode.NONE, error_message=None, resource_type=i8(kind), resource_name=name,
             configs=chosen))
-    return describe_response.DescribeConfigsResponse(throttle_time=_THROTTLE_NONE, results=tuple(results))
+    return describe_response.DescribeConfigsResponse(throttle_time=THROTTLE_NONE, results=tuple(results))
 
 
 def _described(configs: ConfigControl, kind: int, name: str) -> list[Any]:

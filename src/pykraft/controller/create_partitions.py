@@ -10,24 +10,22 @@ on validate_only.
 
 from __future__ import annotations
 
-import datetime
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.create_partitions.v3 import response as cp_response
 from kio.schema.types import TopicName
-from kio.static.primitive import i32Timedelta
 
 from pykraft.protocol.errors import ErrorCode
 
 from .eligibility import BrokerEligibility
 from .partitions import PartitionRegistration, new_partition
 from .result import ControllerResult
-from .topics import TopicError, bad_assignment, check_manual_replicas, manual_partitions, place_replicas, too_large
+from .topics import (THROTTLE_NONE, TopicError, bad_assignment, check_manual_replicas, manual_partitions,
+                     place_replicas, too_large)
 
 if TYPE_CHECKING:
     from .replication import ReplicationControl
 
-_THROTTLE_NONE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 def create_partitions(control: ReplicationControl, request: Any, brokers: BrokerEligibility) -> ControllerResult:
@@ -51,7 +49,7 @@ def create_partitions(control: ReplicationControl, request: Any, brokers: Broker
             first = len(control.topics[topic_id].partitions)
             records.extend(p.to_record(topic_id, first + i) for i, p in enumerate(outcome))
         results.append(_result(name, TopicError(ErrorCode.NONE)))
-    response = cp_response.CreatePartitionsResponse(throttle_time=_THROTTLE_NONE, results=tuple(results))
+    response = cp_response.CreatePartitionsResponse(throttle_time=THROTTLE_NONE, results=tuple(results))
     return ControllerResult(records=tuple(records), response=response)
 
 

@@ -41,7 +41,7 @@ MAX_NAME_LENGTH = 249
 TOPIC_RESOURCE = 2  # ConfigRecord's resource type of a topic
 _LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 ZERO_UUID = uuid.UUID(int=0)
-_THROTTLE_NONE = i32Timedelta.parse(datetime.timedelta(0))
+THROTTLE_NONE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +140,7 @@ def create_topics(control: ReplicationControl, request, brokers: BrokerEligibili
         results.append(create_response.CreatableTopicResult(
             name=TopicName(topic.name), topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
             num_partitions=i32(len(outcome)), replication_factor=i16(len(outcome[0].replicas)), configs=()))
-    response = create_response.CreateTopicsResponse(throttle_time=_THROTTLE_NONE, topics=tuple(results))
+    response = create_response.CreateTopicsResponse(throttle_time=THROTTLE_NONE, topics=tuple(results))
     return ControllerResult(records=tuple(records), response=response)
 
 
@@ -276,7 +276,7 @@ def delete_topics(control: ReplicationControl, request) -> ControllerResult:
         results.append(delete_response.DeletableTopicResult(
             name=None if name is None else TopicName(name), topic_id=topic_id if topic_id is not None else ZERO_UUID,
             error_code=error.code, error_message=error.message))
-    response = delete_response.DeleteTopicsResponse(throttle_time=_THROTTLE_NONE, responses=tuple(results))
+    response = delete_response.DeleteTopicsResponse(throttle_time=THROTTLE_NONE, responses=tuple(results))
     return ControllerResult(records=tuple(records), response=response)
 
 

@@ -39,7 +39,7 @@ IMPLEMENTED_KEYS = frozenset({
 })
 
 _T = ConfigType
-# Kafka server keys pykraft does not use, with Kafka's types and validators (KafkaConfig / ServerConfigs /
+# Kafka server keys with Kafka's types and validators (some now read by the data plane, most not used) (KafkaConfig / ServerConfigs /
 # ServerLogConfigs / ReplicationConfigs / SocketServerConfigs, Kafka 4.x): checked so a value Kafka refuses is
 # refused here too. Not every Kafka key is listed; an unlisted one is only named in the warning.
 KAFKA_SERVER_KEYS: Mapping[str, ConfigDef] = {d.name: d for d in (
