@@ -230,6 +230,18 @@ def test_handle_pre_vote_request_as_unattached_observer() -> None:
     assert vote_result(ctx.request(vote(1, 1, 0, 0, pre_vote=True, voter=7)))[2] is True
 
 
+def test_observer_follower_vetoes_pre_votes_only_while_the_leader_answers() -> None:
+    # Node 7 follows leader 1 as an observer, but the candidates may count it as a voter (it has not read the
+    # VotersRecord yet): once the leader has been silent for a fetch timeout its veto ends.
+    ctx = build(7, [0, 1, 2], stored=ElectionState.with_elected_leader(2, 1))
+    ctx.core.quorum.state.has_fetched_from_leader = True
+    assert vote_result(ctx.request(vote(2, 2, 0, 0, pre_vote=True, voter=7)))[2] is False
+    ctx.advance(ctx.core.config.fetch_timeout_ms)
+    assert ctx.role == "Follower"  # observers never campaign
+    assert vote_result(ctx.request(vote(2, 2, 0, 0, pre_vote=True, voter=7)))[2] is True
+    assert vote_result(ctx.request(vote(2, 3, 0, 0, voter=7)))[2] is True  # and the binding vote follows
+
+
 # ---- leadership ------------------------------------------------------------------------------------------------
 def test_leader_writes_leader_change_and_hwm_needs_majority() -> None:
     ctx = build(0, [0, 1, 2])
@@ -408,6 +420,24 @@ def test_follower_log_reconciliation_truncates_on_diverging_epoch() -> None:
     assert ctx.log.end_offset() == 2
 
 
+def test_follower_keeps_its_hwm_on_a_diverging_answer() -> None:
+    # Ours: epoch 1 at 0-4, epoch 3 at 5. The leader (epoch 4): epoch 1 at 0-2, epoch 2 at 3, epoch 4 from 4, HWM 5.
+    # Its answer to fetch(6, last epoch 3) is DivergingEpoch(epoch 2, end 4): we keep 0-3, but our 3 is epoch 1
+    # and the leader's is epoch 2, so its HWM must not commit our 3 before the next Fetch validates it.
+    log = MemoryLog()
+    for _ in range(5):
+        append_batch(log, 1)  # one record a batch: truncation cuts whole batches
+    append_batch(log, 3)
+    ctx = build(0, [0, 1, 2], stored=ElectionState.with_elected_leader(4, 1), log=log)
+    ctx.poll()
+    send = ctx.take_sent(FetchRequest)[0]
+    ctx.respond(send, messages.fetch_response(ErrorCode.none, high_watermark=5, leader_id=1, epoch=4,
+                                              diverging=OffsetAndEpoch(4, 2)))
+    assert ctx.log.end_offset() == 4 and ctx.core.high_watermark is None
+    retry = ctx.take_sent(FetchRequest)[0].request.topics[0].partitions[0]
+    assert (retry.fetch_offset, retry.last_fetched_epoch) == (4, 1)
+
+
 def test_voter_become_prospective_after_fetch_timeout() -> None:
     ctx = build(0, [0, 1, 2], stored=ElectionState.with_elected_leader(1, 1))
     ctx.advance(2000)
@@ -439,6 +469,18 @@ def test_leader_graceful_shutdown_sends_end_quorum_epoch() -> None:
     assert {s.destination.node_id for s in ctx.take_sent(EndQuorumEpochRequest)} == {1, 2}
     ctx.request(messages.begin_quorum_epoch_request(CLUSTER, 1, 2, ReplicaKey(0), endpoints(1)))
     assert any(isinstance(e, ShutdownComplete) and e.graceful for e in ctx.effects)
+
+
+def test_resigned_leader_shutting_down_never_campaigns() -> None:
+    ctx = build(0, [0, 1, 2])
+    elect_leader(ctx)
+    epoch = ctx.epoch
+    ctx._run(ctx.core.shutdown(ctx.now, 60_000))
+    ctx.take_sent(VoteRequest)
+    ctx.advance(10 * ctx.core.config.election_timeout_ms)  # long past the resigned state's election deadline
+    assert ctx.role == "Resigned" and ctx.epoch == epoch and not ctx.take_sent(VoteRequest)
+    assert ctx.take_sent(EndQuorumEpochRequest)  # it keeps asking the others to elect a leader
+    assert not any(isinstance(e, ShutdownComplete) for e in ctx.effects)
 
 
 def test_graceful_shutdown_single_member_quorum() -> None:

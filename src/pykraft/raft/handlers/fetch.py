@@ -188,6 +188,10 @@ def _apply_partition(core: RaftCore, state: FollowerState, p: fetch_resp.Partiti
     if p.diverging_epoch.epoch >= 0 and p.diverging_epoch.end_offset >= 0:
         snapshot_download.abandon(state)
         _truncate(core, OffsetAndEpoch(p.diverging_epoch.end_offset, p.diverging_epoch.epoch))
+        # What is left may still differ from the leader's log below the truncation point (it is validated by the
+        # next Fetch), so the leader's HWM says nothing about it yet: adopting it here committed a record the
+        # leader does not have (swarm seed 3010029). Kafka updates the HWM only on a records answer too.
+        return True
     elif snapshot.offset >= 0 or snapshot.epoch >= 0:
         if snapshot.offset < 0 or snapshot.epoch < 0:
             return False  # half a snapshot id

@@ -73,7 +73,8 @@ def can_grant_vote(core: RaftCore, candidate: ReplicaKey, up_to_date: bool, pre_
         if isinstance(state, LeaderState):
             return False
         if isinstance(state, FollowerState):
-            # Once it heard from the leader this epoch, a follower does not help depose it.
+            # Once it heard from the leader this epoch, a follower does not help depose it (an observer only until
+            # the leader has been silent for a fetch timeout: see timers._poll_follower).
             return not state.has_fetched_from_leader and up_to_date
         return up_to_date
     if isinstance(state, (UnattachedState, ProspectiveState)):
