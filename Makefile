@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench sim-sweep report-check standalone-check clean
+.PHONY: setup run test test-fast bench sim-sweep report-check standalone-check clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# The fast tier for a quick check of a change (pure core, hosts, sim scenarios): everything but the e2e processes,
+# the simulator sweeps, the exhaustive schema fuzzing and Spark (markers: tests/conftest.py, pyproject.toml).
+FAST_TIER := not e2e and not sim_sweep and not exhaustive and not spark and not standalone
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "$(FAST_TIER)"
 
 BENCH_STAMP := $(VENV)/.bench-installed
 

@@ -11,7 +11,7 @@ set a run passes through; `promoted_voter_disk_loss` runs the survivable form (o
 from pykraft.sim import faults
 from pykraft.sim.faults import DiskLossBudget
 from pykraft.sim.runner import _Runner, run
-from pykraft.sim.scenarios import SCENARIOS
+from pykraft.sim.registry import SCENARIOS
 from pykraft.sim.workload import newest_leader
 
 

@@ -5,7 +5,7 @@ its own only bootstrap server, lost the leader when leadership changed and fetch
 
 from pykraft.sim.catalog import keep_a_bootstrap_voter
 from pykraft.sim.runner import run
-from pykraft.sim.scenarios import SCENARIOS
+from pykraft.sim.registry import SCENARIOS
 
 
 def test_swarm_seed_2001553_converges() -> None:

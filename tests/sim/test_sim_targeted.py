@@ -7,7 +7,7 @@ import uuid
 
 from pykraft.sim.disk import SimDisk
 from pykraft.sim.runner import run
-from pykraft.sim.scenarios import SCENARIOS
+from pykraft.sim.registry import SCENARIOS
 from pykraft.sim.sweep import sweep
 from tests.sim.test_sim_disk import log_with
 

@@ -41,8 +41,7 @@ def run_command(
 @sim_app.command("list")
 def list_command() -> None:
     """The scenario names."""
-    from pykraft.sim.scenarios import SCENARIOS
-    from pykraft.sim import catalog  # noqa: F401 - registers the scenarios
+    from pykraft.sim.registry import SCENARIOS
 
     for name in sorted(SCENARIOS):
         typer.echo(name)
@@ -63,9 +62,8 @@ def sweep_command(
     from rich.progress import Progress
     from rich.table import Table
 
-    from pykraft.sim.scenarios import SCENARIOS
+    from pykraft.sim.registry import SCENARIOS
     from pykraft.sim.sweep import sweep
-    from pykraft.sim import catalog  # noqa: F401
 
     if scenario not in SCENARIOS:
         typer.echo(f"pykraft sim sweep: unknown scenario {scenario!r}", err=True)

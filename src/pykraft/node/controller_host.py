@@ -34,16 +34,13 @@ from pykraft.controller.configs import describe_configs
 from pykraft.controller.controller import (ALLOCATE_PRODUCER_IDS, ALTER_CONFIGS, ALTER_PARTITION, BROKER_HEARTBEAT,
                                           BROKER_REGISTRATION, CONTROLLER_REGISTRATION, CREATE_PARTITIONS,
                                           CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS,
-                                          UNREGISTER_BROKER, UPDATE_FEATURES, ControllerConfig,
-                                          NotActiveControllerError, QuorumController, UnsupportedControllerApiError)
+                                          UNREGISTER_BROKER, UPDATE_FEATURES, ControllerConfig, QuorumController)
+from pykraft.controller.host import ControllerHostView, HostedController, Refusal, Written, error_reply
+from pykraft.controller.log_replay import metadata_records
 from pykraft.controller.replication import ReplicationControl
-from pykraft.controller.features import FeatureUpdateError, update_features_response
-from pykraft.controller.log_replay import ReplayedAhead, load_committed, metadata_records
 from pykraft.controller.result import ControllerResult, KRaftVersionUpgrade
 from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
-from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode
-from pykraft.raft.accumulator import RecordBatchTooLargeError
 from pykraft.raft.client import NotLeaderError
 from pykraft.raft.effects import Ready
 from pykraft.raft.log import RawSnapshotReader
@@ -170,22 +167,19 @@ def controller_runtime(node_config: Any, **runtime_options: Any) -> NodeRuntime:
     return hosted_runtime(node_config, controller_host(node_config), **runtime_options)
 
 
-class ControllerHost:
-    """A `StateMachine` for NodeRuntime; `bind(runtime)` before the runtime starts."""
+class ControllerHost(ControllerHostView):
+    """A `StateMachine` for NodeRuntime; `bind(runtime)` before the runtime starts. The controller's hosting rules
+    are HostedController's (controller/host.py, shared with the simulator); this class adds the asyncio parts:
+    answers that wait for the commit, the tick timer, the event-queue metrics and kraft.version upgrades."""
 
     def __init__(self, config: ControllerConfig, rng: random.Random | None = None) -> None:
         self.config = config
         self.rng = rng or random.Random(int.from_bytes(os.urandom(8), "big"))
-        self.controller = QuorumController(config, self.rng)
+        self.hosted = HostedController(config, self.rng)
         self.runtime: NodeRuntime | None = None
-        self.committed_offset = -1  # last offset handed to apply (or contained in the loaded snapshot)
-        self.active_epoch: int | None = None
-        self._ahead = ReplayedAhead()  # offsets replayed when appended, before they commit
-        self._last_written = -1
         self._tick_handle: asyncio.TimerHandle | None = None
         self.undecodable_records = 0
         self.snapshots_loaded = 0
-        self.rebuilds = 0
         self.not_controller_answers = 0
         self.last_applied_timestamp_ms: int | None = None  # append time of the last committed batch (lag metric)
         self.event_queue = EventQueueStats()
@@ -212,21 +206,18 @@ class ControllerHost:
         handlers = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}  # noqa: SLF001
         return {**handlers, **image_handlers(self.metadata_image)}
 
+    def _core(self) -> Any:
+        return None if self.runtime is None else self.runtime.core
+
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
-        for offset, record in metadata_records(batches, on_undecodable=self._count_undecodable,
-                                               skip=self._ahead.covers, on_batch=self._note_batch):
-            self.controller.replay(record, offset)
-        self.committed_offset = max(self.committed_offset, last_offset)
-        if self.runtime is not None and self.runtime.core is not None:
-            self.controller.note_kraft_version(self.runtime.core.kraft_version())
+        records = metadata_records(batches, on_undecodable=self._count_undecodable, skip=self.hosted.ahead.covers,
+                                   on_batch=self._note_batch)
+        self.hosted.replay_committed(records, last_offset, self._core())
 
     def load_snapshot(self, reader: RawSnapshotReader) -> None:
-        self._ahead.clear()
-        last_contained = reader.snapshot_id.offset - 1
         records = metadata_records(reader.records(), on_undecodable=self._count_undecodable)
-        self.controller.load_snapshot([record for _, record in records], last_contained)
-        self.committed_offset = last_contained
+        self.hosted.load_snapshot([record for _, record in records], reader.snapshot_id.offset - 1)
         self.snapshots_loaded += 1
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
@@ -236,13 +227,9 @@ class ControllerHost:
             self._resign()
 
     def snapshot_records(self) -> Iterable[bytes]:
-        """The committed image only: with uncommitted replays in the active controller, a second controller is
-        built from the last snapshot plus the committed log for the snapshot."""
-        source = self.controller
-        if self._ahead:
-            source = QuorumController(self.config, random.Random(0))
-            self._load_committed(source)
-        return [encode_metadata_record(r) for r in source.snapshot_records()]
+        """The committed image only (HostedController.committed_records)."""
+        core = self._core()
+        return [encode_metadata_record(r) for r in self.hosted.committed_records(None if core is None else core.log)]
 
     # ---- requests ----------------------------------------------------------------------------------------------
     async def request(self, api_key: int, message: Any) -> Any:
@@ -270,32 +257,29 @@ class ControllerHost:
         return to_request_version(response, version)
 
     def _handle_on_core(self, api_key: int, message: Any, now: int, accepted: asyncio.Future) -> Any:
-        def refuse(error: ErrorCode, text: str) -> None:
-            self.not_controller_answers += error == ErrorCode.NOT_CONTROLLER
-            accepted.set_result((error_reply(api_key, message, error, text), None, -1))
+        def refuse(refusal: Refusal) -> None:
+            self.not_controller_answers += refusal.error == ErrorCode.NOT_CONTROLLER
+            accepted.set_result((error_reply(api_key, message, refusal.error, refusal.text), None, -1))
 
         if accepted.done():
             self.event_queue.timed_out += 1
             return None  # the caller went away
-        leader = self.runtime.core.leader_state()  # type: ignore[union-attr]
-        if not self.controller.active or leader is None or leader.epoch != self.active_epoch:
-            return refuse(ErrorCode.NOT_CONTROLLER, f"node {self.config.node_id} is not the active controller")
-        next_offset = leader.accumulator.next_offset
-        try:
-            result = self.controller.handle(api_key, message, now, next_offset)
-        except NotActiveControllerError as exc:
-            return refuse(ErrorCode.NOT_CONTROLLER, str(exc))
-        except UnsupportedControllerApiError as exc:
-            return refuse(ErrorCode.UNSUPPORTED_VERSION, str(exc))
-        # Any other exception fails this request only: submit_request hands it to `accepted` (handler_errors.py).
+        core = self._core()
+        # Any exception of `handle` but its refusals fails this request only: submit_request hands it to
+        # `accepted` (handler_errors.py).
+        accepted_result = self.hosted.accept(core, api_key, message, now)
+        if isinstance(accepted_result, Refusal):
+            return refuse(accepted_result)
+        result, next_offset = accepted_result
+        leader = core.leader_state()
         kraft_offset, kraft_ready = None, None
         if result.kraft_version_upgrade is not None:
             try:
                 kraft_offset, kraft_ready = self._upgrade_kraft(result.kraft_version_upgrade, now)
             except KRaftVersionUpgradeError as exc:  # nothing written: the request is atomic
-                return refuse(ErrorCode.INVALID_UPDATE_VERSION, str(exc))
+                return refuse(Refusal(ErrorCode.INVALID_UPDATE_VERSION, str(exc)))
             except NotLeaderError as exc:
-                return refuse(ErrorCode.NOT_CONTROLLER, str(exc))
+                return refuse(Refusal(ErrorCode.NOT_CONTROLLER, str(exc)))
             next_offset = leader.accumulator.next_offset  # the control batch took offsets
         waiter, ready = self._write(result, now, next_offset)
         if kraft_offset is not None and not result.records:
@@ -316,44 +300,32 @@ class ControllerHost:
 
     def _write(self, result: ControllerResult, now: int, next_offset: int,
                wait: bool = True) -> tuple[asyncio.Future[None] | None, Any]:
-        """Append `result.records` as one batch and replay them at once. The waiter completes when they (or, with
-        no records, every earlier write of this controller) commit; it fails with WriteFailed otherwise. Without
-        `wait` (ticks, activation: nobody to answer) there is no waiter, so no failure goes unretrieved."""
+        """HostedController.write, with a waiter that completes when the records (or, with no records, every
+        earlier write of this controller) commit and fails with WriteFailed otherwise. Without `wait` (ticks,
+        activation: nobody to answer) there is no waiter, so no failure goes unretrieved."""
         runtime = self.runtime
         assert runtime is not None and self.active_epoch is not None
         epoch = self.active_epoch
-        if not result.records:
-            if wait and self._last_written > self.committed_offset:
-                return runtime.waiters.add(self._last_written, epoch), None
-            return None, None
-        try:
-            values = [encode_metadata_record(r) for r in result.records]
-            last, ready = runtime.core.append(values, now, epoch)
-        except NotLeaderError as exc:
-            return _failed(ErrorCode.NOT_CONTROLLER, str(exc)) if wait else None, None
-        except (RecordBatchTooLargeError, MetadataRecordError) as exc:
-            _log.error("controller result not written: %s", exc)
-            return _failed(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)) if wait else None, None
-        assert last == next_offset + len(values) - 1, "the records did not get the offsets handle was given"
-        for index, record in enumerate(result.records):
-            self.controller.replay(record, next_offset + index)
-        self._ahead.add(next_offset, last)
-        self._last_written = last
-        return runtime.waiters.add(last, epoch) if wait else None, ready
+        written = self.hosted.write(runtime.core, result, now, next_offset)
+        if isinstance(written, Refusal):
+            _ready_of(written)
+            return _failed(written.error, written.text) if wait else None, None
+        if written.last_offset is None:
+            unfinished = self.hosted.unfinished_write()
+            return (runtime.waiters.add(unfinished, epoch) if wait and unfinished is not None else None), None
+        assert written.offsets_match, "the records did not get the offsets handle was given"
+        return runtime.waiters.add(written.last_offset, epoch) if wait else None, written.ready
 
     # ---- activation, periodic work, resignation ----------------------------------------------------------------
     def _activate(self, epoch: int, now: int) -> Any:
-        core = self.runtime.core  # type: ignore[union-attr]
-        leader = core.leader_state()
-        if leader is None or leader.epoch != epoch or self.controller.active:
+        runtime = self.runtime
+        assert runtime is not None
+        activated = self.hosted.activate(runtime.core, epoch, now)
+        if activated is None:
             return None
-        self.active_epoch = epoch
-        self.controller.note_kraft_version(core.kraft_version())
-        result = self.controller.activate(now)
         _log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
-        _, ready = self._write(result, now, leader.accumulator.next_offset, wait=False)
         self._schedule_tick()
-        return ready
+        return _ready_of(activated[1])
 
     def _timed(self, submitted_ms: int, now: int, run: Any) -> Any:
         """Kafka's event-queue metrics around one event run on the core task."""
@@ -368,20 +340,17 @@ class ControllerHost:
 
     def is_observer(self) -> bool:
         """IsObserver: this controller follows the quorum without being a voter."""
-        core = self.runtime.core if self.runtime is not None else None
+        core = self._core()
         key = None if core is None else core.local.key
         return key is None or not core.voters().is_voter(key)
 
     def _tick(self, now: int) -> Any:
         self._tick_handle = None
-        core = self.runtime.core  # type: ignore[union-attr]
-        leader = core.leader_state()
-        if not self.controller.active or leader is None or leader.epoch != self.active_epoch:
+        ticked = self.hosted.tick(self._core(), now)
+        if ticked is None:
             return None
-        next_offset = leader.accumulator.next_offset
-        _, ready = self._write(self.controller.tick(now, next_offset), now, next_offset, wait=False)
         self._schedule_tick()
-        return ready
+        return _ready_of(ticked[1])
 
     def _cancel_tick(self) -> None:
         if self._tick_handle is not None:
@@ -401,33 +370,30 @@ class ControllerHost:
 
     def _observe(self, core: Any, now: int) -> None:
         """After every core input: a leader that lost its epoch (resigned, stepped down, shutting down) stops."""
-        if not self.controller.active:
-            return
-        leader = core.leader_state()
-        if leader is None or leader.epoch != self.active_epoch or core.shutdown_deadline_ms is not None:
+        if self.hosted.lost_leadership(core):
             self._resign()
 
     def _resign(self) -> None:
         _log.info("node %d stops being the active controller", self.config.node_id)
-        self.controller.deactivate()
-        self.active_epoch = None
         self._cancel_tick()
-        if self._ahead:  # replays that may never commit: back to the committed image
-            self._load_committed(self.controller)
-            self._ahead.clear()
-            self.rebuilds += 1
-        self._last_written = -1
-
-    # ---- committed state from disk -----------------------------------------------------------------------------
-    def _load_committed(self, target: QuorumController) -> None:
-        """`target` := the latest snapshot + the committed log up to `committed_offset`."""
-        load_committed(target, self.runtime.core.log, self.committed_offset)  # type: ignore[union-attr]
+        core = self._core()
+        self.hosted.resign(None if core is None else core.log)
 
     def _note_batch(self, batch: Any) -> None:
         self.last_applied_timestamp_ms = batch.max_timestamp  # the lag metric's append time
 
     def _count_undecodable(self) -> None:
         self.undecodable_records += 1
+
+
+def _ready_of(written: Written | Refusal) -> Ready | None:
+    """The core output to run after a write; a result that could not be written is logged (it is a bug)."""
+    if isinstance(written, Written):
+        assert written.last_offset is None or written.offsets_match, "the records did not get the offsets handle gave"
+        return written.ready
+    if written.error == ErrorCode.UNKNOWN_SERVER_ERROR:
+        _log.error("controller result not written: %s", written.text)
+    return None
 
 
 def _merged(first: Ready | None, second: Ready | None) -> Ready | None:
@@ -441,13 +407,3 @@ def _failed(error: ErrorCode, message: str) -> asyncio.Future[None]:
     future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     future.set_exception(WriteFailed(error, message))
     return future
-
-
-def error_reply(api_key: int, message: Any, error: ErrorCode, text: str) -> Any:
-    """`error` for every part of `message`, at the request's version: per feature for UpdateFeatures (as the
-    controller answers its own refusals), otherwise as protocol/error_responses.py builds it (per topic for
-    CreateTopics / DeleteTopics, per partition for ElectLeaders, and at the top level where there is one)."""
-    if api_key == UPDATE_FEATURES:
-        return update_features_response(int(message.__version__), [u.feature for u in message.feature_updates],
-                                        FeatureUpdateError(error, text))
-    return error_response_for(message, error, error_message=text)

@@ -11,32 +11,9 @@ from dataclasses import replace
 
 from pykraft.sim import faults
 from pykraft.sim.admin import AdminTool
-from pykraft.sim.faults import FaultMix, Traced, at
+from pykraft.sim.faults import FaultMix, LeaderVictim, Traced, at
 from pykraft.sim.scenarios import Plan, add_workload, build_cluster, lossy, new_world, scenario
 from pykraft.sim.world import Params, World
-
-
-class LeaderVictim:
-    """Resolves "the leader" when the fault fires and remembers it for the matching recovery."""
-
-    def __init__(self) -> None:
-        self.node: int | None = None
-
-    def pick(self, world: World) -> int | None:
-        self.node = faults.leader_id(world)
-        return self.node
-
-    def kill(self, world: World) -> Traced:
-        return faults.kill(world, self.node) if self.pick(world) is not None else (None, "kill", "no leader")
-
-    def shutdown(self, world: World) -> Traced:
-        return faults.shutdown(world, self.node) if self.pick(world) is not None else (None, "shutdown", "no leader")
-
-    def isolate(self, world: World) -> Traced:
-        return faults.isolate(world, self.node) if self.pick(world) is not None else (None, "isolate", "no leader")
-
-    def restart(self, world: World) -> Traced:
-        return faults.restart(world, self.node) if self.node is not None else (None, "restart", "nobody")
 
 
 def expect_progress(world: World, from_ms: int, to_ms: int) -> None:
@@ -321,6 +298,3 @@ def keep_a_bootstrap_voter(target: list[int], initial_voters: list[int]) -> list
         return target
     return sorted([*target, min(initial_voters)])
 
-
-from pykraft.sim import metadata_scenarios  # noqa: E402,F401 - registers the metadata scenarios (it uses LeaderVictim)
-from pykraft.sim import targeted  # noqa: E402,F401 - registers diverging_tail and voter_change_storm

@@ -1,4 +1,5 @@
-"""ControllerNode: a simulated voter that hosts a QuorumController the way node/controller_host.py does.
+"""ControllerNode: a simulated voter that hosts a QuorumController through the same HostedController
+(controller/host.py) as node/controller_host.py; this module adds the simulator's events, waiters and checks.
 
 - Every replica replays the committed records into its active-controller object (`controller`); the machine
   (metadata_machine.py) keeps a second, never-activated image fed only committed records for the invariants.
@@ -21,14 +22,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from pykraft.controller.controller import (ControllerConfig, NotActiveControllerError, QuorumController,
-                                          UnsupportedControllerApiError)
-from pykraft.controller.log_replay import ReplayedAhead, load_committed
+from pykraft.controller.controller import ControllerConfig, QuorumController
+from pykraft.controller.host import ControllerHostView, HostedController, Refusal, Written, error_reply
 from pykraft.controller.result import ControllerResult
-from pykraft.node.controller_host import error_reply
 from pykraft.protocol.errors import ErrorCode
-from pykraft.raft.client import NotLeaderError
-from pykraft.records.metadata.frame import encode_metadata_record
 from pykraft.sim.metadata_machine import Decoded, MetadataMachine
 from pykraft.sim.metadata_wire import ControllerRequest, ControllerResponse, ReplyTo
 from pykraft.sim.node import SimNode, Status
@@ -47,28 +44,23 @@ class _Waiter:
     first_offset: int
 
 
-class ControllerNode(SimNode):
+class ControllerNode(ControllerHostView, SimNode):
     def __init__(self, *args: Any, controller_config: ControllerConfig, **kwargs: Any) -> None:
         self.controller_config = controller_config
-        self.controller = QuorumController(controller_config, random.Random(0))
+        self.hosted = HostedController(controller_config, random.Random(0))
         self._reset_host()
-        self.rebuilds = 0
         self.activations = 0
         self.not_controller_answers = 0
         self.written: dict[str, int] = {}  # record type -> how many this node appended as active controller
         super().__init__(*args, **kwargs)
 
     def _reset_host(self) -> None:
-        self.committed_offset = -1
-        self.active_epoch: int | None = None
-        self.pending = ReplayedAhead()
-        self.last_written = -1
         self.waiters: list[_Waiter] = []
         self.tick_generation = getattr(self, "tick_generation", 0) + 1
 
     def new_machine(self) -> MetadataMachine:
         rng = random.Random(self.world.stream(f"controller-{self.node_id}-{self.starts}").getrandbits(64))
-        self.controller = QuorumController(self.controller_config, rng)
+        self.hosted.restart(QuorumController(self.controller_config, rng))
         self._reset_host()
         image = QuorumController(self.controller_config, random.Random(0))
         checker = getattr(self.world, "metadata_checker", None)
@@ -81,24 +73,17 @@ class ControllerNode(SimNode):
 
     # ---- committed replay ------------------------------------------------------------------------------------
     def _replay_committed(self, records: Decoded) -> None:
-        for offset, record in records:
-            if not self.pending.covers(offset):
-                self.controller.replay(record, offset)
-        self.committed_offset = max(self.committed_offset, records[-1][0])
-        if self.core is not None:
-            self.controller.note_kraft_version(self.core.kraft_version())
+        self.hosted.replay_committed(records, records[-1][0], self.core)
 
     def _snapshot_loaded(self, records: list[Any], last_contained: int) -> None:
-        self.pending.clear()
-        self.controller.load_snapshot(records, last_contained)
-        self.committed_offset = last_contained
+        self.hosted.load_snapshot(records, last_contained)
 
     def _commit(self, effect: Any) -> None:
         super()._commit(effect)
         checker = getattr(self.world, "metadata_checker", None)
         # Everything this controller wrote has committed (then, in a correct host, nothing is pending): its image
         # must be the committed one.
-        if checker is not None and self.last_written <= self.committed_offset:
+        if checker is not None and self.hosted.unfinished_write() is None:
             checker.on_controller_settled(self)
 
     # ---- every input -----------------------------------------------------------------------------------------
@@ -107,11 +92,8 @@ class ControllerNode(SimNode):
         self._after_input()
 
     def _after_input(self) -> None:
-        core = self.core
-        if self.controller.active:
-            leader = None if core is None else core.leader_state()
-            if leader is None or leader.epoch != self.active_epoch or core.shutdown_deadline_ms is not None:
-                self._resign()
+        if self.hosted.lost_leadership(self.core):
+            self._resign()
         if self.waiters:
             self._complete_waiters()
 
@@ -122,8 +104,8 @@ class ControllerNode(SimNode):
         keep: list[_Waiter] = []
         for waiter in self.waiters:
             if leader is None or leader.epoch != waiter.epoch or self.active_epoch != waiter.epoch:
-                self._refuse(waiter.reply, waiter.api_key, waiter.request, ErrorCode.NOT_CONTROLLER,
-                             "leadership lost before the records committed")
+                self._refuse(waiter.reply, waiter.api_key, waiter.request,
+                             Refusal(ErrorCode.NOT_CONTROLLER, "leadership lost before the records committed"))
             elif hwm is not None and hwm > waiter.last_offset:
                 response = waiter.response
                 self._reply(waiter.reply, response(waiter.first_offset) if callable(response) else response)
@@ -144,70 +126,67 @@ class ControllerNode(SimNode):
             super()._handle_message(envelope)
             return
         reply = ReplyTo(envelope.src, envelope.src_incarnation, payload.request_id, payload.component)
-        core = self.core
-        leader = None if core is None else core.leader_state()
-        if not self.controller.active or leader is None or leader.epoch != self.active_epoch:
-            self._refuse(reply, payload.api_key, payload.request, ErrorCode.NOT_CONTROLLER,
-                         f"node {self.node_id} is not the active controller")
-            return
-        now, next_offset = self.now(), leader.accumulator.next_offset
+        now = self.now()
         try:
-            result = self.controller.handle(payload.api_key, payload.request, now, next_offset)
-        except NotActiveControllerError as exc:
-            self._refuse(reply, payload.api_key, payload.request, ErrorCode.NOT_CONTROLLER, str(exc))
-            return
-        except UnsupportedControllerApiError as exc:
-            self._refuse(reply, payload.api_key, payload.request, ErrorCode.UNSUPPORTED_VERSION, str(exc))
-            return
+            accepted = self.hosted.accept(self.core, payload.api_key, payload.request, now)
         except Exception as exc:  # noqa: BLE001 - a controller bug met by a peer's request is a finding
             self.world.checker.violation("ControllerRequestCrash", self, f"api {payload.api_key}: {exc!r}")
-            self._refuse(reply, payload.api_key, payload.request, ErrorCode.UNKNOWN_SERVER_ERROR, repr(exc))
+            accepted = Refusal(ErrorCode.UNKNOWN_SERVER_ERROR, repr(exc))
+        if isinstance(accepted, Refusal):
+            self._refuse(reply, payload.api_key, payload.request, accepted)
             return
+        result, next_offset = accepted
         self._write(result, now, next_offset, (reply, payload.api_key, payload.request))
         self._schedule_tick()
 
     def _write(self, result: ControllerResult, now: int, next_offset: int,
                caller: tuple[ReplyTo, int, Any] | None) -> bool:
-        """Append the records as one batch and replay them at once; queue the answer. True when written."""
-        core, epoch = self.core, self.active_epoch
-        assert core is not None and epoch is not None
-        if not result.records:
+        """HostedController.write, then queue the answer and run the core's output. True when written."""
+        return self._after_write(result, self.hosted.write(self.core, result, now, next_offset), next_offset, caller)
+
+    def _after_write(self, result: ControllerResult, written: Written | Refusal, next_offset: int,
+                     caller: tuple[ReplyTo, int, Any] | None) -> bool:
+        epoch = self.active_epoch
+        if isinstance(written, Refusal):
+            if written.error == ErrorCode.UNKNOWN_SERVER_ERROR:
+                self.world.checker.violation("ControllerWrite", self, written.text)
             if caller is not None:
-                if self.last_written > self.committed_offset:
-                    self.waiters.append(_Waiter(self.last_written, epoch, *caller, result.response, next_offset))
-                    self._complete_waiters()
-                else:
-                    response = result.response
-                    self._reply(caller[0], response(next_offset) if callable(response) else response)
+                self._refuse(*caller, written)
             return False
-        try:
-            values = [encode_metadata_record(r) for r in result.records]
-            last, ready = core.append(values, now, epoch)
-        except NotLeaderError as exc:
+        if written.last_offset is None:
             if caller is not None:
-                self._refuse(caller[0], caller[1], caller[2], ErrorCode.NOT_CONTROLLER, str(exc))
+                self._answer_without_records(caller, result.response, next_offset)
             return False
-        if last != next_offset + len(values) - 1:
-            self.world.checker.violation("ControllerOffsets", self, f"records at {next_offset}.. got last {last}")
-        for index, record in enumerate(result.records):
-            self.controller.replay(record, next_offset + index)
+        self._note_written(written, result)
+        if caller is not None:
+            self.waiters.append(_Waiter(written.last_offset, epoch, *caller, result.response, next_offset))
+        self._run(written.ready)
+        return True
+
+    def _answer_without_records(self, caller: tuple[ReplyTo, int, Any], response: Any, next_offset: int) -> None:
+        unfinished = self.hosted.unfinished_write()
+        if unfinished is not None:
+            self.waiters.append(_Waiter(unfinished, self.active_epoch, *caller, response, next_offset))
+            self._complete_waiters()
+        else:
+            self._reply(caller[0], response(next_offset) if callable(response) else response)
+
+    def _note_written(self, written: Written, result: ControllerResult) -> None:
+        if not written.offsets_match:
+            self.world.checker.violation("ControllerOffsets", self,
+                                         f"records at {written.first_offset}.. got last {written.last_offset}")
+        for record in result.records:
             name = type(record).__name__
             self.written[name] = self.written.get(name, 0) + 1
-        self.pending.add(next_offset, last)
-        self.last_written = last
-        if caller is not None:
-            self.waiters.append(_Waiter(last, epoch, *caller, result.response, next_offset))
-        self._run(ready)
-        return True
 
     def _reply(self, reply: ReplyTo, response: Any) -> None:
         payload = ControllerResponse(reply.request_id, reply.component, response)
         self.world.send(self.node_id, reply.src, payload, type(response).__name__,
                         dst_incarnation=reply.src_incarnation)
 
-    def _refuse(self, reply: ReplyTo, api_key: int, request: Any, error: ErrorCode, text: str) -> None:
-        self.not_controller_answers += error == ErrorCode.NOT_CONTROLLER
-        self._reply(reply, error_reply(api_key, request, error, text))
+    def _refuse(self, reply: ReplyTo, api_key: int, request: Any, refusal: Refusal) -> None:
+        self.not_controller_answers += refusal.error == ErrorCode.NOT_CONTROLLER
+        self._reply(reply, error_reply(api_key, request, refusal.error, refusal.text))
 
     # ---- activation, ticks, resignation ------------------------------------------------------------------------
     def _leader_changed(self, effect: Any) -> None:
@@ -223,14 +202,12 @@ class ControllerNode(SimNode):
         if self.status is Status.PAUSED:
             self.world.scheduler.after(PAUSED_RETRY_MS, self._activate_event, incarnation, epoch)
             return None
-        leader = self.core.leader_state()
-        if leader is None or leader.epoch != epoch or self.controller.active:
+        activated = self.hosted.activate(self.core, epoch, self.now())
+        if activated is None:
             return None
-        self.active_epoch = epoch
         self.activations += 1
-        self.controller.note_kraft_version(self.core.kraft_version())
-        now = self.now()
-        self._write(self.controller.activate(now), now, leader.accumulator.next_offset, None)
+        result, written = activated
+        self._after_write(result, written, written.first_offset if isinstance(written, Written) else -1, None)
         self._schedule_tick()
         return self.node_id, "activate", f"active controller of epoch {epoch}"
 
@@ -249,12 +226,11 @@ class ControllerNode(SimNode):
         if self.status is Status.PAUSED:
             self.world.scheduler.after(PAUSED_RETRY_MS, self._tick_event, incarnation, generation)
             return None
-        leader = self.core.leader_state()
-        if not self.controller.active or leader is None or leader.epoch != self.active_epoch:
+        ticked = self.hosted.tick(self.core, self.now())
+        if ticked is None:
             return None
-        now, next_offset = self.now(), leader.accumulator.next_offset
-        result = self.controller.tick(now, next_offset)
-        wrote = self._write(result, now, next_offset, None)
+        result, written = ticked
+        wrote = self._after_write(result, written, written.first_offset if isinstance(written, Written) else -1, None)
         if self.controller.active:
             self._schedule_tick()
         if not wrote:
@@ -263,16 +239,5 @@ class ControllerNode(SimNode):
         return self.node_id, "ctl-tick", kinds
 
     def _resign(self) -> None:
-        self.controller.deactivate()
-        self.active_epoch = None
         self.tick_generation += 1
-        if self.pending:  # replays that may never commit: back to the committed image
-            self._load_committed(self.controller)
-            self.pending.clear()
-            self.rebuilds += 1
-        self.last_written = -1
-
-    def _load_committed(self, target: QuorumController) -> None:
-        """`target` := the latest snapshot + the committed log up to `committed_offset` (as ControllerHost)."""
-        assert self.core is not None
-        load_committed(target, self.core.log, self.committed_offset)
+        self.hosted.resign(None if self.core is None else self.core.log)

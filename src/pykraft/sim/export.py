@@ -84,7 +84,7 @@ def run_and_export(seed: int, scenario: str, out_dir: str, *, max_events: int = 
                    trace_size: int | None = 60) -> Any:
     """`runner.run` with the finished world written out (a run replays from its seed, so exporting a sweep's
     seeds afterwards gives the very runs the sweep checked)."""
-    from pykraft.sim.runner import run  # imports the catalog (registers the scenarios)
+    from pykraft.sim.runner import run  # the runner loads every scenario module (registry.py)
 
     return run(seed, scenario, max_events=max_events, trace_size=trace_size,
                finished=lambda plan: export_run(plan, scenario, seed, out_dir))

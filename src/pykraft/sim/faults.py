@@ -298,3 +298,26 @@ def _schedule_one(world: World, rng: random.Random, kind: str, node: int, time: 
         at(world, time, disks.flip, node)
     elif kind == "clock_jumps":
         at(world, time, clock_jump, node, rng.randint(100, 3000))
+
+
+class LeaderVictim:
+    """Resolves "the leader" when the fault fires and remembers it for the matching recovery."""
+
+    def __init__(self) -> None:
+        self.node: int | None = None
+
+    def pick(self, world: World) -> int | None:
+        self.node = leader_id(world)
+        return self.node
+
+    def kill(self, world: World) -> Traced:
+        return kill(world, self.node) if self.pick(world) is not None else (None, "kill", "no leader")
+
+    def shutdown(self, world: World) -> Traced:
+        return shutdown(world, self.node) if self.pick(world) is not None else (None, "shutdown", "no leader")
+
+    def isolate(self, world: World) -> Traced:
+        return isolate(world, self.node) if self.pick(world) is not None else (None, "isolate", "no leader")
+
+    def restart(self, world: World) -> Traced:
+        return restart(world, self.node) if self.node is not None else (None, "restart", "nobody")

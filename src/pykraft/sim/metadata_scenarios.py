@@ -1,6 +1,6 @@
 """The metadata scenarios: controllers and brokers (metadata_cluster.py) under controller failover, broker
-crashes, partitions and controlled shutdowns. Registered with the raft scenarios (catalog.py imports this
-module), so `pykraft sim run --scenario metadata_basic --seed N` and `sim sweep` run them.
+crashes, partitions and controlled shutdowns. Listed with the raft scenarios (registry.py), so
+`pykraft sim run --scenario metadata_basic --seed N` and `sim sweep` run them.
 
 - metadata_basic: 3 controllers, 3 brokers, two topics (RF 3), no faults.
 - metadata_failover: the active controller is killed or isolated, repeatedly, and comes back.
@@ -18,8 +18,7 @@ import random
 
 from pykraft.sim import faults
 from pykraft.sim.brokers import BrokerNode
-from pykraft.sim.catalog import LeaderVictim
-from pykraft.sim.faults import FaultMix, Traced, at
+from pykraft.sim.faults import FaultMix, LeaderVictim, Traced, at
 from pykraft.sim.metadata_cluster import TopicSpec, attach, build_metadata_cluster
 from pykraft.sim.scenarios import Plan, lossy, new_world, scenario
 from pykraft.sim.world import Params, World

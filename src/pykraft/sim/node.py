@@ -6,7 +6,7 @@
   (after a drawn latency): nothing that follows a flush in the core's output - a Fetch whose offset counts the
   new batches, an answer to a leader - leaves before the data is durable. Then `on_log_flushed` is called;
 - `Send` and `Respond` go to the network, `CommitBatches`/`LoadSnapshot`/`LeaderChanged` to the state machine,
-  which snapshots itself every K records through `core.create_snapshot`;
+  which snapshots itself every K offsets through the node's trigger (raft/snapshot_trigger.py);
 - ApiVersions probes are answered by the runtime (the core only sends them), with the node's kraft.version range.
 
 Node faults: kill (crash: unflushed data lost, maybe a torn tail), graceful shutdown (core.shutdown, then stop
@@ -31,6 +31,7 @@ from pykraft.raft.client import RaftCore
 from pykraft.raft.config import LocalReplica, QuorumConfig
 from pykraft.raft.effects import CommitBatches, FlushLog, LeaderChanged, LoadSnapshot, PersistElection, Ready, Respond, Send, ShutdownComplete
 from pykraft.raft.log import InvalidSnapshotIdError, SnapshotId
+from pykraft.raft.snapshot_trigger import NO_BYTE_LIMIT, SnapshotTrigger, write_snapshot
 from pykraft.raft.states import NEVER
 from pykraft.raft.voter_set import Endpoint, SupportedVersionRange
 from pykraft.sim.disk import SimDisk, StorageCorruptionError
@@ -77,6 +78,7 @@ class SimNode:
         self.starts = 0
         self.rng = world.stream(f"node-{node_id}")
         self.snapshots_taken = 0
+        self.snapshot_trigger = SnapshotTrigger(NO_BYTE_LIMIT, 0, 0, world.params.snapshot_every)
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
     @property
@@ -96,6 +98,7 @@ class SimNode:
         core_rng = random.Random(self.rng.getrandbits(64))
         self.core = RaftCore(local, self.config, self.disk.log, core_rng)
         self.machine = self.new_machine()
+        self.snapshot_trigger = SnapshotTrigger(NO_BYTE_LIMIT, 0, self.now(), self.world.params.snapshot_every)
         self.writes = PendingWrites(self)
         self.queue.clear()
         self.inbox.clear()
@@ -316,28 +319,26 @@ class SimNode:
         applied, batches = self.machine.apply(effect.records)
         self.world.checker.on_commit(self, applied, batches)
         self.writes.on_commit(applied)
-        self._maybe_snapshot(batches[-1].epoch if batches else None)
+        self.snapshot_trigger.on_commit(effect.records)
+        self._maybe_snapshot()
 
-    def _maybe_snapshot(self, epoch: int | None) -> None:
-        core, params = self.core, self.world.params
-        if core is None or epoch is None or params.snapshot_every <= 0:
+    def _maybe_snapshot(self) -> None:
+        """The node's trigger (raft/snapshot_trigger.py) with the simulator's setting: every `snapshot_every`
+        committed offsets."""
+        core = self.core
+        applied = None if core is None else self.snapshot_trigger.next_snapshot(self.now())
+        if applied is None:
             return
-        latest = core.latest_snapshot_id()
-        base = latest.offset if latest is not None else 0
-        if self.machine.next_offset - base < params.snapshot_every:
-            return
-        snapshot_id = SnapshotId(self.machine.next_offset, epoch)
+        snapshot_id = SnapshotId(applied.end_offset, applied.epoch)
         try:
-            writer = core.create_snapshot(snapshot_id, self.world.scheduler.now_ms, self.now())
+            writer = write_snapshot(core, applied, self.now(), self.machine.snapshot_values())
         except InvalidSnapshotIdError:
-            return  # e.g. the listener is ahead of a restarted node's known HWM: try again later
+            return  # e.g. the listener is ahead of a restarted node's known HWM: the next trigger tries again
         if writer is None:
             return
-        writer.append(self.machine.snapshot_values())
-        writer.freeze()
         self.snapshots_taken += 1
         self.world.checker.on_snapshot_taken(self, snapshot_id, self.machine.digest())
-        if self.rng.random() < params.clean_probability:
+        if self.rng.random() < self.world.params.clean_probability:
             self.disk.log.delete_before_snapshot(snapshot_id)
 
     def _load_snapshot(self, snapshot_id: SnapshotId) -> None:
@@ -350,6 +351,7 @@ class SimNode:
             self.world.checker.violation("SnapshotReadable", self, f"LoadSnapshot({snapshot_id}) has no snapshot")
             return
         self.machine.load(reader, snapshot_id.offset)
+        self.snapshot_trigger.on_snapshot_loaded(snapshot_id, self.now())
         self.world.checker.on_snapshot_loaded(self, snapshot_id, self.machine.digest())
 
     def _leader_changed(self, effect: LeaderChanged) -> None:

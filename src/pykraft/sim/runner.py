@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pykraft.sim import catalog  # noqa: F401 - registers the scenarios
 from pykraft.sim import faults
 from pykraft.sim.network import LinkProfile
 from pykraft.sim.node import Status
-from pykraft.sim.scenarios import LIVENESS_BOUND_MS, SCENARIOS, Plan
+from pykraft.sim.registry import SCENARIOS
+from pykraft.sim.scenarios import LIVENESS_BOUND_MS, Plan
 from pykraft.raft.states import FollowerState
 from pykraft.sim.workload import newest_leader
 

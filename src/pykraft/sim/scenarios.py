@@ -109,14 +109,15 @@ def new_world(seed: int, trace_size: int | None, params: Params | None = None) -
 
 
 ScenarioBuilder = Callable[[int, int | None], Plan]
-SCENARIOS: dict[str, ScenarioBuilder] = {}
 
 
 def scenario(name: str) -> Callable[[ScenarioBuilder], ScenarioBuilder]:
-    def register(builder: ScenarioBuilder) -> ScenarioBuilder:
-        SCENARIOS[name] = builder
+    """Names a scenario builder; registry.py collects the named builders of the scenario modules (importing a
+    module registers nothing)."""
+    def name_it(builder: ScenarioBuilder) -> ScenarioBuilder:
+        builder.scenario_name = name  # type: ignore[attr-defined]
         return builder
-    return register
+    return name_it
 
 
 def lossy(rng) -> LinkProfile:  # noqa: ANN001 - random.Random

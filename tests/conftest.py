@@ -1,0 +1,63 @@
+"""The test tiers: the slow folders and modules get their marker here, in one table, never test by test.
+
+`make test` runs every tier (as it always did); `make test-fast` deselects the slow ones, for the quick check of a
+change to the pure core (raft, controller, broker, storage, records, protocol basics, node hosts, sim scenarios).
+The markers are declared (strict) in pyproject.toml; `spark` and `standalone` stay as module-level pytestmarks in
+tests/pipeline, where they were."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+TESTS = pathlib.Path(__file__).parent
+# marker -> folders ("name/") and modules (relative to tests/) it applies to.
+TIERS: dict[str, tuple[str, ...]] = {
+    # Real `pykraft server start` processes, several nodes talking TCP on 127.0.0.1 (generous liveness waits), or
+    # the console script started with Spark on its path.
+    "e2e": (
+        "e2e/",
+        "pipeline/test_cli.py",
+        "admin/test_end_to_end.py",
+        "cli/test_features_live.py",
+        "node/test_cluster.py",
+        "node/test_config_refusals.py",
+        "node/test_refused_start.py",
+        "node/test_server_cmd.py",
+        "node/test_stop_faults.py",
+    ),
+    # Many seeded whole-cluster simulations: the CI sweeps (on two worker processes) and every scenario's seeds.
+    "sim_sweep": (
+        "sim/test_sim_sweep_ci.py",
+        "sim/test_metadata_sweep_ci.py",
+        "sim/test_sim_targeted.py",
+        "sim/test_sim_scenarios.py",
+        "sim/test_sim_runs.py",
+    ),
+    # Property and fuzz runs over every message schema and version, and the file-log differential runs.
+    "exhaustive": (
+        "protocol/test_wire_check.py",
+        "protocol/test_fuzz.py",
+        "protocol/test_codec.py",
+        "protocol/test_error_responses.py",
+        "records/test_metadata_roundtrip.py",
+        "records/test_metadata_interop.py",
+        "records/test_metadata_json.py",
+        "records/test_metadata_fuzz.py",
+        "node/test_protocol_fuzz.py",
+        "storage/test_log_differential.py",
+    ),
+}
+
+
+def tiers_of(relative: str) -> list[str]:
+    return [marker for marker, places in TIERS.items()
+            if any(relative == place or (place.endswith("/") and relative.startswith(place)) for place in places)]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        relative = item.path.relative_to(TESTS).as_posix()
+        for marker in tiers_of(relative):
+            item.add_marker(getattr(pytest.mark, marker))
