@@ -203,10 +203,10 @@ def latency(quorum: PykraftQuorum, count: int) -> list[float]:
     return asyncio.run(main())
 
 
-# ---- failover: SIGKILL the leader under a sequential writer ----
+# ---- failover: SIGKILL (or SIGSTOP) the leader under a sequential writer ----
 
 
-async def _failover_once(quorum: PykraftQuorum, timeout_s: float) -> float:
+async def _failover_once(quorum: PykraftQuorum, timeout_s: float, how: signal.Signals) -> float:
     leader, _ = await quorum.wait_ready(120)
     # Short client-side retry backoff so the client does not add its own waiting to the measurement.
     async with MetadataLogWriter(quorum.bootstrap, request_timeout_ms=1000, deadline_ms=int(timeout_s * 1000),
@@ -225,26 +225,34 @@ async def _failover_once(quorum: PykraftQuorum, timeout_s: float) -> float:
 
         task = asyncio.create_task(ticker())
         await asyncio.sleep(1.0)
+        process = quorum.cluster.nodes[leader].process
         killed_at = time.monotonic()
-        os.kill(quorum.cluster.nodes[leader].process.pid, signal.SIGKILL)
+        os.kill(process.pid, how)
         first = None
         while first is None and time.monotonic() - killed_at < timeout_s:
             await asyncio.sleep(0.01)
             # An ack from the new leader: a write begun after the kill, or one that needed a retry.
             first = next((ack for begun, ack, attempts in acks
                           if ack > killed_at and (begun > killed_at or attempts > 1)), None)
+        if how is signal.SIGSTOP:
+            os.kill(process.pid, signal.SIGCONT)  # the old leader wakes up as a deposed leader and follows
         stop.set()
         await task
-    quorum.cluster.nodes[leader].process.wait(timeout=30)
-    quorum.cluster.start(leader)
+    if how is signal.SIGKILL:
+        process.wait(timeout=30)
+        quorum.cluster.start(leader)
     await quorum.wait_ready(120)
     if first is None:
         return float("inf")
     return first - killed_at
 
 
-def failover(quorum: PykraftQuorum, runs: int, timeout_s: float = 30) -> list[float]:
-    return [asyncio.run(_failover_once(quorum, timeout_s)) for _ in range(runs)]
+def failover(quorum: PykraftQuorum, runs: int, timeout_s: float = 30, how: signal.Signals = signal.SIGKILL
+             ) -> list[float]:
+    """Seconds from the signal to the first write acknowledged by a new leader, per run; inf for a run that never
+    recovered within `timeout_s`. SIGSTOP leaves every socket open, so the followers must wait out their fetch
+    timeout (nothing refuses or resets a connection); SIGKILL lets them see the leader's process is gone."""
+    return [asyncio.run(_failover_once(quorum, timeout_s, how)) for _ in range(runs)]
 
 
 def top_costs(path: Path, limit: int) -> list[str]:

@@ -206,3 +206,42 @@ async def test_a_failed_fsync_holds_every_later_message_forever():
     with pytest.raises(OSError):
         await lane.drain()
     await lane.close()
+
+
+@pytest.mark.asyncio
+async def test_a_leader_fetch_answer_overtakes_the_leaders_own_flush_but_never_an_election_write():
+    log, _, gate, lane, sink, runner, _ = build()
+    log.end = 3
+    # the leader appended (FlushLog) and answers a parked Fetch with the new records: the answer leaves at once,
+    # while a normal message emitted before it stays held behind the fsync
+    runner.run(Ready((FlushLog(3), send(1), Respond("fetch", object(), after_log_flush=False)), 0))
+    await settle()
+    assert sink.events == [("respond", "fetch", 0)]
+    gate.release_next()
+    await settle()
+    assert sink.events[1:] == [("send", 1, 3)]
+    # a quorum-state write still holds such an answer until it is durable
+    runner.run(Ready((PersistElection(ElectionState(5), 1), Respond("fetch2", object(), after_log_flush=False)), 0))
+    await settle()
+    assert [e[1] for e in sink.events] == ["fetch", 1]
+    gate.release_next()
+    await settle()
+    assert [e[1] for e in sink.events] == ["fetch", 1, "fetch2"]
+    await lane.close()
+
+
+@pytest.mark.asyncio
+async def test_held_messages_with_mixed_tags_leave_as_each_becomes_due_in_emission_order():
+    log, store, gate, lane, sink, runner, _ = build()
+    log.end = 1
+    runner.run(Ready((PersistElection(ElectionState(6), 1), FlushLog(1), send(1),
+                      Respond("fetch", object(), after_log_flush=False)), 0))
+    await settle()
+    assert sink.events == []
+    gate.release_next()  # the election write: the Fetch answer is due, send 1 still waits for the fsync
+    await settle()
+    assert [e[1] for e in sink.events] == ["fetch"]
+    gate.release_next()
+    await settle()
+    assert [e[1] for e in sink.events] == ["fetch", 1]
+    await lane.close()

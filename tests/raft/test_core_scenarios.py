@@ -305,6 +305,8 @@ def test_purgatory_fetch_satisfied_by_write() -> None:
     ctx._run(ready)
     parked = [r for r in ctx.responses if r.ref == "parked"]
     assert parked and fetch_part(parked[0]).records
+    # the records go out before the leader's own flush (its HWM counts only its flushed end, as in Kafka)
+    assert parked[0].after_log_flush is False
 
 
 def test_fetch_request_cluster_id_validation() -> None:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
+from .server_fast import serve_if_asked
+
+serve_if_asked(sys.argv)  # a plain `server start --config FILE` runs here, before typer is imported (server_fast.py)
+
+import typer  # noqa: E402 - after the server's way out
 
 app = typer.Typer(
     name="pykraft",

@@ -23,6 +23,7 @@ import ssl
 import struct
 from collections import deque
 from collections.abc import Callable
+from typing import cast
 
 from pykraft.net.errors import ConnectError, ConnectionClosedError, FrameTooLargeError, NetError, RequestTimeoutError
 from pykraft.protocol.errors import FrameTooLargeError as FrameSizeError
@@ -321,8 +322,8 @@ class _ClientProtocol(asyncio.Protocol):
         self._conn = conn
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._conn._connection_made(transport)
+        # A stream transport; not checked with isinstance: uvloop's transports do not subclass asyncio.Transport.
+        self._conn._connection_made(cast(asyncio.Transport, transport))
 
     def data_received(self, data: bytes) -> None:
         self._conn._data_received(data)

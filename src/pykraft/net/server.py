@@ -30,6 +30,7 @@ import struct
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import cast
 
 from pykraft.net.tls import peer_subject
 from pykraft.protocol.errors import InvalidFrameError
@@ -192,7 +193,8 @@ class _ServerProtocol(asyncio.Protocol):
     # ---- asyncio callbacks ----
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # A stream transport; not checked with isinstance: uvloop's transports do not subclass asyncio.Transport.
+        transport = cast(asyncio.Transport, transport)
         self._transport = transport
         if self._server._closed:  # a TLS handshake that finished after close(): not a connection of ours
             self._closing = True

@@ -3,8 +3,10 @@
 `EffectRunner.run(ready)` walks the effects of one input:
 - `PersistElection` / `FlushLog` go to the durability lane (flusher.py) and return at once with a sequence number;
 - `Send` / `Respond` go to the `Outbox` tagged with the lane's last sequence number, and leave it only when every
-  durable operation issued before them has completed (messages leave in the order the core emitted them: the
-  tags never decrease, so a FIFO is enough);
+  durable operation issued before them has completed. A `Respond` marked `after_log_flush=False` (a leader's Fetch
+  answer) is tagged with the last quorum-state write instead, so it does not wait for the leader's own fsync; it may
+  then overtake held messages (to other peers: answers on one connection keep their order in the server). Among
+  the other messages the tags never decrease, so they leave in the order the core emitted them;
 - `CommitBatches` / `LoadSnapshot` / `LeaderChanged` go to the state machine and the runtime's observers at once
   (a committed batch is already durable on a majority; applying it locally needs no further wait);
 - `ShutdownComplete` is reported to the runtime.
@@ -39,6 +41,9 @@ class Lane(Protocol):
 
     @property
     def last_seq(self) -> int: ...
+
+    @property
+    def last_election_seq(self) -> int: ...
 
     def flush(self) -> int: ...
 
@@ -76,7 +81,7 @@ class Outbox:
         self.stats = OutboxStats()
 
     def put(self, required_seq: int, release: Callable[[], None]) -> None:
-        if not self._queue and required_seq <= self.done_seq:
+        if required_seq <= self.done_seq:  # a held message has a higher tag than this one: no order to keep
             self.stats.sent += 1
             release()
             return
@@ -85,10 +90,16 @@ class Outbox:
 
     def on_done(self, done_seq: int) -> None:
         self.done_seq = done_seq
-        while self._queue and self._queue[0][0] <= done_seq:
-            _, release = self._queue.popleft()
-            self.stats.sent += 1
-            release()
+        if not self._queue:
+            return
+        queue, kept = self._queue, deque()
+        self._queue = kept
+        for entry in queue:  # tags are not monotonic once a Fetch answer is held: release every one now due
+            if entry[0] <= done_seq:
+                self.stats.sent += 1
+                entry[1]()
+            else:
+                kept.append(entry)
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -106,7 +117,8 @@ class EffectRunner:
             if isinstance(effect, Send):
                 self.outbox.put(lane.last_seq, _bind(sink.transmit, effect))
             elif isinstance(effect, Respond):
-                self.outbox.put(lane.last_seq, _bind(sink.respond, effect))
+                required = lane.last_seq if effect.after_log_flush else lane.last_election_seq
+                self.outbox.put(required, _bind(sink.respond, effect))
             elif isinstance(effect, FlushLog):
                 lane.flush()
             elif isinstance(effect, PersistElection):

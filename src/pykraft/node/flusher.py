@@ -65,6 +65,7 @@ class DurabilityLane:
         self._pending: deque[_Op] = deque()
         self._completed: set[int] = set()
         self._next_seq = 0
+        self._last_election_seq = 0
         self.done_seq = 0
         self.stats = LaneStats()
         self._wake = asyncio.Event()
@@ -79,6 +80,11 @@ class DurabilityLane:
         """The number of the last durable operation issued (what a message sent now must wait for)."""
         return self._next_seq
 
+    @property
+    def last_election_seq(self) -> int:
+        """The number of the last quorum-state write issued (what a message that needs no log flush waits for)."""
+        return self._last_election_seq
+
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="pykraft-durability")
 
@@ -88,7 +94,8 @@ class DurabilityLane:
 
     def persist(self, state: QuorumStateData) -> int:
         self.stats.election_requests += 1
-        return self._issue(state)
+        self._last_election_seq = self._issue(state)
+        return self._last_election_seq
 
     def _issue(self, state: QuorumStateData | None) -> int:
         assert self.failure is None, "durability lane failed"

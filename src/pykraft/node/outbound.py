@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pykraft.net.errors import NetError
+from pykraft.net.errors import ConnectError, ConnectionClosedError, NetError
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.error_responses import error_response_for
@@ -37,6 +37,10 @@ _SIZE_PREFIX = 4
 Deliver = Callable[[int, int, Any], None]  # (source node id, core correlation id, response)
 OnAnswer = Callable[[int, str, int, Any, Any], None]  # (node id, host, port, request, response)
 OnError = Callable[[int, int, BaseException, str], None]  # (api key, version, exception, what): HandlerErrors.record
+OnUnreachable = Callable[[int], None]  # (node id): a connection to it was refused or reset
+# A refused or reset connection means the peer's process is gone (or restarting); a timeout does not (a paused peer
+# keeps its sockets open), so RequestTimeoutError is not among them.
+PEER_GONE_ERRORS = (ConnectError, ConnectionClosedError)
 
 
 @dataclass(slots=True)
@@ -50,8 +54,9 @@ class OutboundStats:
 class Outbound:
     def __init__(self, pool: Any, *, timeout_ms: int, client_id: str, deliver: Deliver,
                  on_answer: OnAnswer | None = None, on_error: OnError | None = None,
-                 forward_pool: Any | None = None) -> None:
+                 forward_pool: Any | None = None, on_unreachable: OnUnreachable | None = None) -> None:
         self._pool = pool
+        self._on_unreachable = on_unreachable
         self._forward_pool = forward_pool if forward_pool is not None else pool  # `forward`'s own connections
         self._on_answer = on_answer  # sees every decoded answer first (cluster_ids.py reads refusals)
         self._on_error = on_error
@@ -88,6 +93,8 @@ class Outbound:
             self.stats.failures += 1
             _log.debug("request %s to node %s at %s:%s failed: %s", ApiKey(key).name, destination.node_id,
                        destination.host, destination.port, exc)
+            if self._on_unreachable is not None and isinstance(exc, PEER_GONE_ERRORS) and destination.node_id >= 0:
+                self._on_unreachable(destination.node_id)
             if key not in FAIL_FAST_APIS:
                 return
             response = error_response_for(message, ErrorCode.BROKER_NOT_AVAILABLE)

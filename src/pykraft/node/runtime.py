@@ -216,7 +216,8 @@ class NodeRuntime:
                                  timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
                                  on_answer=self.cluster_ids.check_answer, on_error=self.handler_errors.record,
-                                 forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool))
+                                 forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool),
+                                 on_unreachable=self._peer_unreachable)
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.inbound = InboundHandler(self, self.registry, self._extra)
         self.lane.start()
@@ -411,6 +412,11 @@ class NodeRuntime:
         if not self._stopping:
             self._submit(contained(lambda now: self.core.handle_response(source_id, correlation_id, response, now),
                                    recorder(self.handler_errors, response, f"response from node {source_id}")))
+
+    def _peer_unreachable(self, node_id: int) -> None:
+        """A raft request's connection to `node_id` was refused or reset: the core may start a pre-vote at once."""
+        if not self._stopping:
+            self._submit(lambda now: self.core.on_peer_unreachable(node_id, now))
 
     def _on_flushed(self) -> None:
         if self._flush_input_queued:

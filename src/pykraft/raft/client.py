@@ -62,6 +62,7 @@ class RaftCore:
         self.rejected_snapshot_chunks = 0  # FetchSnapshot answers that did not continue the download
         self.unsupported_requests = 0  # requests for APIs the raft core does not serve (counted, not answered)
         self.refused_epochs = 0  # peer messages naming an epoch above MAX_PEER_EPOCH (ignored)
+        self.leader_unreachable = 0  # refused or reset connections to the leader a voter followed (hastened pre-votes)
         self.reconfig = ReconfigState()  # voter changes in progress (KIP-853), see handlers/reconfig.py
 
     # ---- plumbing --------------------------------------------------------------------------------------------
@@ -183,6 +184,25 @@ class RaftCore:
         leader = self.leader_state()
         if leader is not None and leader.record_local_end(min(end_offset, self.log.end_offset()), now_ms):
             self.on_high_watermark_advanced(now_ms)
+        return self._ready(now_ms)
+
+    def on_peer_unreachable(self, node_id: int, now_ms: int) -> Ready:
+        """The runtime saw a connection to `node_id` refused or reset: its process is most likely gone (a paused or
+        partitioned peer times out instead, and that is not this input). A voter following that node stops counting
+        as one that hears from its leader (so it grants pre-votes) and starts a pre-vote after a delay ranked by node
+        id among the other voters instead of waiting out fetch.timeout.ms: the lowest goes at once, the next
+        election.timeout.ms/4 later, so the survivors, who all see the reset at the same moment, do not split the
+        vote. This cannot disturb a live leader: a pre-vote changes no epoch, and followers that still fetch from
+        the leader refuse it, so the node falls back to following."""
+        state = self.quorum.state
+        if (isinstance(state, FollowerState) and state.leader_id == node_id and self.quorum.is_voter()
+                and self.shutdown_deadline_ms is None):
+            self.leader_unreachable += 1
+            state.has_fetched_from_leader = False
+            others = sorted({key.id for key in self.voters().keys()} - {node_id})
+            rank = others.index(self.local.node_id) if self.local.node_id in others else len(others)
+            state.fetch_deadline_ms = min(state.fetch_deadline_ms, now_ms + rank * self.config.election_timeout_ms // 4)
+            timers.poll_state(self, now_ms)
         return self._ready(now_ms)
 
     def poll(self, now_ms: int) -> Ready:

@@ -47,6 +47,10 @@ class Send:
 class Respond:
     ref: Hashable  # the opaque handle given to handle_request
     response: Any  # a kio response dataclass
+    # Whether the answer waits for the log flushes issued before it. A leader's Fetch answer does not: records it
+    # hands out promise nothing about the leader's own disk (its HWM counts only its flushed end, as in Kafka), so
+    # the leader's fsync and the follower's round trip overlap. Election-state writes are always waited for.
+    after_log_flush: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@
   always equals the in-memory one;
 - every other effect goes through one FIFO queue that a `FlushLog` blocks until the disk reports the flush
   (after a drawn latency): nothing that follows a flush in the core's output - a Fetch whose offset counts the
-  new batches, an answer to a leader - leaves before the data is durable. Then `on_log_flushed` is called;
+  new batches, an answer to a leader - leaves before the data is durable. Then `on_log_flushed` is called. A
+  `Respond` marked `after_log_flush=False` (a leader's Fetch answer) leaves at once, as the runtime sends it;
 - `Send` and `Respond` go to the network, `CommitBatches`/`LoadSnapshot`/`LeaderChanged` to the state machine,
   which snapshots itself every K offsets through the node's trigger (raft/snapshot_trigger.py);
 - ApiVersions probes are answered by the runtime (the core only sends them), with the node's kraft.version range.
@@ -38,7 +39,7 @@ from pykraft.sim.disk import SimDisk, StorageCorruptionError
 from pykraft.sim.scheduler import NodeClock
 from pykraft.sim.statemachine import SequenceMachine
 from pykraft.sim.wire import (
-    AdminRequest, AdminResponse, ClientRequest, RaftRequest, RaftResponse, RequestRef, Resign,
+    AdminRequest, AdminResponse, ClientRequest, ConnectionRefused, RaftRequest, RaftResponse, RequestRef, Resign,
     endpoints_of, node_of_port,
 )
 from pykraft.sim.writes import PendingWrites
@@ -184,6 +185,9 @@ class SimNode:
             self.inbox.append(("message", envelope))
             return self.node_id, "queued", envelope.label
         if self.status is not Status.UP:
+            if self.status is Status.DOWN and isinstance(envelope.payload, RaftRequest):
+                # no process listens: the sender's connection is refused (network.send draws its delay)
+                self.world.send(self.node_id, envelope.src, ConnectionRefused(self.node_id), "ConnectionRefused")
             return None
         self._handle_message(envelope)
         return self.node_id, "recv", f"{envelope.label} from {envelope.src}"
@@ -200,6 +204,8 @@ class SimNode:
                 self._respond(ref, answer)
             else:
                 self._input(lambda core: core.handle_request(ref, payload.request, now))
+        elif isinstance(payload, ConnectionRefused):
+            self._input(lambda core: core.on_peer_unreachable(payload.node_id, now))
         elif isinstance(payload, ClientRequest):
             self.writes.on_client_request(envelope, payload)
         elif isinstance(payload, AdminRequest):
@@ -243,6 +249,8 @@ class SimNode:
             if isinstance(effect, PersistElection):
                 self.disk.persist(effect.state)
                 self.world.checker.on_persist(self, effect.state)
+            elif isinstance(effect, Respond) and not effect.after_log_flush and self.status is not Status.DOWN:
+                self._respond(effect.ref, effect.response)  # a leader's Fetch answer does not wait for its flush
             else:
                 self.queue.append(effect)
         self._drain()

@@ -42,6 +42,14 @@ class RaftResponse:
     response: Any
 
 
+@dataclass(frozen=True, slots=True)
+class ConnectionRefused:
+    """What a raft request to a process that is down earns its sender: a refused connection (or, for a request in
+    flight when the process died, a reset). The sender's runtime feeds it to its core as `on_peer_unreachable`."""
+
+    node_id: int
+
+
 class OpKind(enum.Enum):
     WRITE = "write"
     READ = "read"

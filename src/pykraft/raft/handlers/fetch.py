@@ -28,7 +28,7 @@ def _respond(core: RaftCore, ref: Hashable, error: ErrorCode = ErrorCode.none, *
         error, leader_id=core.quorum.leader_id(), epoch=core.quorum.epoch,
         high_watermark=(leader.high_watermark if leader and leader.high_watermark is not None else -1),
         log_start=core.log.start_offset(), endpoints=core.leader_endpoints_field(fetch_resp.NodeEndpoint), **kwargs,
-    )))
+    ), after_log_flush=False))
 
 
 def _partition(request: fetch_req.FetchRequest) -> fetch_req.FetchPartition | None:
