@@ -11,7 +11,7 @@ from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.node import produce_api
 from pykraft.node.fetch_api import _answer_one
 from pykraft.broker.topic_settings import TopicSettings
-from pykraft.node.partitions import DataPlaneSettings, PartitionHost
+from pykraft.node.partitions import DataPlaneSettings, PartitionHost, to_log_config
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
 from pykraft.storage import PartitionLogs
@@ -184,5 +184,40 @@ def test_retention_ms_of_the_topic_deletes_old_segments_at_maintenance(tmp_path)
         host.maintain(NOW + 10_000)
         assert replica.log.start_offset() > 0
         host.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_below_the_leaders_log_start_restarts_its_log_there(tmp_path) -> None:
+    from pykraft.node.replica_fetcher import ReplicaFetchers
+
+    async def scenario() -> None:
+        leader = _host(tmp_path, me=1, leader=1, isr=[1, 2, 3],
+                       configs=(config("segment.bytes", str(1 << 20)), config("retention.ms", "5000")))
+        follower = _host(tmp_path, me=2, leader=1, isr=[1, 2, 3])
+        leader_log, follower_log = leader.replicas[("t", 0)].log, follower.replicas[("t", 0)].log
+        for base in range(0, 1800, 600):  # three segments of 1 MiB at most
+            leader_log.append_as_follower(encode_batch([SimpleRecord(value=b"x" * 1000)] * 600, base_offset=base,
+                                                       partition_leader_epoch=0, timestamp_ms=NOW), 0)
+        leader_log.update_high_watermark(leader_log.end_offset())
+        leader.maintain(NOW + 10_000)  # retention moves the leader's log start past everything the follower has
+        start = leader_log.start_offset()
+        assert start > 0 and follower_log.end_offset() == 0
+        answer = _fetch(leader, 2, 0)
+        assert answer.error is ErrorCode.OFFSET_OUT_OF_RANGE and answer.log_start_offset == start
+        fetchers = ReplicaFetchers(follower, broker_epoch=lambda: 12, address_of=lambda b: None, send=None)
+        data = SimpleNamespace(error_code=int(answer.error), log_start_offset=answer.log_start_offset)
+        assert fetchers._apply_partition(follower.replicas[("t", 0)], data)
+        assert (follower_log.start_offset(), follower_log.end_offset()) == (start, start)
+        records = _fetch(leader, 2, start).records
+        follower.append_as_follower(follower.replicas[("t", 0)], records, leader_log.high_watermark(), start)
+        assert follower_log.end_offset() == leader_log.end_offset()
+        follower.close()
+        leader.close()
+        # the new start is durable: a restart recovers the follower's log from there
+        reopened = PartitionLogs((str(tmp_path / "b2"),), lambda topic: to_log_config(TopicSettings()))
+        reopened.load()
+        assert reopened.get("t", 0).start_offset() == start
+        reopened.close()
 
     asyncio.run(scenario())

@@ -339,6 +339,15 @@ class PartitionHost:
         rebuild_producers(replica)
         return offset
 
+    def restart_at_leader_start(self, replica: Replica, leader_log_start: int) -> None:
+        """Our log ends below the leader's log start (retention removed what we miss): Kafka's follower empties
+        its log and starts again at the leader's log start."""
+        log = replica.log
+        _log.info("%s-%d: our log ends at %d, below the leader's log start %d: emptied, restarting there",
+                  replica.topic, replica.partition, log.end_offset(), leader_log_start)
+        log.truncate_fully_and_start_at(leader_log_start)
+        replica.producers.clear()
+
     # ---- helpers -----------------------------------------------------------------------------------------------
     def _notify(self) -> None:
         self.changed.set()
