@@ -47,3 +47,10 @@ def isr_change(partition_id: int, isr: list[int], topic_id: uuid.UUID = TOPIC_ID
     return PartitionChangeRecordV2(partition_id=i32(partition_id), topic_id=topic_id,
                                    isr=tuple(BrokerId(b) for b in isr),
                                    leader=BrokerId(-2 if leader is None else leader))
+
+
+def config(name: str, value: str | None, resource: str = "t", resource_type: int = 2):
+    """A ConfigRecord: a topic's config by default (resource type 2), a broker's with resource_type=4."""
+    from pykraft.records.metadata.schema.config_record import ConfigRecordV0
+
+    return ConfigRecordV0(resource_type=i8(resource_type), resource_name=resource, name=name, value=value)

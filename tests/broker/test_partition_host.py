@@ -8,27 +8,31 @@ from types import SimpleNamespace
 
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.metadata_cache import MetadataCache
+from pykraft.node import produce_api
 from pykraft.node.fetch_api import _answer_one
-from pykraft.node.partitions import DataPlaneSettings, PartitionHost, log_config
+from pykraft.broker.topic_settings import TopicSettings
+from pykraft.node.partitions import DataPlaneSettings, PartitionHost, to_log_config
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records import SimpleRecord, encode_batch
+from pykraft.records import SimpleRecord, encode_batch, iter_batches
 from pykraft.storage import PartitionLogs
 
-from .records import TOPIC_ID, partition, register, topic
+from .records import TOPIC_ID, config, partition, register, topic
 
 NOW = 1_000
 
 
-def _host(tmp_path, me: int, leader: int, isr: list[int], min_insync: int = 1) -> PartitionHost:
+def _host(tmp_path, me: int, leader: int, isr: list[int], min_insync: int = 1, configs: tuple = (),
+          now=None) -> PartitionHost:
     cache = MetadataCache()
     records = [register(b, 10 + b) for b in (1, 2, 3)] + [topic("t"), partition(0, [1, 2, 3], isr, leader)]
+    records += list(configs)
     cache.replay_all(enumerate(records))
     isr_manager = IsrManager(IsrManagerConfig(me), cache)
     isr_manager.sync_metadata(NOW)
-    settings = DataPlaneSettings(me, min_insync_replicas=min_insync)
-    host = PartitionHost(settings, cache, PartitionLogs((str(tmp_path / f"b{me}"),), log_config(settings)),
-                         report_progress=lambda p: isr_manager.update_progress(p, NOW),
-                         high_watermark_of=isr_manager.high_watermark)
+    settings = DataPlaneSettings(me, TopicSettings(min_insync_replicas=min_insync))
+    host = PartitionHost(settings, cache, None, report_progress=lambda p: isr_manager.update_progress(p, NOW),
+                         high_watermark_of=isr_manager.high_watermark, now_ms=now)
+    host.logs = PartitionLogs((str(tmp_path / f"b{me}"),), host.log_config_for)
     host.sync_metadata(NOW)
     return host
 
@@ -113,5 +117,107 @@ def test_a_diverging_follower_truncates_to_where_the_histories_agree(tmp_path) -
         assert _fetch(leader, 2, 5, last_epoch=0).diverging is None
         leader.close()
         follower.close()
+
+    asyncio.run(scenario())
+
+
+def _alter(host: PartitionHost, *records) -> None:
+    """Replay ConfigRecords into the host's metadata cache as a live broker does, then the host's metadata hook."""
+    offset = host.cache.last_applied_offset
+    host.cache.replay_all((offset + 1 + i, r) for i, r in enumerate(records))
+    host.sync_metadata(NOW)
+
+
+def test_topic_configs_take_effect_on_a_live_partition(tmp_path) -> None:
+    async def scenario() -> None:
+        host = _host(tmp_path, me=1, leader=1, isr=[1, 2])
+        replica = host.replicas[("t", 0)]
+        assert host.append_as_leader("t", 0, _records(), acks=-1).error is ErrorCode.NONE
+        _alter(host, config("min.insync.replicas", "3"))
+        assert host.append_as_leader("t", 0, _records(), acks=-1).error is ErrorCode.NOT_ENOUGH_REPLICAS
+        _alter(host, config("min.insync.replicas", None))  # deleted: back to the broker's setting
+        assert host.append_as_leader("t", 0, _records(), acks=-1).error is ErrorCode.NONE
+        # max.message.bytes: the cluster-wide dynamic default applies until the topic sets its own
+        _alter(host, config("message.max.bytes", "50", resource="", resource_type=4))
+        assert host.append_as_leader("t", 0, _records(), acks=1).error is ErrorCode.MESSAGE_TOO_LARGE
+        _alter(host, config("max.message.bytes", "100000"))
+        assert host.append_as_leader("t", 0, _records(), acks=1).error is ErrorCode.NONE
+        _alter(host, config("segment.bytes", str(2 << 20)), config("segment.ms", "60000"))
+        assert (replica.log.config.segment_bytes, replica.log.config.segment_ms) == (2 << 20, 60000)
+        host.close()
+
+    asyncio.run(scenario())
+
+
+def test_log_append_time_topic_stamps_the_batch_and_answers_the_time(tmp_path) -> None:
+    async def scenario() -> None:
+        host = _host(tmp_path, me=1, leader=1, isr=[1], now=lambda: 987_654,
+                     configs=(config("message.timestamp.type", "LogAppendTime"),))
+        result = host.append_as_leader("t", 0, _records(2), acks=1)
+        assert result.error is ErrorCode.NONE and result.log_append_time_ms == 987_654
+        (answer,) = produce_api._response(9, [("t", 0, result)]).responses[0].partition_responses
+        assert answer.log_append_time.timestamp() * 1000 == 987_654
+        stored = host.replicas[("t", 0)].log.read(0, 1 << 20).records
+        (batch,) = list(iter_batches(bytes(stored), verify_crc=True))
+        assert batch.max_timestamp == 987_654
+        _alter(host, config("message.timestamp.type", "CreateTime"))
+        result = host.append_as_leader("t", 0, _records(1), acks=1)
+        assert result.log_append_time_ms == -1
+        host.close()
+
+    asyncio.run(scenario())
+
+
+def test_retention_ms_of_the_topic_deletes_old_segments_at_maintenance(tmp_path) -> None:
+    async def scenario() -> None:
+        host = _host(tmp_path, me=1, leader=1, isr=[1], configs=(config("segment.bytes", str(1 << 20)),))
+        replica = host.replicas[("t", 0)]
+        big = encode_batch([SimpleRecord(value=b"x" * 1000)] * 600, base_offset=0, partition_leader_epoch=-1,
+                           timestamp_ms=NOW)
+        for _ in range(3):  # ~600 KB each: three segments of 1 MiB at most
+            assert host.append_as_leader("t", 0, big, acks=1).error is ErrorCode.NONE
+        replica.log.update_high_watermark(replica.log.end_offset())
+        assert len(replica.log._segments) >= 2
+        host.maintain(NOW + 10_000)  # the broker's 7 days: nothing expires
+        assert replica.log.start_offset() == 0
+        _alter(host, config("retention.ms", "5000"))
+        host.maintain(NOW + 10_000)
+        assert replica.log.start_offset() > 0
+        host.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_below_the_leaders_log_start_restarts_its_log_there(tmp_path) -> None:
+    from pykraft.node.replica_fetcher import ReplicaFetchers
+
+    async def scenario() -> None:
+        leader = _host(tmp_path, me=1, leader=1, isr=[1, 2, 3],
+                       configs=(config("segment.bytes", str(1 << 20)), config("retention.ms", "5000")))
+        follower = _host(tmp_path, me=2, leader=1, isr=[1, 2, 3])
+        leader_log, follower_log = leader.replicas[("t", 0)].log, follower.replicas[("t", 0)].log
+        for base in range(0, 1800, 600):  # three segments of 1 MiB at most
+            leader_log.append_as_follower(encode_batch([SimpleRecord(value=b"x" * 1000)] * 600, base_offset=base,
+                                                       partition_leader_epoch=0, timestamp_ms=NOW), 0)
+        leader_log.update_high_watermark(leader_log.end_offset())
+        leader.maintain(NOW + 10_000)  # retention moves the leader's log start past everything the follower has
+        start = leader_log.start_offset()
+        assert start > 0 and follower_log.end_offset() == 0
+        answer = _fetch(leader, 2, 0)
+        assert answer.error is ErrorCode.OFFSET_OUT_OF_RANGE and answer.log_start_offset == start
+        fetchers = ReplicaFetchers(follower, broker_epoch=lambda: 12, address_of=lambda b: None, send=None)
+        data = SimpleNamespace(error_code=int(answer.error), log_start_offset=answer.log_start_offset)
+        assert fetchers._apply_partition(follower.replicas[("t", 0)], data)
+        assert (follower_log.start_offset(), follower_log.end_offset()) == (start, start)
+        records = _fetch(leader, 2, start).records
+        follower.append_as_follower(follower.replicas[("t", 0)], records, leader_log.high_watermark(), start)
+        assert follower_log.end_offset() == leader_log.end_offset()
+        follower.close()
+        leader.close()
+        # the new start is durable: a restart recovers the follower's log from there
+        reopened = PartitionLogs((str(tmp_path / "b2"),), lambda topic: to_log_config(TopicSettings()))
+        reopened.load()
+        assert reopened.get("t", 0).start_offset() == start
+        reopened.close()
 
     asyncio.run(scenario())

@@ -148,3 +148,53 @@ def test_auto_created_topic_takes_records_and_deleting_it_removes_its_logs(clust
                 "made-on-demand")
     wait_for(lambda: not _partition_dirs(cluster, "made-on-demand"), "the deleted topic's log gone from the broker")
     assert _partition_dirs(cluster, TOPIC) == cluster.broker_ids  # other topics untouched
+
+
+def _produce_answer(cluster, broker: int, records: bytes):
+    from kio.schema.produce.v9 import request as pr
+
+    message = pr.ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=10), topic_data=(
+        pr.TopicProduceData(name=TOPIC, partition_data=(pr.PartitionProduceData(index=0, records=records),)),))
+    [topic] = ask(cluster.nodes[broker], message).responses
+    [data] = topic.partition_responses
+    return data
+
+
+def test_topic_configs_altered_by_a_stock_admin_apply_on_the_live_leader(cluster):
+    """min.insync.replicas and message.timestamp.type set with confluent-kafka's IncrementalAlterConfigs: the
+    running leader applies them (no restart), and kafka-python's consumer reads the LogAppendTime it stamped."""
+    pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+
+    def alter(key: str, value: str) -> None:
+        entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+        for future in admin.incremental_alter_configs([ConfigResource("topic", TOPIC,
+                                                                      incremental_configs=[entry])]).values():
+            future.result(30)
+
+    leader = partition(cluster, TOPIC).leader
+    good = encode_batch([SimpleRecord(value=b"ok")], base_offset=0, partition_leader_epoch=-1, timestamp_ms=1)
+
+    def error_is(code: ErrorCode):
+        return lambda: ErrorCode(int(_produce_answer(cluster, leader, good).error_code)) is code
+
+    wait_for(error_is(ErrorCode.NONE), "acks=all accepted with the cluster's min.insync.replicas=2")
+    alter("min.insync.replicas", "4")  # above the replication factor: acks=all can never be met
+    wait_for(error_is(ErrorCode.NOT_ENOUGH_REPLICAS), "the leader applying the topic's min.insync.replicas=4")
+    alter("min.insync.replicas", "3")
+    wait_for(error_is(ErrorCode.NONE), "acks=all accepted again with min.insync.replicas=3 (ISR of 3)")
+    alter("message.timestamp.type", "LogAppendTime")
+    before = int(time.time() * 1000)
+    stamped = wait_for(lambda: (lambda d: d if d.log_append_time is not None else None)(
+        _produce_answer(cluster, leader, good)), "a Produce answered with its log append time")
+    stamped_ms = int(stamped.log_append_time.timestamp() * 1000)
+    assert stamped_ms >= before - 1000 and int(stamped.error_code) == 0
+    consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap(cluster), enable_auto_commit=False)
+    tp = kafka.TopicPartition(TOPIC, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, int(stamped.base_offset))
+    records = wait_for(lambda: consumer.poll(timeout_ms=1000).get(tp), "the stamped record consumed")
+    assert (records[0].timestamp_type, records[0].timestamp) == (1, stamped_ms)  # 1: LogAppendTime
+    consumer.close()

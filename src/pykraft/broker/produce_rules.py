@@ -11,7 +11,10 @@ Kafka's rules (`ProduceRequest.validateRecords` and `LogValidator`, for Produce 
 - transactions are not supported yet: a transactional batch -> INVALID_RECORD, with a message saying so.
 
 `assign_offsets` patches the accepted batch in place: base offset and partition leader epoch (both outside the
-CRC, so the producer's CRC stays valid: CreateTime only, LogAppendTime would need a new CRC).
+CRC, so the producer's CRC stays valid). `stamp_log_append_time` is the topic's message.timestamp.type =
+LogAppendTime: the timestamp-type attribute bit and the max timestamp (both inside the CRC) are set and the CRC is
+written again, as Kafka's `DefaultRecordBatch.setMaxTimestamp` does; the records are not touched (consumers read
+the batch's max timestamp as every record's timestamp).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
+    ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
     BATCH_HEADER_SIZE,
     CRC_START,
@@ -38,6 +42,10 @@ from pykraft.records.crc import crc32c
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes
 _MAX_CODEC = 4  # zstd
+_ATTRIBUTES = struct.Struct(">h")
+_ATTRIBUTES_AT, _MAX_TIMESTAMP_AT, _CRC_AT = 21, 35, 17
+_TIMESTAMP = struct.Struct(">q")
+_CRC = struct.Struct(">I")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,3 +110,12 @@ def assign_offsets(batch: bytearray | memoryview, base_offset: int, leader_epoch
     """Patch the accepted batch in place as the leader writes it."""
     set_base_offset(batch, base_offset)
     set_partition_leader_epoch(batch, leader_epoch)
+
+
+def stamp_log_append_time(batch: bytearray | memoryview, now_ms: int) -> None:
+    """LogAppendTime: the attribute bit, the max timestamp = `now_ms`, and the CRC-32C computed again."""
+    (attributes,) = _ATTRIBUTES.unpack_from(batch, _ATTRIBUTES_AT)
+    _ATTRIBUTES.pack_into(batch, _ATTRIBUTES_AT, attributes | ATTR_TIMESTAMP_TYPE)
+    _TIMESTAMP.pack_into(batch, _MAX_TIMESTAMP_AT, now_ms)
+    size = int.from_bytes(batch[8:12], "big") + LOG_OVERHEAD
+    _CRC.pack_into(batch, _CRC_AT, crc32c(memoryview(batch)[CRC_START:size]))

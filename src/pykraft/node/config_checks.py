@@ -32,7 +32,8 @@ IMPLEMENTED_KEYS = frozenset({
     # a broker's data plane (node/partitions.py DataPlaneSettings, node/auto_create.py, node/data_plane.py)
     "min.insync.replicas", "message.max.bytes", "log.segment.bytes", "log.retention.ms", "log.retention.bytes",
     "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "auto.create.topics.enable",
-    "inter.broker.listener.name",
+    "inter.broker.listener.name", "log.roll.ms", "log.roll.hours", "log.retention.minutes", "log.retention.hours",
+    "log.message.timestamp.type",
     "ssl.certificate.location", "ssl.key.location", "ssl.ca.location", "ssl.client.auth",
     "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
     "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",

@@ -23,7 +23,7 @@ from pykraft.storage import PartitionLogs
 
 from . import auto_create, fetch_api, offsets_api, produce_api
 from .producer_id_api import ProducerIdBlocks, init_producer_id
-from .partitions import DataPlaneSettings, PartitionHost, log_config
+from .partitions import DataPlaneSettings, PartitionHost
 from .replica_fetcher import ReplicaFetchers
 
 if TYPE_CHECKING:
@@ -44,7 +44,8 @@ class DataPlane:
         self.settings = DataPlaneSettings.of(node_config.node_id, node_config.raw)
         auto_create.settings(node_config.raw)  # refuse a bad value at start, not at the first Metadata request
         self.host = PartitionHost(self.settings, broker.cache, None,
-                                  report_progress=self._report_progress, high_watermark_of=broker.isr.high_watermark)
+                                  report_progress=self._report_progress, high_watermark_of=broker.isr.high_watermark,
+                                  now_ms=broker._now)  # noqa: SLF001
         self.fetchers: ReplicaFetchers | None = None
         self.producer_ids = ProducerIdBlocks(node_config.node_id, lambda: broker.lifecycle.broker_epoch,
                                              self._ask_controller)
@@ -56,7 +57,7 @@ class DataPlane:
         assert runtime is not None and runtime.storage is not None
         config = self.node_config
         held = {config.metadata_log_dir: runtime.storage.lock} if config.metadata_log_dir in config.log_dirs else {}
-        self.host.logs = PartitionLogs(tuple(config.log_dirs), log_config(self.settings), held_locks=held)
+        self.host.logs = PartitionLogs(tuple(config.log_dirs), self.host.log_config_for, held_locks=held)
         self.host.load()
         self.fetchers = ReplicaFetchers(self.host, broker_epoch=lambda: self.broker.lifecycle.broker_epoch,
                                         address_of=self._address_of, send=runtime.outbound.forward)

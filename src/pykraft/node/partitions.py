@@ -11,14 +11,17 @@ turns follower fetches into the ISR manager's progress:
   acks=all waits for the high watermark (`LeaderState` waiters).
 - `on_follower_fetch`: a follower's fetch offset is its log end; the progress goes to the ISR manager, whose
   KIP-497 high watermark (maximal ISR) becomes the log's and releases the waiters.
-Topic configs are not in the metadata image yet (issue 15), so min.insync.replicas, max.message.bytes and the
-retention settings are the broker's defaults (server.properties).
+Each replica applies its topic's settings (`TopicSettings`, broker/topic_settings.py: the topic's ConfigRecords >
+the broker's dynamic config > the cluster's dynamic default > server.properties), resolved again on every metadata
+change, so an altered config takes effect on a live broker: min.insync.replicas and max.message.bytes at the next
+Produce, segment.bytes/segment.ms at the next roll, retention at the next maintenance round.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,8 +30,10 @@ from typing import Any
 from pykraft.broker.isr_rules import LeaderProgress
 from pykraft.broker.metadata_cache import MetadataCache, TopicPartition
 from pykraft.broker.partition_state import LeaderState, admit_produce
-from pykraft.broker.produce_rules import Rejected, assign_offsets, validate_batch
+from pykraft.broker.produce_rules import Rejected, assign_offsets, stamp_log_append_time, validate_batch
 from pykraft.broker.producer_state import ProducerStates
+from pykraft.broker.topic_settings import TopicSettings, static_settings, topic_settings
+from pykraft.controller.configs import BROKER, TOPIC
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import InvalidAppendError, OffsetAndEpoch, truncation_offset
 from pykraft.records import RecordsError, iter_batches
@@ -42,11 +47,7 @@ _REBUILD_CHUNK = 1 << 20
 @dataclass(frozen=True, slots=True)
 class DataPlaneSettings:
     broker_id: int
-    min_insync_replicas: int = 1  # min.insync.replicas
-    max_message_bytes: int = 1048588  # message.max.bytes
-    segment_bytes: int = 1 << 30  # log.segment.bytes
-    retention_ms: int = 7 * 24 * 3600 * 1000  # log.retention.ms
-    retention_bytes: int = -1  # log.retention.bytes
+    topic_defaults: TopicSettings = TopicSettings()  # the static broker config's log settings (server.properties)
     replica_fetch_max_bytes: int = 1 << 20  # replica.fetch.max.bytes
     replica_fetch_wait_max_ms: int = 500  # replica.fetch.wait.max.ms
     replica_fetch_backoff_ms: int = 1000  # replica.fetch.backoff.ms
@@ -55,10 +56,7 @@ class DataPlaneSettings:
     def of(cls, broker_id: int, raw: Mapping[str, Any]) -> DataPlaneSettings:
         """From server.properties; ValueError names a setting that is not a number."""
         values: dict[str, int] = {}
-        for name, key in (("min_insync_replicas", "min.insync.replicas"), ("max_message_bytes", "message.max.bytes"),
-                          ("segment_bytes", "log.segment.bytes"), ("retention_ms", "log.retention.ms"),
-                          ("retention_bytes", "log.retention.bytes"),
-                          ("replica_fetch_max_bytes", "replica.fetch.max.bytes"),
+        for name, key in (("replica_fetch_max_bytes", "replica.fetch.max.bytes"),
                           ("replica_fetch_wait_max_ms", "replica.fetch.wait.max.ms"),
                           ("replica_fetch_backoff_ms", "replica.fetch.backoff.ms")):
             text = str(raw.get(key, "")).strip()
@@ -67,7 +65,7 @@ class DataPlaneSettings:
                     values[name] = int(text)
                 except ValueError:
                     raise ValueError(f"{key}: {text!r} is not an integer") from None
-        return cls(broker_id, **values)
+        return cls(broker_id, static_settings(raw), **values)
 
 
 @dataclass(slots=True)
@@ -82,6 +80,7 @@ class Replica:
     leader_id: int = -1
     leader_epoch: int = -1
     leading: LeaderState[asyncio.Future[ErrorCode]] | None = None
+    settings: TopicSettings = TopicSettings()
 
     @property
     def tp(self) -> TopicPartition:
@@ -93,6 +92,7 @@ class AppendResult:
     error: ErrorCode
     base_offset: int = -1
     log_start_offset: int = -1
+    log_append_time_ms: int = -1  # LogAppendTime topics: the time the leader stamped
     message: str | None = None
     waiter: asyncio.Future[ErrorCode] | None = None  # acks=all: completes when the HWM passes the batch
 
@@ -100,8 +100,12 @@ class AppendResult:
 class PartitionHost:
     def __init__(self, settings: DataPlaneSettings, cache: MetadataCache, logs: PartitionLogs | None, *,
                  report_progress: Callable[[Mapping[TopicPartition, LeaderProgress]], None],
-                 high_watermark_of: Callable[[TopicPartition], int | None]) -> None:
+                 high_watermark_of: Callable[[TopicPartition], int | None],
+                 now_ms: Callable[[], int] | None = None) -> None:
         self.settings = settings
+        self._now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self._topic_settings: dict[str, TopicSettings] = {}  # resolved per metadata change (topic_settings_of)
+        self._reported: set[str] = set()  # unusable dynamic config values already logged
         self.cache = cache
         self.logs = logs
         self._report_progress = report_progress
@@ -115,13 +119,14 @@ class PartitionHost:
         for key, _report in self.logs.load():
             log = self.logs.get(*key)
             assert log is not None
-            replica = Replica(key[0], key[1], self.logs.topic_ids[key], log)
+            replica = Replica(key[0], key[1], self.logs.topic_ids[key], log, settings=self.topic_settings_of(key[0]))
             rebuild_producers(replica)
             self.replicas[key] = replica
 
     def sync_metadata(self, now_ms: int) -> dict[int, list[tuple[str, int]]]:
         """Follow the metadata cache. Returns the partitions to fetch, by source broker."""
         me, cache = self.settings.broker_id, self.cache
+        self._topic_settings.clear()  # configs may have changed with this metadata
         wanted: set[tuple[str, int]] = set()
         for topic_id, index in cache.partitions_with_replica(me):
             name = cache.topic_name(topic_id)
@@ -135,6 +140,7 @@ class PartitionHost:
                 log = self.logs.get_or_create(name, index, topic_id)
                 replica = self.replicas[key] = Replica(name, index, topic_id, log)
                 rebuild_producers(replica)
+            self._apply_settings(replica)
             if partition.leader_epoch != replica.leader_epoch or partition.leader != replica.leader_id:
                 self._change_role(replica, partition.leader, partition.leader_epoch, partition.replicas, now_ms)
         for key in [k for k in self.replicas if k not in wanted]:
@@ -144,6 +150,30 @@ class PartitionHost:
             if replica.leading is None and replica.leader_id >= 0 and replica.leader_id != me:
                 sources.setdefault(replica.leader_id, []).append(key)
         return sources
+
+    def topic_settings_of(self, topic: str) -> TopicSettings:
+        """The topic's settings by Kafka's precedence (broker/topic_settings.py), from the metadata image."""
+        found = self._topic_settings.get(topic)
+        if found is None:
+            configs, me = self.cache.configs.configs, str(self.settings.broker_id)
+            found, problems = topic_settings(self.settings.topic_defaults, configs.get((TOPIC, topic), {}),
+                                             configs.get((BROKER, me), {}), configs.get((BROKER, ""), {}))
+            for problem in problems:
+                if problem not in self._reported:
+                    self._reported.add(problem)
+                    _log.warning("dynamic config ignored (the next level applies): %s", problem)
+            self._topic_settings[topic] = found
+        return found
+
+    def log_config_for(self, topic: str) -> LogConfig:
+        """`PartitionLogs`' config source: a new or recovered log rolls by its topic's settings."""
+        return to_log_config(self.topic_settings_of(topic))
+
+    def _apply_settings(self, replica: Replica) -> None:
+        settings = self.topic_settings_of(replica.topic)
+        if settings != replica.settings:
+            replica.settings = settings
+            replica.log.config = to_log_config(settings)
 
     def _change_role(self, replica: Replica, leader: int, epoch: int, replicas: tuple[int, ...], now_ms: int) -> None:
         if replica.leading is not None:
@@ -191,10 +221,11 @@ class PartitionHost:
             return AppendResult(found)
         replica, log, leading = found, found.log, found.leading
         assert leading is not None
-        checked = validate_batch(records, self.settings.max_message_bytes)
+        settings = replica.settings
+        checked = validate_batch(records, settings.max_message_bytes)
         if isinstance(checked, Rejected):
             return AppendResult(checked.error, message=checked.message)
-        admitted = admit_produce(acks, self.isr_size(replica), self.settings.min_insync_replicas)
+        admitted = admit_produce(acks, self.isr_size(replica), settings.min_insync_replicas)
         if admitted is not ErrorCode.NONE:
             return AppendResult(admitted, message=f"the ISR of {topic}-{partition} is below min.insync.replicas")
         if checked.is_idempotent:
@@ -207,6 +238,10 @@ class PartitionHost:
         buffer = bytearray(records)
         base = log.end_offset()
         assign_offsets(buffer, base, replica.leader_epoch)
+        append_time = -1
+        if settings.log_append_time:
+            append_time = self._now_ms()
+            stamp_log_append_time(buffer, append_time)
         try:
             log.append_as_leader(buffer, replica.leader_epoch)
         except InvalidAppendError as exc:  # a bug, not client input: validation passed
@@ -215,12 +250,12 @@ class PartitionHost:
         last = base + checked.record_count - 1
         replica.producers.observe(checked.producer_id, checked.producer_epoch, checked.base_sequence,
                                   checked.last_sequence, base, last)
-        result = self._answer(replica, base, last, acks)
+        result = self._answer(replica, base, last, acks, append_time)
         self._notify()  # wake the followers' long polls: the HWM cannot move before they fetch this
         self._after_leader_change(replica)
         return result
 
-    def _answer(self, replica: Replica, base: int, last: int, acks: int) -> AppendResult:
+    def _answer(self, replica: Replica, base: int, last: int, acks: int, append_time: int = -1) -> AppendResult:
         waiter = None
         leading = replica.leading
         assert leading is not None
@@ -230,7 +265,7 @@ class PartitionHost:
                 waiter.set_result(ErrorCode.NONE)
             else:
                 leading.add_waiter(last + 1, waiter)
-        return AppendResult(ErrorCode.NONE, base, replica.log.start_offset(), waiter=waiter)
+        return AppendResult(ErrorCode.NONE, base, replica.log.start_offset(), append_time, waiter=waiter)
 
     # ---- leader: follower progress and the high watermark ------------------------------------------------------
     def on_follower_fetch(self, replica: Replica, follower: int, fetch_offset: int, broker_epoch: int,
@@ -261,7 +296,7 @@ class PartitionHost:
             log.update_high_watermark(hwm)
             self._notify()
         for waiter, error in leading.release(log.high_watermark(), self.isr_size(replica),
-                                             self.settings.min_insync_replicas):
+                                             replica.settings.min_insync_replicas):
             if not waiter.done():
                 waiter.set_result(error)
 
@@ -304,6 +339,15 @@ class PartitionHost:
         rebuild_producers(replica)
         return offset
 
+    def restart_at_leader_start(self, replica: Replica, leader_log_start: int) -> None:
+        """Our log ends below the leader's log start (retention removed what we miss): Kafka's follower empties
+        its log and starts again at the leader's log start."""
+        log = replica.log
+        _log.info("%s-%d: our log ends at %d, below the leader's log start %d: emptied, restarting there",
+                  replica.topic, replica.partition, log.end_offset(), leader_log_start)
+        log.truncate_fully_and_start_at(leader_log_start)
+        replica.producers.clear()
+
     # ---- helpers -----------------------------------------------------------------------------------------------
     def _notify(self) -> None:
         self.changed.set()
@@ -315,7 +359,8 @@ class PartitionHost:
 
         for replica in self.replicas.values():
             replica.log.flush()
-            delete_expired_segments(replica.log, now_ms, self.settings.retention_ms, self.settings.retention_bytes)
+            settings = replica.settings
+            delete_expired_segments(replica.log, now_ms, settings.retention_ms, settings.retention_bytes)
         self.logs.checkpoint()
 
     def close(self) -> None:
@@ -327,10 +372,10 @@ class PartitionHost:
         self.logs.close()
 
 
-def log_config(settings: DataPlaneSettings) -> Callable[[str], LogConfig]:
-    config = LogConfig(segment_bytes=settings.segment_bytes, retention_bytes=settings.retention_bytes,
-                       retention_ms=settings.retention_ms)
-    return lambda topic: config
+def to_log_config(settings: TopicSettings) -> LogConfig:
+    """The storage side of a topic's settings (segment rolls; retention is applied by `maintain`)."""
+    return LogConfig(segment_bytes=settings.segment_bytes, segment_ms=settings.segment_ms,
+                     retention_bytes=settings.retention_bytes, retention_ms=settings.retention_ms)
 
 
 def whole_batches_length(view: memoryview) -> int:

@@ -9,6 +9,7 @@ timeout. A Produce naming `__cluster_metadata` goes to the metadata write path (
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import Any
 
 from pykraft.protocol.apis import ApiKey
@@ -56,10 +57,16 @@ def _response(version: int, results: list[tuple[str, int, AppendResult]]) -> Any
         by_topic.setdefault(name, []).append(make(
             ns.PartitionProduceResponse, index=index, error_code=error,
             base_offset=result.base_offset if ok else -1, log_start_offset=result.log_start_offset,
+            log_append_time=_timestamp(result.log_append_time_ms) if ok else None,
             record_errors=(), error_message=None if ok else result.message))
     topics = tuple(make(ns.TopicProduceResponse, name=name, partition_responses=tuple(parts))
                    for name, parts in by_topic.items())
     return make(ns.ProduceResponse, responses=topics)
+
+
+def _timestamp(ms: int) -> datetime.datetime | None:
+    """Produce's log_append_time_ms: -1 (None) unless the topic is LogAppendTime."""
+    return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
 
 
 def names_metadata_topic(message: Any) -> bool:

@@ -8,7 +8,8 @@ partition still follows that leader in that epoch and the log end did not move m
 - DivergingEpoch -> truncate to where the histories agree (raft's `truncation_offset`, KIP-101/KIP-279 by
   epochs) and fetch again;
 - NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH -> wait for metadata (the next round asks
-  again); OFFSET_OUT_OF_RANGE below the leader's log start -> restart the log at it.
+  again); OFFSET_OUT_OF_RANGE with our log end below the leader's log start -> empty our log and restart it at
+  the leader's log start (Kafka's truncateFullyAndStartAt).
 An unreachable leader is retried after replica.fetch.backoff.ms. Metadata changes re-plan the tasks
 (`assign`); a task whose source leads nothing for us any more ends.
 """
@@ -123,9 +124,9 @@ class ReplicaFetchers:
     def _apply_partition(self, replica: Replica, data: Any) -> bool:
         error = ErrorCode(int(data.error_code))
         if error is ErrorCode.OFFSET_OUT_OF_RANGE and int(data.log_start_offset) > replica.log.end_offset():
-            _log.warning("%s-%d: our log ends below the leader's log start %d; not supported yet",
-                         replica.topic, replica.partition, int(data.log_start_offset))
-            return False
+            self.host.restart_at_leader_start(replica, int(data.log_start_offset))
+            self.truncations += 1
+            return True
         if error is not ErrorCode.NONE:
             _log.debug("fetching %s-%d: %s", replica.topic, replica.partition, error.name)
             return False

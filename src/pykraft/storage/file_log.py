@@ -220,6 +220,13 @@ class FileLog(EpochIndexedLog):
         for ticket in list(self._tickets):
             ticket.clamp(end)
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Kafka's `truncateFullyAndStartAt`: empty the log and restart it at `offset` (a partition follower
+        whose log ends below its leader's log start)."""
+        from .retention import reset_to_offset
+
+        reset_to_offset(self, offset)
+
     def truncate_to_latest_snapshot(self) -> bool:
         latest = self.latest_snapshot_id()
         if latest is None:

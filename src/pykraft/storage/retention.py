@@ -48,22 +48,28 @@ def advance_log_start(log: FileLog, snapshot_id: SnapshotId) -> None:
 
 def reset_to_snapshot(log: FileLog, snapshot_id: SnapshotId) -> None:
     """`truncate_to_latest_snapshot`: the whole log goes; it restarts empty at the snapshot's end offset."""
-    write_log_start(log, snapshot_id.offset)
-    for segment in log._segments:
-        segment.delete()
-    segment = Segment(log.directory, snapshot_id.offset, log.config.index_interval_bytes)
-    segment.index.open_files()
-    log._segments = [segment]
-    log._bases = [snapshot_id.offset]
-    log._epochs = []
-    log._last_batch_epoch = 0
-    log._start_offset = log._high_watermark = log._flushed = snapshot_id.offset
+    reset_to_offset(log, snapshot_id.offset)
     for older in [s for s in log._snapshots.ids if s < snapshot_id]:
         log._snapshots.delete(older)
+
+
+def reset_to_offset(log: FileLog, offset: int) -> None:
+    """Kafka's `truncateFullyAndStartAt`: every segment goes; the log restarts empty at `offset` (a snapshot's
+    end, or a partition leader's log start that a follower fell below)."""
+    write_log_start(log, offset)
+    for segment in log._segments:
+        segment.delete()
+    segment = Segment(log.directory, offset, log.config.index_interval_bytes)
+    segment.index.open_files()
+    log._segments = [segment]
+    log._bases = [offset]
+    log._epochs = []
+    log._last_batch_epoch = 0
+    log._start_offset = log._high_watermark = log._flushed = offset
     log._dirty_epochs = True
     for ticket in list(log._tickets):
-        ticket.clamp(snapshot_id.offset)
-    # The reset is rare and the core reports the new start at once: make it durable now.
+        ticket.clamp(offset)
+    # The reset is rare and the new start is reported at once: make it durable now.
     sync_dir(log.directory)
 
 
