@@ -173,3 +173,11 @@ def test_protocol_selection_by_vote_among_common_protocols(votes, expected):
         c.join(join_request(client=f"m{i}", protocols=tuple((p, b"") for p in prefs)), f"j{i}", 0)
     replies = joins(c.poll(DELAY))
     assert {r.protocol_name for r in replies.values()} == {expected}
+
+
+def test_a_repeated_join_answers_the_earlier_parked_one():
+    c = coordinator()
+    assert c.join(join_request(client="a"), "first", 0) == []
+    replies = c.join(join_request(member_id="a-1"), "second", 10)
+    assert replies == [JoinReply("first", ErrorCode.REBALANCE_IN_PROGRESS, "a-1")]
+    assert [r.token for r in c.poll(DELAY)] == ["second"]

@@ -101,8 +101,11 @@ class GroupCoordinator:
         member.session_timeout_ms, member.rebalance_timeout_ms = request.session_timeout_ms, request.rebalance_timeout_ms
         member.session_deadline_ms = now_ms + member.session_timeout_ms
         if group.state is GroupState.PREPARING_REBALANCE:
+            # A second JoinGroup from one member (the client retried): the older request is not left hanging.
+            earlier = [] if member.join_token is None else [
+                JoinReply(member.join_token, ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)]
             member.join_token = token
-            return self._maybe_complete_join(group, now_ms)
+            return earlier + self._maybe_complete_join(group, now_ms)
         if not changed and not (group.state is GroupState.STABLE and group.is_leader(member.member_id)):
             # Nothing new (a join response that got lost): the current generation again.
             return [self._join_reply(group, member, token)]

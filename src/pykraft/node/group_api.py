@@ -134,8 +134,10 @@ class GroupApi:
         reply = await self._parked(m.group_id, lambda c, token, now: c.join(request, token, now))
         if isinstance(reply, ErrorCode):
             reply = JoinReply(None, reply, member_id=m.member_id)
+        # ProtocolName is nullable from v7 only: before it an error answer carries "".
+        protocol_name = reply.protocol_name if version >= 7 else reply.protocol_name or ""
         return make(ns.JoinGroupResponse, error_code=reply.error, generation_id=i32(reply.generation),
-                    protocol_type=reply.protocol_type, protocol_name=reply.protocol_name, leader=reply.leader,
+                    protocol_type=reply.protocol_type, protocol_name=protocol_name, leader=reply.leader,
                     member_id=reply.member_id, skip_assignment=False, members=tuple(
                         make(ns.JoinGroupResponseMember, member_id=mid, group_instance_id=iid, metadata=meta)
                         for mid, iid, meta in reply.members))
@@ -184,8 +186,9 @@ class GroupApi:
             return make(ns.LeaveGroupResponse, error_code=coordinator, members=())
         errors, replies = coordinator.leave(m.group_id, [mid for mid, _ in identities], self.broker._now())  # noqa: SLF001
         self.groups.run(coordinator, replies)
-        top = errors[0] if version < 3 else ErrorCode.NONE
-        return make(ns.LeaveGroupResponse, error_code=top, members=tuple(
+        if version < 3:
+            return make(ns.LeaveGroupResponse, error_code=errors[0])
+        return make(ns.LeaveGroupResponse, error_code=ErrorCode.NONE, members=tuple(
             make(ns.MemberResponse, member_id=mid, group_instance_id=iid, error_code=error)
             for (mid, iid), error in zip(identities, errors)))
 
