@@ -152,7 +152,8 @@ def test_commits_checked_against_membership_and_a_simple_consumer_commits_to_an_
     c.offsets_committed("solo", {("t", 0): OffsetEntry(5, -1, "", 0)})
     assert c.groups["solo"].offsets[("t", 0)].offset == 5
     leader, _, generation = stable_group_of_two(c)
-    assert c.check_commit(GROUP, "", -1, DELAY) is ErrorCode.ILLEGAL_GENERATION
+    assert c.check_commit(GROUP, "", -1, DELAY) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.check_commit("new-group", "m", 3, DELAY) is ErrorCode.ILLEGAL_GENERATION
     assert c.check_commit(GROUP, leader, generation, DELAY) is ErrorCode.NONE
     assert c.check_commit(GROUP, leader, generation - 1, DELAY) is ErrorCode.ILLEGAL_GENERATION
     assert c.check_commit(GROUP, "ghost", generation, DELAY) is ErrorCode.UNKNOWN_MEMBER_ID

@@ -147,3 +147,18 @@ def test_any_request_gets_an_encodable_answer(api_key, version, data):
     decoded = SimpleNamespace(message=request, client_id="client", api_key=api_key)
     answer = asyncio.run(asyncio.wait_for(group_api.handlers()[api_key](decoded), 5))
     encode_response(1, answer)
+
+
+def test_a_simple_consumer_commits_and_oversized_metadata_is_refused_per_partition():
+    group_api = api()
+    oc = __import__(request_class(ApiKey.OFFSET_COMMIT, 8).__module__, fromlist=["x"])
+    answer = call(group_api, ApiKey.OFFSET_COMMIT, 8, group_id="solo", generation_id_or_member_epoch=-1,
+                  member_id="", group_instance_id=None, topics=(oc.OffsetCommitRequestTopic(name="t", partitions=(
+                      oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=5, committed_leader_epoch=-1,
+                                                      committed_metadata="x" * 5000),
+                      oc.OffsetCommitRequestPartition(partition_index=1, committed_offset=6, committed_leader_epoch=-1,
+                                                      committed_metadata=None))),))
+    assert [p.error_code for p in answer.topics[0].partitions] == [ErrorCode.OFFSET_METADATA_TOO_LARGE,
+                                                                   ErrorCode.NONE]
+    offsets = group_api.groups.coordinators[0].groups["solo"].offsets
+    assert set(offsets) == {("t", 1)} and offsets[("t", 1)].offset == 6

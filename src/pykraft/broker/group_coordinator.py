@@ -249,18 +249,18 @@ class GroupCoordinator:
 
     # ---- offsets -----------------------------------------------------------------------------------------------
     def check_commit(self, group_id: str, member_id: str, generation: int, now_ms: int) -> ErrorCode:
-        """May this OffsetCommit be written? A commit without a generation (-1, no member: a consumer that assigns
-        its partitions itself) only to a group without members."""
+        """May this OffsetCommit be written? Kafka's order of checks (ClassicGroup.validateOffsetCommit): a commit
+        without a generation (a consumer that assigns its partitions itself) only to an empty or new group."""
         group = self.groups.get(group_id)
-        if generation < 0 and not member_id:
-            return ErrorCode.NONE if group is None or not group.members else ErrorCode.ILLEGAL_GENERATION
-        group, member, error = self._known_member(group_id, member_id)
-        if member is None:
-            return error
-        if generation != group.generation:  # type: ignore[union-attr]
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.state is GroupState.COMPLETING_REBALANCE:  # type: ignore[union-attr]
+        if group is None or (generation < 0 and group.state is GroupState.EMPTY):
+            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
+        if group.state is GroupState.COMPLETING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
         member.session_deadline_ms = now_ms + member.session_timeout_ms
         return ErrorCode.NONE
 

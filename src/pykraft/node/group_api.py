@@ -41,6 +41,7 @@ GROUP_APIS = {ApiKey.FIND_COORDINATOR: (0, 6), ApiKey.JOIN_GROUP: (2, 9), ApiKey
               ApiKey.DELETE_GROUPS: (0, 2)}
 GROUP_KEY_TYPE = 0
 CREATE_TIMEOUT = datetime.timedelta(seconds=10)
+MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
 
 
 def offsets_topic_settings(raw: Any) -> tuple[int, int]:
@@ -202,15 +203,23 @@ class GroupApi:
             error = coordinator
         else:
             error = coordinator.check_commit(m.group_id, m.member_id, int(m.generation_id_or_member_epoch), now)
-        if error is ErrorCode.NONE:
-            offsets = {(t.name, int(p.partition_index)): OffsetEntry(
-                int(p.committed_offset), int(getattr(p, "committed_leader_epoch", -1)), p.committed_metadata or "",
-                now) for t in m.topics for p in t.partitions}
-            if offsets:
-                error = await self.groups.commit_offsets(coordinator, m.group_id, offsets)  # type: ignore[arg-type]
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        offsets: dict[tuple[str, int], OffsetEntry] = {}
+        for t in m.topics:
+            for p in t.partitions:
+                key = (t.name, int(p.partition_index))
+                metadata = p.committed_metadata or ""
+                if error is ErrorCode.NONE and len(metadata.encode()) > MAX_METADATA_BYTES:
+                    errors[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE  # the others are still committed
+                    continue
+                offsets[key] = OffsetEntry(int(p.committed_offset), int(getattr(p, "committed_leader_epoch", -1)),
+                                           metadata, now)
+        if error is ErrorCode.NONE and offsets:
+            error = await self.groups.commit_offsets(coordinator, m.group_id, offsets)  # type: ignore[arg-type]
         return make(ns.OffsetCommitResponse, topics=tuple(
             make(ns.OffsetCommitResponseTopic, name=t.name, partitions=tuple(
-                make(ns.OffsetCommitResponsePartition, partition_index=p.partition_index, error_code=error)
+                make(ns.OffsetCommitResponsePartition, partition_index=p.partition_index,
+                     error_code=errors.get((t.name, int(p.partition_index)), error))
                 for p in t.partitions)) for t in m.topics))
 
     async def offset_fetch(self, decoded: DecodedRequest) -> Any:
