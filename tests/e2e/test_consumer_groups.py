@@ -103,3 +103,21 @@ def test_committed_offsets_survive_a_sigkilled_coordinator(cluster):
     assert rest and rest[0] == max(first) + 1
     check = QueueCheck.of(acknowledged, first + rest)
     assert check.lost == () and check.duplicated == () and check.reordered == 0, check
+
+
+def test_stock_admin_tools_see_the_group_and_its_offsets(cluster):
+    acknowledged = _produced(cluster)
+    group = "admin-view"
+    read = consume_group("kafka-python", bootstrap(cluster), TOPIC, group, RECORDS // 2)
+    admin = kafka.KafkaAdminClient(bootstrap_servers=bootstrap(cluster), request_timeout_ms=10_000)
+    try:
+        listed = wait_for(lambda: [g for g in admin.list_groups() if g["group_id"] == group] or None,
+                          "the group listed by ListGroups", timeout=60)
+        assert listed[0]["protocol_type"] == "consumer" and listed[0]["group_state"] == "Empty"  # its member left
+        described = admin.describe_groups([group])[group]
+        assert described["error"] is None and described["group_state"] == "Empty" and described["members"] == []
+        committed = admin.list_group_offsets({group: None})[group]
+        assert {tp.partition: om.offset for tp, om in committed.items()} == {0: max(read) + 1}
+    finally:
+        admin.close()
+    assert set(read) <= acknowledged

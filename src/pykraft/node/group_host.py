@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
 from pykraft.broker.group_state import Group, Member, OffsetEntry, StoreGroup
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records import SimpleRecord, encode_batch, iter_batches
+from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
 from pykraft.records.group_records import (
     GroupKey, GroupRecordError, GroupValue, MemberValue, OffsetKey, OffsetValue, decode_group_value, decode_key,
     decode_offset_value, encode_group_value, encode_key, encode_offset_value, partition_for,
@@ -118,9 +118,14 @@ class GroupHost:
                 if batch.is_control or batch.next_offset <= offset:
                     offset = max(offset, batch.next_offset)
                     continue
-                for record in batch.records():
-                    if record.key is not None:
-                        found.append((bytes(record.key), None if record.value is None else bytes(record.value)))
+                try:
+                    records = list(batch.records())
+                except RecordsError as exc:  # a batch we cannot decode: say so, keep what the others hold
+                    _log.error("skipping an undecodable batch of %s at offset %d: %s", OFFSETS_TOPIC,
+                               batch.base_offset, exc)
+                    records = []
+                found += [(bytes(r.key), None if r.value is None else bytes(r.value))
+                          for r in records if r.key is not None]
                 offset = batch.next_offset
         return found
 
