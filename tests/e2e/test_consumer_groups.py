@@ -121,3 +121,52 @@ def test_stock_admin_tools_see_the_group_and_its_offsets(cluster):
     finally:
         admin.close()
     assert set(read) <= acknowledged
+
+
+def test_a_live_member_carries_on_across_a_sigkilled_coordinator(cluster):
+    """The member does not restart: it finds the new coordinator (NOT_COORDINATOR / a dead connection), and its
+    commits go on there; at the end every acknowledged record was read and the last commit is the log end."""
+    acknowledged = _produced(cluster)
+    group = "live-failover"
+    read: list[int] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+    survivors: list[str] = []
+
+    def member() -> None:
+        consumer = kafka.KafkaConsumer(TOPIC, bootstrap_servers=bootstrap(cluster), group_id=group,
+                                       enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=10,
+                                       metadata_max_age_ms=1000, session_timeout_ms=10_000, retry_backoff_ms=200)
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and len(set(read)) < RECORDS:
+                for records in consumer.poll(timeout_ms=500).values():
+                    read.extend(int(m.value.decode().split("-")[1]) for m in records)
+                    try:
+                        consumer.commit()
+                    except Exception:  # noqa: BLE001 - a commit during the failover may fail: the next one retries
+                        pass
+                time.sleep(0.3)  # slow: the reading spans the failover (the broker is fenced after 3 s)
+            consumer.commit()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+            errors.append(exc)
+        finally:
+            consumer.close()
+            done.set()
+
+    thread = threading.Thread(target=member, daemon=True)
+    thread.start()
+    wait_for(lambda: len(read) >= RECORDS // 4, "the member reading", timeout=90)
+    index = partition_for(group, OFFSETS_PARTITIONS)
+    coordinator = partition(cluster, "__consumer_offsets", index).leader
+    cluster.kill(coordinator)
+    survivors.extend(f"127.0.0.1:{cluster.nodes[b].port}" for b in cluster.broker_ids if b != coordinator)
+    assert done.wait(150) and not errors, errors
+    assert set(read) == acknowledged
+    admin = kafka.KafkaAdminClient(bootstrap_servers=",".join(survivors), request_timeout_ms=10_000)
+    try:
+        committed = admin.list_group_offsets({group: None})[group]
+        assert {tp.partition: om.offset for tp, om in committed.items()} == {0: RECORDS}
+    finally:
+        admin.close()
+    assert partition(cluster, "__consumer_offsets", index).leader not in (coordinator, -1)
