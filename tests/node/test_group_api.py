@@ -37,7 +37,7 @@ class MemoryGroups(GroupHost):
         self.written: list[str] = []
 
     def partition_count(self) -> int | None:
-        return 1 if self.loaded else None
+        return super().partition_count() or (1 if self.loaded else None)  # the cache's topic when it has one
 
     async def write(self, group_id: str, records: Any) -> ErrorCode:
         self.written.append(group_id)
@@ -162,3 +162,31 @@ def test_a_simple_consumer_commits_and_oversized_metadata_is_refused_per_partiti
                                                                    ErrorCode.NONE]
     offsets = group_api.groups.coordinators[0].groups["solo"].offsets
     assert set(offsets) == {("t", 1)} and offsets[("t", 1)].offset == 6
+
+
+def test_find_coordinator_names_the_leader_of_the_groups_partition():
+    import uuid
+
+    from pykraft.controller.cluster import BrokerRegistration, Endpoint
+    from pykraft.records.group_records import partition_for
+
+    from broker.records import partition, topic
+
+    group_api = api(loaded=False)
+    cache = group_api.broker.cache
+    offsets_id = uuid.UUID(int=77)
+    records = [BrokerRegistration(broker_id=b, epoch=b, incarnation_id=uuid.UUID(int=b),
+                                  listeners=(Endpoint("PLAINTEXT", "127.0.0.1", 9000 + b, 0),), features=(),
+                                  rack=None, fenced=False, in_controlled_shutdown=False).to_record() for b in (1, 2)]
+    records += [topic("__consumer_offsets", offsets_id), partition(0, [1, 2], [1, 2], 1, offsets_id),
+                partition(1, [1, 2], [1, 2], 2, offsets_id)]
+    cache.replay_all(enumerate(records))
+    group_api.groups.host.cache = cache
+    keys = ("a", "b", "c", "d")
+    found = call(group_api, ApiKey.FIND_COORDINATOR, 4, key_type=0, coordinator_keys=keys)
+    expected = [1 + partition_for(k, 2) for k in keys]  # partition 0 led by 1, partition 1 by 2
+    assert [int(c.node_id) for c in found.coordinators] == expected
+    assert [int(c.port) for c in found.coordinators] == [9000 + b for b in expected]
+    assert {c.error_code for c in found.coordinators} == {ErrorCode.NONE}
+    refused = call(group_api, ApiKey.FIND_COORDINATOR, 4, key_type=5, coordinator_keys=("a",))
+    assert refused.coordinators[0].error_code == ErrorCode.INVALID_REQUEST

@@ -25,6 +25,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.group_records import partition_for
 
+from .client_apis import registered_brokers
 from .group_host import OFFSETS_TOPIC, GroupHost
 from .wire_build import make, response_namespace
 
@@ -100,8 +101,10 @@ class GroupApi:
         if not count or topic_id is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         partition = cache.partition(topic_id, partition_for(key, count))
-        address = None if partition is None else self.broker.data_plane._address_of(partition.leader)  # noqa: SLF001
-        if partition is None or partition.leader < 0 or address is None:
+        # The leader's endpoint as Metadata lists it (client_apis.registered_brokers): unfenced brokers only.
+        address = None if partition is None else next(
+            ((host, port) for r, host, port in registered_brokers(cache) if r.broker_id == partition.leader), None)
+        if partition is None or address is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         return ErrorCode.NONE, (partition.leader, address[0], address[1])
 
