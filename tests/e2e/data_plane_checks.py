@@ -38,8 +38,8 @@ class QueueCheck:
                    tuple(sorted(v for v, n in counts.items() if n > 1)), reordered)
 
 
-def start_cluster(root, topic: str) -> LocalCluster:
-    cluster = LocalCluster(root, controllers=1, brokers=3, properties=DATA_PLANE_TIMING)
+def start_cluster(root, topic: str, properties: dict[str, str] | None = None) -> LocalCluster:
+    cluster = LocalCluster(root, controllers=1, brokers=3, properties={**DATA_PLANE_TIMING, **(properties or {})})
     cluster.format_all()
     cluster.start_all()
     broker = cluster.broker_ids[0]
@@ -55,10 +55,10 @@ def start_cluster(root, topic: str) -> LocalCluster:
     return cluster
 
 
-def partition(cluster: LocalCluster, topic: str):
+def partition(cluster: LocalCluster, topic: str, index: int = 0):
     image = image_of(cluster.nodes[cluster.controller_ids[0]])
     topic_id = image.topic_id(topic)
-    return None if topic_id is None else image.partition(topic_id, 0)
+    return None if topic_id is None else image.partition(topic_id, index)
 
 
 def bootstrap(cluster: LocalCluster) -> str:

@@ -147,3 +147,76 @@ def _consume_confluent(servers, topic, expected):
     finally:
         consumer.close()
     return values
+
+
+# ---- consumer groups (subscribe mode) --------------------------------------------------------------------------
+GROUP_SESSION_MS = 10_000
+
+
+def consume_group(client: str, servers: str, topic: str, group: str, want: int) -> list[int]:
+    """Subscribe to `topic` in consumer group `group`, read until at least `want` records came (or a deadline),
+    commit exactly what was read (synchronously), leave the group. Returns the indexes in the order read."""
+    if client == "kafka-python":
+        return _group_kafka_python(servers, topic, group, want)
+    if client == "aiokafka":
+        return asyncio.run(_group_aiokafka(servers, topic, group, want))
+    return _group_confluent(servers, topic, group, want)
+
+
+def _group_kafka_python(servers, topic, group, want):
+    import kafka
+
+    consumer = kafka.KafkaConsumer(topic, bootstrap_servers=servers, group_id=group, enable_auto_commit=False,
+                                   auto_offset_reset="earliest", metadata_max_age_ms=1000, max_poll_records=50,
+                                   session_timeout_ms=GROUP_SESSION_MS, retry_backoff_ms=200)
+    values: list[int] = []
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline and len(values) < want:
+            for records in consumer.poll(timeout_ms=500).values():
+                values += [_index(m.value) for m in records]
+        consumer.commit()
+    finally:
+        consumer.close()
+    return values
+
+
+async def _group_aiokafka(servers, topic, group, want):
+    import aiokafka
+
+    consumer = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=servers, group_id=group, enable_auto_commit=False,
+                                         auto_offset_reset="earliest", metadata_max_age_ms=1000,
+                                         session_timeout_ms=GROUP_SESSION_MS, retry_backoff_ms=200)
+    await consumer.start()
+    values: list[int] = []
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline and len(values) < want:
+            for records in (await consumer.getmany(timeout_ms=500, max_records=50)).values():
+                values += [_index(m.value) for m in records]
+        await consumer.commit()
+    finally:
+        await consumer.stop()
+    return values
+
+
+def _group_confluent(servers, topic, group, want):
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": servers, "group.id": group,
+                                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                         "session.timeout.ms": GROUP_SESSION_MS,
+                                         "topic.metadata.refresh.interval.ms": 1000})
+    values: list[int] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline and len(values) < want:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(_index(message.value()))
+        if values:
+            consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return values

@@ -47,6 +47,8 @@ from pykraft.storage.meta_properties import read_meta_properties
 from .client_apis import controllers
 from .controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from .data_plane import DATA_PLANE_APIS, DataPlane
+from .group_api import GROUP_APIS, GroupApi, offsets_topic_settings
+from .group_host import GroupHost, group_config
 from .versions import to_request_version
 
 if TYPE_CHECKING:
@@ -111,6 +113,9 @@ class BrokerHost:
         self.isr = IsrManager(IsrManagerConfig(self.node_id, replica_lag_time_max_ms=lag_ms,
                                                request_timeout_ms=node_config.quorum.request_timeout_ms), self.cache)
         self.data_plane = DataPlane(self, node_config)
+        offsets_topic_settings(node_config.raw)  # refuse a bad value at start, not at the first FindCoordinator
+        self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now())
+        self.group_api = GroupApi(self, self.groups)
         self.runtime: NodeRuntime | None = None
         self.finished: asyncio.Future[ShutdownComplete] | None = None
         self.undecodable_records = 0
@@ -129,7 +134,7 @@ class BrokerHost:
         for key in FORWARDED_APIS:
             low, high = HOST_APIS[key]
             base = base.with_range(key, low, high)
-        for key, (low, high) in DATA_PLANE_APIS.items():
+        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items()):
             base = base.with_range(key, low, high)
         return with_image_apis(base)
 
@@ -139,6 +144,7 @@ class BrokerHost:
         handlers = {int(key): handler for key in FORWARDED_APIS}
         handlers.update(image_handlers(self.metadata_image))
         handlers.update(self.data_plane.handlers())
+        handlers.update(self.group_api.handlers())
         return handlers
 
     # ---- lifecycle of the process ------------------------------------------------------------------------------
@@ -164,6 +170,7 @@ class BrokerHost:
         self._timers.clear()
         for task in self._tasks:
             task.cancel()
+        self.groups.close()
         self.data_plane.close()
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
@@ -190,6 +197,7 @@ class BrokerHost:
         now = self._now()
         self._run("isr", self.isr.sync_metadata(now))
         self.data_plane.sync_metadata(now)
+        self._sync_groups()
         self._run("isr", self.isr.update_progress(self.data_plane.progress(self.isr.led_partitions(), now), now))
 
     def _count_undecodable(self) -> None:
@@ -277,7 +285,12 @@ class BrokerHost:
             if self.runtime is not None:
                 asyncio.get_running_loop().create_task(self.runtime.stop(graceful=False))
             return
+        self._sync_groups()
         self._run("lifecycle", self.lifecycle.set_ready_to_unfence(self._now()))
+
+    def _sync_groups(self) -> None:
+        if self.data_plane.host.logs is not None:  # the partition logs are open
+            self.groups.sync_leadership()
 
     def _on_shutdown_complete(self, done: ShutdownComplete) -> None:
         finished = self.finished

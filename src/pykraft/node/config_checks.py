@@ -34,6 +34,9 @@ IMPLEMENTED_KEYS = frozenset({
     "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "auto.create.topics.enable",
     "inter.broker.listener.name", "log.roll.ms", "log.roll.hours", "log.retention.minutes", "log.retention.hours",
     "log.message.timestamp.type",
+    # a broker's group coordinator (node/group_api.py, node/group_host.py)
+    "offsets.topic.num.partitions", "offsets.topic.replication.factor", "group.initial.rebalance.delay.ms",
+    "group.min.session.timeout.ms", "group.max.session.timeout.ms",
     "ssl.certificate.location", "ssl.key.location", "ssl.ca.location", "ssl.client.auth",
     "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
     "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
