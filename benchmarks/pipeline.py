@@ -5,7 +5,9 @@ PartitionChangeRecords per batch, a `.index` entry per batch so large segments s
 - by `pykraft dump-log --json`'s code path (`cli/dump_log.dump_file`, one process, output to /dev/null);
 - by the `kafka-log` data source with metadata decoding (the same work: batches, records, metadata payloads),
   written to Parquet, at local[1] and at local[2]; and without metadata decoding (the plain record columns).
-Spark's session start-up is reported apart (it is a fixed cost, not throughput).
+Spark's session start-up is reported apart (it is a fixed cost, not throughput), including the first use of a
+Python data source (on a tiny log). The pipeline's decoder alone (decode.py in one process, no Spark) is timed
+too: it tells the decoding apart from Spark's own per-row cost (Arrow to JVM rows, Parquet).
 
 Run: `.venv/bin/python benchmarks/pipeline.py [--records N] [--dir D]` (or `make bench`). Goals (issue 13):
 local[2] >= 1.6x the single process, >= 0.8 M records/s at local[2].
@@ -66,12 +68,31 @@ def single_process(root: Path) -> float:
     return time.perf_counter() - started
 
 
+def decoder_alone(root: Path) -> dict[str, float]:
+    """The pipeline's own decoder (decode.py) in this one process, no Spark: what a Spark task does per slice."""
+    from pykraft.pipeline.decode import decode_slice
+    from pykraft.pipeline.layout import find_files, split_segment
+
+    timings = {}
+    for label, metadata in (("metadata", True), ("plain", False)):
+        started = time.perf_counter()
+        for file in find_files([str(root)], snapshots=False):
+            for piece in split_segment(file):
+                for _ in decode_slice(piece, metadata=metadata):
+                    pass
+        timings[label] = time.perf_counter() - started
+    return timings
+
+
 def spark_runs(root: Path, master: str, scratch: Path) -> dict[str, float]:
     from pykraft.pipeline import session
 
     started = time.perf_counter()
     spark = session(master, app_name="bench", local_dir=str(scratch / "local"))
     spark.range(10).count()  # the first job's JVM warm-up belongs to start-up too
+    # So does the first use of a Python data source: Spark loads its static data sources and forks the Python
+    # workers (seconds, whatever the input size).
+    spark.read.format("kafka-log").load(str(scratch / "tiny")).count()
     timings = {"startup_s": time.perf_counter() - started}
     try:
         for label, metadata in (("metadata", "true"), ("plain", "false")):
@@ -94,11 +115,17 @@ def main() -> None:
     root = scratch / "cluster"
     shutil.rmtree(root, ignore_errors=True)
     per_node = generate(root, args.records)
+    shutil.rmtree(scratch / "tiny", ignore_errors=True)
+    generate(scratch / "tiny", PER_BATCH * len(NODES))
     total = per_node * len(NODES)
     size = sum(p.stat().st_size for p in root.rglob("*.log")) / 2**20
     print(f"generated {len(NODES)} nodes x {per_node:,} records = {total:,} records, {size:.0f} MiB")
     single = single_process(root)
     print(f"single process (dump-log --json code path): {single:7.1f} s  {total / single / 1e6:5.2f} M records/s")
+    alone = decoder_alone(root)
+    print(f"pipeline decoder alone (decode.py, one process, no Spark): with metadata {alone['metadata']:6.1f} s "
+          f"{total / alone['metadata'] / 1e6:5.2f} M records/s, plain columns {alone['plain']:6.1f} s "
+          f"{total / alone['plain'] / 1e6:5.2f} M records/s")
     results = {}
     for master in ("local[1]", "local[2]"):
         results[master] = spark_runs(root, master, scratch)

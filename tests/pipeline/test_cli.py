@@ -44,3 +44,35 @@ def test_bad_flags_exit_2(tmp_path, flags):
     make_cluster(tmp_path / "c", "FlagsClusterAAAAAAAAAAA", nodes=(1,))
     result = _analyze(str(tmp_path / "c"), "--out", str(tmp_path / "out"), *flags)
     assert result.returncode == 2
+
+
+def _python_without_pykraft(where) -> str:
+    """A Python that has the venv's libraries (pyspark, pyarrow, pandas) but not pykraft: a bare venv whose .pth
+    adds the venv's site-packages as a plain path, so the editable install's own .pth there is never run."""
+    import site
+    import venv
+
+    venv.EnvBuilder(with_pip=False).create(where)
+    python = os.path.join(where, "bin", "python")
+    target = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(target, "venv-libraries.pth"), "w") as f:
+        f.write("\n".join(site.getsitepackages()) + "\n")
+    probe = subprocess.run([python, "-c", "import pyspark, pyarrow\nimport pykraft"], capture_output=True, text=True,
+                           cwd=where)
+    assert "No module named 'pykraft'" in probe.stderr  # pyspark and pyarrow import, pykraft does not
+    return python
+
+
+@pytest.mark.spark
+def test_executors_without_pykraft_exit_2_with_one_line(tmp_path):
+    make_cluster(tmp_path / "c", "NoPykraftClusterAAAAAAA", nodes=(1,))
+    env = dict(os.environ, PYSPARK_PYTHON=_python_without_pykraft(str(tmp_path / "bare")))
+    result = subprocess.run([sys.executable, "-m", "pykraft.cli.main", "analyze", str(tmp_path / "c"), "--out",
+                             str(tmp_path / "out")], capture_output=True, text=True, timeout=900, env=env,
+                            cwd=str(tmp_path))
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        "pykraft analyze: the Spark executors cannot import pykraft: install it in the executors' Python (same "
+        "venv, spark.pyspark.python) or ship it with --py-files")
+    assert "Traceback" not in result.stderr

@@ -83,3 +83,55 @@ def test_cli_stream_unreachable_quorum_exits_2(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "cannot describe the quorum" in result.stderr
+
+
+# Snapshots after ~2 kB of records, segments rolled after 300 ms and deleted once a snapshot covers them; NoOps
+# only every 5 s, so no newer snapshot replaces the one the stream plans while it downloads it.
+CLEANING = {**FAST_TIMEOUTS, "metadata.log.max.record.bytes.between.snapshots": "2000",
+            "metadata.log.segment.ms": "300", "metadata.max.retention.ms": "1",
+            "metadata.max.idle.interval.ms": "5000"}
+
+
+def _log_start(node) -> int:
+    names = [p.name for p in (node.data_dir / "__cluster_metadata-0").glob("*.log")]
+    return min(int(n[:20]) for n in names) if names else 0
+
+
+def test_a_stream_started_below_the_log_start_reads_the_latest_snapshot_first(spark, tmp_path):
+    from pykraft.pipeline.decode import decode_bytes
+    from pykraft.pipeline.layout import find_files
+
+    cluster = LocalCluster(tmp_path / "cluster", controllers=1, properties=CLEANING)
+    cluster.format_all()
+    cluster.start_all()
+    node = next(iter(cluster.nodes.values()))
+    try:
+        wait_for(lambda: leader_status(cluster), "a leader", timeout=120)
+
+        def cleaned() -> bool:
+            write(cluster, values(f"early-{time.monotonic()}", 40))
+            return _log_start(node) > 0
+
+        wait_for(cleaned, "segments below a snapshot deleted", timeout=180, interval=0.4)
+        query = (spark.readStream.format("kraft").option("bootstrap", f"127.0.0.1:{node.port}").load()
+                 .writeStream.format("parquet").option("checkpointLocation", str(tmp_path / "checkpoint"))
+                 .trigger(availableNow=True).start(str(tmp_path / "out")))
+        assert query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        snapshots = {f.path.rsplit("/", 1)[-1]: f for f in find_files([str(node.data_dir)], snapshots=True)}
+    finally:
+        cluster.stop_all()
+    rows = spark.read.parquet(str(tmp_path / "out")).select("file", "offset", "position", "value").collect()
+    from_snapshot = sorted((r for r in rows if r.file.endswith(".checkpoint")), key=lambda r: r.position)
+    assert from_snapshot, "the stream started at 0 below the log start got no snapshot"
+    name = from_snapshot[0].file.rsplit("/", 1)[-1]
+    end = int(name[:20])
+    assert end > 0 and {r.offset for r in from_snapshot} == {end - 1}
+    # The rows are the snapshot file's records, in order (the leader still holds it: no newer one was taken).
+    on_disk = snapshots[name]
+    expected = [r for b in decode_bytes(open(on_disk.path, "rb").read(), on_disk, metadata=True, snapshot=True)
+                for r in b.to_pylist()]
+    assert [(r.position, r.value) for r in from_snapshot] == [(r["position"], r["value"]) for r in expected]
+    # Then the log from the snapshot's end: every offset once, none from below it.
+    offsets = sorted(r.offset for r in rows if not r.file.endswith(".checkpoint"))
+    assert offsets and offsets == list(range(end, end + len(offsets)))

@@ -15,14 +15,17 @@ import mmap
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from pykraft.records import RecordBatch, RecordsError, TruncatedBatchError, iter_batches
+from pykraft.records.compression import Compression
 from pykraft.records.control import decode_control_record
 from pykraft.records.crc import crc32c
 from pykraft.records.metadata import MetadataRecordError, decode_metadata_record, metadata_record_envelope
 from pykraft.records.metadata.json_view import message_to_dict
 
+from .columnar import RunColumns, decode_run
 from .layout import FileSlice, LogFile
 
 ROWS_PER_BATCH = 65536
@@ -78,17 +81,25 @@ class _Columns:
 
 def payload_of(batch: RecordBatch, record: Any) -> tuple[str | None, int | None, str | None, str | None]:
     """(record type, version, payload JSON, problem) of one record, control or metadata."""
+    if not batch.is_control:
+        return metadata_payload(record.value)
     try:
-        if batch.is_control:
-            control = decode_control_record(record)
-            fields = message_to_dict(control.message) if control.message is not None else {}
-            return control.type.name, None, json.dumps(fields, default=str), None
-        if record.value is None:
-            return None, None, None, "null value"
-        envelope = metadata_record_envelope(decode_metadata_record(record.value))
-        return envelope["type"], envelope["version"], json.dumps(envelope["data"], default=str), None
+        control = decode_control_record(record)
+    except RecordsError as exc:
+        return None, None, None, str(exc)
+    fields = message_to_dict(control.message) if control.message is not None else {}
+    return control.type.name, None, json.dumps(fields, default=str), None
+
+
+def metadata_payload(value: Any) -> tuple[str | None, int | None, str | None, str | None]:
+    """(record type, version, payload JSON, problem) of one metadata record's value (None: a null value)."""
+    if value is None:
+        return None, None, None, "null value"
+    try:
+        envelope = metadata_record_envelope(decode_metadata_record(value))
     except (RecordsError, MetadataRecordError) as exc:
         return None, None, None, str(exc)
+    return envelope["type"], envelope["version"], json.dumps(envelope["data"], default=str), None
 
 
 def control_type_of(record: Any) -> str | None:
@@ -112,28 +123,134 @@ def decode_slice(piece: FileSlice, *, metadata: bool, rows_per_batch: int = ROWS
 
 
 def decode_bytes(data: Any, file: LogFile, *, start: int = 0, metadata: bool, snapshot: bool = False,
-                 at_file_end: bool = True, rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the records in `data` (the bytes of `file` from byte `start`)."""
-    columns = _Columns(arrow_schema(metadata=metadata, snapshot=snapshot))
-    common: dict[str, Any] = {
-        "cluster_id": file.node.cluster_id, "node_id": file.node.node_id, "directory_id": file.node.directory_id,
-        "topic": file.topic, "partition": file.partition, "file": file.path,
-    }
-    if snapshot:
-        common.update(snapshot_end_offset=file.base_offset, snapshot_epoch=file.snapshot_epoch)
+                 at_file_end: bool = True, rows_per_batch: int = ROWS_PER_BATCH,
+                 vectorised: bool = True) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the records in `data` (the bytes of `file` from byte `start`).
+
+    Runs of plain (uncompressed, non-control) batches are decoded column-wise (columnar.py); control and
+    compressed batches, and any run the vectorised path declines, record by record (`vectorised=False`: all of
+    them, the reference the tests compare against)."""
+    schema = arrow_schema(metadata=metadata, snapshot=snapshot)
+    out = _Output(schema, data, file, start, metadata, snapshot, rows_per_batch)
     position = start
     try:
         for batch in iter_batches(data, verify_crc=False):
-            _batch_rows(columns, common, batch, position, metadata)
+            if vectorised and not batch.is_control and batch.compression == Compression.NONE:
+                out.plain(position - start, batch)
+            else:
+                out.slow(position, batch)
             position += batch.size_in_bytes
-            if len(columns) >= rows_per_batch:
-                yield columns.flush()
+            yield from out.ready()
     except RecordsError as exc:
         torn = isinstance(exc, TruncatedBatchError) and at_file_end
-        columns.row(**common, position=start + exc.position, offset=-1 if exc.base_offset is None else exc.base_offset,
-                    base_offset=exc.base_offset, error=(TORN_TAIL if torn else "") + str(exc))
-    if len(columns):
-        yield columns.flush()
+        out.slow_row(position=start + exc.position, offset=-1 if exc.base_offset is None else exc.base_offset,
+                     base_offset=exc.base_offset, error=(TORN_TAIL if torn else "") + str(exc))
+    yield from out.ready(final=True)
+
+
+class _Output:
+    """Collects the rows of one file slice in order: pending plain batches (decoded column-wise in one go),
+    rows decoded one by one, and finished Arrow parts, which leave as batches of about `rows_per_batch` rows."""
+
+    def __init__(self, schema: pa.Schema, data: Any, file: LogFile, start: int, metadata: bool, snapshot: bool,
+                 rows_per_batch: int) -> None:
+        self.schema, self.raw, self.start, self.metadata = schema, data, start, metadata
+        self.buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, np.uint8)
+        self.common: dict[str, Any] = {
+            "cluster_id": file.node.cluster_id, "node_id": file.node.node_id, "directory_id": file.node.directory_id,
+            "topic": file.topic, "partition": file.partition, "file": file.path,
+        }
+        if snapshot:
+            self.common.update(snapshot_end_offset=file.base_offset, snapshot_epoch=file.snapshot_epoch)
+        self.rows_per_batch = rows_per_batch
+        self.columns = _Columns(schema)
+        self.pending: list[tuple[int, RecordBatch]] = []
+        self.pending_rows = 0
+        self.parts: list[pa.RecordBatch] = []
+        self.part_rows = 0
+
+    def plain(self, relative_position: int, batch: RecordBatch) -> None:
+        self._flush_rows()
+        self.pending.append((relative_position, batch))
+        self.pending_rows += batch.record_count
+
+    def slow(self, position: int, batch: RecordBatch) -> None:
+        self._flush_pending()
+        _batch_rows(self.columns, self.common, batch, position, self.metadata)
+
+    def slow_row(self, **values: Any) -> None:
+        self._flush_pending()
+        self.columns.row(**self.common, **values)
+
+    def ready(self, final: bool = False) -> Iterator[pa.RecordBatch]:
+        if final or self.pending_rows >= self.rows_per_batch:
+            self._flush_pending()
+        if final or len(self.columns) >= self.rows_per_batch:
+            self._flush_rows()
+        if self.parts and (final or self.part_rows >= self.rows_per_batch):
+            parts = self.parts
+            self.parts, self.part_rows = [], 0
+            yield parts[0] if len(parts) == 1 else pa.Table.from_batches(parts, self.schema).combine_chunks() \
+                .to_batches()[0]
+
+    def _add(self, part: pa.RecordBatch) -> None:
+        self.parts.append(part)
+        self.part_rows += part.num_rows
+
+    def _flush_rows(self) -> None:
+        if len(self.columns):
+            self._add(self.columns.flush())
+
+    def _flush_pending(self) -> None:
+        if not self.pending:
+            return
+        pending, self.pending, self.pending_rows = self.pending, [], 0
+        run = decode_run(self.buf, self.raw, pending)
+        if run is None:
+            for relative, batch in pending:
+                _batch_rows(self.columns, self.common, batch, self.start + relative, self.metadata)
+            self._flush_rows()
+        elif len(run.offset):
+            self._add(self._run_batch(pending, run))
+
+    def _run_batch(self, pending: list[tuple[int, RecordBatch]], run: RunColumns) -> pa.RecordBatch:
+        count = len(run.offset)
+        per_batch = {
+            "position": [self.start + relative for relative, _ in pending],
+            "base_offset": [b.base_offset for _, b in pending],
+            "leader_epoch": [b.partition_leader_epoch for _, b in pending],
+            "is_control": [False] * len(pending),
+            "crc_valid": [b.crc_valid for _, b in pending],
+            "batch_digest": [crc32c(b.buffer[8:]) for _, b in pending],
+        }
+        arrays: dict[str, pa.Array] = {"offset": pa.array(run.offset, pa.int64()),
+                                       "timestamp": pa.array(run.timestamp, pa.int64()),
+                                       "key": run.key, "value": run.value}
+        for name, values in per_batch.items():
+            arrays[name] = pa.array(values, self.schema.field(name).type).take(pa.array(run.batch_of))
+        if self.metadata:
+            arrays.update(_metadata_columns(self.raw, run))
+        columns = []
+        for field in self.schema:
+            if field.name in arrays:
+                columns.append(arrays[field.name])
+            else:
+                value = self.common.get(field.name)
+                columns.append(pa.nulls(count, field.type) if value is None
+                               else pa.repeat(pa.scalar(value, field.type), count))
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
+def _metadata_columns(raw: Any, run: RunColumns) -> dict[str, pa.Array]:
+    """record_type, record_version and payload of plain (metadata) records, as payload_of gives them."""
+    types, versions, payloads = [], [], []
+    for start, length in zip(run.value_start.tolist(), run.value_length.tolist()):
+        kind, version, payload = metadata_payload(None if length < 0 else raw[start: start + length])[:3]
+        types.append(kind)
+        versions.append(version)
+        payloads.append(payload)
+    return {"record_type": pa.array(types, pa.string()), "record_version": pa.array(versions, pa.int32()),
+            "payload": pa.array(payloads, pa.string())}
 
 
 def _batch_rows(columns: _Columns, common: dict[str, Any], batch: RecordBatch, position: int, metadata: bool) -> None:

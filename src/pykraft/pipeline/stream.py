@@ -8,6 +8,11 @@ restarted from its checkpoint resumes at the exact record, with no gap and no du
   the leader's current epoch as the last fetched epoch: the leader's log reaches that epoch's end offset (its log
   end), so any committed offset validates without knowing the epoch of the record before it.
 - Rows have the `kafka-log` columns with metadata decoding; `file` is `kraft://host:port`.
+- A start offset below the leader's log start (the records were cleaned after a snapshot) is answered by the
+  leader with its latest snapshot's id: that micro-batch then reaches at least the snapshot's end offset, and
+  the executor downloads the snapshot (FetchSnapshot) and yields its records first, each at offset end - 1 with
+  `file` naming the snapshot, then the log from the snapshot's end. A stream started late still gets a complete
+  image.
 Options: `bootstrap` (a controller's host:port; required), `startingOffset` (default 0), `maxRecordsPerTrigger`.
 """
 
@@ -26,6 +31,7 @@ from pykraft.admin.connect import make_client
 from pykraft.admin.transport import default_transport
 from pykraft.protocol import decode_response, encode_request
 from pykraft.raft import messages
+from pykraft.raft.log import OffsetAndEpoch
 
 from .decode import decode_bytes, spark_ddl
 from .layout import LogFile, NodeIdentity
@@ -65,33 +71,86 @@ def quorum_point(bootstrap: str) -> QuorumPoint:
         raise StreamSourceError(f"cannot describe the quorum at {bootstrap}: {exc}") from None
 
 
-async def _fetch_range(point: QuorumPoint, start: int, end: int) -> list[bytes]:
+async def _fetch_range(point: QuorumPoint, start: int, end: int,
+                       snapshot: tuple[int, int] | None = None) -> list[tuple[tuple[int, int] | None, bytes]]:
+    """(snapshot id or None, bytes) chunks covering [start, end): the snapshot `snapshot` (planned by the driver
+    because `start` is below the leader's log start) first, then log records from its end offset."""
     transport = default_transport()
-    chunks, offset, epoch = [], start, point.leader_epoch
+    chunks: list[tuple[tuple[int, int] | None, bytes]] = []
+    offset, epoch = start, point.leader_epoch
     try:
+        if snapshot is not None and start < snapshot[0]:
+            chunks.append((snapshot, await _fetch_snapshot(transport, point, snapshot)))
+            offset = snapshot[0]
         while offset < end:
             partition = await _fetch_once(transport, point, offset, epoch)
-            snapshot = partition.snapshot_id
-            if int(snapshot.end_offset) >= 0:
+            snapshot_id = partition.snapshot_id
+            if int(snapshot_id.end_offset) >= 0:
                 # At the log start the leader checks the epoch against its oldest snapshot's (the bootstrap
-                # snapshot at offset 0 has epoch 0): fetch again with that one. Below the log start the records
-                # are only in a snapshot, which this source does not read.
-                if int(snapshot.end_offset) == offset and epoch != int(snapshot.epoch):
-                    epoch = int(snapshot.epoch)
+                # snapshot at offset 0 has epoch 0): fetch again with that one.
+                if int(snapshot_id.end_offset) == offset and epoch != int(snapshot_id.epoch):
+                    epoch = int(snapshot_id.epoch)
                     continue
-                raise StreamSourceError(f"offset {offset} is below the leader's log start (now in a snapshot)")
+                raise StreamSourceError(f"offset {offset} is below the leader's log start (now in snapshot "
+                                        f"{int(snapshot_id.end_offset)}), and the batch was planned without it")
             records = bytes(partition.records or b"")
             if not records:
                 raise StreamSourceError(f"the leader returned no records at offset {offset} (below {end})")
-            chunks.append(records)
+            chunks.append((None, records))
             offset, epoch = _next_offset(records), point.leader_epoch
     finally:
         await transport.close()
     return chunks
 
 
-async def _fetch_once(transport, point: QuorumPoint, offset: int, epoch: int):  # noqa: ANN001, ANN202
-    request = messages.fetch_request(point.cluster_id, None, point.leader_epoch, offset, epoch, 0, 0, FETCH_BYTES)
+async def _snapshot_below(point: QuorumPoint, offset: int) -> tuple[int, int] | None:
+    """The (end offset, epoch) of the leader's latest snapshot when `offset` is below its log start: a Fetch there
+    is answered with that snapshot's id instead of records."""
+    transport = default_transport()
+    try:
+        partition = await _fetch_once(transport, point, offset, point.leader_epoch, max_bytes=1)
+    finally:
+        await transport.close()
+    end, epoch = int(partition.snapshot_id.end_offset), int(partition.snapshot_id.epoch)
+    return (end, epoch) if end > offset else None
+
+
+def snapshot_below(point: QuorumPoint, offset: int) -> tuple[int, int] | None:
+    try:
+        return asyncio.run(_snapshot_below(point, offset))
+    except StreamSourceError:
+        raise
+    except Exception as exc:  # the transport's errors: one line for the caller
+        raise StreamSourceError(f"cannot fetch from {point.host}:{point.port}: {exc}") from None
+
+
+async def _fetch_snapshot(transport, point: QuorumPoint, snapshot: tuple[int, int]) -> bytes:  # noqa: ANN001
+    """The whole snapshot file, chunk by chunk (FetchSnapshot, as a follower downloads it)."""
+    data = bytearray()
+    size = None
+    while size is None or len(data) < size:
+        request = messages.fetch_snapshot_request(point.cluster_id, None, point.leader_epoch,
+                                                  OffsetAndEpoch(*snapshot), len(data), FETCH_BYTES)
+
+        def build(correlation_id: int, request=request) -> bytes:  # noqa: ANN001
+            return encode_request(request, correlation_id=correlation_id, client_id="pykraft-stream")[4:]
+
+        payload = await transport.request(point.host, point.port, build, timeout_ms=TIMEOUT_MS)
+        response = decode_response(payload, int(request.__api_key__), int(request.__version__)).message
+        partition = response.topics[0].partitions[0] if response.topics and response.topics[0].partitions else None
+        error = int(response.error_code) or (int(partition.error_code) if partition is not None else -1)
+        chunk = bytes(partition.unaligned_records or b"") if partition is not None else b""
+        if error or not chunk:
+            raise StreamSourceError(f"FetchSnapshot of snapshot {snapshot} at byte {len(data)} from "
+                                    f"{point.host}:{point.port}: error code {error}")
+        size = int(partition.size)
+        data += chunk
+    return bytes(data)
+
+
+async def _fetch_once(transport, point: QuorumPoint, offset: int, epoch: int,  # noqa: ANN001, ANN202
+                      max_bytes: int = FETCH_BYTES):
+    request = messages.fetch_request(point.cluster_id, None, point.leader_epoch, offset, epoch, 0, 0, max_bytes)
 
     def build(correlation_id: int) -> bytes:
         return encode_request(request, correlation_id=correlation_id, client_id="pykraft-stream")[4:]
@@ -115,9 +174,9 @@ def _next_offset(records: bytes) -> int:
 
 
 class OffsetRange(InputPartition):
-    def __init__(self, point: QuorumPoint, start: int, end: int) -> None:
+    def __init__(self, point: QuorumPoint, start: int, end: int, snapshot: tuple[int, int] | None = None) -> None:
         super().__init__((start, end))
-        self.point, self.start, self.end = point, start, end
+        self.point, self.start, self.end, self.snapshot = point, start, end, snapshot
 
 
 class KraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -139,18 +198,29 @@ class KraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = self.point.high_watermark if self.target is None else min(self.target, self.point.high_watermark)
         if self.max_records:
             end = min(end, start["offset"] + self.max_records)
+        snapshot = snapshot_below(self.point, start["offset"])
+        if snapshot is not None:
+            end = max(end, snapshot[0])  # the whole snapshot in one micro-batch, then the log after it
         return {"offset": max(end, start["offset"])}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        if end["offset"] <= start["offset"]:
+            return []
         point = self.point or quorum_point(self.bootstrap)
-        return [OffsetRange(point, start["offset"], end["offset"])] if end["offset"] > start["offset"] else []
+        snapshot = snapshot_below(point, start["offset"])
+        if snapshot is not None and snapshot[0] > end["offset"]:
+            raise StreamSourceError(f"offsets {start['offset']}..{end['offset']} are below the leader's log start "
+                                    f"{snapshot[0]}: the records are only in a snapshot beyond this batch's end")
+        return [OffsetRange(point, start["offset"], end["offset"], snapshot)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         r: OffsetRange = partition  # type: ignore[assignment]
         file = LogFile(f"kraft://{r.point.host}:{r.point.port}", NodeIdentity(r.point.cluster_id, r.point.leader_id,
                                                                              None), "__cluster_metadata", 0, r.start)
-        for chunk in asyncio.run(_fetch_range(r.point, r.start, r.end)):
-            for batch in decode_bytes(chunk, file, metadata=True):
+        for snapshot, chunk in asyncio.run(_fetch_range(r.point, r.start, r.end, r.snapshot)):
+            batches = decode_bytes(chunk, file, metadata=True) if snapshot is None else _snapshot_rows(chunk, r,
+                                                                                                       snapshot)
+            for batch in batches:
                 offsets = batch.column("offset")
                 wanted = pc.and_(pc.greater_equal(offsets, r.start), pc.less(offsets, r.end))
                 kept = batch.filter(wanted)
@@ -159,6 +229,17 @@ class KraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Nothing to acknowledge: the log is not consumed, offsets are positions in it."""
+
+
+def _snapshot_rows(data: bytes, r: OffsetRange, snapshot: tuple[int, int]) -> Iterator[pa.RecordBatch]:
+    """A snapshot's records as stream rows: every one stands at offset end - 1 (the image there, as the batch
+    tables' replay takes them), in the order written (`position`), `file` naming the snapshot."""
+    end, epoch = snapshot
+    file = LogFile(f"kraft://{r.point.host}:{r.point.port}/{end:020d}-{epoch:010d}.checkpoint",
+                   NodeIdentity(r.point.cluster_id, r.point.leader_id, None), "__cluster_metadata", 0, end)
+    for batch in decode_bytes(data, file, metadata=True):
+        at_end = pa.array([end - 1] * batch.num_rows, pa.int64())
+        yield batch.set_column(batch.schema.get_field_index("offset"), "offset", at_end)
 
 
 class KraftDataSource(DataSource):

@@ -1,0 +1,154 @@
+"""Vectorised decoding of a run of uncompressed, non-control record batches into Arrow columns.
+
+The per-record Python path (`records.batch`: a `Record` tuple per record, then one Python list per column) costs
+far more than the bytes it reads. Here the only per-record Python step is the walk over the record lengths (each
+record's start depends on the previous one's length varint); every other field (timestamp and offset deltas, key
+and value lengths, the header count) is read with numpy at all records' positions at once, and keys and values
+become Arrow binary columns built from one gathered buffer, never a Python `bytes` each.
+
+Anything this path does not handle the way `records.batch` would (an impossible length, an over-long varint, a
+record with headers, a field running past its record) makes `decode_run` return None: the caller then decodes
+the run record by record, so that damage still gets `records.batch`'s exact error text. Tables are therefore
+identical either way (tests/pipeline/test_columnar.py compares both paths).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from pykraft.records import RecordBatch, RecordsError
+from pykraft.records.batch import BATCH_HEADER_SIZE
+from pykraft.records.varint import read_varint
+
+_INT32_VARINT_BYTES = 5  # longer encodings of an int32 field: left to records.batch to judge
+_MIN_RECORD_LENGTH = 6
+
+
+@dataclass(frozen=True, slots=True)
+class RunColumns:
+    """The per-record columns of a run of batches; `batch_of` maps each record to its batch in the run."""
+
+    batch_of: np.ndarray
+    offset: np.ndarray
+    timestamp: np.ndarray
+    key: pa.Array
+    value: pa.Array
+    value_start: np.ndarray  # byte positions of each value in the run's buffer (for metadata decoding)
+    value_length: np.ndarray  # -1 = null
+
+
+def _record_heads(body: bytes, count: int, base: int, heads: list[int]) -> bool:
+    """Append where each of the `count` records in `body` (a batch's records section, at `base` in the run's
+    buffer) begins, its length varint; the only per-record Python step, so it reads nothing else (the lengths are
+    decoded and checked again, all at once, by `_bounds`). False when the records do not end where the body does."""
+    pos = 0
+    append = heads.append
+    try:
+        for _ in range(count):
+            append(base + pos)
+            b = body[pos]
+            if b < 0x80:
+                pos += 1 + (b >> 1)
+            elif body[pos + 1] < 0x80:
+                pos += 2 + (((b & 0x7F) | (body[pos + 1] << 7)) >> 1)
+            else:
+                length, after = read_varint(body, pos)
+                if length < _MIN_RECORD_LENGTH:
+                    return False
+                pos = after + length
+    except (IndexError, RecordsError):  # the record-by-record path reports it
+        return False
+    return pos == len(body)
+
+
+def _varints(buf: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Zig-zag varints at every position at once: (values, sizes, all end within max_bytes). Byte k of every
+    varint still open is read in one step, so one-byte varints (most of them) cost one gather."""
+    zigzag = np.zeros(len(pos), dtype=np.uint64)
+    size = np.zeros(len(pos), dtype=np.int64)
+    open_rows = np.arange(len(pos))
+    last = len(buf) - 1
+    for k in range(max_bytes):
+        byte = buf[np.minimum(pos[open_rows] + k, last)]
+        zigzag[open_rows] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        ends = byte < 0x80
+        size[open_rows[ends]] = k + 1
+        open_rows = open_rows[~ends]
+        if not len(open_rows):
+            break
+    values = (zigzag >> np.uint64(1)).astype(np.int64) ^ -(zigzag & np.uint64(1)).astype(np.int64)
+    return values, size, not len(open_rows)
+
+
+def binary_column(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> pa.Array:
+    """An Arrow binary array of buf[start:start+length] per row (length -1 = null), gathered in bulk."""
+    count = len(start)
+    present = length >= 0
+    sizes = np.where(present, length, 0)
+    offsets = np.zeros(count + 1, dtype=np.int32)
+    np.cumsum(sizes, out=offsets[1:])
+    nonempty = sizes > 0
+    if nonempty.any():
+        lo = int(start[nonempty].min())
+        hi = int((start + sizes)[nonempty].max())
+        marks = np.zeros(hi - lo + 1, dtype=np.int8)
+        marks[start[nonempty] - lo] += 1
+        marks[(start + sizes)[nonempty] - lo] -= 1
+        data = buf[lo:hi][np.cumsum(marks[:-1], dtype=np.int8) > 0]
+    else:
+        data = np.zeros(0, dtype=np.uint8)
+    nulls = count - int(present.sum())
+    validity = None if nulls == 0 else pa.py_buffer(np.packbits(present, bitorder="little"))
+    return pa.BinaryArray.from_buffers(pa.binary(), count, [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                       null_count=nulls)
+
+
+def decode_run(buf: np.ndarray, raw: bytes | memoryview, batches: list[tuple[int, RecordBatch]]) -> RunColumns | None:
+    """The records of `batches` ((position in buf, batch) each, uncompressed, not control), or None when the
+    record-by-record path must judge them."""
+    heads: list[int] = []
+    counts = []
+    for position, batch in batches:
+        body_start = position + BATCH_HEADER_SIZE
+        body = bytes(raw[body_start: position + batch.size_in_bytes])
+        if not _record_heads(body, batch.record_count, body_start, heads):
+            return None
+        counts.append(batch.record_count)
+    length, size, well_formed = _varints(buf, np.asarray(heads, dtype=np.int64), _INT32_VARINT_BYTES)
+    if not well_formed or (length < _MIN_RECORD_LENGTH).any():
+        return None
+    start = np.asarray(heads, dtype=np.int64) + size
+    fields = _record_fields(buf, start + 1, start + length)  # + 1: the attributes byte
+    if fields is None:
+        return None
+    timestamp_delta, offset_delta, key_start, key_length, value_start, value_length = fields
+    batch_of = np.repeat(np.arange(len(batches)), counts)
+    base_offsets = np.asarray([b.base_offset for _, b in batches], dtype=np.int64)[batch_of]
+    base_timestamps = np.asarray([b.base_timestamp for _, b in batches], dtype=np.int64)[batch_of]
+    return RunColumns(batch_of, base_offsets + offset_delta, base_timestamps + timestamp_delta,
+                      binary_column(buf, key_start, key_length), binary_column(buf, value_start, value_length),
+                      value_start, value_length)
+
+
+def _record_fields(buf: np.ndarray, pos: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """(timestamp delta, offset delta, key start, key length, value start, value length), or None."""
+    timestamp_delta, size, ok_ts = _varints(buf, pos, 10)
+    pos = pos + size
+    offset_delta, size, ok_off = _varints(buf, pos, _INT32_VARINT_BYTES)
+    pos = pos + size
+    key_length, size, ok_key = _varints(buf, pos, _INT32_VARINT_BYTES)
+    key_start = pos + size
+    pos = key_start + np.maximum(key_length, 0)
+    if not (ok_ts and ok_off and ok_key) or (key_length < -1).any() or (pos >= end).any():
+        return None
+    value_length, size, ok_value = _varints(buf, pos, _INT32_VARINT_BYTES)
+    value_start = pos + size
+    pos = value_start + np.maximum(value_length, 0)
+    if not ok_value or (value_length < -1).any() or (pos >= end).any():
+        return None
+    if (buf[pos] != 0).any() or (pos + 1 != end).any():  # headers (or trailing bytes): records.batch's call
+        return None
+    return timestamp_delta, offset_delta, key_start, key_length, value_start, value_length
