@@ -190,8 +190,10 @@ class _Output:
         if self.parts and (final or self.part_rows >= self.rows_per_batch):
             parts = self.parts
             self.parts, self.part_rows = [], 0
-            yield parts[0] if len(parts) == 1 else pa.Table.from_batches(parts, self.schema).combine_chunks() \
-                .to_batches()[0]
+            if len(parts) == 1:
+                yield parts[0]
+            else:
+                yield from pa.Table.from_batches(parts, self.schema).combine_chunks().to_batches()
 
     def _add(self, part: pa.RecordBatch) -> None:
         self.parts.append(part)
