@@ -221,3 +221,33 @@ def test_a_follower_below_the_leaders_log_start_restarts_its_log_there(tmp_path)
         reopened.close()
 
     asyncio.run(scenario())
+
+
+def test_maintenance_flushes_in_a_worker_thread_then_writes_the_checkpoints(tmp_path) -> None:
+    import threading
+
+    from pykraft.node.flusher import thread_runner
+    from pykraft.storage.offset_checkpoints import read_offsets
+
+    async def scenario() -> None:
+        host = _host(tmp_path, me=1, leader=1, isr=[1])
+        log = host.replicas[("t", 0)].log
+        assert host.append_as_leader("t", 0, _records(3), acks=1).error is ErrorCode.NONE
+        assert log.flushed_end_offset() == 0
+        threads: list[threading.Thread] = []
+        runner = thread_runner()
+
+        async def run_blocking(fn) -> None:
+            def recorded() -> None:
+                threads.append(threading.current_thread())
+                fn()
+            await runner(recorded)
+
+        await host.maintain_off_loop(lambda: NOW, run_blocking)
+        assert threads and threads[0] is not threading.main_thread()  # the fsyncs ran off the event loop
+        assert log.flushed_end_offset() == 3
+        checkpoint = read_offsets(str(tmp_path / "b1" / "recovery-point-offset-checkpoint"))
+        assert checkpoint[("t", 0)] == 3
+        host.close()
+
+    asyncio.run(scenario())

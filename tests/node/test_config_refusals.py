@@ -81,6 +81,13 @@ def test_the_data_planes_keys_are_implemented_not_warned_about():
     assert config.warnings == ()
 
 
+def test_every_broker_key_of_the_topic_settings_is_implemented():
+    from pykraft.broker.topic_settings import BROKER_KEYS
+    from pykraft.node.config_checks import IMPLEMENTED_KEYS
+
+    assert "log.retention.hours" in BROKER_KEYS and BROKER_KEYS <= IMPLEMENTED_KEYS
+
+
 # ---- Kafka's keystores and truststores ------------------------------------------------------------------------
 def _openssl(*args: str) -> None:
     subprocess.run([OPENSSL, *args], check=True, capture_output=True)

@@ -4,7 +4,8 @@
   v0-v5 (Kafka 4.x's ranges; producer-id blocks from the controller, producer_id_api.py). Produce and Fetch naming `__cluster_metadata` go to the metadata log's paths as before.
 - `open()` runs when the broker caught up with the metadata log: recover the partition logs (the metadata log's
   directory lock is shared when metadata.log.dir is one of log.dirs), follow the metadata, start the fetchers
-  and the maintenance timer (flush, retention, checkpoint files every `MAINTENANCE_INTERVAL_S`).
+  and the maintenance timer (flush in a worker thread, then retention and checkpoint files, every
+  `MAINTENANCE_INTERVAL_S`).
 - `sync_metadata()` / `progress()` / `isr_changed()` are the broker host's hooks: leadership from the cache,
   follower progress into the ISR manager, the ISR manager's high watermark back into the logs.
 Until `open()` every partition answers NOT_LEADER_OR_FOLLOWER (or UNKNOWN_TOPIC_OR_PARTITION).
@@ -23,6 +24,7 @@ from pykraft.storage import PartitionLogs
 
 from . import auto_create, fetch_api, offsets_api, produce_api
 from .producer_id_api import ProducerIdBlocks, init_producer_id
+from .flusher import thread_runner
 from .partitions import DataPlaneSettings, PartitionHost
 from .replica_fetcher import ReplicaFetchers
 
@@ -50,6 +52,7 @@ class DataPlane:
         self.producer_ids = ProducerIdBlocks(node_config.node_id, lambda: broker.lifecycle.broker_epoch,
                                              self._ask_controller)
         self._timer: asyncio.TimerHandle | None = None
+        self._maintenance: asyncio.Task[None] | None = None
 
     # ---- opening and closing -----------------------------------------------------------------------------------
     def open(self, now_ms: int) -> None:
@@ -68,6 +71,8 @@ class DataPlane:
     def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        if self._maintenance is not None:
+            self._maintenance.cancel()  # a flush in its worker thread finishes on its own descriptors
         if self.fetchers is not None:
             for task in self.fetchers._tasks.values():  # noqa: SLF001 - the loop may be gone: cancel only
                 task.cancel()
@@ -79,10 +84,19 @@ class DataPlane:
         self._timer = asyncio.get_running_loop().call_later(MAINTENANCE_INTERVAL_S, self._maintain)
 
     def _maintain(self) -> None:
-        if self.host.logs is None:
-            return
-        self.host.maintain(self.broker._now())  # noqa: SLF001
-        self._schedule_maintenance()
+        if self.host.logs is not None:
+            self._maintenance = asyncio.get_running_loop().create_task(self._maintain_once())
+
+    async def _maintain_once(self) -> None:
+        """Flush (in a worker thread), retention and checkpoints; the next round is scheduled even after a failed
+        one, which is logged (the data stays in the page cache; the next flush tries again)."""
+        try:
+            await self.host.maintain_off_loop(self.broker._now, thread_runner())  # noqa: SLF001
+        except OSError as exc:
+            _log.error("broker %d: partition log maintenance failed: %s", self.settings.broker_id, exc)
+        finally:
+            if self.host.logs is not None:
+                self._schedule_maintenance()
 
     # ---- the broker host's hooks -------------------------------------------------------------------------------
     def sync_metadata(self, now_ms: int) -> None:

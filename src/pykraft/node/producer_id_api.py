@@ -33,22 +33,25 @@ class ProducerIdBlocks:
         self._ask = ask_controller
         self._next = 0
         self._end = 0
-        self._pending: asyncio.Future[ErrorCode] | None = None
+        self._pending: asyncio.Task[ErrorCode] | None = None
 
     async def next_id(self) -> tuple[ErrorCode, int]:
         while self._next >= self._end:
-            if self._pending is None:
-                self._pending = asyncio.get_running_loop().create_future()
-                error = await self._allocate()
-                pending, self._pending = self._pending, None
-                pending.set_result(error)
-            else:
-                error = await asyncio.shield(self._pending)
+            if self._pending is None or self._pending.done():
+                # A task of its own, not the caller's: a caller whose client hung up (its handler cancelled)
+                # must not take the allocation the other callers wait for down with it.
+                self._pending = asyncio.get_running_loop().create_task(self._allocate())
+                self._pending.add_done_callback(self._allocated)
+            error = await asyncio.shield(self._pending)
             if error is not ErrorCode.NONE:
                 return error, -1
         producer_id = self._next
         self._next += 1
         return ErrorCode.NONE, producer_id
+
+    def _allocated(self, task: asyncio.Task[ErrorCode]) -> None:
+        if self._pending is task:
+            self._pending = None
 
     async def _allocate(self) -> ErrorCode:
         request = apr.AllocateProducerIdsRequest(broker_id=BrokerId(self.broker_id),
