@@ -150,8 +150,10 @@ class GroupApi:
         m = decoded.message
         ns = response_namespace(ApiKey.SYNC_GROUP, int(m.__version__))
         assignments = {a.member_id: bytes(a.assignment) for a in m.assignments}
-        reply = await self._parked(m.group_id, lambda c, token, now: c.sync(
-            m.group_id, m.member_id, int(m.generation_id), assignments, token, now))
+        instance_id = getattr(m, "group_instance_id", None)
+        reply = await self._parked(m.group_id, lambda c, token, now: [SyncReply(token, ErrorCode.FENCED_INSTANCE_ID)]
+                                   if c.fenced(m.group_id, m.member_id, instance_id)
+                                   else c.sync(m.group_id, m.member_id, int(m.generation_id), assignments, token, now))
         if isinstance(reply, ErrorCode):
             reply = SyncReply(None, reply)
         return make(ns.SyncGroupResponse, error_code=reply.error, protocol_type=reply.protocol_type,
@@ -173,9 +175,12 @@ class GroupApi:
         m = decoded.message
         ns = response_namespace(ApiKey.HEARTBEAT, int(m.__version__))
         coordinator = self.groups.coordinator_of(m.group_id)
-        error = coordinator if isinstance(coordinator, ErrorCode) else coordinator.heartbeat(
-            m.group_id, m.member_id, int(m.generation_id), self.broker._now())  # noqa: SLF001
-        if not isinstance(coordinator, ErrorCode):
+        if isinstance(coordinator, ErrorCode):
+            error = coordinator
+        elif coordinator.fenced(m.group_id, m.member_id, getattr(m, "group_instance_id", None)):
+            error = ErrorCode.FENCED_INSTANCE_ID
+        else:
+            error = coordinator.heartbeat(m.group_id, m.member_id, int(m.generation_id), self.broker._now())  # noqa: SLF001
             self.groups.run(coordinator, [])
         return make(ns.HeartbeatResponse, error_code=error)
 
@@ -188,7 +193,7 @@ class GroupApi:
         coordinator = self.groups.coordinator_of(m.group_id)
         if isinstance(coordinator, ErrorCode):
             return make(ns.LeaveGroupResponse, error_code=coordinator, members=())
-        errors, replies = coordinator.leave(m.group_id, [mid for mid, _ in identities], self.broker._now())  # noqa: SLF001
+        errors, replies = coordinator.leave(m.group_id, identities, self.broker._now())  # noqa: SLF001
         self.groups.run(coordinator, replies)
         if version < 3:
             return make(ns.LeaveGroupResponse, error_code=errors[0])
@@ -204,6 +209,8 @@ class GroupApi:
         now = self.broker._now()  # noqa: SLF001
         if isinstance(coordinator, ErrorCode):
             error = coordinator
+        elif coordinator.fenced(m.group_id, m.member_id, getattr(m, "group_instance_id", None)):
+            error = ErrorCode.FENCED_INSTANCE_ID
         else:
             error = coordinator.check_commit(m.group_id, m.member_id, int(m.generation_id_or_member_epoch), now)
         errors: dict[tuple[str, int], ErrorCode] = {}
