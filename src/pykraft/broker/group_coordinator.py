@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Hashable
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.records.group_records import subscribed_topics
 
 from .group_state import Group, GroupState, JoinReply, Member, OffsetEntry, StoreGroup, SyncReply
 
@@ -322,6 +323,21 @@ class GroupCoordinator:
             member.session_deadline_ms = now_ms + member.session_timeout_ms
         group.transition(GroupState.STABLE if group.members else GroupState.EMPTY, now_ms)
         self.groups[group.group_id] = group
+
+    def subscribed_topics(self, group_id: str) -> set[str]:
+        """Topics the members of a non-empty "consumer" group subscribe to (their offsets may not be deleted)."""
+        group = self.groups.get(group_id)
+        if group is None or group.protocol_type != "consumer" or group.state is GroupState.EMPTY:
+            return set()
+        found: set[str] = set()
+        for member in group.members.values():
+            found |= subscribed_topics(member.metadata_for(group.protocol_name)) or set()
+        return found
+
+    def offsets_deleted(self, group_id: str, partitions: list[tuple[str, int]]) -> None:
+        group = self.groups.get(group_id)
+        for key in partitions if group is not None else ():
+            group.offsets.pop(key, None)  # type: ignore[union-attr]
 
     def delete_group(self, group_id: str) -> ErrorCode:
         group = self.groups.get(group_id)

@@ -39,7 +39,7 @@ _log = logging.getLogger("pykraft.node.group_api")
 GROUP_APIS = {ApiKey.FIND_COORDINATOR: (0, 6), ApiKey.JOIN_GROUP: (2, 9), ApiKey.SYNC_GROUP: (0, 5),
               ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 5), ApiKey.OFFSET_COMMIT: (2, 9),
               ApiKey.OFFSET_FETCH: (1, 9), ApiKey.LIST_GROUPS: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 5),
-              ApiKey.DELETE_GROUPS: (0, 2)}
+              ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0)}
 GROUP_KEY_TYPE = 0
 CREATE_TIMEOUT = datetime.timedelta(seconds=10)
 MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
@@ -67,7 +67,8 @@ class GroupApi:
                 ApiKey.SYNC_GROUP: self.sync_group, ApiKey.HEARTBEAT: self.heartbeat,
                 ApiKey.LEAVE_GROUP: self.leave_group, ApiKey.OFFSET_COMMIT: self.offset_commit,
                 ApiKey.OFFSET_FETCH: self.offset_fetch, ApiKey.LIST_GROUPS: self.list_groups,
-                ApiKey.DESCRIBE_GROUPS: self.describe_groups, ApiKey.DELETE_GROUPS: self.delete_groups}
+                ApiKey.DESCRIBE_GROUPS: self.describe_groups, ApiKey.DELETE_GROUPS: self.delete_groups,
+                ApiKey.OFFSET_DELETE: self.offset_delete}
 
     # ---- FindCoordinator ---------------------------------------------------------------------------------------
     async def find_coordinator(self, decoded: DecodedRequest) -> Any:
@@ -322,3 +323,25 @@ class GroupApi:
             results.append(make(ns.DeletableGroupResult, group_id=group_id, error_code=error))
         return make(ns.DeleteGroupsResponse, results=tuple(results))
 
+    async def offset_delete(self, decoded: DecodedRequest) -> Any:
+        """OffsetDelete: GROUP_ID_NOT_FOUND for an unknown group; GROUP_SUBSCRIBED_TO_TOPIC for a partition of a
+        topic a member still subscribes to; the other offsets are deleted (tombstones) once committed."""
+        m = decoded.message
+        ns = response_namespace(ApiKey.OFFSET_DELETE, int(m.__version__))
+        coordinator = self.groups.coordinator_of(m.group_id)
+        error = coordinator if isinstance(coordinator, ErrorCode) else (
+            ErrorCode.NONE if m.group_id in coordinator.groups else ErrorCode.GROUP_ID_NOT_FOUND)
+        if error is not ErrorCode.NONE:
+            return make(ns.OffsetDeleteResponse, error_code=error, topics=())
+        subscribed = coordinator.subscribed_topics(m.group_id)  # type: ignore[union-attr]
+        deletable = [(t.name, int(p.partition_index)) for t in m.topics if t.name not in subscribed
+                     for p in t.partitions]
+        if deletable:
+            error = await self.groups.delete_offsets(coordinator, m.group_id, deletable)  # type: ignore[arg-type]
+        if error is not ErrorCode.NONE:
+            return make(ns.OffsetDeleteResponse, error_code=error, topics=())
+        return make(ns.OffsetDeleteResponse, error_code=ErrorCode.NONE, topics=tuple(
+            make(ns.OffsetDeleteResponseTopic, name=t.name, partitions=tuple(
+                make(ns.OffsetDeleteResponsePartition, partition_index=p.partition_index,
+                     error_code=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if t.name in subscribed else ErrorCode.NONE)
+                for p in t.partitions)) for t in m.topics))
