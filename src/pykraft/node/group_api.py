@@ -61,6 +61,7 @@ class GroupApi:
         self.broker = broker
         self.groups = groups
         self._creating: asyncio.Task[Any] | None = None
+        self._last_create_outcome = ""
 
     def handlers(self) -> dict[int, Any]:
         return {ApiKey.FIND_COORDINATOR: self.find_coordinator, ApiKey.JOIN_GROUP: self.join_group,
@@ -121,8 +122,10 @@ class GroupApi:
     async def _create(self, request: Any) -> None:
         answer = await self.broker.forward(int(ApiKey.CREATE_TOPICS), request)
         for topic in getattr(answer, "topics", ()):
-            _log.info("creating %s: %s %s", OFFSETS_TOPIC, ErrorCode(int(topic.error_code)).name,
-                      topic.error_message or "")
+            outcome = f"{ErrorCode(int(topic.error_code)).name} {topic.error_message or ''}".strip()
+            if outcome != self._last_create_outcome:  # clients retry FindCoordinator often: say each outcome once
+                _log.info("creating %s: %s", OFFSETS_TOPIC, outcome)
+                self._last_create_outcome = outcome
 
     # ---- membership --------------------------------------------------------------------------------------------
     async def join_group(self, decoded: DecodedRequest) -> Any:
