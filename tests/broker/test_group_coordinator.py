@@ -116,10 +116,10 @@ def test_session_expiry_removes_a_silent_member_and_rebalances_the_rest():
 def test_leave_group_rebalances_and_the_last_leave_empties_the_group():
     c = coordinator()
     leader, follower, generation = stable_group_of_two(c)
-    errors, _ = c.leave(GROUP, [follower, "ghost"], DELAY + 10)
+    errors, _ = c.leave(GROUP, [(follower, None), ("ghost", None)], DELAY + 10)
     assert errors == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
     assert c.groups[GROUP].state is GroupState.PREPARING_REBALANCE
-    errors, replies = c.leave(GROUP, [leader], DELAY + 20)
+    errors, replies = c.leave(GROUP, [(leader, None)], DELAY + 20)
     assert errors == [ErrorCode.NONE] and replies == [StoreGroup(GROUP, generation + 1)]
     assert c.groups[GROUP].state is GroupState.EMPTY
 
@@ -182,3 +182,29 @@ def test_a_repeated_join_answers_the_earlier_parked_one():
     replies = c.join(join_request(member_id="a-1"), "second", 10)
     assert replies == [JoinReply("first", ErrorCode.REBALANCE_IN_PROGRESS, "a-1")]
     assert [r.token for r in c.poll(DELAY)] == ["second"]
+
+
+def static_request(member_id: str = "", instance: str = "inst", client: str = "s") -> JoinRequest:
+    return JoinRequest(GROUP, member_id, instance, client, "/h", SESSION, REBALANCE, "consumer",
+                       (("range", b"sub"),), True)
+
+
+def test_a_restarted_static_member_takes_its_place_without_a_rebalance_and_the_old_id_is_fenced():
+    c = coordinator()
+    assert c.join(static_request(), "j1", 0) == []  # a static member needs no MEMBER_ID_REQUIRED round
+    [joined] = c.poll(DELAY)
+    old_id = joined.member_id
+    c.sync(GROUP, old_id, 1, {old_id: b"A"}, "s1", DELAY)
+    c.group_stored(GROUP, 1, ErrorCode.NONE, DELAY)
+    replies = c.join(static_request(), "j2", DELAY + 5)  # the same instance, restarted: no member id
+    [again] = [r for r in replies if isinstance(r, JoinReply)]
+    assert again.error is ErrorCode.NONE and again.member_id != old_id and again.generation == 1
+    assert again.leader == again.member_id  # it was the leader: its new id leads
+    assert c.groups[GROUP].state is GroupState.STABLE and c.groups[GROUP].members[again.member_id].assignment == b"A"
+    assert c.fenced(GROUP, old_id, "inst") and not c.fenced(GROUP, again.member_id, "inst")
+    [fenced] = c.join(static_request(member_id=old_id), "j3", DELAY + 6)
+    assert fenced.error is ErrorCode.FENCED_INSTANCE_ID
+    errors, _ = c.leave(GROUP, [(old_id, "inst")], DELAY + 7)
+    assert errors == [ErrorCode.FENCED_INSTANCE_ID]
+    errors, _ = c.leave(GROUP, [("", "inst")], DELAY + 8)  # by instance id alone
+    assert errors == [ErrorCode.NONE] and c.groups[GROUP].state is GroupState.EMPTY

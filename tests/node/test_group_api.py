@@ -190,3 +190,27 @@ def test_find_coordinator_names_the_leader_of_the_groups_partition():
     assert {c.error_code for c in found.coordinators} == {ErrorCode.NONE}
     refused = call(group_api, ApiKey.FIND_COORDINATOR, 4, key_type=5, coordinator_keys=("a",))
     assert refused.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_offset_delete_refuses_subscribed_topics_and_deletes_the_others():
+    import struct
+
+    from pykraft.broker.group_coordinator import JoinRequest
+    from pykraft.broker.group_state import OffsetEntry
+
+    group_api = api()
+    coordinator = group_api.groups.coordinators[0]
+    subscription = struct.pack(">hih", 0, 1, 1) + b"t" + struct.pack(">i", 0)  # v0: topics ["t"], no user data
+    coordinator.join(JoinRequest(GROUP, "", None, "c", "/h", 10_000, 30_000, "consumer",
+                                 (("range", subscription),), False), "j", 0)
+    coordinator.poll(10)
+    coordinator.offsets_committed(GROUP, {("t", 0): OffsetEntry(1, -1, "", 0), ("u", 0): OffsetEntry(2, -1, "", 0)})
+    od = __import__(request_class(ApiKey.OFFSET_DELETE, 0).__module__, fromlist=["x"])
+    answer = call(group_api, ApiKey.OFFSET_DELETE, 0, group_id=GROUP, topics=tuple(
+        od.OffsetDeleteRequestTopic(name=n, partitions=(od.OffsetDeleteRequestPartition(partition_index=0),))
+        for n in ("t", "u")))
+    assert answer.error_code == ErrorCode.NONE
+    assert [t.partitions[0].error_code for t in answer.topics] == [ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.NONE]
+    assert set(coordinator.groups[GROUP].offsets) == {("t", 0)}
+    missing = call(group_api, ApiKey.OFFSET_DELETE, 0, group_id="nope", topics=())
+    assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND

@@ -5,8 +5,10 @@ the time (`now_ms`) and returns what to answer: replies for requests answered no
 and `StoreGroup` when a generation's assignment must be written before SyncGroup is answered. `poll(now_ms)`
 expires sessions, ends join phases (all members rejoined, the rebalance timeout, or the initial delay) and sync
 phases; `next_deadline()` says when to call it again. The rules follow Kafka's GroupCoordinator for classic
-groups; what is left out: static-membership fencing of a replaced instance (group.instance.id is kept and
-shown, not used to replace members) and group.max.size.
+groups. Static membership (KIP-345): a JoinGroup without a member id but with a known group.instance.id takes
+over that member (a new member id, same assignment, no rebalance when the group is Stable and the protocols are
+unchanged); requests that name the instance with its old member id get FENCED_INSTANCE_ID. Left out:
+group.max.size.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import Hashable
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.records.group_records import subscribed_topics
 
 from .group_state import Group, GroupState, JoinReply, Member, OffsetEntry, StoreGroup, SyncReply
 
@@ -58,6 +61,11 @@ class GroupCoordinator:
         group = self.groups.setdefault(request.group_id, Group(request.group_id))
         if not group.accepts(request.protocol_type, request.protocols):
             return [JoinReply(token, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id)]
+        static = self._static_member(group, request.instance_id)
+        if static is not None and request.member_id and static.member_id != request.member_id:
+            return [JoinReply(token, ErrorCode.FENCED_INSTANCE_ID, member_id=request.member_id)]
+        if not request.member_id and static is not None:
+            return self._replace_static_member(group, static, request, token, now_ms)
         if not request.member_id:
             member_id = self._new_member_id(request.client_id)
             if request.require_known_member_id and request.instance_id is None:
@@ -93,6 +101,39 @@ class GroupCoordinator:
         if group.state is not GroupState.PREPARING_REBALANCE:
             return self._prepare_rebalance(group, now_ms)
         return self._maybe_complete_join(group, now_ms)
+
+    @staticmethod
+    def _static_member(group: Group, instance_id: str | None) -> Member | None:
+        if instance_id is None:
+            return None
+        return next((m for m in group.members.values() if m.instance_id == instance_id), None)
+
+    def _replace_static_member(self, group: Group, old: Member, request: JoinRequest, token: Hashable,
+                               now_ms: int) -> list[Reply]:
+        """A restarted static member: it takes the old member's place under a new id; the old id is fenced."""
+        replies: list[Reply] = []
+        if old.join_token is not None:
+            replies.append(JoinReply(old.join_token, ErrorCode.FENCED_INSTANCE_ID, old.member_id))
+        if old.sync_token is not None:
+            replies.append(SyncReply(old.sync_token, ErrorCode.FENCED_INSTANCE_ID))
+        old.join_token = old.sync_token = None
+        del group.members[old.member_id]
+        new_id = self._new_member_id(request.client_id)
+        if group.leader == old.member_id:
+            group.leader = new_id
+        old.member_id = new_id
+        group.members[new_id] = old
+        unchanged = old.protocols == request.protocols
+        if group.state is GroupState.STABLE and unchanged:
+            old.session_deadline_ms = now_ms + old.session_timeout_ms
+            return replies + [self._join_reply(group, old, token), StoreGroup(group.group_id, group.generation)]
+        return replies + self._rejoin(group, old, request, token, now_ms)
+
+    def fenced(self, group_id: str, member_id: str, instance_id: str | None) -> bool:
+        """A request naming a static instance with a member id that is no longer the instance's."""
+        group = self.groups.get(group_id)
+        static = None if group is None else self._static_member(group, instance_id)
+        return static is not None and static.member_id != member_id
 
     def _rejoin(self, group: Group, member: Member, request: JoinRequest, token: Hashable,
                 now_ms: int) -> list[Reply]:
@@ -218,11 +259,18 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
-    def leave(self, group_id: str, member_ids: list[str], now_ms: int) -> tuple[list[ErrorCode], list[Reply]]:
-        """Per member: NONE or UNKNOWN_MEMBER_ID; the replies the removals caused (a rebalance)."""
+    def leave(self, group_id: str, members: list[tuple[str, str | None]],
+              now_ms: int) -> tuple[list[ErrorCode], list[Reply]]:
+        """Per (member id, group.instance.id): NONE, UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID (a static member
+        may leave by its instance id alone); the replies the removals caused (a rebalance)."""
         group = self.groups.get(group_id)
         errors, removed = [], False
-        for member_id in member_ids:
+        for member_id, instance_id in members:
+            static = None if group is None else self._static_member(group, instance_id)
+            if static is not None and member_id and static.member_id != member_id:
+                errors.append(ErrorCode.FENCED_INSTANCE_ID)
+                continue
+            member_id = static.member_id if static is not None else member_id
             if group is None or member_id not in group.members:
                 errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                 continue
@@ -275,6 +323,21 @@ class GroupCoordinator:
             member.session_deadline_ms = now_ms + member.session_timeout_ms
         group.transition(GroupState.STABLE if group.members else GroupState.EMPTY, now_ms)
         self.groups[group.group_id] = group
+
+    def subscribed_topics(self, group_id: str) -> set[str]:
+        """Topics the members of a non-empty "consumer" group subscribe to (their offsets may not be deleted)."""
+        group = self.groups.get(group_id)
+        if group is None or group.protocol_type != "consumer" or group.state is GroupState.EMPTY:
+            return set()
+        found: set[str] = set()
+        for member in group.members.values():
+            found |= subscribed_topics(member.metadata_for(group.protocol_name)) or set()
+        return found
+
+    def offsets_deleted(self, group_id: str, partitions: list[tuple[str, int]]) -> None:
+        group = self.groups.get(group_id)
+        for key in partitions if group is not None else ():
+            group.offsets.pop(key, None)  # type: ignore[union-attr]
 
     def delete_group(self, group_id: str) -> ErrorCode:
         group = self.groups.get(group_id)

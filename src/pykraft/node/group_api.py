@@ -39,7 +39,7 @@ _log = logging.getLogger("pykraft.node.group_api")
 GROUP_APIS = {ApiKey.FIND_COORDINATOR: (0, 6), ApiKey.JOIN_GROUP: (2, 9), ApiKey.SYNC_GROUP: (0, 5),
               ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 5), ApiKey.OFFSET_COMMIT: (2, 9),
               ApiKey.OFFSET_FETCH: (1, 9), ApiKey.LIST_GROUPS: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 5),
-              ApiKey.DELETE_GROUPS: (0, 2)}
+              ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0)}
 GROUP_KEY_TYPE = 0
 CREATE_TIMEOUT = datetime.timedelta(seconds=10)
 MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
@@ -61,13 +61,15 @@ class GroupApi:
         self.broker = broker
         self.groups = groups
         self._creating: asyncio.Task[Any] | None = None
+        self._last_create_outcome = ""
 
     def handlers(self) -> dict[int, Any]:
         return {ApiKey.FIND_COORDINATOR: self.find_coordinator, ApiKey.JOIN_GROUP: self.join_group,
                 ApiKey.SYNC_GROUP: self.sync_group, ApiKey.HEARTBEAT: self.heartbeat,
                 ApiKey.LEAVE_GROUP: self.leave_group, ApiKey.OFFSET_COMMIT: self.offset_commit,
                 ApiKey.OFFSET_FETCH: self.offset_fetch, ApiKey.LIST_GROUPS: self.list_groups,
-                ApiKey.DESCRIBE_GROUPS: self.describe_groups, ApiKey.DELETE_GROUPS: self.delete_groups}
+                ApiKey.DESCRIBE_GROUPS: self.describe_groups, ApiKey.DELETE_GROUPS: self.delete_groups,
+                ApiKey.OFFSET_DELETE: self.offset_delete}
 
     # ---- FindCoordinator ---------------------------------------------------------------------------------------
     async def find_coordinator(self, decoded: DecodedRequest) -> Any:
@@ -120,8 +122,10 @@ class GroupApi:
     async def _create(self, request: Any) -> None:
         answer = await self.broker.forward(int(ApiKey.CREATE_TOPICS), request)
         for topic in getattr(answer, "topics", ()):
-            _log.info("creating %s: %s %s", OFFSETS_TOPIC, ErrorCode(int(topic.error_code)).name,
-                      topic.error_message or "")
+            outcome = f"{ErrorCode(int(topic.error_code)).name} {topic.error_message or ''}".strip()
+            if outcome != self._last_create_outcome:  # clients retry FindCoordinator often: say each outcome once
+                _log.info("creating %s: %s", OFFSETS_TOPIC, outcome)
+                self._last_create_outcome = outcome
 
     # ---- membership --------------------------------------------------------------------------------------------
     async def join_group(self, decoded: DecodedRequest) -> Any:
@@ -150,8 +154,10 @@ class GroupApi:
         m = decoded.message
         ns = response_namespace(ApiKey.SYNC_GROUP, int(m.__version__))
         assignments = {a.member_id: bytes(a.assignment) for a in m.assignments}
-        reply = await self._parked(m.group_id, lambda c, token, now: c.sync(
-            m.group_id, m.member_id, int(m.generation_id), assignments, token, now))
+        instance_id = getattr(m, "group_instance_id", None)
+        reply = await self._parked(m.group_id, lambda c, token, now: [SyncReply(token, ErrorCode.FENCED_INSTANCE_ID)]
+                                   if c.fenced(m.group_id, m.member_id, instance_id)
+                                   else c.sync(m.group_id, m.member_id, int(m.generation_id), assignments, token, now))
         if isinstance(reply, ErrorCode):
             reply = SyncReply(None, reply)
         return make(ns.SyncGroupResponse, error_code=reply.error, protocol_type=reply.protocol_type,
@@ -173,9 +179,12 @@ class GroupApi:
         m = decoded.message
         ns = response_namespace(ApiKey.HEARTBEAT, int(m.__version__))
         coordinator = self.groups.coordinator_of(m.group_id)
-        error = coordinator if isinstance(coordinator, ErrorCode) else coordinator.heartbeat(
-            m.group_id, m.member_id, int(m.generation_id), self.broker._now())  # noqa: SLF001
-        if not isinstance(coordinator, ErrorCode):
+        if isinstance(coordinator, ErrorCode):
+            error = coordinator
+        elif coordinator.fenced(m.group_id, m.member_id, getattr(m, "group_instance_id", None)):
+            error = ErrorCode.FENCED_INSTANCE_ID
+        else:
+            error = coordinator.heartbeat(m.group_id, m.member_id, int(m.generation_id), self.broker._now())  # noqa: SLF001
             self.groups.run(coordinator, [])
         return make(ns.HeartbeatResponse, error_code=error)
 
@@ -188,7 +197,7 @@ class GroupApi:
         coordinator = self.groups.coordinator_of(m.group_id)
         if isinstance(coordinator, ErrorCode):
             return make(ns.LeaveGroupResponse, error_code=coordinator, members=())
-        errors, replies = coordinator.leave(m.group_id, [mid for mid, _ in identities], self.broker._now())  # noqa: SLF001
+        errors, replies = coordinator.leave(m.group_id, identities, self.broker._now())  # noqa: SLF001
         self.groups.run(coordinator, replies)
         if version < 3:
             return make(ns.LeaveGroupResponse, error_code=errors[0])
@@ -204,6 +213,8 @@ class GroupApi:
         now = self.broker._now()  # noqa: SLF001
         if isinstance(coordinator, ErrorCode):
             error = coordinator
+        elif coordinator.fenced(m.group_id, m.member_id, getattr(m, "group_instance_id", None)):
+            error = ErrorCode.FENCED_INSTANCE_ID
         else:
             error = coordinator.check_commit(m.group_id, m.member_id, int(m.generation_id_or_member_epoch), now)
         errors: dict[tuple[str, int], ErrorCode] = {}
@@ -315,3 +326,25 @@ class GroupApi:
             results.append(make(ns.DeletableGroupResult, group_id=group_id, error_code=error))
         return make(ns.DeleteGroupsResponse, results=tuple(results))
 
+    async def offset_delete(self, decoded: DecodedRequest) -> Any:
+        """OffsetDelete: GROUP_ID_NOT_FOUND for an unknown group; GROUP_SUBSCRIBED_TO_TOPIC for a partition of a
+        topic a member still subscribes to; the other offsets are deleted (tombstones) once committed."""
+        m = decoded.message
+        ns = response_namespace(ApiKey.OFFSET_DELETE, int(m.__version__))
+        coordinator = self.groups.coordinator_of(m.group_id)
+        error = coordinator if isinstance(coordinator, ErrorCode) else (
+            ErrorCode.NONE if m.group_id in coordinator.groups else ErrorCode.GROUP_ID_NOT_FOUND)
+        if error is not ErrorCode.NONE:
+            return make(ns.OffsetDeleteResponse, error_code=error, topics=())
+        subscribed = coordinator.subscribed_topics(m.group_id)  # type: ignore[union-attr]
+        deletable = [(t.name, int(p.partition_index)) for t in m.topics if t.name not in subscribed
+                     for p in t.partitions]
+        if deletable:
+            error = await self.groups.delete_offsets(coordinator, m.group_id, deletable)  # type: ignore[arg-type]
+        if error is not ErrorCode.NONE:
+            return make(ns.OffsetDeleteResponse, error_code=error, topics=())
+        return make(ns.OffsetDeleteResponse, error_code=ErrorCode.NONE, topics=tuple(
+            make(ns.OffsetDeleteResponseTopic, name=t.name, partitions=tuple(
+                make(ns.OffsetDeleteResponsePartition, partition_index=p.partition_index,
+                     error_code=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if t.name in subscribed else ErrorCode.NONE)
+                for p in t.partitions)) for t in m.topics))

@@ -190,6 +190,15 @@ class GroupHost:
             coordinator.offsets_committed(group_id, offsets)
         return error
 
+    async def delete_offsets(self, coordinator: GroupCoordinator, group_id: str,
+                             partitions: list[tuple[str, int]]) -> ErrorCode:
+        """Tombstones for these committed offsets; gone from memory once committed."""
+        error = await self.write(group_id, [SimpleRecord(None, encode_key(OffsetKey(group_id, t, p)))
+                                           for t, p in partitions])
+        if error is ErrorCode.NONE:
+            coordinator.offsets_deleted(group_id, partitions)
+        return error
+
     async def delete_group(self, coordinator: GroupCoordinator, group_id: str) -> ErrorCode:
         group = coordinator.groups.get(group_id)
         error = coordinator.delete_group(group_id)

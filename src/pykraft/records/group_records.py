@@ -181,6 +181,17 @@ def decode_group_value(data: bytes | memoryview) -> GroupValue:
     return GroupValue(protocol_type, generation, protocol, leader, timestamp, tuple(members))
 
 
+def subscribed_topics(subscription: bytes) -> set[str] | None:
+    """The topics of a "consumer" protocol member's subscription (ConsumerProtocolSubscription: int16 version,
+    then the topic names in every version); None when the bytes are not one."""
+    try:
+        reader = _Reader(subscription, "ConsumerProtocolSubscription")
+        reader.take(">h")
+        return {reader.string() or "" for _ in range(reader.take(">i"))}
+    except GroupRecordError:
+        return None
+
+
 def java_string_hash(text: str) -> int:
     """Java's String.hashCode (UTF-16 code units, 32-bit wrap), signed."""
     value = 0
