@@ -29,11 +29,11 @@ from kio.schema.broker_registration.v2 import response as reg_v2
 from kio.schema.broker_registration.v3 import response as reg_v3
 from kio.schema.broker_registration.v4 import response as reg_v4
 from kio.schema.controller_registration.v0.response import ControllerRegistrationResponse
-from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.schema.unregister_broker.v0.response import UnregisterBrokerResponse
 from kio.static.primitive import i8, i64
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata.schema.broker_registration_change_record import BrokerRegistrationChangeRecordV2
 from pykraft.records.metadata.schema.unregister_broker_record import UnregisterBrokerRecordV0
 
@@ -148,23 +148,23 @@ class BrokerLifecycle:
             is_migrating_zk_broker=bool(getattr(request, "is_migrating_zk_broker", False)))
         records.append(registration.to_record())
         self.heartbeats.register(broker_id, fenced, now_ms, new_incarnation)
-        return ControllerResult(tuple(records), _registration_response(version, ErrorCode.none, epoch))
+        return ControllerResult(tuple(records), _registration_response(version, ErrorCode.NONE, epoch))
 
     def _registration_error(self, request: Any, now_ms: int, version: int) -> ErrorCode | None:
         if request.cluster_id != self.cluster_id:
-            return ErrorCode.inconsistent_cluster_id
+            return ErrorCode.INCONSISTENT_CLUSTER_ID
         existing = self.cluster.registration(int(request.broker_id))
         if existing is not None and existing.incarnation_id != request.incarnation_id \
                 and self.heartbeats.has_valid_session(existing.broker_id, now_ms):
-            return ErrorCode.duplicate_broker_registration
+            return ErrorCode.DUPLICATE_BROKER_REGISTRATION
         if version >= 2 and not _valid_log_dirs(tuple(request.log_dirs)):
-            return ErrorCode.invalid_registration
+            return ErrorCode.INVALID_REGISTRATION
         offered = features_of(request.features)
         for feature, level in self.features.finalized_levels().items():
             supported = supported_range(offered, feature)
             # v0-v3 requests leave out features whose minimum is 0: absent means "level 0 only".
             if (supported is None and level != 0) or (supported is not None and not supported.contains(level)):
-                return ErrorCode.unsupported_version
+                return ErrorCode.UNSUPPORTED_VERSION
         return None
 
     # ---- BrokerHeartbeat ---------------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ class BrokerLifecycle:
         broker_id = int(request.broker_id)
         registration = self.cluster.registration(broker_id)
         if registration is None or registration.epoch != int(request.broker_epoch):
-            return ControllerResult((), _heartbeat_response(version, ErrorCode.stale_broker_epoch))
+            return ControllerResult((), _heartbeat_response(version, ErrorCode.STALE_BROKER_EPOCH))
         offset = int(request.current_metadata_offset)
         caught_up = offset >= self.cluster.registration_offset(broker_id)
         self.heartbeats.ensure(broker_id, registration.fenced, now_ms)
@@ -187,7 +187,7 @@ class BrokerLifecycle:
             # The end offset of this batch: every active broker must replay it before this one may stop.
             self.heartbeats.maybe_update_controlled_shutdown_offset(broker_id, next_offset + len(records) - 1)
         return ControllerResult(tuple(records), _heartbeat_response(
-            version, ErrorCode.none, caught_up=caught_up, fenced=nxt.fenced, shut_down=nxt.should_shut_down))
+            version, ErrorCode.NONE, caught_up=caught_up, fenced=nxt.fenced, shut_down=nxt.should_shut_down))
 
     def _current_state(self, registration: BrokerRegistration, next_offset: int) -> BrokerState:
         if registration.fenced:
@@ -248,14 +248,14 @@ class BrokerLifecycle:
         registration = self.cluster.registration(broker_id)
         if registration is None:
             return ControllerResult((), UnregisterBrokerResponse(
-                throttle_time=ZERO_MS, error_code=ErrorCode.broker_id_not_registered,
+                throttle_time=ZERO_MS, error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
                 error_message=f"Broker ID {broker_id} is not currently registered"))
         records = list(self.partitions.records_for_unregister(broker_id,
                                                               ExcludingEligibility(self.cluster, broker_id)))
         records.append(UnregisterBrokerRecordV0(broker_id=BrokerId(broker_id), broker_epoch=i64(registration.epoch)))
         self.heartbeats.remove(broker_id)
         return ControllerResult(tuple(records), UnregisterBrokerResponse(
-            throttle_time=ZERO_MS, error_code=ErrorCode.none, error_message=None))
+            throttle_time=ZERO_MS, error_code=ErrorCode.NONE, error_message=None))
 
 
 def _valid_log_dirs(log_dirs: tuple[uuid.UUID | None, ...]) -> bool:
@@ -295,11 +295,11 @@ def handle_controller_registration(request: Any, features: FeatureControl) -> Co
     metadata_version = features.metadata_version
     if metadata_version is not None and metadata_version < CONTROLLER_REGISTRATION_MIN_METADATA_VERSION:
         return ControllerResult((), ControllerRegistrationResponse(
-            throttle_time=ZERO_MS, error_code=ErrorCode.unsupported_version,
+            throttle_time=ZERO_MS, error_code=ErrorCode.UNSUPPORTED_VERSION,
             error_message="The current MetadataVersion is too old to support controller registrations."))
     registration = ControllerRegistration(
         controller_id=int(request.controller_id), incarnation_id=request.incarnation_id,
         zk_migration_ready=bool(request.zk_migration_ready), listeners=endpoints_of(request.listeners),
         features=features_of(request.features))
     return ControllerResult((registration.to_record(),), ControllerRegistrationResponse(
-        throttle_time=ZERO_MS, error_code=ErrorCode.none, error_message=None))
+        throttle_time=ZERO_MS, error_code=ErrorCode.NONE, error_message=None))

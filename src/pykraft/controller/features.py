@@ -20,12 +20,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.errors import ErrorCode
 from kio.schema.update_features.v0 import response as uf_v0
 from kio.schema.update_features.v1 import response as uf_v1
 from kio.schema.update_features.v2 import response as uf_v2
 from kio.static.primitive import i16
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata.schema.feature_level_record import FeatureLevelRecordV0
 
 from .cluster import ClusterControl, FeatureRange
@@ -69,7 +69,7 @@ class FeatureUpdatePlan:
 
 
 def invalid_update(feature: str, level: int, reason: str) -> FeatureUpdateError:
-    return FeatureUpdateError(ErrorCode.invalid_update_version,
+    return FeatureUpdateError(ErrorCode.INVALID_UPDATE_VERSION,
                               f"Invalid update version {level} for feature {feature}. {reason}")
 
 
@@ -210,7 +210,7 @@ def handle_update_features(features: FeatureControl, request: Any, cluster: Clus
         updates.append((update.feature, int(update.max_version_level), int(upgrade_type)))
     names = [name for name, _, _ in updates]
     if len(set(names)) != len(names):
-        error: FeatureUpdateError | None = FeatureUpdateError(ErrorCode.invalid_request,
+        error: FeatureUpdateError | None = FeatureUpdateError(ErrorCode.INVALID_REQUEST,
                                                               "The request contains a feature more than once.")
         return ControllerResult((), update_features_response(version, names, error))
     plan = features.plan_updates(updates, bool(getattr(request, "validate_only", False)), cluster)
@@ -219,7 +219,7 @@ def handle_update_features(features: FeatureControl, request: Any, cluster: Clus
 
 def update_features_response(version: int, features: list[str], error: FeatureUpdateError | None) -> Any:
     """The top-level error answers for the whole (atomic) request; v0-v1 also list each feature with it."""
-    code = ErrorCode.none if error is None else error.code
+    code = ErrorCode.NONE if error is None else error.code
     message = None if error is None else error.message
     response_class = _RESPONSES[version]
     if version >= 2:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.errors import ErrorCode
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import reconfig_messages as rm
 from pykraft.raft.reassignment import AddVoterStep, Blocked, RemoveVoterStep, ResignLeaderStep, next_step
 from pykraft.raft.voter_set import ReplicaKey, SupportedVersionRange, VoterNode, VoterSet
@@ -138,8 +138,8 @@ class AdminTool:
         if self.in_flight != response.op_id:
             return None
         self.in_flight = None
-        error = getattr(response.response, "error_code", ErrorCode.none)
-        if error == ErrorCode.none:
+        error = getattr(response.response, "error_code", ErrorCode.NONE)
+        if error == ErrorCode.NONE:
             self.stats.ok += 1
         else:
             self._count(error.name)

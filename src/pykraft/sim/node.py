@@ -25,8 +25,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
-from kio.schema.errors import ErrorCode
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import reconfig_messages as rm
 from pykraft.raft.client import RaftCore
 from pykraft.raft.config import LocalReplica, QuorumConfig
@@ -200,7 +200,7 @@ class SimNode:
         elif isinstance(payload, RaftRequest):
             ref = RequestRef(envelope.src, envelope.src_incarnation, payload.correlation_id, payload.addressed_as)
             if isinstance(payload.request, ApiVersionsRequest):
-                answer = rm.api_versions_response(ErrorCode.none, SupportedVersionRange(0, 1))
+                answer = rm.api_versions_response(ErrorCode.NONE, SupportedVersionRange(0, 1))
                 self._respond(ref, answer)
             else:
                 self._input(lambda core: core.handle_request(ref, payload.request, now))

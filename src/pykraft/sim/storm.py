@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.errors import ErrorCode
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import reconfig_messages as rm
 from pykraft.sim.admin import voter_node
 from pykraft.sim.node import CLUSTER_ID
@@ -104,7 +104,7 @@ class VoterChangeStorm:
         if not self.world.network.admit(envelope):
             return None
         response: AdminResponse = envelope.payload
-        error = getattr(response.response, "error_code", ErrorCode.none)
+        error = getattr(response.response, "error_code", ErrorCode.NONE)
         name = getattr(error, "name", str(error))
         self.counts.answers[name] = self.counts.answers.get(name, 0) + 1
         return ADMIN, "storm-answer", f"#{response.op_id} {name}"
