@@ -113,6 +113,9 @@ def test_a_stream_started_below_the_log_start_reads_the_latest_snapshot_first(sp
             return _log_start(node) > 0
 
         wait_for(cleaned, "segments below a snapshot deleted", timeout=180, interval=0.4)
+        # A few records past the latest snapshot (too few bytes to trigger another): without them the snapshot may
+        # end at the HWM and leave the stream no log to read after it.
+        assert len(write(cluster, values(f"late-{time.monotonic()}", 3))) == 3
         query = (spark.readStream.format("kraft").option("bootstrap", f"127.0.0.1:{node.port}").load()
                  .writeStream.format("parquet").option("checkpointLocation", str(tmp_path / "checkpoint"))
                  .trigger(availableNow=True).start(str(tmp_path / "out")))
