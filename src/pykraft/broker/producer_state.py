@@ -7,7 +7,8 @@ Kafka's `ProducerStateManager` / `ProducerAppendInfo.checkSequence`, for idempot
   appended and the answer carries the offsets it got the first time;
 - otherwise the first sequence must follow the last one (mod 2^31) -> OUT_OF_ORDER_SEQUENCE_NUMBER.
 Followers and a restarted broker rebuild the same state from the batch headers of their log (`observe`), so a
-new leader keeps deduplicating a producer that retries against it.
+new leader keeps deduplicating a producer that retries against it. A restarted broker starts from Kafka's producer
+snapshot (`entries`/`restore`, producer_snapshot.py), which keeps each producer's last batch only, as Kafka's does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from pykraft.protocol.errors import ErrorCode
+
+from .producer_snapshot import ProducerSnapshotEntry
 
 RECENT_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN (= max.in.flight for idempotence)
 _SEQ_MOD = 1 << 31
@@ -32,6 +35,7 @@ class BatchRecord:
 @dataclass(slots=True)
 class _Producer:
     epoch: int
+    last_timestamp: int = -1  # max timestamp of its last batch (kept in the snapshot, as Kafka does)
     recent: deque[BatchRecord] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
 
 
@@ -62,7 +66,7 @@ class ProducerStates:
         return SequenceCheck(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
 
     def observe(self, producer_id: int, epoch: int, first_seq: int, last_seq: int, base_offset: int,
-                last_offset: int) -> None:
+                last_offset: int, timestamp: int = -1) -> None:
         """A batch of this producer is in the log (appended as leader or follower, or found on recovery)."""
         if producer_id < 0:
             return
@@ -72,6 +76,28 @@ class ProducerStates:
         elif epoch < known.epoch:
             return
         known.recent.append(BatchRecord(first_seq, last_seq, base_offset, last_offset))
+        known.last_timestamp = timestamp
+
+    def entries(self) -> list[ProducerSnapshotEntry]:
+        """The state to snapshot: each producer's epoch and last batch, in producer id order."""
+        found = []
+        for producer_id in sorted(self._producers):
+            known = self._producers[producer_id]
+            last = known.recent[-1] if known.recent else None
+            found.append(ProducerSnapshotEntry(
+                producer_id, known.epoch, -1 if last is None else last.last_sequence,
+                -1 if last is None else last.last_offset, 0 if last is None else last.last_offset - last.base_offset,
+                known.last_timestamp))
+        return found
+
+    def restore(self, entries: list[ProducerSnapshotEntry]) -> None:
+        """Replace the state by a snapshot's (then `observe` the batches after the snapshot's offset)."""
+        self._producers.clear()
+        for entry in entries:
+            known = self._producers[entry.producer_id] = _Producer(entry.epoch, entry.timestamp)
+            if entry.last_offset >= 0:
+                known.recent.append(BatchRecord(entry.first_sequence, entry.last_sequence, entry.first_offset,
+                                                entry.last_offset))
 
     def clear(self) -> None:
         """Before rebuilding from the log (after a truncation)."""

@@ -36,12 +36,13 @@ from pykraft.broker.topic_settings import TopicSettings, static_settings, topic_
 from pykraft.controller.configs import BROKER, TOPIC
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import InvalidAppendError, OffsetAndEpoch, truncation_offset
-from pykraft.records import RecordsError, iter_batches
+from pykraft.records import iter_batches
 from pykraft.storage import FileLog, LogConfig, PartitionLogs
 from pykraft.storage.segment import HEADER, LOG_OVERHEAD
 
+from .producer_recovery import open_producer_state, reload_after_truncation, snapshot_producers
+
 _log = logging.getLogger("pykraft.node.partitions")
-_REBUILD_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,12 +116,13 @@ class PartitionHost:
 
     # ---- opening and metadata ----------------------------------------------------------------------------------
     def load(self) -> None:
-        """Recover every partition log (StorageError: refuse to run) and rebuild producer state from it."""
+        """Recover every partition log (StorageError: refuse to run) and load its producer state (the latest
+        producer snapshot plus the batches after it, producer_recovery.py)."""
         for key, _report in self.logs.load():
             log = self.logs.get(*key)
             assert log is not None
             replica = Replica(key[0], key[1], self.logs.topic_ids[key], log, settings=self.topic_settings_of(key[0]))
-            rebuild_producers(replica)
+            open_producer_state(replica)
             self.replicas[key] = replica
 
     def sync_metadata(self, now_ms: int) -> dict[int, list[tuple[str, int]]]:
@@ -139,7 +141,7 @@ class PartitionHost:
             if replica is None or replica.topic_id != topic_id:
                 log = self.logs.get_or_create(name, index, topic_id)
                 replica = self.replicas[key] = Replica(name, index, topic_id, log)
-                rebuild_producers(replica)
+                open_producer_state(replica)
             self._apply_settings(replica)
             if partition.leader_epoch != replica.leader_epoch or partition.leader != replica.leader_id:
                 self._change_role(replica, partition.leader, partition.leader_epoch, partition.replicas, now_ms)
@@ -249,7 +251,8 @@ class PartitionHost:
             return AppendResult(ErrorCode.UNKNOWN_SERVER_ERROR, message=str(exc))
         last = base + checked.record_count - 1
         replica.producers.observe(checked.producer_id, checked.producer_epoch, checked.base_sequence,
-                                  checked.last_sequence, base, last)
+                                  checked.last_sequence, base, last,
+                                  append_time if append_time >= 0 else checked.max_timestamp)
         result = self._answer(replica, base, last, acks, append_time)
         self._notify()  # wake the followers' long polls: the HWM cannot move before they fetch this
         self._after_leader_change(replica)
@@ -323,7 +326,7 @@ class PartitionHost:
                 for batch in iter_batches(view[:whole], verify_crc=False):
                     replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
                                               batch.base_sequence + batch.record_count - 1, batch.base_offset,
-                                              batch.last_offset)
+                                              batch.last_offset, batch.max_timestamp)
         hwm = min(leader_hwm, log.end_offset())
         if hwm > log.high_watermark():
             log.update_high_watermark(hwm)
@@ -335,8 +338,8 @@ class PartitionHost:
         offset = truncation_offset(log, OffsetAndEpoch(end_offset, epoch))
         _log.info("truncating %s-%d to %d (leader's epoch %d ends at %d)", replica.topic, replica.partition, offset,
                   epoch, end_offset)
-        log.truncate_to(offset)
-        rebuild_producers(replica)
+        log.truncate_to(offset)  # drops the producer snapshots above the new end
+        reload_after_truncation(replica)
         return offset
 
     def restart_at_leader_start(self, replica: Replica, leader_log_start: int) -> None:
@@ -390,7 +393,10 @@ class PartitionHost:
         self.logs.checkpoint()
 
     def close(self) -> None:
+        """Clean shutdown: a producer snapshot at each log end (synced by the logs' closing flush), so a restart
+        reads no batch header at all."""
         for replica in self.replicas.values():
+            snapshot_producers(replica)
             if replica.leading is not None:
                 for waiter in replica.leading.abandon():
                     if not waiter.done():
@@ -414,24 +420,3 @@ def whole_batches_length(view: memoryview) -> int:
         pos += LOG_OVERHEAD + length
     return pos
 
-
-def rebuild_producers(replica: Replica) -> None:
-    """Producer state from the batch headers of the log (after recovery or a truncation)."""
-    replica.producers.clear()
-    log = replica.log
-    offset = log.start_offset()
-    while offset < log.end_offset():
-        data = log.read(offset, _REBUILD_CHUNK).records
-        before = offset
-        try:
-            for batch in iter_batches(data, verify_crc=False, allow_truncated_tail=True):
-                if batch.producer_id >= 0:
-                    replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                              batch.base_sequence + batch.record_count - 1, batch.base_offset,
-                                              batch.last_offset)
-                offset = batch.last_offset + 1
-        except RecordsError:  # recovery validated the log: only a bug lands here
-            _log.error("unreadable batch at offset %d of %s-%d", offset, replica.topic, replica.partition)
-            return
-        if offset == before:
-            return

@@ -1,7 +1,9 @@
 """`FileLog`: the `ReplicatedLog` of the raft core on disk, in Kafka's `<topic>-<partition>` layout.
 
 One class for `__cluster_metadata-0` and for a broker's partition logs (`key` names which); partition logs have
-no `.checkpoint` snapshots, so the snapshot methods simply find none there.
+no `.checkpoint` snapshots, so the snapshot methods simply find none there. Partition logs have Kafka's producer
+snapshots instead (`producer_snapshots`, producer_snapshots.py): the log calls `on_roll` before a segment rolls (the
+broker writes one there), drops them with retention and truncation, and syncs them with its flushes.
 
 It behaves like `pykraft.raft.memory_log.MemoryLog` at the protocol level (the contract tests run both). Opening,
 recovery and retention live in `log_open.py` and `retention.py`; this module holds the running log.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import bisect
 import os
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykraft.raft.log import (
@@ -32,6 +35,7 @@ from .epoch_cache import write_epoch_checkpoint
 from .files import EPOCH_CHECKPOINT, TOPIC_NAME
 from .flush import FlushTicket
 from .locking import DirectoryLock
+from .producer_snapshots import ProducerSnapshotFiles
 from .segment import HEADER, LOG_OVERHEAD, BatchInfo, Segment
 from .snapshots import FileSnapshotReader, FileSnapshotWriter, SnapshotFiles
 
@@ -93,6 +97,8 @@ class FileLog(EpochIndexedLog):
         self._flushed = 0
         self._last_batch_epoch = 0
         self._snapshots = SnapshotFiles(directory)
+        self.producer_snapshots = ProducerSnapshotFiles(directory)
+        self.on_roll: Callable[[int], None] | None = None  # called with the new segment's base before a roll
         self._dirty_dir = False
         self._dirty_epochs = False
         self._tickets: weakref.WeakSet[FlushTicket] = weakref.WeakSet()
@@ -140,6 +146,8 @@ class FileLog(EpochIndexedLog):
 
     def roll(self) -> None:
         """Start a new active segment at the end offset (the old one is made durable first)."""
+        if self.on_roll is not None:
+            self.on_roll(self.end_offset())
         self._segments[-1].seal()
         segment = Segment(self.directory, self.end_offset(), self.config.index_interval_bytes)
         segment.index.open_files()
@@ -209,6 +217,8 @@ class FileLog(EpochIndexedLog):
         self._after_truncation(new_end)
 
     def _after_truncation(self, end: int) -> None:
+        if self.producer_snapshots.delete_above(end):
+            self._dirty_dir = True
         kept = [(e, s) for e, s in self._epochs if s < end]
         if kept != self._epochs:
             self._epochs = kept
@@ -300,7 +310,9 @@ class FileLog(EpochIndexedLog):
             if segment.dirty or (force_active_segment and segment is self._segments[-1]):
                 fds.append(os.dup(segment.fd))
                 segment.dirty = False
-        dirs = [self.directory] if (self._dirty_dir or force_active_segment) else []
+        snapshot_fds = self.producer_snapshots.take_unsynced()
+        fds += snapshot_fds
+        dirs = [self.directory] if (self._dirty_dir or force_active_segment or snapshot_fds) else []
         self._dirty_dir = False
         ticket = FlushTicket(self.end_offset(), fds, dirs)
         self._tickets.add(ticket)

@@ -59,6 +59,7 @@ def reset_to_offset(log: FileLog, offset: int) -> None:
     write_log_start(log, offset)
     for segment in log._segments:
         segment.delete()
+    log.producer_snapshots.delete_all()
     segment = Segment(log.directory, offset, log.config.index_interval_bytes)
     segment.index.open_files()
     log._segments = [segment]
@@ -122,6 +123,7 @@ def _drop_oldest_segment(log: FileLog) -> None:
     log._segments.pop(0).delete()
     log._bases.pop(0)
     log._start_offset = new_start
+    log.producer_snapshots.delete_below(new_start)  # Kafka deletes a segment's producer snapshot with it
     # Kafka's truncateFromStart: the epoch covering the new start is kept, moved up to it.
     kept = [(e, s) for e, s in log._epochs if s >= new_start]
     covering = [(e, s) for e, s in log._epochs if s < new_start]
