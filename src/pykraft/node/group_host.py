@@ -4,6 +4,9 @@
 - On becoming leader of such a partition the host reads the partition from its start and rebuilds the groups and
   committed offsets (COORDINATOR_LOAD_IN_PROGRESS until done); on losing it the groups go (NOT_COORDINATOR, and
   parked JoinGroup/SyncGroup requests are answered so). Failover therefore follows partition leadership.
+  The load runs in slices of `LOAD_SLICE_BYTES` between event-loop turns (a task per partition), so a large
+  partition does not stall the broker's other requests (Kafka loads on its scheduler thread for the same reason);
+  it is abandoned if the leadership moves meanwhile.
 - Writes (offsets, a generation's assignment) are appended as leader with acks=all and answered only once the
   high watermark passed them; a write that fails or times out answers COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR
   when the leadership moved meanwhile).
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
 _log = logging.getLogger("pykraft.node.groups")
 OFFSETS_TOPIC = "__consumer_offsets"
 WRITE_TIMEOUT_S = 5.0  # offsets.commit.timeout.ms
-_READ_CHUNK = 1 << 20
+LOAD_SLICE_BYTES = 64 * 1024  # read and replayed per event-loop turn while loading (a few ms of decoding)
 _WRITE_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.NOT_COORDINATOR}
 
@@ -58,7 +61,7 @@ class GroupHost:
         self.config = config
         self.clock = clock
         self.coordinators: dict[int, GroupCoordinator] = {}  # loaded partitions
-        self.loading: set[int] = set()
+        self.loading: dict[int, asyncio.Task[None]] = {}  # partition -> its load, until loaded
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._tokens = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
@@ -87,47 +90,46 @@ class GroupHost:
         for partition in [p for p in self.coordinators if p not in led]:
             self._deliver(self.coordinators.pop(partition).unload())
             _log.info("groups of %s-%d unloaded", OFFSETS_TOPIC, partition)
-        for partition in sorted(led - set(self.coordinators) - self.loading):
-            self.loading.add(partition)
-            asyncio.get_running_loop().call_soon(self._load, partition)
+        for partition in [p for p in self.loading if p not in led]:
+            self.loading.pop(partition).cancel()
+            _log.info("loading the groups of %s-%d abandoned: no longer its leader", OFFSETS_TOPIC, partition)
+        for partition in sorted(led - set(self.coordinators) - set(self.loading)):
+            self.loading[partition] = asyncio.get_running_loop().create_task(self._load(partition))
 
-    def _load(self, partition: int) -> None:
-        self.loading.discard(partition)
+    async def _load(self, partition: int) -> None:
+        try:
+            groups = await self._read_groups(partition)
+            if groups is None:
+                return
+            now = self.clock()
+            coordinator = GroupCoordinator(self.config)
+            for group in groups.values():
+                coordinator.load_group(group, now)
+            self.coordinators[partition] = coordinator
+            _log.info("groups of %s-%d loaded: %d groups", OFFSETS_TOPIC, partition, len(groups))
+            self._reschedule()
+        finally:
+            if self.loading.get(partition) is asyncio.current_task():
+                del self.loading[partition]
+
+    async def _read_groups(self, partition: int) -> dict[str, Group] | None:
+        """Replay the partition from its start to its end, one slice per loop turn. None when the leadership
+        moved meanwhile (the load is then pointless: the new leader loads)."""
         replica = self.host.replicas.get((OFFSETS_TOPIC, partition))
         if replica is None or replica.leading is None:
-            return
-        now = self.clock()
-        coordinator = GroupCoordinator(self.config)
+            return None
+        epoch, log = replica.leader_epoch, replica.log
         groups: dict[str, Group] = {}
-        for key, value in self._records(replica.log):
-            _apply_record(groups, key, value)
-        for group in groups.values():
-            coordinator.load_group(group, now)
-        self.coordinators[partition] = coordinator
-        _log.info("groups of %s-%d loaded: %d groups", OFFSETS_TOPIC, partition, len(groups))
-        self._reschedule()
-
-    def _records(self, log: Any) -> list[tuple[Any, Any]]:
-        found: list[tuple[Any, Any]] = []
-        offset, end = log.start_offset(), log.end_offset()
-        while offset < end:
-            info = log.read(offset, _READ_CHUNK)
-            if not len(info.records):
-                break
-            for batch in iter_batches(info.records, verify_crc=False):
-                if batch.is_control or batch.next_offset <= offset:
-                    offset = max(offset, batch.next_offset)
-                    continue
-                try:
-                    records = list(batch.records())
-                except RecordsError as exc:  # a batch we cannot decode: say so, keep what the others hold
-                    _log.error("skipping an undecodable batch of %s at offset %d: %s", OFFSETS_TOPIC,
-                               batch.base_offset, exc)
-                    records = []
-                found += [(bytes(r.key), None if r.value is None else bytes(r.value))
-                          for r in records if r.key is not None]
-                offset = batch.next_offset
-        return found
+        offset = log.start_offset()
+        while True:
+            if self.host.replicas.get((OFFSETS_TOPIC, partition)) is not replica or replica.leading is None \
+                    or replica.leader_epoch != epoch or offset > log.end_offset():
+                return None
+            offset = max(offset, log.start_offset())  # retention may have moved the start between slices
+            if offset >= log.end_offset():
+                return groups
+            offset = _replay_slice(log, offset, groups)
+            await asyncio.sleep(0)  # let the loop serve everything else before the next slice
 
     # ---- parking requests and delivering replies ---------------------------------------------------------------
     def park(self) -> tuple[Hashable, asyncio.Future[Any]]:
@@ -227,9 +229,34 @@ class GroupHost:
     def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        for task in self.loading.values():
+            task.cancel()
+        self.loading.clear()
         for coordinator in self.coordinators.values():
             self._deliver(coordinator.unload())
         self.coordinators.clear()
+
+
+def _replay_slice(log: Any, offset: int, groups: dict[str, Group]) -> int:
+    """Apply the records of up to `LOAD_SLICE_BYTES` of the log from `offset`; returns the next offset."""
+    info = log.read(offset, LOAD_SLICE_BYTES)
+    start = offset
+    for batch in iter_batches(info.records, verify_crc=False, allow_truncated_tail=True):
+        if batch.is_control or batch.next_offset <= offset:
+            offset = max(offset, batch.next_offset)
+            continue
+        try:
+            records = list(batch.records())
+        except RecordsError as exc:  # a batch we cannot decode: say so, keep what the others hold
+            _log.error("skipping an undecodable batch of %s at offset %d: %s", OFFSETS_TOPIC, batch.base_offset, exc)
+            records = []
+        for r in records:
+            if r.key is not None:
+                _apply_record(groups, bytes(r.key), None if r.value is None else bytes(r.value))
+        offset = batch.next_offset
+    if offset == start:  # a batch larger than the slice: FileLog.read returns it whole, so only a bug lands here
+        raise AssertionError(f"no progress loading {OFFSETS_TOPIC} at offset {offset}")
+    return offset
 
 
 def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | None) -> None:
