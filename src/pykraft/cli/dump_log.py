@@ -1,6 +1,7 @@
 """`pykraft dump-log`: print every batch and record of metadata log segments and snapshots, decoding control
 and metadata records, in the format of Kafka's `kafka-dump-log --cluster-metadata-decoder` (or one JSON object
-per record with --json); `.index` and `.timeindex` files are dumped as Kafka dumps them (dump_index.py).
+per record with --json); `.index` and `.timeindex` files are dumped as Kafka dumps them (dump_index.py), and so
+are a partition's producer snapshots, `<offset>.snapshot` (dump_producer_snapshot.py).
 
 A damaged file is printed as far as it can be read; the damage is then reported with its byte position and the
 command exits non-zero. A batch whose CRC does not match is shown with `isvalid: false` and its records are
@@ -25,6 +26,7 @@ from pykraft.records.metadata import MetadataRecordError, decode_metadata_record
 from pykraft.records.metadata.json_view import message_to_dict, to_jackson_json
 
 from .dump_index import INDEX_SUFFIXES, dump_index_file
+from .dump_producer_snapshot import PRODUCER_SNAPSHOT_SUFFIX, dump_producer_snapshot_file
 
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -217,6 +219,8 @@ def dump_files(paths: list[Path], as_json: bool, out: TextIO | None = None, err:
         try:
             if path.suffix in INDEX_SUFFIXES:
                 problems = dump_index_file(path, as_json, out)
+            elif path.suffix == PRODUCER_SNAPSHOT_SUFFIX:
+                problems = dump_producer_snapshot_file(path, as_json, out)
             else:
                 problems = dump_file(path, as_json, out)
         except BrokenPipeError:

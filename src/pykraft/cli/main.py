@@ -23,7 +23,8 @@ app = typer.Typer(
 
 @app.command("dump-log")
 def dump_log(
-    files: Annotated[list[Path] | None, typer.Argument(help="Segment (.log) or snapshot (.checkpoint) files.")] = None,
+    files: Annotated[list[Path] | None, typer.Argument(
+        help="Segment (.log), snapshot (.checkpoint), index or producer snapshot (.snapshot) files.")] = None,
     files_option: Annotated[
         str | None, typer.Option("--files", help="Comma-separated files, as Kafka's kafka-dump-log takes them.")
     ] = None,
