@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections import Counter
 from dataclasses import dataclass
 
@@ -53,6 +54,17 @@ def start_cluster(root, topic: str, properties: dict[str, str] | None = None) ->
     wait_for(lambda: partition(cluster, topic) is not None and len(partition(cluster, topic).isr) == 3,
              "the partition committed with a full ISR")
     return cluster
+
+
+def stop_cluster(cluster: LocalCluster) -> None:
+    """Teardown: resume any paused node, then stop them all."""
+    for node in cluster.nodes.values():
+        if node.is_running():
+            try:
+                cluster.signal(node.node_id, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    cluster.stop_all(timeout=20)
 
 
 def partition(cluster: LocalCluster, topic: str, index: int = 0):

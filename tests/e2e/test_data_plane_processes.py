@@ -15,7 +15,7 @@ import pytest
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch
 
-from .data_plane_checks import LAG_MS, QueueCheck, bootstrap, partition, start_cluster
+from .data_plane_checks import LAG_MS, QueueCheck, bootstrap, partition, start_cluster, stop_cluster
 from .helpers import wait_for
 from .stock_clients import CLIENTS, consume, produce
 from .metadata_probe import ask
@@ -29,13 +29,7 @@ RECORDS = 300
 def cluster(tmp_path):
     cluster = start_cluster(tmp_path / "cluster", TOPIC)
     yield cluster
-    for node in cluster.nodes.values():
-        if node.is_running():
-            try:
-                cluster.signal(node.node_id, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-    cluster.stop_all(timeout=20)
+    stop_cluster(cluster)
 
 
 @pytest.mark.parametrize("client", CLIENTS)

@@ -4,14 +4,12 @@ queue read back has no loss and no duplicate. Waits poll with deadlines; nothing
 
 from __future__ import annotations
 
-import signal
-
 import pytest
 
 from pykraft.broker.producer_snapshot import decode_producer_snapshot
 from pykraft.records import iter_batches
 
-from .data_plane_checks import QueueCheck, bootstrap, partition, start_cluster
+from .data_plane_checks import QueueCheck, bootstrap, partition, start_cluster, stop_cluster
 from .helpers import wait_for
 from .stock_clients import consume, produce
 
@@ -57,10 +55,4 @@ def test_a_gracefully_restarted_leader_keeps_the_producer_state_in_snapshots(tmp
         assert check.lost == () and check.duplicated == () and check.reordered == 0, check
         assert "producer snapshot" not in cluster.server_log(leader)  # none was unreadable
     finally:
-        for node in cluster.nodes.values():
-            if node.is_running():
-                try:
-                    cluster.signal(node.node_id, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
-        cluster.stop_all(timeout=20)
+        stop_cluster(cluster)
