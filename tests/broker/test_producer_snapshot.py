@@ -83,3 +83,13 @@ def test_a_producer_known_only_by_its_epoch_keeps_refusing_older_epochs() -> Non
     restored.restore([ProducerSnapshotEntry(11, 12, -1, -1, 0, 123456, 13, -1)])
     assert restored.check(11, 11, 0, 0).error is ErrorCode.INVALID_PRODUCER_EPOCH
     assert restored.check(11, 12, 0, 0).error is ErrorCode.NONE
+
+
+def test_producers_expire_after_producer_id_expiration_ms_of_silence() -> None:
+    states = ProducerStates()
+    states.observe(1, 0, 0, 0, 0, 0, timestamp=1_000)
+    states.observe(2, 0, 0, 0, 1, 1, timestamp=5_000)
+    assert states.expire(now_ms=10_999, expiration_ms=10_000) == 0
+    assert states.expire(now_ms=11_000, expiration_ms=10_000) == 1  # Kafka's rule: now - last timestamp >= expiry
+    assert [e.producer_id for e in states.entries()] == [2]
+    assert states.check(1, 0, 5, 5).error is ErrorCode.NONE  # forgotten: any sequence is accepted again

@@ -205,3 +205,21 @@ def test_roll_snapshots_are_synced_by_the_next_flush_not_when_written(tmp_path, 
         host.close()
 
     asyncio.run(scenario())
+
+
+def test_expired_producers_leave_the_state_and_the_next_snapshots(tmp_path, monkeypatch) -> None:
+    async def scenario() -> None:
+        host, _ = _open(tmp_path, monkeypatch)
+        host.settings = DataPlaneSettings.of(1, {"producer.id.expiration.ms": "60000"})
+        assert host.settings.producer_id_expiration_ms == 60_000
+        _produce(host, 5, 0)
+        host.maintain(NOW + 59_000)
+        assert _produce(host, 5, 0).base_offset == 0  # still known: a duplicate
+        host.maintain(NOW + 61_000)
+        assert _produce(host, 5, 0).base_offset == 1  # forgotten: appended as new, as Kafka would
+        host.close()
+        host, _ = _open(tmp_path, monkeypatch)
+        assert [e.producer_id for e in host.replicas[("t", 0)].producers.entries()] == [5]  # its new batch
+        host.close()
+
+    asyncio.run(scenario())

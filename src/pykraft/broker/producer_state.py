@@ -99,6 +99,14 @@ class ProducerStates:
                 known.recent.append(BatchRecord(entry.first_sequence, entry.last_sequence, entry.first_offset,
                                                 entry.last_offset))
 
+    def expire(self, now_ms: int, expiration_ms: int) -> int:
+        """Kafka's removeExpiredProducers: forget producers whose last batch is `producer.id.expiration.ms` old
+        (they would otherwise live forever in the snapshots). Returns how many went."""
+        doomed = [pid for pid, known in self._producers.items() if now_ms - known.last_timestamp >= expiration_ms]
+        for producer_id in doomed:
+            del self._producers[producer_id]
+        return len(doomed)
+
     def clear(self) -> None:
         """Before rebuilding from the log (after a truncation)."""
         self._producers.clear()

@@ -33,7 +33,7 @@ IMPLEMENTED_KEYS = frozenset({
     "min.insync.replicas", "message.max.bytes", "log.segment.bytes", "log.retention.ms", "log.retention.bytes",
     "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "auto.create.topics.enable",
     "inter.broker.listener.name", "log.roll.ms", "log.roll.hours", "log.retention.minutes", "log.retention.hours",
-    "log.message.timestamp.type",
+    "log.message.timestamp.type", "producer.id.expiration.ms",
     # a broker's group coordinator (node/group_api.py, node/group_host.py)
     "offsets.topic.num.partitions", "offsets.topic.replication.factor", "group.initial.rebalance.delay.ms",
     "group.min.session.timeout.ms", "group.max.session.timeout.ms",

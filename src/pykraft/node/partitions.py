@@ -52,6 +52,7 @@ class DataPlaneSettings:
     replica_fetch_max_bytes: int = 1 << 20  # replica.fetch.max.bytes
     replica_fetch_wait_max_ms: int = 500  # replica.fetch.wait.max.ms
     replica_fetch_backoff_ms: int = 1000  # replica.fetch.backoff.ms
+    producer_id_expiration_ms: int = 86_400_000  # producer.id.expiration.ms
 
     @classmethod
     def of(cls, broker_id: int, raw: Mapping[str, Any]) -> DataPlaneSettings:
@@ -59,7 +60,8 @@ class DataPlaneSettings:
         values: dict[str, int] = {}
         for name, key in (("replica_fetch_max_bytes", "replica.fetch.max.bytes"),
                           ("replica_fetch_wait_max_ms", "replica.fetch.wait.max.ms"),
-                          ("replica_fetch_backoff_ms", "replica.fetch.backoff.ms")):
+                          ("replica_fetch_backoff_ms", "replica.fetch.backoff.ms"),
+                          ("producer_id_expiration_ms", "producer.id.expiration.ms")):
             text = str(raw.get(key, "")).strip()
             if text:
                 try:
@@ -390,6 +392,7 @@ class PartitionHost:
         for replica in self.replicas.values():
             settings = replica.settings
             delete_expired_segments(replica.log, now_ms, settings.retention_ms, settings.retention_bytes)
+            replica.producers.expire(now_ms, self.settings.producer_id_expiration_ms)
         self.logs.checkpoint()
 
     def close(self) -> None:

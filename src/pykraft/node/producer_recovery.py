@@ -35,9 +35,8 @@ def open_producer_state(replica: Replica) -> int:
     """Attach the roll hook and load the state. Returns how many batch headers were read (the tail's)."""
     replica.log.on_roll = lambda _offset: snapshot_producers(replica)
     files, log = replica.log.producer_snapshots, replica.log
-    stray = files.delete_above(log.end_offset()) | files.delete_below(log.start_offset())
-    if stray:
-        log._dirty_dir = True
+    files.delete_above(log.end_offset())
+    files.delete_below(log.start_offset())
     return load_producers(replica)
 
 
@@ -55,7 +54,6 @@ def load_producers(replica: Replica) -> int:
             _log.warning("%s-%d: producer snapshot %s is unreadable (%s); deleted, the state is rebuilt from the "
                          "log", replica.topic, replica.partition, files.path(offset), exc)
             files.delete(offset)
-            log._dirty_dir = True
             continue
         replica.producers.restore(entries)
         return replay_batches(replica, offset)

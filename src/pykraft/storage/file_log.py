@@ -217,8 +217,7 @@ class FileLog(EpochIndexedLog):
         self._after_truncation(new_end)
 
     def _after_truncation(self, end: int) -> None:
-        if self.producer_snapshots.delete_above(end):
-            self._dirty_dir = True
+        self.producer_snapshots.delete_above(end)
         kept = [(e, s) for e, s in self._epochs if s < end]
         if kept != self._epochs:
             self._epochs = kept
@@ -310,9 +309,9 @@ class FileLog(EpochIndexedLog):
             if segment.dirty or (force_active_segment and segment is self._segments[-1]):
                 fds.append(os.dup(segment.fd))
                 segment.dirty = False
-        snapshot_fds = self.producer_snapshots.take_unsynced()
+        snapshot_fds, snapshot_names = self.producer_snapshots.take_unsynced()
         fds += snapshot_fds
-        dirs = [self.directory] if (self._dirty_dir or force_active_segment or snapshot_fds) else []
+        dirs = [self.directory] if (self._dirty_dir or force_active_segment or snapshot_names) else []
         self._dirty_dir = False
         ticket = FlushTicket(self.end_offset(), fds, dirs)
         self._tickets.add(ticket)

@@ -8,7 +8,7 @@ moves bytes). Kafka's rules for the files, which `FileLog` applies through this 
   file; its CRC then fails and the reader deletes it and rebuilds the state from the log;
 - deleted with the segments retention removes (every snapshot below the new log start), above a truncation
   point, and all of them when the log is emptied (`truncateFullyAndStartAt`).
-A deletion's directory entry becomes durable with the log's next flush, which syncs the directory.
+Names created or deleted become durable with the log's next flush, which then syncs the directory too.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class ProducerSnapshotFiles:
         found = (parse_producer_snapshot_name(n) for n in os.listdir(directory)) if os.path.isdir(directory) else ()
         self.offsets: list[int] = sorted(o for o in found if o is not None)
         self._unsynced: dict[int, int] = {}  # offset -> open descriptor of a file written but not yet synced
+        self._names_changed = False  # a file created or deleted since the last flush took them
 
     def path(self, offset: int) -> str:
         return os.path.join(self.directory, producer_snapshot_name(offset))
@@ -55,6 +56,7 @@ class ProducerSnapshotFiles:
             os.close(fd)
             raise
         self._unsynced[offset] = fd
+        self._names_changed = True
         if offset not in self.offsets:
             bisect.insort(self.offsets, offset)
 
@@ -74,6 +76,7 @@ class ProducerSnapshotFiles:
             pass
         if offset in self.offsets:
             self.offsets.remove(offset)
+        self._names_changed = True
 
     def delete_below(self, offset: int) -> bool:
         """Retention moved the log start to `offset`: the snapshots of the deleted segments go."""
@@ -92,15 +95,17 @@ class ProducerSnapshotFiles:
     def delete_all(self) -> bool:
         return self.delete_below(1 << 63)
 
-    def take_unsynced(self) -> list[int]:
-        """Descriptors of the files written since the last call, for a flush ticket (which syncs and closes them)."""
-        fds = list(self._unsynced.values())
+    def take_unsynced(self) -> tuple[list[int], bool]:
+        """For a flush ticket: the descriptors of the files written since the last call (the ticket syncs and
+        closes them) and whether names changed (the ticket then syncs the directory)."""
+        fds, changed = list(self._unsynced.values()), self._names_changed
         self._unsynced.clear()
-        return fds
+        self._names_changed = False
+        return fds, changed
 
     def sync_now(self) -> None:
         """Sync what was written, here and now (tests and tools; the broker syncs through flush tickets)."""
-        fds = self.take_unsynced()
+        fds, _ = self.take_unsynced()
         try:
             for fd in fds:
                 sync_data(fd)
