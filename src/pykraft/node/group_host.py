@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 _log = logging.getLogger("pykraft.node.groups")
 OFFSETS_TOPIC = "__consumer_offsets"
 WRITE_TIMEOUT_S = 5.0  # offsets.commit.timeout.ms
-LOAD_SLICE_BYTES = 64 * 1024  # read and replayed per event-loop turn while loading (a few ms of decoding)
+LOAD_SLICE_BYTES = 16 * 1024  # read and replayed per event-loop turn while loading (~5 ms of decoding)
 _WRITE_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.NOT_COORDINATOR}
 
