@@ -223,3 +223,23 @@ def test_expired_producers_leave_the_state_and_the_next_snapshots(tmp_path, monk
         host.close()
 
     asyncio.run(scenario())
+
+
+def test_a_snapshot_that_cannot_be_written_fails_neither_the_append_nor_the_shutdown(tmp_path, monkeypatch, caplog):
+    async def scenario() -> None:
+        host, _ = _open(tmp_path, monkeypatch)
+
+        def disk_full(fd, data):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr("pykraft.storage.producer_snapshots.write_all", disk_full)
+        with caplog.at_level(logging.ERROR, logger="pykraft.node.producers"):
+            for seq in range(12):
+                assert _produce(host, 7, seq).error is ErrorCode.NONE
+            log = _log(host)
+            assert len(log.segment_base_offsets()) >= 2 and log.producer_snapshots.offsets == []
+            host.close()
+        assert "could not write the producer snapshot" in caplog.text
+        assert not [f for f in os.listdir(log.directory) if f.endswith(".snapshot")]  # no empty file left behind
+
+    asyncio.run(scenario())

@@ -66,8 +66,14 @@ def reload_after_truncation(replica: Replica) -> int:
 def snapshot_producers(replica: Replica) -> None:
     """Kafka's takeSnapshot: the state as of the log end, in `<end offset>.snapshot` (kept if one is there)."""
     files, offset = replica.log.producer_snapshots, replica.log.end_offset()
-    if offset not in files.offsets:
+    if offset in files.offsets:
+        return
+    try:
         files.write(offset, encode_producer_snapshot(replica.producers.entries()))
+    except OSError as exc:  # a missing snapshot costs a longer load later, never the append or the shutdown
+        files.delete(offset)
+        _log.error("%s-%d: could not write the producer snapshot %s: %s", replica.topic, replica.partition,
+                   files.path(offset), exc)
 
 
 def replay_batches(replica: Replica, offset: int) -> int:
