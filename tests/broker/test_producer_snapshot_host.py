@@ -243,3 +243,20 @@ def test_a_snapshot_that_cannot_be_written_fails_neither_the_append_nor_the_shut
         assert not [f for f in os.listdir(log.directory) if f.endswith(".snapshot")]  # no empty file left behind
 
     asyncio.run(scenario())
+
+
+def test_snapshots_outside_the_recovered_log_are_deleted_on_open(tmp_path, monkeypatch) -> None:
+    async def scenario() -> None:
+        host, _ = _open(tmp_path, monkeypatch)
+        for seq in range(3):
+            _produce(host, 7, seq)
+        host.close()
+        directory = tmp_path / "b1" / "t-0"
+        real = (directory / f"{3:020d}.snapshot").read_bytes()
+        (directory / f"{50:020d}.snapshot").write_bytes(real)  # past the log end (e.g. a torn tail was cut)
+        host, reads = _open(tmp_path, monkeypatch)
+        assert reads == [0] and not (directory / f"{50:020d}.snapshot").exists()
+        assert _log(host).producer_snapshots.offsets == [3]
+        host.close()
+
+    asyncio.run(scenario())
