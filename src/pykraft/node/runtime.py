@@ -431,6 +431,17 @@ class NodeRuntime:
 
     async def append_committed(self, values: list[bytes]) -> int:
         """Append on the leader and wait until committed; the base offset. Raises WriteFailed."""
+        last = await self._append_and_wait(lambda now: self.core.append(values, now))
+        return last - len(values) + 1
+
+    async def append_encoded_committed(self, batches: list[tuple[memoryview, int]]) -> int:
+        """`append_committed` for (batch, record count) pairs a client encoded, appended as they are."""
+        last = await self._append_and_wait(lambda now: self.core.append_encoded(batches, now))
+        return last - sum(count for _, count in batches) + 1
+
+    async def _append_and_wait(self, append_on_core: Callable[[int], tuple[int, Ready]]) -> int:
+        """Run `append_on_core(now)` on the core task, then wait until the high watermark passes the last offset it
+        returns (which this returns). Raises WriteFailed."""
         if self._stopping:
             raise WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER, "the node is stopping")
         accepted: asyncio.Future[asyncio.Future[None]] = asyncio.get_running_loop().create_future()
@@ -439,7 +450,7 @@ class NodeRuntime:
         def append(now: int) -> Ready | None:
             nonlocal last_offset
             try:
-                last_offset, ready = self.core.append(values, now)
+                last_offset, ready = append_on_core(now)
             except NotLeaderError as exc:
                 accepted.set_exception(WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER, str(exc)))
                 return None
@@ -451,7 +462,7 @@ class NodeRuntime:
 
         self._submit(contained(append, fail_answer(accepted)))  # a bug fails the writer's caller (Produce)
         await (await accepted)  # append-records and commit-latency: NodeMetrics counts every leader write
-        return last_offset - len(values) + 1
+        return last_offset
 
     # ---- EffectSink: what the EffectRunner hands over ----------------------------------------------------------
     def transmit(self, send: Any) -> None:
