@@ -36,6 +36,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.accumulator import RecordBatchTooLargeError
 from pykraft.raft.client import NotLeaderError, RaftCore
 from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot, Ready, Respond, ShutdownComplete
+from pykraft.raft.states import Role
 
 from .closing import Closer
 from .cluster_ids import ClusterIdMismatchLog
@@ -204,7 +205,8 @@ class NodeRuntime:
         self.observers.append(self.metrics.observe)
         self.outbox = Outbox()
         self.lane = DurabilityLane(storage.log, storage.store, on_done=self.outbox.on_done,
-                                   on_flushed=self._on_flushed, run_blocking=self._run_blocking)
+                                   on_flushed=self._on_flushed, run_blocking=self._run_blocking,
+                                   sync_inline=self._follows)
         self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
                                         now, on_snapshot=self._on_snapshot)
         self.cluster_ids = ClusterIdMismatchLog(self.cluster_id, lambda h, p, m: self.outbound.forward(h, p, m))
@@ -417,6 +419,10 @@ class NodeRuntime:
         """A raft request's connection to `node_id` was refused or reset: the core may start a pre-vote at once."""
         if not self._stopping:
             self._submit(lambda now: self.core.on_peer_unreachable(node_id, now))
+
+    def _follows(self) -> bool:
+        """Whether this node follows a leader now: its log flushes run on the loop (flusher.py says why)."""
+        return self.core.quorum.role is Role.FOLLOWER
 
     def _on_flushed(self) -> None:
         if self._flush_input_queued:
