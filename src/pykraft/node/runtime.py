@@ -36,6 +36,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.accumulator import RecordBatchTooLargeError
 from pykraft.raft.client import NotLeaderError, RaftCore
 from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot, Ready, Respond, ShutdownComplete
+from pykraft.raft.states import Role
 
 from .closing import Closer
 from .cluster_ids import ClusterIdMismatchLog
@@ -204,7 +205,8 @@ class NodeRuntime:
         self.observers.append(self.metrics.observe)
         self.outbox = Outbox()
         self.lane = DurabilityLane(storage.log, storage.store, on_done=self.outbox.on_done,
-                                   on_flushed=self._on_flushed, run_blocking=self._run_blocking)
+                                   on_flushed=self._on_flushed, run_blocking=self._run_blocking,
+                                   sync_inline=self._follows)
         self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
                                         now, on_snapshot=self._on_snapshot)
         self.cluster_ids = ClusterIdMismatchLog(self.cluster_id, lambda h, p, m: self.outbound.forward(h, p, m))
@@ -418,6 +420,10 @@ class NodeRuntime:
         if not self._stopping:
             self._submit(lambda now: self.core.on_peer_unreachable(node_id, now))
 
+    def _follows(self) -> bool:
+        """Whether this node follows a leader now: its log flushes run on the loop (flusher.py says why)."""
+        return self.core.quorum.role is Role.FOLLOWER
+
     def _on_flushed(self) -> None:
         if self._flush_input_queued:
             return  # one pending notification reads the newest flushed offset when it runs
@@ -431,6 +437,17 @@ class NodeRuntime:
 
     async def append_committed(self, values: list[bytes]) -> int:
         """Append on the leader and wait until committed; the base offset. Raises WriteFailed."""
+        last = await self._append_and_wait(lambda now: self.core.append(values, now))
+        return last - len(values) + 1
+
+    async def append_encoded_committed(self, batches: list[tuple[memoryview, int]]) -> int:
+        """`append_committed` for (batch, record count) pairs a client encoded, appended as they are."""
+        last = await self._append_and_wait(lambda now: self.core.append_encoded(batches, now))
+        return last - sum(count for _, count in batches) + 1
+
+    async def _append_and_wait(self, append_on_core: Callable[[int], tuple[int, Ready]]) -> int:
+        """Run `append_on_core(now)` on the core task, then wait until the high watermark passes the last offset it
+        returns (which this returns). Raises WriteFailed."""
         if self._stopping:
             raise WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER, "the node is stopping")
         accepted: asyncio.Future[asyncio.Future[None]] = asyncio.get_running_loop().create_future()
@@ -439,7 +456,7 @@ class NodeRuntime:
         def append(now: int) -> Ready | None:
             nonlocal last_offset
             try:
-                last_offset, ready = self.core.append(values, now)
+                last_offset, ready = append_on_core(now)
             except NotLeaderError as exc:
                 accepted.set_exception(WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER, str(exc)))
                 return None
@@ -451,7 +468,7 @@ class NodeRuntime:
 
         self._submit(contained(append, fail_answer(accepted)))  # a bug fails the writer's caller (Produce)
         await (await accepted)  # append-records and commit-latency: NodeMetrics counts every leader write
-        return last_offset - len(values) + 1
+        return last_offset
 
     # ---- EffectSink: what the EffectRunner hands over ----------------------------------------------------------
     def transmit(self, send: Any) -> None:

@@ -1,11 +1,12 @@
 """The leader's append buffer: records wait up to `append.linger.ms` (or until a batch is full) and are then
-encoded as one batch with offsets assigned at append time."""
+encoded as one batch with offsets assigned at append time. A batch a client encoded itself (Produce) skips the
+buffer: it is appended as it arrived, after what is buffered, with only its header rewritten (`append_encoded`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pykraft.records import SimpleRecord, encode_batch
+from pykraft.records import SimpleRecord, encode_batch, restamp_batch
 from pykraft.records.control import encode_control_batch
 
 _RECORD_OVERHEAD = 21  # upper bound of a record's varint framing; sizes only need to be conservative
@@ -26,7 +27,7 @@ class BatchAccumulator:
         self._pending_base = next_offset
         self._pending_size = _BATCH_OVERHEAD
         self._pending_since_ms: int | None = None
-        self._completed: list[bytes] = []
+        self._completed: list[bytes | bytearray] = []
 
     def append(self, values: Sequence[bytes], now_ms: int) -> int:
         """Buffer data records; returns the offset of the last one."""
@@ -43,6 +44,25 @@ class BatchAccumulator:
         self._pending.extend(SimpleRecord(value=bytes(v), timestamp_ms=now_ms) for v in values)
         self._pending_size += size
         self.next_offset += len(values)
+        return self.next_offset - 1
+
+    def check_encoded_size(self, size: int) -> None:
+        """Raises RecordBatchTooLargeError for an encoded batch of `size` bytes above the maximum batch size."""
+        if size > self._max_batch_size:
+            raise RecordBatchTooLargeError(f"{size} bytes exceed the maximum batch size {self._max_batch_size}")
+
+    def append_encoded(self, batch: bytes | memoryview, record_count: int, now_ms: int) -> int:
+        """A batch of `record_count` data records a client encoded, appended as it is after everything buffered
+        so far (order is kept): no record is decoded or encoded again, only the header's base offset, leader epoch
+        and timestamps are rewritten (the append time, as `append` stamps its records) and the CRC computed again.
+        The caller has checked the batch (node/writes.py): CRC, decodable records, offset deltas 0..n-1, every
+        record at timestamp delta 0, no producer id, no compression. Returns the offset of its last record."""
+        self.check_encoded_size(len(batch))
+        self._complete_pending(now_ms)
+        out = bytearray(batch)
+        restamp_batch(out, base_offset=self.next_offset, partition_leader_epoch=self.epoch, timestamp_ms=now_ms)
+        self._completed.append(out)
+        self.next_offset += record_count
         return self.next_offset - 1
 
     def append_control(self, messages: Sequence[object], now_ms: int) -> int:
@@ -72,7 +92,7 @@ class BatchAccumulator:
             return None
         return self._pending_since_ms + self._linger_ms
 
-    def drain(self, now_ms: int, force: bool = False) -> list[bytes]:
+    def drain(self, now_ms: int, force: bool = False) -> list[bytes | bytearray]:
         """Completed batches, plus the pending one if its linger expired (or `force`)."""
         deadline = self._pending_since_ms
         if self._pending and (force or (deadline is not None and now_ms >= deadline + self._linger_ms)):

@@ -145,12 +145,30 @@ class RaftCore:
         return self._ready(now_ms)
 
     def append(self, values: Sequence[bytes], now_ms: int, epoch: int | None = None) -> tuple[int, Ready]:
-        leader = self.leader_state()
-        if leader is None or (epoch is not None and epoch != leader.epoch) or self.shutdown_deadline_ms is not None:
-            raise NotLeaderError(f"not the leader of epoch {epoch if epoch is not None else self.quorum.epoch}")
+        leader = self._writable_leader(epoch)
         offset = leader.accumulator.append(values, now_ms)
         self._maybe_drain(leader, now_ms)
         return offset, self._ready(now_ms)
+
+    def append_encoded(self, batches: Sequence[tuple[bytes | memoryview, int]], now_ms: int,
+                       epoch: int | None = None) -> tuple[int, Ready]:
+        """Append (batch, record count) pairs a client encoded, as they are (BatchAccumulator.append_encoded), all
+        or none; returns the offset of the last record. They are written at once, not held for the linger: the
+        durability lane's group commit already covers every append made while an fsync runs."""
+        leader = self._writable_leader(epoch)
+        for batch, _ in batches:
+            leader.accumulator.check_encoded_size(len(batch))
+        offset = -1
+        for batch, count in batches:
+            offset = leader.accumulator.append_encoded(batch, count, now_ms)
+        self._maybe_drain(leader, now_ms)
+        return offset, self._ready(now_ms)
+
+    def _writable_leader(self, epoch: int | None) -> LeaderState:
+        leader = self.leader_state()
+        if leader is None or (epoch is not None and epoch != leader.epoch) or self.shutdown_deadline_ms is not None:
+            raise NotLeaderError(f"not the leader of epoch {epoch if epoch is not None else self.quorum.epoch}")
+        return leader
 
     def create_snapshot(self, snapshot_id: SnapshotId, last_contained_log_time_ms: int,
                         now_ms: int) -> SnapshotWriter | None:

@@ -8,6 +8,7 @@ from .batch import (
     SimpleRecord,
     encode_batch,
     iter_batches,
+    restamp_batch,
     set_base_offset,
     set_partition_leader_epoch,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "UnsupportedCompressionError",
     "encode_batch",
     "iter_batches",
+    "restamp_batch",
     "set_base_offset",
     "set_partition_leader_epoch",
 ]

@@ -325,6 +325,23 @@ def set_partition_leader_epoch(batch: bytearray | memoryview, epoch: int) -> Non
     _LEADER_EPOCH.pack_into(batch, 12, epoch)
 
 
+_TIMESTAMPS = struct.Struct(">qq")  # base timestamp, max timestamp
+_TIMESTAMPS_AT = 27
+_CRC_FIELD = struct.Struct(">I")
+_CRC_AT = 17
+
+
+def restamp_batch(batch: bytearray, *, base_offset: int, partition_leader_epoch: int, timestamp_ms: int) -> None:
+    """Rewrite, in place, what a leader sets when it appends a client's batch as it arrived: the base offset, the
+    leader epoch, and base and max timestamps = `timestamp_ms`; then the CRC (the timestamps are inside it). Only
+    for a batch whose records all carry timestamp delta 0: they then all read `timestamp_ms`, exactly as if the
+    leader had encoded them itself (`encode_batch` with that timestamp). No record is decoded or encoded."""
+    set_base_offset(batch, base_offset)
+    set_partition_leader_epoch(batch, partition_leader_epoch)
+    _TIMESTAMPS.pack_into(batch, _TIMESTAMPS_AT, timestamp_ms, timestamp_ms)
+    _CRC_FIELD.pack_into(batch, _CRC_AT, crc32c(memoryview(batch)[CRC_START:]))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Scanning concatenated batches
 
