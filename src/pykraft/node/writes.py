@@ -13,22 +13,21 @@ an acknowledgement here means committed.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import importlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kio.static.primitive import i32Timedelta, i64
+from kio.static.primitive import i64
 
 from pykraft.protocol.apis import ApiKey, response_class
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.records import RecordsError, iter_batches
 
 from .versions import to_request_version
 
 PRODUCE_ENABLE_KEY = "pykraft.produce.enable"
-ZERO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 class WriteFailed(Exception):
