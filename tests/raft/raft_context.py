@@ -9,7 +9,10 @@ from typing import Any
 
 from pykraft.raft.client import RaftCore
 from pykraft.raft.config import LocalReplica, QuorumConfig
-from pykraft.raft.effects import FlushLog, PersistElection, Ready, Respond, Send
+from pykraft.raft.effect_runner import EffectRunner, Outbox, SequencedDurability
+from pykraft.raft.effects import (
+    CommitBatches, FlushLog, LeaderChanged, LoadSnapshot, PersistElection, Ready, Respond, Send, ShutdownComplete,
+)
 from pykraft.raft.election import ElectionState
 from pykraft.raft.memory_log import MemoryLog
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey, SupportedVersionRange, VoterNode, VoterSet
@@ -26,6 +29,58 @@ def voter_set(ids: list[int]) -> VoterSet:
     return VoterSet.of(VoterNode(ReplicaKey(i), endpoints(i), SupportedVersionRange(0, 1)) for i in ids)
 
 
+class MemoryIO(SequencedDurability):
+    """The harness's I/O for the one effect runner (raft/effect_runner.py): every durable write completes at once,
+    and a flush's `on_log_flushed` is fed right away (before the rest of the output that emitted it); everything
+    is recorded on the context, `effects` in the order the runner handled it."""
+
+    def __init__(self, ctx: Context) -> None:
+        outbox = Outbox()
+        super().__init__(outbox.on_done)
+        self.ctx = ctx
+        self.runner = EffectRunner(self, outbox, self)
+
+    # ---- DurabilityLane -------------------------------------------------------------------------------------------
+
+    def persist_election(self, effect: PersistElection) -> int:
+        self.ctx.effects.append(effect)
+        self.ctx.persisted.append(effect.state)
+        return self._completed(self.issue(election=True))
+
+    def flush_log(self, effect: FlushLog) -> int:
+        ctx = self.ctx
+        ctx.effects.append(effect)
+        ctx.log.flush()
+        seq = self._completed(self.issue())
+        ctx._run(ctx.core.on_log_flushed(ctx.log.flushed_end_offset(), ctx.now))
+        return seq
+
+    def _completed(self, seq: int) -> int:
+        self.complete({seq})
+        return seq
+
+    # ---- EffectSink -------------------------------------------------------------------------------------------------
+    def transmit(self, send: Send) -> None:
+        self.ctx.effects.append(send)
+        self.ctx.sent.append(send)
+
+    def respond(self, respond: Respond) -> None:
+        self.ctx.effects.append(respond)
+        self.ctx.responses.append(respond)
+
+    def commit(self, effect: CommitBatches) -> None:
+        self.ctx.effects.append(effect)
+
+    def load_snapshot(self, effect: LoadSnapshot) -> None:
+        self.ctx.effects.append(effect)
+
+    def leader_changed(self, effect: LeaderChanged) -> None:
+        self.ctx.effects.append(effect)
+
+    def shutdown_complete(self, effect: ShutdownComplete) -> None:
+        self.ctx.effects.append(effect)
+
+
 @dataclass
 class Context:
     core: RaftCore
@@ -35,19 +90,13 @@ class Context:
     sent: list[Send] = field(default_factory=list)
     responses: list[Respond] = field(default_factory=list)
     effects: list[Any] = field(default_factory=list)
+    io: MemoryIO = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.io = MemoryIO(self)
 
     def _run(self, ready: Ready) -> Ready:
-        for effect in ready.effects:
-            self.effects.append(effect)
-            if isinstance(effect, PersistElection):
-                self.persisted.append(effect.state)
-            elif isinstance(effect, FlushLog):
-                self.log.flush()
-                self._run(self.core.on_log_flushed(self.log.flushed_end_offset(), self.now))
-            elif isinstance(effect, Send):
-                self.sent.append(effect)
-            elif isinstance(effect, Respond):
-                self.responses.append(effect)
+        self.io.runner.run(ready)
         return ready
 
     def poll(self) -> Ready:

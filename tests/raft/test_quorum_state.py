@@ -425,7 +425,7 @@ def test_prospective_lost_with_rejections_gets_fresh_timer_but_higher_epoch_keep
 def test_candidate_to_leader() -> None:
     h = harness(0, (0,))
     h.elect()
-    assert h.role is Role.LEADER and h.qs.epoch == 1 and h.qs.state.high_watermark is None
+    assert h.role is Role.LEADER and h.qs.epoch == 1 and h.qs.high_watermark is None
     assert h.persisted() == ElectionState.with_elected_leader(1, 0, ReplicaKey(0))
 
 
@@ -590,18 +590,21 @@ def test_observer_with_id_can_vote() -> None:
 def test_high_watermark_retained_across_transitions_but_not_by_a_new_leader() -> None:
     h = harness(0, (0, 1))
     h.qs.to_follower(5, 1, endpoints(1), 0)
-    h.qs.state.high_watermark = 10
+    assert h.qs.update_high_watermark(10) and not h.qs.update_high_watermark(9)  # it only moves forward
     h.qs.to_unattached(6, 0)
-    assert h.qs.state.high_watermark == 10
+    assert h.qs.high_watermark == 10
     h.qs.unattached_add_vote(ReplicaKey(1), 0)
-    assert h.qs.state.high_watermark == 10
+    assert h.qs.high_watermark == 10
     h.qs.to_prospective(0)
-    assert h.qs.state.high_watermark == 10
+    assert h.qs.high_watermark == 10
     h.qs.to_candidate(0)
-    assert h.qs.state.high_watermark == 10
+    assert h.qs.high_watermark == 10
     h.qs.state.election.record(1, True)
     h.qs.to_leader(make_leader(h, 10))
-    assert h.qs.state.high_watermark is None  # learned again once a record of the new epoch commits
+    assert h.qs.high_watermark is None  # learned again once a record of the new epoch commits
+    h.qs.state.high_watermark = 12  # the leader's own computation (leader.py)
+    h.qs.to_unattached(8, 0)
+    assert h.qs.high_watermark == 12  # what the leader committed survives its leadership
 
 
 # ---- the table itself ----------------------------------------------------------------------------------------

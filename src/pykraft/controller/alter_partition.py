@@ -20,7 +20,6 @@ On success the answer echoes the partition as it will be once the record is repl
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,9 +27,10 @@ from typing import TYPE_CHECKING
 from kio.schema.alter_partition.v2 import response as response_v2
 from kio.schema.alter_partition.v3 import response as response_v3
 from kio.schema.types import BrokerId
-from kio.static.primitive import i8, i32, i32Timedelta
+from kio.static.primitive import i8, i32
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 
 from .eligibility import BrokerEligibility
 from .partition_change import Election, PartitionChangeBuilder
@@ -156,4 +156,4 @@ def _error(module, partition_id: int, error: ErrorCode):
 
 def _response(module, error: ErrorCode, topics) -> object:
     return module.AlterPartitionResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=error, topics=tuple(topics))
+        throttle_time=ZERO_THROTTLE, error_code=error, topics=tuple(topics))

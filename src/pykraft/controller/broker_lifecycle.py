@@ -15,7 +15,6 @@ The partition side is anything with the `PartitionSide` methods (ReplicationCont
 
 from __future__ import annotations
 
-import datetime
 import enum
 import uuid
 from typing import Any, Protocol
@@ -34,6 +33,7 @@ from kio.schema.unregister_broker.v0.response import UnregisterBrokerResponse
 from kio.static.primitive import i8, i64
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.broker_registration_change_record import BrokerRegistrationChangeRecordV2
 from pykraft.records.metadata.schema.unregister_broker_record import UnregisterBrokerRecordV0
 
@@ -54,7 +54,6 @@ from .features import FeatureControl
 from .heartbeats import HeartbeatManager
 from .result import ControllerResult
 
-ZERO_MS = datetime.timedelta(0)
 _REGISTRATION_RESPONSES = {0: reg_v0, 1: reg_v1, 2: reg_v2, 3: reg_v3, 4: reg_v4}
 _HEARTBEAT_RESPONSES = {0: hb_v0, 1: hb_v1, 2: hb_v2}
 # Kafka's DirectoryId reserves the uuids whose high 64 bits are 0 and low 64 bits are below 100 (UNASSIGNED,
@@ -248,14 +247,14 @@ class BrokerLifecycle:
         registration = self.cluster.registration(broker_id)
         if registration is None:
             return ControllerResult((), UnregisterBrokerResponse(
-                throttle_time=ZERO_MS, error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
+                throttle_time=ZERO_THROTTLE, error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
                 error_message=f"Broker ID {broker_id} is not currently registered"))
         records = list(self.partitions.records_for_unregister(broker_id,
                                                               ExcludingEligibility(self.cluster, broker_id)))
         records.append(UnregisterBrokerRecordV0(broker_id=BrokerId(broker_id), broker_epoch=i64(registration.epoch)))
         self.heartbeats.remove(broker_id)
         return ControllerResult(tuple(records), UnregisterBrokerResponse(
-            throttle_time=ZERO_MS, error_code=ErrorCode.NONE, error_message=None))
+            throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE, error_message=None))
 
 
 def _valid_log_dirs(log_dirs: tuple[uuid.UUID | None, ...]) -> bool:
@@ -274,13 +273,13 @@ def _change_record(registration: BrokerRegistration, *, fenced: int = 0,
 
 def _registration_response(version: int, error: ErrorCode, epoch: int = -1) -> Any:
     module = _REGISTRATION_RESPONSES[version]
-    return module.BrokerRegistrationResponse(throttle_time=ZERO_MS, error_code=error, broker_epoch=i64(epoch))
+    return module.BrokerRegistrationResponse(throttle_time=ZERO_THROTTLE, error_code=error, broker_epoch=i64(epoch))
 
 
 def _heartbeat_response(version: int, error: ErrorCode, *, caught_up: bool = False, fenced: bool = True,
                         shut_down: bool = False) -> Any:
     module = _HEARTBEAT_RESPONSES[version]
-    return module.BrokerHeartbeatResponse(throttle_time=ZERO_MS, error_code=error, is_caught_up=caught_up,
+    return module.BrokerHeartbeatResponse(throttle_time=ZERO_THROTTLE, error_code=error, is_caught_up=caught_up,
                                           is_fenced=fenced, should_shut_down=shut_down)
 
 
@@ -295,11 +294,11 @@ def handle_controller_registration(request: Any, features: FeatureControl) -> Co
     metadata_version = features.metadata_version
     if metadata_version is not None and metadata_version < CONTROLLER_REGISTRATION_MIN_METADATA_VERSION:
         return ControllerResult((), ControllerRegistrationResponse(
-            throttle_time=ZERO_MS, error_code=ErrorCode.UNSUPPORTED_VERSION,
+            throttle_time=ZERO_THROTTLE, error_code=ErrorCode.UNSUPPORTED_VERSION,
             error_message="The current MetadataVersion is too old to support controller registrations."))
     registration = ControllerRegistration(
         controller_id=int(request.controller_id), incarnation_id=request.incarnation_id,
         zk_migration_ready=bool(request.zk_migration_ready), listeners=endpoints_of(request.listeners),
         features=features_of(request.features))
     return ControllerResult((registration.to_record(),), ControllerRegistrationResponse(
-        throttle_time=ZERO_MS, error_code=ErrorCode.NONE, error_message=None))
+        throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE, error_message=None))

@@ -27,11 +27,11 @@ from kio.schema.incremental_alter_configs.v1 import response as alter_response
 from kio.static.primitive import i8
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.config_record import ConfigRecordV0
 
 from .config_defs import TOPIC_CONFIGS, ConfigType, check_topic_configs
 from .result import ControllerResult
-from .topics import THROTTLE_NONE
 
 if TYPE_CHECKING:
     from .replication import ReplicationControl
@@ -165,7 +165,7 @@ def alter_response_of(incremental: bool, results: list[tuple[int, str, ErrorCode
     """The (Incremental)AlterConfigs response (newest version) of per-resource (type, name, code, message)."""
     ns = alter_response if incremental else legacy_alter_response
     response_type = ns.IncrementalAlterConfigsResponse if incremental else ns.AlterConfigsResponse
-    return response_type(throttle_time=THROTTLE_NONE, responses=tuple(
+    return response_type(throttle_time=ZERO_THROTTLE, responses=tuple(
         ns.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=i8(kind),
                                         resource_name=name) for kind, name, code, message in results))
 
@@ -190,7 +190,7 @@ def describe_configs(configs: ConfigControl, replication: ReplicationControl, re
         results.append(describe_response.DescribeConfigsResult(
             error_code=ErrorCode.NONE, error_message=None, resource_type=i8(kind), resource_name=name,
             configs=chosen))
-    return describe_response.DescribeConfigsResponse(throttle_time=THROTTLE_NONE, results=tuple(results))
+    return describe_response.DescribeConfigsResponse(throttle_time=ZERO_THROTTLE, results=tuple(results))
 
 
 def _described(configs: ConfigControl, kind: int, name: str) -> list[Any]:

@@ -16,11 +16,12 @@ from kio.schema.create_partitions.v3 import response as cp_response
 from kio.schema.types import TopicName
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 
 from .eligibility import BrokerEligibility
 from .partitions import PartitionRegistration, new_partition
 from .result import ControllerResult
-from .topics import (THROTTLE_NONE, TopicError, bad_assignment, check_manual_replicas, manual_partitions,
+from .topics import (TopicError, bad_assignment, check_manual_replicas, manual_partitions,
                      place_replicas, too_large)
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def create_partitions(control: ReplicationControl, request: Any, brokers: Broker
             first = len(control.topics[topic_id].partitions)
             records.extend(p.to_record(topic_id, first + i) for i, p in enumerate(outcome))
         results.append(_result(name, TopicError(ErrorCode.NONE)))
-    response = cp_response.CreatePartitionsResponse(throttle_time=THROTTLE_NONE, results=tuple(results))
+    response = cp_response.CreatePartitionsResponse(throttle_time=ZERO_THROTTLE, results=tuple(results))
     return ControllerResult(records=tuple(records), response=response)
 
 

@@ -9,16 +9,16 @@ registration change written BEFORE these records is replayed, may still show it 
 
 from __future__ import annotations
 
-import datetime
 import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kio.schema.elect_leaders.v2 import response as elect_response
 from kio.schema.types import TopicName
-from kio.static.primitive import i32, i32Timedelta
+from kio.static.primitive import i32
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 
 from .eligibility import BrokerEligibility, ExcludingEligibility
 from .partition_change import Election, PartitionChangeBuilder
@@ -193,7 +193,7 @@ def _partition_result(partition_id: int, error: ErrorCode, message: str | None) 
 
 def _elect_response(error: ErrorCode, results) -> elect_response.ElectLeadersResponse:
     return elect_response.ElectLeadersResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+        throttle_time=ZERO_THROTTLE,
         error_code=error,
         replica_election_results=tuple(
             elect_response.ReplicaElectionResult(topic=TopicName(name), partition_result=tuple(parts))

@@ -14,7 +14,6 @@ upgrade must be asked for as an upgrade. Messages follow Kafka's "Invalid update
 
 from __future__ import annotations
 
-import datetime
 import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from kio.schema.update_features.v2 import response as uf_v2
 from kio.static.primitive import i16
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.feature_level_record import FeatureLevelRecordV0
 
 from .cluster import ClusterControl, FeatureRange
@@ -34,7 +34,6 @@ from .result import ControllerResult, KRaftVersionUpgrade
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
 FEATURE_LEVEL_RECORD = 12
-ZERO_MS = datetime.timedelta(0)
 
 # metadata.version feature levels: 7 is 3.3-IV3 (the oldest Kafka 4.x accepts), 27 is Kafka 4.1's latest.
 MINIMUM_METADATA_VERSION = 7
@@ -223,7 +222,7 @@ def update_features_response(version: int, features: list[str], error: FeatureUp
     message = None if error is None else error.message
     response_class = _RESPONSES[version]
     if version >= 2:
-        return response_class(throttle_time=ZERO_MS, error_code=code, error_message=message)
+        return response_class(throttle_time=ZERO_THROTTLE, error_code=code, error_message=message)
     result_class = _RESULTS[version]
     results = tuple(result_class(feature=name, error_code=code, error_message=message) for name in features)
-    return response_class(throttle_time=ZERO_MS, error_code=code, error_message=message, results=results)
+    return response_class(throttle_time=ZERO_THROTTLE, error_code=code, error_message=message, results=results)

@@ -8,7 +8,6 @@ given twice. Errors: an unknown broker -> BROKER_ID_NOT_REGISTERED, another epoc
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from kio.schema.allocate_producer_ids.v0 import response as apr
 from kio.static.primitive import i32, i64
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.producer_ids_record import ProducerIdsRecordV0
 
 from .cluster import ClusterControl
@@ -52,5 +52,5 @@ class ProducerIdControl:
 
 
 def _answer(error: ErrorCode, start: int, length: int) -> Any:
-    return apr.AllocateProducerIdsResponse(throttle_time=datetime.timedelta(0), error_code=error,
+    return apr.AllocateProducerIdsResponse(throttle_time=ZERO_THROTTLE, error_code=error,
                                            producer_id_start=i64(start), producer_id_len=i32(length))

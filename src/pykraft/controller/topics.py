@@ -12,7 +12,6 @@ written as ConfigRecords after the topic's records.
 
 from __future__ import annotations
 
-import datetime
 import random
 import uuid
 from collections.abc import Sequence
@@ -22,9 +21,10 @@ from typing import TYPE_CHECKING
 from kio.schema.create_topics.v7 import response as create_response
 from kio.schema.delete_topics.v6 import response as delete_response
 from kio.schema.types import TopicName
-from kio.static.primitive import i8, i16, i32, i32Timedelta
+from kio.static.primitive import i8, i16, i32
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.config_record import ConfigRecordV0
 from pykraft.records.metadata.schema.remove_topic_record import RemoveTopicRecordV0
 from pykraft.records.metadata.schema.topic_record import TopicRecordV0
@@ -41,7 +41,6 @@ MAX_NAME_LENGTH = 249
 TOPIC_RESOURCE = 2  # ConfigRecord's resource type of a topic
 _LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 ZERO_UUID = uuid.UUID(int=0)
-THROTTLE_NONE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +139,7 @@ def create_topics(control: ReplicationControl, request, brokers: BrokerEligibili
         results.append(create_response.CreatableTopicResult(
             name=TopicName(topic.name), topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
             num_partitions=i32(len(outcome)), replication_factor=i16(len(outcome[0].replicas)), configs=()))
-    response = create_response.CreateTopicsResponse(throttle_time=THROTTLE_NONE, topics=tuple(results))
+    response = create_response.CreateTopicsResponse(throttle_time=ZERO_THROTTLE, topics=tuple(results))
     return ControllerResult(records=tuple(records), response=response)
 
 
@@ -276,7 +275,7 @@ def delete_topics(control: ReplicationControl, request) -> ControllerResult:
         results.append(delete_response.DeletableTopicResult(
             name=None if name is None else TopicName(name), topic_id=topic_id if topic_id is not None else ZERO_UUID,
             error_code=error.code, error_message=error.message))
-    response = delete_response.DeleteTopicsResponse(throttle_time=THROTTLE_NONE, responses=tuple(results))
+    response = delete_response.DeleteTopicsResponse(throttle_time=ZERO_THROTTLE, responses=tuple(results))
     return ControllerResult(records=tuple(records), response=response)
 
 

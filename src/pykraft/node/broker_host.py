@@ -126,6 +126,7 @@ class BrokerHost:
 
     def bind(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
+        runtime.broker_host = self  # what the metrics read, without importing the hosts
 
     def metadata_image(self) -> MetadataCache:
         return self.cache

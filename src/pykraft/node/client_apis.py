@@ -35,12 +35,11 @@ Each answer is built at the newest version and lowered to the request's (version
 
 from __future__ import annotations
 
-import datetime
 import importlib
 import uuid
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kio.static.primitive import i8, i32, i32Timedelta
+from kio.static.primitive import i8, i32
 
 from pykraft.protocol.api_versions import (
     api_versions_response,
@@ -50,6 +49,7 @@ from pykraft.protocol.api_versions import (
 from pykraft.protocol.apis import ApiKey, ApiRegistry, VersionRange, response_class
 from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID
 
 from .versions import to_request_version
@@ -69,7 +69,6 @@ NO_LEADER = -1
 _ZERO_UUID = uuid.UUID(int=0)
 # Kafka's internal topics (Topic.isInternal): flagged IsInternal in Metadata, as Kafka's brokers do.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-ZERO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 class MetadataImage(Protocol):

@@ -186,6 +186,7 @@ class ControllerHost(ControllerHostView):
 
     def bind(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
+        runtime.controller_host = self  # what the metrics read, without importing the hosts
         runtime.observers.append(self._observe)
 
     def registry(self, base: ApiRegistry) -> ApiRegistry:

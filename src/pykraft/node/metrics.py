@@ -176,9 +176,7 @@ class NodeMetrics:
         for api, count in sorted(runtime.handler_errors.by_api.items()):
             handler_errors.add_metric([api], count)
         yield handler_errors
-        from .combined_host import host_parts  # the hosts import the controller: only load them when asked
-
-        controller, broker = host_parts(runtime.state_machine)
+        controller, broker = runtime.controller_host, runtime.broker_host
         if controller is not None:
             yield from _controller_families(controller, runtime.clock())
         if broker is not None:

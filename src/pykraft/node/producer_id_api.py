@@ -11,7 +11,6 @@ the controller's error code (clients retry InitProducerId on both).
 from __future__ import annotations
 
 import asyncio
-import datetime
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from kio.static.primitive import i64
 
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 
 from .wire_build import make, response_namespace
 
@@ -72,5 +72,5 @@ async def init_producer_id(blocks: ProducerIdBlocks, message: Any) -> Any:
         error, producer_id = ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
     else:
         error, producer_id = await blocks.next_id()
-    return make(ns.InitProducerIdResponse, throttle_time=datetime.timedelta(0), error_code=error,
+    return make(ns.InitProducerIdResponse, throttle_time=ZERO_THROTTLE, error_code=error,
                 producer_id=producer_id, producer_epoch=0 if error is ErrorCode.NONE else -1)

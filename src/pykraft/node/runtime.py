@@ -110,6 +110,9 @@ class NodeRuntime:
                  run_blocking: RunBlocking | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
         self.config = config
         self.state_machine: StateMachine = state_machine or CountingStateMachine()
+        # The hosts the state machine consists of, set by their `bind` (None for a plain state machine).
+        self.controller_host: Any = None
+        self.broker_host: Any = None
         self.registry = served_registry(registry, extra_handlers)
         self._extra = extra_handlers
         self._run_blocking = run_blocking
@@ -191,16 +194,8 @@ class NodeRuntime:
                          log_end_offset=storage.log.end_offset())
         self.observers.append(self.trace.observe)
         # Several transitions can happen inside one input (Resigned -> Unattached -> Prospective -> Candidate ->
-        # Leader in one poll); the trace wants each. QuorumState calls this hook on every epoch or role change.
-        # It is a private attribute of the core: a public listener hook is requested in the issue note.
-        core_hook = self.core.quorum._on_transition  # noqa: SLF001
-
-        def on_transition() -> None:
-            if core_hook is not None:
-                core_hook()
-            self.trace.observe_state(self.core, self.clock())
-
-        self.core.quorum._on_transition = on_transition  # noqa: SLF001
+        # Leader in one poll); the trace wants each. QuorumState calls its listeners on every epoch or role change.
+        self.core.quorum.add_transition_listener(lambda: self.trace.observe_state(self.core, self.clock()))
         self.metrics = NodeMetrics(self)
         self.observers.append(self.metrics.observe)
         self.outbox = Outbox()

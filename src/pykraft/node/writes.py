@@ -20,21 +20,20 @@ are re-encoded into the leader's own batch (keys and headers dropped).
 from __future__ import annotations
 
 import asyncio
-import datetime
 import importlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kio.static.primitive import i32Timedelta, i64
+from kio.static.primitive import i64
 
 from pykraft.protocol.apis import ApiKey, response_class
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.records import RecordBatch, RecordsError, iter_batches
 
 
 PRODUCE_ENABLE_KEY = "pykraft.produce.enable"
-ZERO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 class WriteFailed(Exception):

@@ -25,11 +25,12 @@ from types import NoneType, UnionType
 from typing import Any, Union, get_args, get_origin
 
 from kio.serial.readers import tz_aware_from_i64
-from kio.static.primitive import i32Timedelta, i64, i64Timedelta
+from kio.static.primitive import i64, i64Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.protocol.apis import response_class
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 
 __all__ = ["entity_type_of", "error_response_for", "has_top_level_error_code", "zero_value"]
 
@@ -41,7 +42,7 @@ _ZERO_BY_KAFKA_TYPE: dict[str, Any] = {
     "records": b"",
     "uuid": uuid.UUID(int=0),
     "error_code": ErrorCode.NONE,
-    "timedelta_i32": i32Timedelta.parse(datetime.timedelta(0)),
+    "timedelta_i32": ZERO_THROTTLE,
     "timedelta_i64": i64Timedelta.parse(datetime.timedelta(0)),
     "datetime_i64": tz_aware_from_i64(i64(0)),
 }

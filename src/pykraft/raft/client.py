@@ -11,11 +11,11 @@ import random
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from kio.schema.errors import ErrorCode
 from kio.schema.leader_change_message.v1.data import LeaderChangeMessage, Voter
 from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
 from kio.static.primitive import i16, i32
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import kraft_upgrade, messages, timers
 from pykraft.raft.handlers import reconfig
 from pykraft.raft.handlers.dispatch import dispatch_request, dispatch_response
@@ -71,7 +71,7 @@ class RaftCore:
 
     def _ready(self, now_ms: int) -> Ready:
         reconfig.after_input(self, now_ms)
-        self._maybe_complete_shutdown(now_ms)
+        self.maybe_complete_shutdown(now_ms)
         self.listener.deliver(self, now_ms)
         effects, self._out[:] = tuple(self._out), []
         return Ready(effects, self._next_wakeup(now_ms))
@@ -92,13 +92,14 @@ class RaftCore:
         leader = self.quorum.leader_id()
         if leader is None:
             return ()
-        endpoints = self.local.endpoints if leader == self.local.node_id else getattr(
-            self.quorum.state, "leader_endpoints", self.voters().endpoints_of(leader))
+        endpoints = self.local.endpoints if leader == self.local.node_id else self.quorum.state.leader_endpoints
+        if endpoints is None:  # a state that does not track them: the voter set's entry
+            endpoints = self.voters().endpoints_of(leader)
         return messages.node_endpoints(cls, leader, endpoints, self.local.listener_name)
 
     @property
     def high_watermark(self) -> int | None:
-        return getattr(self.quorum.state, "high_watermark", None)
+        return self.quorum.high_watermark
 
     def leader_state(self) -> LeaderState | None:
         state = self.quorum.state
@@ -110,7 +111,7 @@ class RaftCore:
         self.quorum.initialize(stored, self.log.last_fetched_epoch(), now_ms)
         key = self.local.key
         if key is not None and self.voters().is_only_voter(key) and self.quorum.role is Role.UNATTACHED:
-            self._start_election(now_ms)
+            self.start_election(now_ms)
         if self.quorum.role is Role.UNATTACHED and not self.quorum.is_voter():
             # An Unattached observer has no timer that would ever fire: like Kafka's first poll after start-up, it
             # asks the bootstrap servers for the leader now (later requests are paced by their timeouts/backoff).
@@ -256,7 +257,7 @@ class RaftCore:
         return self._ready(now_ms)
 
     # ---- shared actions used by handlers and timers ------------------------------------------------------------
-    def _maybe_complete_shutdown(self, now_ms: int) -> None:
+    def maybe_complete_shutdown(self, now_ms: int) -> None:
         if self.shutdown_deadline_ms is None or self.shutdown_deadline_ms >= NEVER:
             return  # not shutting down, or ShutdownComplete was already emitted
         key = self.local.key
@@ -267,7 +268,7 @@ class RaftCore:
             self.emit(ShutdownComplete(graceful=done))
             self.shutdown_deadline_ms = NEVER
 
-    def _start_election(self, now_ms: int) -> None:
+    def start_election(self, now_ms: int) -> None:
         """Voter election timeout: Prospective first (pre-vote); a sole voter goes straight through."""
         self.quorum.to_prospective(now_ms)
         maybe_win_prospective(self, now_ms)
@@ -337,7 +338,7 @@ class RaftCore:
         leader = self.leader_state()
         assert leader is not None
         preferred = leader.preferred_successors()
-        fail_parked_fetches(self, ErrorCode.not_leader_or_follower)
+        fail_parked_fetches(self, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.quorum.to_resigned(preferred, now_ms)
 
     def transition_on_epoch(self, epoch: int, leader_id: int | None, endpoints: Endpoints, now_ms: int) -> None:
@@ -352,7 +353,7 @@ class RaftCore:
         was_leader = self.leader_state() is not None
         self._follow_or_unattach(epoch, leader_id, endpoints, now_ms)
         if was_leader and self.leader_state() is None:
-            fail_parked_fetches(self, ErrorCode.not_leader_or_follower)
+            fail_parked_fetches(self, ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     def _follow_or_unattach(self, epoch: int, leader_id: int | None, endpoints: Endpoints, now_ms: int) -> None:
         if leader_id is not None and leader_id >= 0 and leader_id != self.local.node_id:
@@ -379,11 +380,7 @@ class RaftCore:
     def _next_wakeup(self, now_ms: int) -> int:
         state = self.quorum.state
         times = [NEVER]
-        for name in ("election_deadline_ms", "fetch_deadline_ms", "backoff_until_ms", "check_quorum_deadline_ms",
-                     "begin_quorum_next_ms"):
-            value = getattr(state, name, None)
-            if value is not None:
-                times.append(value)
+        times.extend(deadline for deadline in state.deadlines() if deadline is not None)
         if isinstance(state, LeaderState):
             drain = state.accumulator.drain_deadline_ms()
             if drain is not None:

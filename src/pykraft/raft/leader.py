@@ -8,7 +8,7 @@ from pykraft.raft.accumulator import BatchAccumulator
 from pykraft.raft.config import CAUGHT_UP_WINDOW_MS, OBSERVER_SESSION_TIMEOUT_MS, QuorumConfig
 from pykraft.raft.election import ElectionState
 from pykraft.raft.states import Role
-from pykraft.raft.voter_set import Endpoints, ReplicaKey, VoterSet
+from pykraft.raft.voter_set import Endpoints, ReplicaKey, VoterSet, majority_of
 
 
 @dataclass(slots=True)
@@ -58,6 +58,21 @@ class LeaderState:
     @property
     def leader_id(self) -> int:
         return self.local_key.id
+
+    # ---- EpochState (states.py) ---------------------------------------------------------------------------
+    @property
+    def voted_key(self) -> ReplicaKey:
+        return self.local_key  # it voted for itself as a candidate
+
+    @property
+    def leader_endpoints(self) -> Endpoints | None:
+        return None  # the local endpoints: the core answers with its own
+
+    def can_grant_vote(self, candidate: ReplicaKey, is_log_up_to_date: bool, is_pre_vote: bool) -> bool:
+        return False
+
+    def deadlines(self) -> tuple[int | None, ...]:
+        return (self.check_quorum_deadline_ms, self.begin_quorum_next_ms)
 
     # ---- replica bookkeeping -----------------------------------------------------------------------------
     def update_voters(self, voters: VoterSet) -> None:
@@ -127,7 +142,7 @@ class LeaderState:
                          reverse=True)
         if not offsets:
             return False
-        candidate = offsets[len(offsets) // 2]
+        candidate = offsets[majority_of(len(offsets)) - 1]  # the highest offset a majority has reached
         # Only once a record of this epoch commits, and never backwards (a voter-set change can lower it).
         if candidate > self.epoch_start_offset and (self.high_watermark is None or candidate > self.high_watermark):
             self.high_watermark = candidate

@@ -9,7 +9,6 @@ from kio.schema.begin_quorum_epoch.v1 import request as bqe_req
 from kio.schema.begin_quorum_epoch.v1 import response as bqe_resp
 from kio.schema.end_quorum_epoch.v1 import request as eqe_req
 from kio.schema.end_quorum_epoch.v1 import response as eqe_resp
-from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v17 import request as fetch_req
 from kio.schema.fetch.v17 import response as fetch_resp
 from kio.schema.fetch_snapshot.v1 import request as fs_req
@@ -19,11 +18,12 @@ from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_resp
 from kio.static.primitive import Records, i32, i64, u16
 
+from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.voter_set import ZERO_UUID, Endpoint, Endpoints, ReplicaKey
 
-ZERO_MS = datetime.timedelta(0)
 TOPIC = TopicName(METADATA_TOPIC)
 
 
@@ -132,7 +132,7 @@ def fetch_request(cluster_id: str | None, replica: ReplicaKey | None, epoch: int
     )
 
 
-def fetch_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.none, high_watermark: int = -1,
+def fetch_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.NONE, high_watermark: int = -1,
                    log_start: int = -1, leader_id: int | None = None, epoch: int = -1,
                    diverging: OffsetAndEpoch | None = None, snapshot_id: OffsetAndEpoch | None = None,
                    records: bytes | memoryview | None = None, endpoints: tuple = ()) -> fetch_resp.FetchResponse:
@@ -149,7 +149,7 @@ def fetch_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.n
         records=None if records is None else Records(bytes(records)),
     )
     return fetch_resp.FetchResponse(
-        throttle_time=ZERO_MS, error_code=error, node_endpoints=endpoints,
+        throttle_time=ZERO_THROTTLE, error_code=error, node_endpoints=endpoints,
         responses=(fetch_resp.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=(partition,)),),
     )
 
@@ -168,7 +168,7 @@ def fetch_snapshot_request(cluster_id: str | None, replica: ReplicaKey | None, e
     )
 
 
-def fetch_snapshot_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.none,
+def fetch_snapshot_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.NONE,
                             leader_id: int | None = None, epoch: int = -1, snapshot_id: OffsetAndEpoch | None = None,
                             size: int = -1, position: int = -1, records: bytes | memoryview = b"",
                             endpoints: tuple = ()) -> fs_resp.FetchSnapshotResponse:
@@ -181,6 +181,6 @@ def fetch_snapshot_response(error: ErrorCode, *, partition_error: ErrorCode = Er
         size=i64(size), position=i64(position), unaligned_records=Records(bytes(records)),
     )
     return fs_resp.FetchSnapshotResponse(
-        throttle_time=ZERO_MS, error_code=error, node_endpoints=endpoints,
+        throttle_time=ZERO_THROTTLE, error_code=error, node_endpoints=endpoints,
         topics=(fs_resp.TopicSnapshot(name=TOPIC, partitions=(partition,)),),
     )

@@ -17,12 +17,12 @@ from pykraft.raft.states import (
     NEVER,
     CandidateState,
     EpochElection,
+    EpochState,
     FollowerState,
     ProspectiveState,
     ResignedState,
     Role,
     UnattachedState,
-    election_state_of,
 )
 from pykraft.raft.voter_set import Endpoints, ReplicaKey, VoterSet
 
@@ -67,23 +67,16 @@ class IllegalTransition(AssertionError):
     """A transition the table forbids. A programmer error: handlers check before transitioning."""
 
 
-def voted_key_of(state: object) -> ReplicaKey | None:
-    """The vote cast in the state's epoch: a candidate has voted for itself."""
-    if isinstance(state, CandidateState):
-        return state.local_key
-    return getattr(state, "voted_key", None)
-
-
-def epoch_rule(old: object, new: object) -> EpochRule | None:
+def epoch_rule(old: EpochState, new: EpochState) -> EpochRule | None:
     """How the epochs of two states relate, None when the new epoch is lower. A same-epoch transition into the
     same role that adds a vote is the separate rule VOTE, so that re-entering a role is not allowed by accident."""
-    old_epoch, new_epoch = old.epoch, new.epoch  # type: ignore[attr-defined]
+    old_epoch, new_epoch = old.epoch, new.epoch
     if new_epoch < old_epoch:
         return None
     if new_epoch > old_epoch:
         return N if new_epoch == old_epoch + 1 else H
-    adds_vote = voted_key_of(old) is None and voted_key_of(new) is not None
-    return V if adds_vote and old.role is new.role else S  # type: ignore[attr-defined]
+    adds_vote = old.voted_key is None and new.voted_key is not None
+    return V if adds_vote and old.role is new.role else S
 
 
 def is_allowed(old_role: Role, new_role: Role, rule: EpochRule | None) -> bool:
@@ -113,25 +106,46 @@ class QuorumState:
         self._emit = emit
         # Called on every change of epoch or role (not on adding a vote): the core forgets its in-flight
         # requests, so answers to requests sent in an earlier state are dropped, as Kafka's resetConnections.
-        self._on_transition = on_transition
-        self.state: object = UnattachedState(0, NEVER)
+        # A runtime adds its own (a trace of every transition) with `add_transition_listener`.
+        self._transition_listeners: list[Callable[[], None]] = [] if on_transition is None else [on_transition]
+        self.state: EpochState = UnattachedState(0, NEVER)
+        # The high watermark known outside leadership (a leader computes its own, from its voters' progress): it
+        # survives transitions, since it is a property of the log, not of the epoch.
+        self._high_watermark: int | None = None
 
     # ---- queries -----------------------------------------------------------------------------------------
     @property
     def role(self) -> Role:
-        return self.state.role  # type: ignore[attr-defined,no-any-return]
+        return self.state.role
 
     @property
     def epoch(self) -> int:
-        return self.state.epoch  # type: ignore[attr-defined,no-any-return]
+        return self.state.epoch
 
     def election(self) -> ElectionState:
-        return election_state_of(self.state)
+        return self.state.election_state()
 
     def leader_id(self) -> int | None:
-        if self.role is Role.LEADER:
-            return self.local.node_id
-        return getattr(self.state, "leader_id", None) if self.role is not Role.RESIGNED else None
+        return self.state.leader_id
+
+    @property
+    def high_watermark(self) -> int | None:
+        """The leader's own while leading (None until a record of its epoch commits), else the last one learned."""
+        state = self.state
+        return state.high_watermark if state.role is Role.LEADER else self._high_watermark  # type: ignore[attr-defined]
+
+    def update_high_watermark(self, offset: int) -> bool:
+        """A follower learned a high watermark (from a Fetch answer or a downloaded snapshot); it only moves
+        forward. True when it moved."""
+        assert self.role is not Role.LEADER, "a leader computes its own high watermark"
+        if self._high_watermark is None or offset > self._high_watermark:
+            self._high_watermark = offset
+            return True
+        return False
+
+    def add_transition_listener(self, listener: Callable[[], None]) -> None:
+        """Called after every change of epoch or role (several may happen within one input)."""
+        self._transition_listeners.append(listener)
 
     def is_voter(self) -> bool:
         """A voter of the latest voter set (it takes effect when appended), or of the set before it while that
@@ -147,9 +161,7 @@ class QuorumState:
             return True
         if self._voters_before_uncommitted is None:
             return False
-        # Asked from initialize() too, before there is a state: the high watermark is then unknown.
-        high_watermark = getattr(getattr(self, "state", None), "high_watermark", None)
-        previous = self._voters_before_uncommitted(high_watermark)
+        previous = self._voters_before_uncommitted(self.high_watermark)
         return previous is not None and previous.is_voter(key)
 
     def random_election_timeout_ms(self) -> int:
@@ -167,8 +179,10 @@ class QuorumState:
             raise ValueError("stored election state has a vote but this node has no id")
         deadline = self._election_deadline(now_ms)
         voters = self._voters()
+        self._high_watermark = None
+        state: EpochState
         if stored.epoch < log_epoch:
-            state: object = UnattachedState(log_epoch, deadline)
+            state = UnattachedState(log_epoch, deadline)
         elif stored.is_leader(local.node_id):
             # A restarted leader must not lead or vote again in its epoch: unflushed data may have been lost.
             assert local.node_id is not None
@@ -187,37 +201,40 @@ class QuorumState:
         else:
             state = UnattachedState(stored.epoch, deadline, stored.leader_id, stored.voted_key)
         self.state = state
-        if state.role in DURABLE_ROLES:  # type: ignore[attr-defined]
-            self._emit(PersistElection(election_state_of(state), self._kraft_version()))
+        if state.role in DURABLE_ROLES:
+            self._emit(PersistElection(state.election_state(), self._kraft_version()))
 
     # ---- the gatekeeper ----------------------------------------------------------------------------------
-    def _transition(self, new: object) -> None:
+    def _transition(self, new: EpochState) -> None:
         """Check `new` against the table and the per-state rules; on refusal nothing changes and nothing is
         emitted."""
         old = self.state
-        old_role, new_role = self.role, new.role  # type: ignore[attr-defined]
+        old_role, new_role = self.role, new.role
         rule = epoch_rule(old, new)
         if not is_allowed(old_role, new_role, rule):
-            raise IllegalTransition(f"{old_role.value}@{self.epoch} -> {new_role.value}@{new.epoch}")  # type: ignore[attr-defined]
+            raise IllegalTransition(f"{old_role.value}@{self.epoch} -> {new_role.value}@{new.epoch}")
         self._check_rules(old, new, rule)
         if isinstance(old, FollowerState) and old.fetching_snapshot is not None:
             old.fetching_snapshot.close()  # a partial download belongs to the old leader and epoch
+        if old_role is Role.LEADER:
+            self._high_watermark = self.high_watermark  # what the leader computed is what the log has committed
         self.state = new
-        if rule is not V and self._on_transition is not None:
-            self._on_transition()
+        if rule is not V:
+            for listener in self._transition_listeners:
+                listener()
         if new_role in DURABLE_ROLES or rule is V:
             # Prospective is not persisted, but a binding vote cast while prospective is.
-            self._emit(PersistElection(election_state_of(new), self._kraft_version()))
+            self._emit(PersistElection(new.election_state(), self._kraft_version()))
 
-    def _check_rules(self, old: object, new: object, rule: EpochRule) -> None:
-        new_role = new.role  # type: ignore[attr-defined]
+    def _check_rules(self, old: EpochState, new: EpochState, rule: EpochRule) -> None:
+        new_role = new.role
         if new_role in VOTER_ONLY_ROLES and new_role is not Role.RESIGNED and not self.is_voter():
             raise IllegalTransition(f"an observer cannot become {new_role.value}")
-        leader = getattr(new, "leader_id", None)
+        leader = new.leader_id
         if new_role is Role.FOLLOWER and leader == self.local.node_id:
             raise IllegalTransition("cannot follow itself")
         if rule is V:
-            voted = voted_key_of(new)
+            voted = new.voted_key
             assert voted is not None
             if self.local.node_id is None or voted.id == self.local.node_id:
                 raise IllegalTransition("a vote needs a local id and is never for itself outside candidacy")
@@ -230,7 +247,7 @@ class QuorumState:
 
     def _same_epoch_vote(self, epoch: int) -> ReplicaKey | None:
         """Same-epoch transitions keep the vote, so a node never votes twice in an epoch."""
-        return voted_key_of(self.state) if epoch == self.epoch else None
+        return self.state.voted_key if epoch == self.epoch else None
 
     def _unattached_deadline(self, now_ms: int) -> int:
         """Learning a higher epoch does not restart a running election timer (Unattached, Candidate, or
@@ -240,22 +257,21 @@ class QuorumState:
             return NEVER
         keeps = isinstance(old, (UnattachedState, CandidateState)) or (
             isinstance(old, ProspectiveState) and not old.election.is_rejected())
-        deadline = getattr(old, "election_deadline_ms", 0)
-        return deadline if keeps and deadline > now_ms else self._election_deadline(now_ms)
+        if keeps and old.election_deadline_ms > now_ms:  # type: ignore[union-attr]
+            return old.election_deadline_ms  # type: ignore[union-attr]
+        return self._election_deadline(now_ms)
 
     # ---- transitions -------------------------------------------------------------------------------------
     def to_unattached(self, epoch: int, now_ms: int, leader_id: int | None = None) -> None:
-        hwm = self._hwm_for(epoch)
         self._transition(UnattachedState(epoch, self._unattached_deadline(now_ms), leader_id,
-                                         self._same_epoch_vote(epoch), hwm))
+                                         self._same_epoch_vote(epoch)))
 
     def unattached_add_vote(self, key: ReplicaKey, now_ms: int) -> None:
         """Grant a binding vote in the current epoch; the election timer restarts."""
         state = self.state
         if not isinstance(state, UnattachedState) or state.voted_key is not None:
             raise IllegalTransition(f"{self.role.value} cannot add a vote (one vote per epoch, Unattached only)")
-        self._transition(UnattachedState(state.epoch, self._election_deadline(now_ms), state.leader_id, key,
-                                         state.high_watermark))
+        self._transition(UnattachedState(state.epoch, self._election_deadline(now_ms), state.leader_id, key))
 
     def prospective_add_vote(self, key: ReplicaKey) -> None:
         """A prospective node has not bumped its epoch nor voted, so it may grant a binding vote and stay
@@ -264,7 +280,7 @@ class QuorumState:
         if not isinstance(old, ProspectiveState) or old.voted_key is not None:
             raise IllegalTransition(f"{self.role.value} cannot add a prospective vote")
         self._transition(ProspectiveState(old.epoch, old.election, old.election_deadline_ms, old.retries,
-                                          old.leader_id, old.leader_endpoints, key, old.high_watermark))
+                                          old.leader_id, old.leader_endpoints, key))
 
     def to_prospective(self, now_ms: int) -> None:
         key = self.local.key
@@ -272,11 +288,12 @@ class QuorumState:
             raise IllegalTransition("a replica without an id never campaigns")
         old = self.state
         retries = old.retries if isinstance(old, CandidateState) else 0
-        leader_id = getattr(old, "leader_id", None) if not isinstance(old, CandidateState) else None
-        endpoints = getattr(old, "leader_endpoints", Endpoints())
+        endpoints = old.leader_endpoints
+        # A candidate's own vote is not carried: Prospective at the same epoch has not voted (it re-campaigns).
+        voted = None if isinstance(old, CandidateState) else old.voted_key
         self._transition(ProspectiveState(
             self.epoch, EpochElection.start(self._voters().keys(), key), now_ms + self.random_election_timeout_ms(),
-            retries, leader_id, endpoints, getattr(old, "voted_key", None), getattr(old, "high_watermark", None),
+            retries, old.leader_id, Endpoints() if endpoints is None else endpoints, voted,
         ))
 
     def to_candidate(self, now_ms: int) -> None:
@@ -286,16 +303,16 @@ class QuorumState:
             raise IllegalTransition(f"{self.role.value} cannot become Candidate: only a Prospective voter can")
         self._transition(CandidateState(
             self.epoch + 1, key, EpochElection.start(self._voters().keys(), key),
-            now_ms + self.random_election_timeout_ms(), old.retries + 1, None, old.high_watermark,
+            now_ms + self.random_election_timeout_ms(), old.retries + 1, None,
         ))
 
     def to_follower(self, epoch: int, leader_id: int, endpoints: Endpoints, now_ms: int) -> None:
         self._transition(FollowerState(
             epoch, leader_id, endpoints, now_ms + self.config.fetch_timeout_ms, self._same_epoch_vote(epoch),
-            self._hwm_for(epoch), update_voter_deadline_ms=now_ms,
+            update_voter_deadline_ms=now_ms,
         ))
 
-    def to_leader(self, leader_state: object) -> None:
+    def to_leader(self, leader_state: EpochState) -> None:
         state = self.state
         if not isinstance(state, CandidateState) or not state.election.is_granted():
             raise IllegalTransition(f"{self.role.value} cannot become Leader without a granted election")
@@ -305,8 +322,4 @@ class QuorumState:
         assert self.local.node_id is not None
         unacked = set(self._voters().ids()) - {self.local.node_id}
         self._transition(ResignedState(self.epoch, self.local.node_id, now_ms + self.random_election_timeout_ms(),
-                                       unacked, preferred, getattr(self.state, "high_watermark", None)))
-
-    def _hwm_for(self, epoch: int) -> int | None:
-        """The high watermark survives transitions (it is a property of the log, not of the epoch)."""
-        return getattr(self.state, "high_watermark", None)
+                                       unacked, preferred))

@@ -13,7 +13,6 @@ from kio.schema.add_raft_voter.v1 import request as add_req
 from kio.schema.add_raft_voter.v1 import response as add_resp
 from kio.schema.api_versions.v4 import request as av_req
 from kio.schema.api_versions.v4 import response as av_resp
-from kio.schema.errors import ErrorCode
 from kio.schema.remove_raft_voter.v0 import request as remove_req
 from kio.schema.remove_raft_voter.v0 import response as remove_resp
 from kio.schema.types import BrokerId
@@ -21,9 +20,10 @@ from kio.schema.update_raft_voter.v0 import request as update_req
 from kio.schema.update_raft_voter.v0 import response as update_resp
 from kio.static.primitive import i16, i32, u16
 
+from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.raft.voter_set import ZERO_UUID, Endpoint, Endpoints, ReplicaKey, SupportedVersionRange
 
-ZERO_MS = datetime.timedelta(0)
 KRAFT_VERSION_FEATURE = "kraft.version"
 CLIENT_SOFTWARE_NAME = "pykraft"
 CLIENT_SOFTWARE_VERSION = "0"
@@ -50,7 +50,7 @@ def add_voter_request(cluster_id: str | None, key: ReplicaKey, endpoints: Endpoi
 
 
 def add_voter_response(error: ErrorCode, message: str | None = None) -> add_resp.AddRaftVoterResponse:
-    return add_resp.AddRaftVoterResponse(throttle_time=ZERO_MS, error_code=error, error_message=message)
+    return add_resp.AddRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=error, error_message=message)
 
 
 # ---- RemoveRaftVoter -------------------------------------------------------------------------------------------
@@ -60,7 +60,7 @@ def remove_voter_request(cluster_id: str | None, key: ReplicaKey) -> remove_req.
 
 
 def remove_voter_response(error: ErrorCode, message: str | None = None) -> remove_resp.RemoveRaftVoterResponse:
-    return remove_resp.RemoveRaftVoterResponse(throttle_time=ZERO_MS, error_code=error, error_message=message)
+    return remove_resp.RemoveRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=error, error_message=message)
 
 
 # ---- UpdateRaftVoter -------------------------------------------------------------------------------------------
@@ -80,7 +80,7 @@ def update_voter_response(error: ErrorCode, leader_id: int | None, epoch: int,
     leader = update_resp.CurrentLeader(
         leader_id=BrokerId(-1 if leader_id is None else leader_id), leader_epoch=i32(epoch),
         host=leader_address.host if leader_address else "", port=i32(leader_address.port if leader_address else -1))
-    return update_resp.UpdateRaftVoterResponse(throttle_time=ZERO_MS, error_code=error, current_leader=leader)
+    return update_resp.UpdateRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=error, current_leader=leader)
 
 
 # ---- ApiVersions (the AddVoter probe) ------------------------------------------------------------------------------
@@ -93,7 +93,7 @@ def api_versions_response(error: ErrorCode, kraft: SupportedVersionRange | None)
     """What a node answers to the probe; the core only reads the kraft.version supported range."""
     features = () if kraft is None else (av_resp.SupportedFeatureKey(
         name=KRAFT_VERSION_FEATURE, min_version=i16(kraft.min_version), max_version=i16(kraft.max_version)),)
-    return av_resp.ApiVersionsResponse(error_code=error, api_keys=(), throttle_time=ZERO_MS,
+    return av_resp.ApiVersionsResponse(error_code=error, api_keys=(), throttle_time=ZERO_THROTTLE,
                                        supported_features=features)
 
 

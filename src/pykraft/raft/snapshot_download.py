@@ -85,6 +85,5 @@ def install(core: RaftCore, state: FollowerState) -> bool:
     core.reload_history()
     hwm = core.log.start_offset()  # the snapshot's end offset: everything in it is committed
     core.log.update_high_watermark(hwm)
-    if state.high_watermark is None or hwm > state.high_watermark:
-        state.high_watermark = hwm
+    core.quorum.update_high_watermark(hwm)
     return True

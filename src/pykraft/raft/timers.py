@@ -23,7 +23,7 @@ def poll_state(core: RaftCore, now_ms: int) -> None:
             _poll_once(core, state, now_ms)
             if core.quorum.state is state:
                 break
-    core._maybe_complete_shutdown(now_ms)
+    core.maybe_complete_shutdown(now_ms)
 
 
 def _poll_shutting_down(core: RaftCore, now_ms: int) -> None:
@@ -50,14 +50,14 @@ def _poll_once(core: RaftCore, state: object, now_ms: int) -> None:
         _poll_follower(core, state, now_ms)
     elif isinstance(state, UnattachedState):
         if core.quorum.is_voter() and now_ms >= state.election_deadline_ms:
-            core._start_election(now_ms)
+            core.start_election(now_ms)
         elif not core.quorum.is_voter() or state.leader_id is not None:
             fetch.maybe_send_discovery_fetch(core, now_ms)
     elif isinstance(state, ResignedState):
         if now_ms >= state.election_deadline_ms:
             core.quorum.to_unattached(state.epoch + 1, now_ms)
             if core.quorum.is_voter():
-                core._start_election(now_ms)
+                core.start_election(now_ms)
         else:
             quorum_epoch.send_end_quorum_epoch(core, state, now_ms)
 
@@ -74,7 +74,7 @@ def _poll_leader(core: RaftCore, leader: LeaderState, now_ms: int) -> None:
 def _poll_candidate(core: RaftCore, state: CandidateState, now_ms: int) -> None:
     if state.backoff_until_ms is not None:
         if now_ms >= state.backoff_until_ms:
-            core._start_election(now_ms)
+            core.start_election(now_ms)
         return
     if now_ms >= state.election_deadline_ms:
         vote.start_backoff(core, state, now_ms)
@@ -85,7 +85,7 @@ def _poll_candidate(core: RaftCore, state: CandidateState, now_ms: int) -> None:
 def _poll_follower(core: RaftCore, state: FollowerState, now_ms: int) -> None:
     if now_ms >= state.fetch_deadline_ms:
         if core.quorum.is_voter():
-            core._start_election(now_ms)
+            core.start_election(now_ms)
         else:
             # Observers never campaign: they look for the leader through the bootstrap servers instead. A whole fetch
             # timeout without an answer from the leader also ends its pre-vote veto (vote.can_grant_vote): an observer

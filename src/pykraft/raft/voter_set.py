@@ -20,6 +20,12 @@ def normalize_directory_id(directory_id: uuid.UUID | None) -> uuid.UUID | None:
     return None if directory_id is None or directory_id == ZERO_UUID else directory_id
 
 
+def majority_of(count: int) -> int:
+    """How many of `count` voters make a majority: the one quorum size every rule uses (votes, the high
+    watermark, check-quorum)."""
+    return count // 2 + 1
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class ReplicaKey:
     """A replica: node id plus the id of the metadata log directory (None at kraft.version 0)."""
@@ -123,7 +129,7 @@ class VoterSet:
         return len(self.voters) == 1 and self.is_voter(key)
 
     def majority(self) -> int:
-        return len(self.voters) // 2 + 1
+        return majority_of(len(self.voters))
 
     def __len__(self) -> int:
         return len(self.voters)

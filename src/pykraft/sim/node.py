@@ -1,13 +1,10 @@
 """SimNode: one simulated process. It owns a RaftCore and executes its effects the way the real runtime must:
 
-- `PersistElection` is written at once (atomic quorum-state write) when the core emits it, so the persisted epoch
-  always equals the in-memory one;
-- every other effect goes through one FIFO queue that a `FlushLog` blocks until the disk reports the flush
-  (after a drawn latency): nothing that follows a flush in the core's output - a Fetch whose offset counts the
-  new batches, an answer to a leader - leaves before the data is durable. Then `on_log_flushed` is called. A
-  `Respond` marked `after_log_flush=False` (a leader's Fetch answer) leaves at once, as the runtime sends it;
-- `Send` and `Respond` go to the network, `CommitBatches`/`LoadSnapshot`/`LeaderChanged` to the state machine,
-  which snapshots itself every K offsets through the node's trigger (raft/snapshot_trigger.py);
+- its effects go through the runner the real node uses (raft/effect_runner.py): the node supplies a simulated
+  durability lane (sim/durability.py: atomic quorum-state writes, log flushes after a drawn latency) and is the
+  sink: `Send` and `Respond` go to the network once the durable writes issued before them completed,
+  `CommitBatches`/`LoadSnapshot`/`LeaderChanged` to the state machine at once, which snapshots itself every K
+  offsets through the node's trigger (raft/snapshot_trigger.py). When a flush completes, `on_log_flushed` is fed;
 - ApiVersions probes are answered by the runtime (the core only sends them), with the node's kraft.version range.
 
 Node faults: kill (crash: unflushed data lost, maybe a torn tail), graceful shutdown (core.shutdown, then stop
@@ -20,8 +17,8 @@ from __future__ import annotations
 
 import enum
 import random
-from dataclasses import replace
 from collections import deque
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
@@ -30,12 +27,14 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import reconfig_messages as rm
 from pykraft.raft.client import RaftCore
 from pykraft.raft.config import LocalReplica, QuorumConfig
-from pykraft.raft.effects import CommitBatches, FlushLog, LeaderChanged, LoadSnapshot, PersistElection, Ready, Respond, Send, ShutdownComplete
+from pykraft.raft.effect_runner import EffectRunner, Outbox
+from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot, Ready, Respond, Send, ShutdownComplete
 from pykraft.raft.log import InvalidSnapshotIdError, SnapshotId
 from pykraft.raft.snapshot_trigger import NO_BYTE_LIMIT, SnapshotTrigger, write_snapshot
 from pykraft.raft.states import NEVER
 from pykraft.raft.voter_set import Endpoint, SupportedVersionRange
 from pykraft.sim.disk import SimDisk, StorageCorruptionError
+from pykraft.sim.durability import SimLane
 from pykraft.sim.scheduler import NodeClock
 from pykraft.sim.statemachine import SequenceMachine
 from pykraft.sim.wire import (
@@ -72,8 +71,7 @@ class SimNode:
         self.core: RaftCore | None = None
         self.machine = SequenceMachine()
         self.writes = PendingWrites(self)
-        self.queue: deque[Any] = deque()
-        self.flushing = False
+        self._new_runner()
         self.inbox: deque[tuple[str, Any]] = deque()  # what arrived while paused
         self.wakeup_ms: int | None = None  # global time of the scheduled poll
         self.starts = 0
@@ -101,9 +99,8 @@ class SimNode:
         self.machine = self.new_machine()
         self.snapshot_trigger = SnapshotTrigger(NO_BYTE_LIMIT, 0, self.now(), self.world.params.snapshot_every)
         self.writes = PendingWrites(self)
-        self.queue.clear()
+        self._new_runner()
         self.inbox.clear()
-        self.flushing = False
         self.wakeup_ms = None
         self.status = Status.UP
         self._input(lambda core: core.initialize(self.disk.election, self.now()))
@@ -126,9 +123,8 @@ class SimNode:
         self.writes.abandon()
         self.world.network.bump(self.node_id)
         self.core = None
-        self.queue.clear()
+        self._new_runner()  # what the old process held in memory (unsent messages, a flush in flight) is gone
         self.inbox.clear()
-        self.flushing = False
         self.wakeup_ms = None
         self.status = status
 
@@ -243,17 +239,14 @@ class SimNode:
         core = self.core
         return "-" if core is None else f"{core.quorum.role.value}@{core.quorum.epoch}"
 
-    # ---- effects -------------------------------------------------------------------------------------------
+    # ---- effects: the one runner (raft/effect_runner.py) over the simulated lane --------------------------------
+    def _new_runner(self) -> None:
+        self.outbox = Outbox()
+        self.lane = SimLane(self, self.outbox)
+        self.runner = EffectRunner(self.lane, self.outbox, self)
+
     def _run(self, ready: Ready) -> None:
-        for effect in ready.effects:
-            if isinstance(effect, PersistElection):
-                self.disk.persist(effect.state)
-                self.world.checker.on_persist(self, effect.state)
-            elif isinstance(effect, Respond) and not effect.after_log_flush and self.status is not Status.DOWN:
-                self._respond(effect.ref, effect.response)  # a leader's Fetch answer does not wait for its flush
-            else:
-                self.queue.append(effect)
-        self._drain()
+        self.runner.run(ready)
         if self.core is not None and ready.wakeup_ms < NEVER:
             self._schedule_poll(self.clock.to_global(ready.wakeup_ms))
 
@@ -264,29 +257,8 @@ class SimNode:
             self.wakeup_ms = when
             scheduler.at(when, self.on_poll, self.incarnation, when)
 
-    def _drain(self) -> None:
-        while self.queue and not self.flushing and self.status is not Status.DOWN and self.core is not None:
-            effect = self.queue.popleft()
-            if isinstance(effect, FlushLog):
-                self.flushing = True
-                latency = self.rng.randint(0, self.world.params.flush_latency_max_ms)
-                self.world.scheduler.after(latency, self._on_flush_event, self.incarnation)
-            elif isinstance(effect, Send):
-                self._send(effect)
-            elif isinstance(effect, Respond):
-                self._respond(effect.ref, effect.response)
-            elif isinstance(effect, CommitBatches):
-                self._commit(effect)
-            elif isinstance(effect, LoadSnapshot):
-                self._load_snapshot(effect.snapshot_id)
-            elif isinstance(effect, LeaderChanged):
-                self._leader_changed(effect)
-            elif isinstance(effect, ShutdownComplete):
-                self.disk.log.flush()  # a clean stop leaves everything on disk
-                self._stop(Status.DOWN)
-
-    def _on_flush_event(self, incarnation: int) -> tuple[int, str, str] | None:
-        if incarnation != self.incarnation or not self.flushing:
+    def on_flush_event(self, incarnation: int) -> tuple[int, str, str] | None:
+        if incarnation != self.incarnation or not self.lane.flushing:
             return None
         if self.status is Status.PAUSED:
             self.inbox.append(("flush", None))
@@ -295,11 +267,36 @@ class SimNode:
         return self.node_id, "flushed", str(self.disk.log.flushed_end_offset())
 
     def _flush_done(self) -> None:
-        self.disk.log.flush()
-        self.flushing = False
-        end = self.disk.log.flushed_end_offset()
-        self._input(lambda core: core.on_log_flushed(end, self.now()))
-        self._drain()
+        self.lane.finish_round()  # releases the messages that waited for it
+        if self.core is not None:
+            end = self.disk.log.flushed_end_offset()
+            self._input(lambda core: core.on_log_flushed(end, self.now()))
+
+    # ---- EffectSink: what the runner hands over (nothing once the process stopped within the same output) ------
+    def transmit(self, send: Send) -> None:
+        if self.core is not None:
+            self._send(send)
+
+    def respond(self, respond: Respond) -> None:
+        if self.core is not None:
+            self._respond(respond.ref, respond.response)
+
+    def commit(self, effect: CommitBatches) -> None:
+        if self.core is not None:
+            self._commit(effect)
+
+    def load_snapshot(self, effect: LoadSnapshot) -> None:
+        if self.core is not None:
+            self._load_snapshot(effect.snapshot_id)
+
+    def leader_changed(self, effect: LeaderChanged) -> None:
+        if self.core is not None:
+            self._leader_changed(effect)
+
+    def shutdown_complete(self, effect: ShutdownComplete) -> None:
+        if self.core is not None:
+            self.lane.flush_everything()  # a clean stop leaves everything on disk and sends what waited for it
+            self._stop(Status.DOWN)
 
     def _send(self, send: Send) -> None:
         destination = send.destination

@@ -105,7 +105,7 @@ class VoterChangeStorm:
             return None
         response: AdminResponse = envelope.payload
         error = getattr(response.response, "error_code", ErrorCode.NONE)
-        name = getattr(error, "name", str(error))
+        name = ErrorCode.of(error).name.lower()  # the core answers with our enum, a decoded answer with kio's
         self.counts.answers[name] = self.counts.answers.get(name, 0) + 1
         return ADMIN, "storm-answer", f"#{response.op_id} {name}"
 

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 
 from kio.schema.add_raft_voter.v1 import request as add_req
 from kio.schema.api_versions.v4 import response as av_resp
-from kio.schema.errors import ErrorCode
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import reconfig_messages as rm
 from pykraft.raft.effects import Destination, Respond
 from pykraft.raft.handlers import membership, valid_cluster_id
@@ -46,26 +46,26 @@ def _refuse(core: RaftCore, ref: Hashable, error: ErrorCode, message: str | None
 def handle_add_voter_request(core: RaftCore, ref: Hashable, request: add_req.AddRaftVoterRequest,
                              now_ms: int) -> None:
     if not valid_cluster_id(core, request.cluster_id):
-        return _refuse(core, ref, ErrorCode.inconsistent_cluster_id)
+        return _refuse(core, ref, ErrorCode.INCONSISTENT_CLUSTER_ID)
     membership.settle_pending(core, now_ms)  # a pending change past its deadline must not block this one
     error = membership.leader_error(core)
     leader = core.leader_state()
     if error is not None or leader is None:
-        return _refuse(core, ref, error or ErrorCode.not_leader_or_follower)
+        return _refuse(core, ref, error or ErrorCode.NOT_LEADER_OR_FOLLOWER)
     key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
     if key.id < 0 or key.directory_id is None:
-        return _refuse(core, ref, ErrorCode.invalid_request, "the new voter needs an id and a directory id")
+        return _refuse(core, ref, ErrorCode.INVALID_REQUEST, "the new voter needs an id and a directory id")
     endpoints = rm.listeners_to_endpoints(request.listeners)
     address = endpoints.address(core.local.listener_name)
     if address is None:
-        return _refuse(core, ref, ErrorCode.invalid_request, f"no endpoint for listener {core.local.listener_name}")
+        return _refuse(core, ref, ErrorCode.INVALID_REQUEST, f"no endpoint for listener {core.local.listener_name}")
     blocked = membership.change_blocked(core, leader)  # steps 1-4
     if blocked is not None:
         return _refuse(core, ref, *blocked)
     if key.id in core.voters().ids():  # step 5
-        return _refuse(core, ref, ErrorCode.duplicate_voter, f"voter id {key.id} is already in the voter set")
+        return _refuse(core, ref, ErrorCode.DUPLICATE_VOTER, f"voter id {key.id} is already in the voter set")
     if not core.requests.is_ready(key.id, now_ms):  # step 6: cannot probe right now
-        return _refuse(core, ref, ErrorCode.request_timed_out, f"cannot send ApiVersions to {key.id} now")
+        return _refuse(core, ref, ErrorCode.REQUEST_TIMED_OUT, f"cannot send ApiVersions to {key.id} now")
     timeout_ms = max(0, int(request.timeout.total_seconds() * 1000))
     membership.start(core, PendingVoterChange(
         ChangeKind.ADD, ref, key, leader.epoch, now_ms + timeout_ms, endpoints,
@@ -82,22 +82,22 @@ def handle_api_versions_response(core: RaftCore, source_id: int, response: av_re
     pending = membership.update(core, api_versions_from=None)
     leader = core.leader_state()
     if leader is None or leader.epoch != pending.epoch:
-        return membership.finish(core, ErrorCode.not_leader_or_follower)
-    if response.error_code != ErrorCode.none:  # step 6: the probe failed
-        return membership.finish(core, ErrorCode.request_timed_out, f"ApiVersions failed: {response.error_code.name}")
+        return membership.finish(core, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    if response.error_code != ErrorCode.NONE:  # step 6: the probe failed
+        return membership.finish(core, ErrorCode.REQUEST_TIMED_OUT, f"ApiVersions failed: {response.error_code.name}")
     supported = rm.supported_kraft_range(response)
     finalized = core.history.last_kraft_version()
     if supported is None or not supported.contains(finalized):  # step 7
-        return membership.finish(core, ErrorCode.invalid_request,
+        return membership.finish(core, ErrorCode.INVALID_REQUEST,
                                  f"the new voter does not support kraft.version {finalized}")
     if not leader.is_replica_caught_up(pending.key, now_ms):  # step 8
-        return membership.finish(core, ErrorCode.request_timed_out, "the new voter has not caught up")
+        return membership.finish(core, ErrorCode.REQUEST_TIMED_OUT, "the new voter has not caught up")
     voters = add_voter(core.voters(), VoterNode(pending.key, pending.endpoints, supported))
     if voters is VoterSetError.DUPLICATE_ID:
-        return membership.finish(core, ErrorCode.duplicate_voter)
+        return membership.finish(core, ErrorCode.DUPLICATE_VOTER)
     assert not isinstance(voters, VoterSetError)
     offset = membership.append_voters_record(core, leader, voters, now_ms)  # step 9
     membership.update(core, record_offset=offset)
     if not pending.ack_when_committed:
-        membership.finish(core, ErrorCode.none)
+        membership.finish(core, ErrorCode.NONE)
     # step 10: `membership.settle_pending` answers once the high watermark passes `offset`

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 from kio.schema.describe_quorum.v2 import request as dq_req
 from kio.schema.describe_quorum.v2 import response as dq_resp
-from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32, i64, u16
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.raft.effects import Respond
 from pykraft.raft.handlers import single_partition
@@ -38,14 +38,14 @@ def handle_describe_quorum(core: RaftCore, ref: Hashable, request: dq_req.Descri
             partition_index=i32(METADATA_PARTITION), error_code=code, error_message=message,
             leader_id=BrokerId(-1), leader_epoch=i32(-1), high_watermark=i64(-1), current_voters=(), observers=())
         core.emit(Respond(ref, dq_resp.DescribeQuorumResponse(
-            error_code=ErrorCode.none, error_message=None, nodes=(),
+            error_code=ErrorCode.NONE, error_message=None, nodes=(),
             topics=(dq_resp.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)),))))
 
     if single_partition(request) is None:
-        return error(ErrorCode.unknown_topic_or_partition, "only __cluster_metadata-0 exists")
+        return error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "only __cluster_metadata-0 exists")
     leader = core.leader_state()
     if leader is None:
-        return error(ErrorCode.not_leader_or_follower, "not the leader")
+        return error(ErrorCode.NOT_LEADER_OR_FOLLOWER, "not the leader")
     voters = [_replica(leader.voter_progress[i], leader.local_key, now_ms) for i in sorted(leader.voter_progress)]
     observers = [_replica(p, leader.local_key, now_ms)
                  for p in sorted(leader.live_observers(now_ms), key=lambda p: p.key)]
@@ -55,10 +55,10 @@ def handle_describe_quorum(core: RaftCore, ref: Hashable, request: dq_req.Descri
         for node in leader.voters.voters.values()
     )
     partition = dq_resp.PartitionData(
-        partition_index=i32(METADATA_PARTITION), error_code=ErrorCode.none, error_message=None,
+        partition_index=i32(METADATA_PARTITION), error_code=ErrorCode.NONE, error_message=None,
         leader_id=BrokerId(leader.local_key.id), leader_epoch=i32(leader.epoch),
         high_watermark=i64(leader.high_watermark if leader.high_watermark is not None else -1),
         current_voters=tuple(voters), observers=tuple(observers))
     core.emit(Respond(ref, dq_resp.DescribeQuorumResponse(
-        error_code=ErrorCode.none, error_message=None, nodes=nodes,
+        error_code=ErrorCode.NONE, error_message=None, nodes=nodes,
         topics=(dq_resp.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)),))))

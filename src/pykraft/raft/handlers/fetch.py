@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v17 import request as fetch_req
 from kio.schema.fetch.v17 import response as fetch_resp
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import messages, snapshot_download
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC_ID
 from pykraft.raft.effects import Destination, FlushLog, Respond
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pykraft.raft.client import RaftCore
 
 
-def _respond(core: RaftCore, ref: Hashable, error: ErrorCode = ErrorCode.none, **kwargs: Any) -> None:
+def _respond(core: RaftCore, ref: Hashable, error: ErrorCode = ErrorCode.NONE, **kwargs: Any) -> None:
     leader = core.leader_state()
     core.emit(Respond(ref, messages.fetch_response(
         error, leader_id=core.quorum.leader_id(), epoch=core.quorum.epoch,
@@ -41,12 +41,12 @@ def _partition(request: fetch_req.FetchRequest) -> fetch_req.FetchPartition | No
 
 def handle_fetch_request(core: RaftCore, ref: Hashable, request: fetch_req.FetchRequest, now_ms: int) -> None:
     if not valid_cluster_id(core, request.cluster_id):
-        return _respond(core, ref, ErrorCode.inconsistent_cluster_id)
+        return _respond(core, ref, ErrorCode.INCONSISTENT_CLUSTER_ID)
     p = _partition(request)
     if p is None:
-        return _respond(core, ref, ErrorCode.invalid_request)
+        return _respond(core, ref, ErrorCode.INVALID_REQUEST)
     if p.fetch_offset < 0 or p.last_fetched_epoch < 0 or p.last_fetched_epoch > p.current_leader_epoch:
-        return _respond(core, ref, partition_error=ErrorCode.invalid_request)
+        return _respond(core, ref, partition_error=ErrorCode.INVALID_REQUEST)
     error = leader_only_error(core, p.current_leader_epoch)
     if error is not None:
         return _respond(core, ref, partition_error=error)
@@ -55,13 +55,13 @@ def handle_fetch_request(core: RaftCore, ref: Hashable, request: fetch_req.Fetch
 
 def leader_only_error(core: RaftCore, epoch: int) -> ErrorCode | None:
     if epoch < core.quorum.epoch:
-        return ErrorCode.fenced_leader_epoch
+        return ErrorCode.FENCED_LEADER_EPOCH
     if epoch > core.quorum.epoch:
-        return ErrorCode.unknown_leader_epoch
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
     if core.leader_state() is None:
-        return ErrorCode.not_leader_or_follower
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
     if core.shutdown_deadline_ms is not None:
-        return ErrorCode.broker_not_available
+        return ErrorCode.BROKER_NOT_AVAILABLE
     return None
 
 
@@ -137,6 +137,14 @@ def maybe_send_fetch(core: RaftCore, state: FollowerState, now_ms: int) -> None:
     core.send(core.destination_of(state.leader_id, state.leader_endpoints), _fetch_request(core, state.epoch), now_ms)
 
 
+def resume_fetching(core: RaftCore, now_ms: int) -> None:
+    """After the answer to a follower's own membership request (it took a fetch turn): fetch again. Any outcome of
+    an auto-join AddVoter/RemoveVoter is retried, if still needed, after the period."""
+    state = core.quorum.state
+    if isinstance(state, FollowerState):
+        maybe_send_fetch(core, state, now_ms)
+
+
 def maybe_send_discovery_fetch(core: RaftCore, now_ms: int) -> None:
     """Observers and unattached voters find the leader by fetching from a random ready bootstrap server."""
     servers = [(-(i + 1), e) for i, e in enumerate(core.local.bootstrap_servers)]
@@ -154,7 +162,7 @@ def maybe_send_discovery_fetch(core: RaftCore, now_ms: int) -> None:
 
 
 def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.FetchResponse, now_ms: int) -> None:
-    if response.error_code != ErrorCode.none or len(response.responses) != 1 or len(response.responses[0].partitions) != 1:
+    if response.error_code != ErrorCode.NONE or len(response.responses) != 1 or len(response.responses[0].partitions) != 1:
         core.requests.backoff(source_id, now_ms)
         return
     p = response.responses[0].partitions[0]
@@ -174,7 +182,7 @@ def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.F
         # A bootstrap server that is not the leader (or failed): ask another one next time.
         core.requests.backoff(source_id, now_ms)
         return
-    if p.error_code != ErrorCode.none or not _apply_partition(core, state, p, now_ms):
+    if p.error_code != ErrorCode.NONE or not _apply_partition(core, state, p, now_ms):
         core.requests.backoff(source_id, now_ms)  # an invalid answer does not count as a successful fetch
         return
     state.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms
@@ -209,8 +217,7 @@ def _apply_partition(core: RaftCore, state: FollowerState, p: fetch_resp.Partiti
         core.emit(FlushLog(core.log.end_offset()))
     if p.high_watermark >= 0:
         new_hwm = min(p.high_watermark, core.log.end_offset())
-        if state.high_watermark is None or new_hwm > state.high_watermark:
-            state.high_watermark = new_hwm
+        if core.quorum.update_high_watermark(new_hwm):
             core.log.update_high_watermark(new_hwm)
     return True
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.errors import ErrorCode
 from kio.schema.fetch_snapshot.v1 import request as fs_req
 from kio.schema.fetch_snapshot.v1 import response as fs_resp
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import messages, snapshot_download
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.raft.effects import Respond
@@ -29,29 +29,21 @@ if TYPE_CHECKING:
     from pykraft.raft.client import RaftCore
 
 
-def is_fetch_snapshot_request(request: Any) -> bool:
-    return isinstance(request, fs_req.FetchSnapshotRequest)
-
-
-def is_fetch_snapshot_response(response: Any) -> bool:
-    return isinstance(response, fs_resp.FetchSnapshotResponse)
-
-
 # ---- leader side ---------------------------------------------------------------------------------------------
 def handle_fetch_snapshot_request(core: RaftCore, ref: Hashable, request: fs_req.FetchSnapshotRequest,
                                   now_ms: int) -> None:
-    def respond(error: ErrorCode = ErrorCode.none, partition_error: ErrorCode = ErrorCode.none, **kwargs: Any) -> None:
+    def respond(error: ErrorCode = ErrorCode.NONE, partition_error: ErrorCode = ErrorCode.NONE, **kwargs: Any) -> None:
         core.emit(Respond(ref, messages.fetch_snapshot_response(
             error, partition_error=partition_error, leader_id=core.quorum.leader_id(), epoch=core.quorum.epoch,
             endpoints=core.leader_endpoints_field(fs_resp.NodeEndpoint), **kwargs)))
 
     if len(request.topics) != 1 or len(request.topics[0].partitions) != 1:
-        return respond(ErrorCode.invalid_request)
+        return respond(ErrorCode.INVALID_REQUEST)
     if not valid_cluster_id(core, request.cluster_id):
-        return respond(ErrorCode.inconsistent_cluster_id)
+        return respond(ErrorCode.INCONSISTENT_CLUSTER_ID)
     p = request.topics[0].partitions[0]
     if request.topics[0].name != METADATA_TOPIC or p.partition != METADATA_PARTITION:
-        return respond(partition_error=ErrorCode.unknown_topic_or_partition)
+        return respond(partition_error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     error = fetch.leader_only_error(core, p.current_leader_epoch)
     if error is not None:
         return respond(partition_error=error)
@@ -59,10 +51,10 @@ def handle_fetch_snapshot_request(core: RaftCore, ref: Hashable, request: fs_req
     # The bootstrap snapshot only seeds a fresh quorum; the first leader copies its records into the log.
     reader = None if snapshot_id == BOOTSTRAP_SNAPSHOT_ID else core.log.read_snapshot(snapshot_id)
     if reader is None:
-        return respond(partition_error=ErrorCode.snapshot_not_found)
+        return respond(partition_error=ErrorCode.SNAPSHOT_NOT_FOUND)
     size = reader.size_in_bytes()
     if p.position < 0 or p.position >= size:
-        return respond(partition_error=ErrorCode.position_out_of_range)
+        return respond(partition_error=ErrorCode.POSITION_OUT_OF_RANGE)
     leader = core.leader_state()
     assert leader is not None  # checked by leader_only_error
     if request.replica_id >= 0:
@@ -74,7 +66,7 @@ def handle_fetch_snapshot_request(core: RaftCore, ref: Hashable, request: fs_req
 # ---- follower side -------------------------------------------------------------------------------------------
 def handle_fetch_snapshot_response(core: RaftCore, source_id: int, response: fs_resp.FetchSnapshotResponse,
                                    now_ms: int) -> None:
-    if response.error_code != ErrorCode.none or len(response.topics) != 1 or len(response.topics[0].partitions) != 1:
+    if response.error_code != ErrorCode.NONE or len(response.topics) != 1 or len(response.topics[0].partitions) != 1:
         core.requests.backoff(source_id, now_ms)
         return
     p = response.topics[0].partitions[0]
@@ -98,13 +90,13 @@ def _continue_download(core: RaftCore, state: FollowerState, source_id: int, p: 
     writer = snapshot_download.writer_of(state)
     assert writer is not None
     snapshot_id = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
-    if p.error_code == ErrorCode.snapshot_not_found or snapshot_id.offset < 0 or snapshot_id.epoch < 0 \
-            or (p.error_code == ErrorCode.none and snapshot_id != writer.snapshot_id):
+    if p.error_code == ErrorCode.SNAPSHOT_NOT_FOUND or snapshot_id.offset < 0 or snapshot_id.epoch < 0 \
+            or (p.error_code == ErrorCode.NONE and snapshot_id != writer.snapshot_id):
         # The leader no longer has our snapshot (or names another one): start over from a Fetch.
-        if p.error_code == ErrorCode.none and snapshot_id.offset >= 0 and snapshot_id.epoch >= 0:
+        if p.error_code == ErrorCode.NONE and snapshot_id.offset >= 0 and snapshot_id.epoch >= 0:
             core.rejected_snapshot_chunks += 1
         snapshot_download.abandon(state)
-    elif p.error_code != ErrorCode.none:
+    elif p.error_code != ErrorCode.NONE:
         core.requests.backoff(source_id, now_ms)
         return
     elif not snapshot_download.append_chunk(core, state, snapshot_id, p.size, p.position, p.unaligned_records or b""):

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.errors import ErrorCode
 from kio.schema.update_raft_voter.v0 import response as update_resp
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import reconfig_messages as rm
-from pykraft.raft.handlers import fetch
 from pykraft.raft.states import FollowerState
 from pykraft.raft.voter_change import AUTO_JOIN_ADD_TIMEOUT_MS
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey, VoterNode, VoterSet
@@ -84,17 +83,5 @@ def handle_update_voter_response(core: RaftCore, source_id: int, response: updat
         core.transition_on_epoch(leader.leader_epoch, leader.leader_id if leader.leader_id >= 0 else None,
                                  endpoints, now_ms)
     state = core.quorum.state
-    if response.error_code == ErrorCode.none and isinstance(state, FollowerState) and source_id == state.leader_id:
+    if response.error_code == ErrorCode.NONE and isinstance(state, FollowerState) and source_id == state.leader_id:
         core.reconfig.update_acked_by = (state.leader_id, state.epoch)
-    resume_fetching(core, now_ms)
-
-
-def handle_membership_response(core: RaftCore, source_id: int, response: Any, now_ms: int) -> None:
-    """AddVoter/RemoveVoter answers to auto-join: any outcome is retried (if still needed) after the period."""
-    resume_fetching(core, now_ms)
-
-
-def resume_fetching(core: RaftCore, now_ms: int) -> None:
-    state = core.quorum.state
-    if isinstance(state, FollowerState):
-        fetch.maybe_send_fetch(core, state, now_ms)

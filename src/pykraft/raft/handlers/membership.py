@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
-
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import reconfig_messages as rm
 from pykraft.raft.effects import Respond
 from pykraft.raft.leader import LeaderState
@@ -31,13 +30,13 @@ def leader_error(core: RaftCore, request_epoch: int | None = None) -> ErrorCode 
     """`validateLeaderOnlyRequest`: Add/RemoveVoter carry no epoch (the local one is used), UpdateVoter does."""
     epoch = core.quorum.epoch if request_epoch is None else request_epoch
     if epoch < core.quorum.epoch:
-        return ErrorCode.fenced_leader_epoch
+        return ErrorCode.FENCED_LEADER_EPOCH
     if epoch > core.quorum.epoch:
-        return ErrorCode.unknown_leader_epoch
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
     if core.leader_state() is None:
-        return ErrorCode.not_leader_or_follower
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
     if core.shutdown_deadline_ms is not None:
-        return ErrorCode.broker_not_available
+        return ErrorCode.BROKER_NOT_AVAILABLE
     return None
 
 
@@ -45,13 +44,13 @@ def change_blocked(core: RaftCore, leader: LeaderState, *, kraft0_allowed: bool 
     """The shared preconditions, in the order of §1.8: pending change, HWM known, kraft.version >= 1, no
     uncommitted VotersRecord."""
     if core.reconfig.pending is not None:
-        return ErrorCode.request_timed_out, "a voter change is already in progress"
+        return ErrorCode.REQUEST_TIMED_OUT, "a voter change is already in progress"
     if leader.high_watermark is None:
-        return ErrorCode.request_timed_out, "the leader has not committed its epoch yet (previous leaders not fenced)"
+        return ErrorCode.REQUEST_TIMED_OUT, "the leader has not committed its epoch yet (previous leaders not fenced)"
     if core.history.last_kraft_version() < 1 and not kraft0_allowed:
-        return ErrorCode.unsupported_version, "kraft.version 0 does not support voter changes"
+        return ErrorCode.UNSUPPORTED_VERSION, "kraft.version 0 does not support voter changes"
     if has_uncommitted_voter_change(core, leader):
-        return ErrorCode.request_timed_out, "the last voter change has not committed yet"
+        return ErrorCode.REQUEST_TIMED_OUT, "the last voter change has not committed yet"
     return None
 
 
@@ -99,13 +98,13 @@ def settle_pending(core: RaftCore, now_ms: int) -> None:
         return
     leader = core.leader_state()
     if leader is None or leader.epoch != pending.epoch:
-        return finish(core, ErrorCode.not_leader_or_follower, "leadership changed before the voter change finished")
+        return finish(core, ErrorCode.NOT_LEADER_OR_FOLLOWER, "leadership changed before the voter change finished")
     if pending.is_committed(leader.high_watermark):
-        return finish(core, ErrorCode.none)
+        return finish(core, ErrorCode.NONE)
     if now_ms >= pending.deadline_ms:
-        return finish(core, ErrorCode.request_timed_out, "the voter change did not finish in time")
+        return finish(core, ErrorCode.REQUEST_TIMED_OUT, "the voter change did not finish in time")
     if pending.api_versions_from is not None and not core.requests.has_inflight(pending.api_versions_from):
         # The probe is no longer in flight and no answer came: the request manager expired it (send failure).
         core.reconfig.failed_probes += 1
-        return finish(core, ErrorCode.request_timed_out, "the new voter did not answer ApiVersions")
+        return finish(core, ErrorCode.REQUEST_TIMED_OUT, "the new voter did not answer ApiVersions")
     return None

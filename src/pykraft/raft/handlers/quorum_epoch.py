@@ -10,8 +10,8 @@ from kio.schema.begin_quorum_epoch.v1 import request as bqe_req
 from kio.schema.begin_quorum_epoch.v1 import response as bqe_resp
 from kio.schema.end_quorum_epoch.v1 import request as eqe_req
 from kio.schema.end_quorum_epoch.v1 import response as eqe_resp
-from kio.schema.errors import ErrorCode
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import messages
 from pykraft.raft.config import MAX_PEER_EPOCH
 from pykraft.raft.effects import Respond
@@ -47,55 +47,55 @@ def send_end_quorum_epoch(core: RaftCore, state: ResignedState, now_ms: int) -> 
 
 def _voter_only_error(core: RaftCore, remote_id: int, epoch: int) -> ErrorCode | None:
     if epoch < core.quorum.epoch:
-        return ErrorCode.fenced_leader_epoch
+        return ErrorCode.FENCED_LEADER_EPOCH
     if remote_id < 0 or epoch > MAX_PEER_EPOCH:
-        return ErrorCode.invalid_request
+        return ErrorCode.INVALID_REQUEST
     return None
 
 
 def handle_begin_request(core: RaftCore, ref: Hashable, request: bqe_req.BeginQuorumEpochRequest, now_ms: int) -> None:
-    def respond(error: ErrorCode, partition_error: ErrorCode = ErrorCode.none) -> None:
+    def respond(error: ErrorCode, partition_error: ErrorCode = ErrorCode.NONE) -> None:
         core.emit(Respond(ref, messages.begin_quorum_epoch_response(
             error, partition_error, core.quorum.leader_id(), core.quorum.epoch,
             core.leader_endpoints_field(bqe_resp.NodeEndpoint))))
 
     if not valid_cluster_id(core, request.cluster_id):
-        return respond(ErrorCode.inconsistent_cluster_id)
+        return respond(ErrorCode.INCONSISTENT_CLUSTER_ID)
     p = single_partition(request)
     if p is None:
-        return respond(ErrorCode.invalid_request)
+        return respond(ErrorCode.INVALID_REQUEST)
     error = _voter_only_error(core, p.leader_id, p.leader_epoch)
     if error is not None:
-        return respond(ErrorCode.none, error)
+        return respond(ErrorCode.NONE, error)
     local = core.local.key
     voter_dir = ReplicaKey.of(request.voter_id, p.voter_directory_id)
     if request.voter_id >= 0 and (local is None or voter_dir.id != local.id or (
             voter_dir.directory_id is not None and local.directory_id is not None
             and voter_dir.directory_id != local.directory_id)):
-        return respond(ErrorCode.none, ErrorCode.invalid_voter_key)
+        return respond(ErrorCode.NONE, ErrorCode.INVALID_VOTER_KEY)
     if p.leader_id == core.local.node_id:
-        return respond(ErrorCode.none, ErrorCode.invalid_request)
+        return respond(ErrorCode.NONE, ErrorCode.INVALID_REQUEST)
     endpoints = messages.endpoints_from(request.leader_endpoints)
     if p.leader_epoch == core.quorum.epoch and core.leader_state() is not None:
-        return respond(ErrorCode.none, ErrorCode.invalid_request)  # two leaders in one epoch: a bug elsewhere
+        return respond(ErrorCode.NONE, ErrorCode.INVALID_REQUEST)  # two leaders in one epoch: a bug elsewhere
     core.transition_on_epoch(p.leader_epoch, p.leader_id, endpoints, now_ms)
-    respond(ErrorCode.none)
+    respond(ErrorCode.NONE)
 
 
 def handle_end_request(core: RaftCore, ref: Hashable, request: eqe_req.EndQuorumEpochRequest, now_ms: int) -> None:
-    def respond(error: ErrorCode, partition_error: ErrorCode = ErrorCode.none) -> None:
+    def respond(error: ErrorCode, partition_error: ErrorCode = ErrorCode.NONE) -> None:
         core.emit(Respond(ref, messages.end_quorum_epoch_response(
             error, partition_error, core.quorum.leader_id(), core.quorum.epoch,
             core.leader_endpoints_field(eqe_resp.NodeEndpoint))))
 
     if not valid_cluster_id(core, request.cluster_id):
-        return respond(ErrorCode.inconsistent_cluster_id)
+        return respond(ErrorCode.INCONSISTENT_CLUSTER_ID)
     p = single_partition(request)
     if p is None:
-        return respond(ErrorCode.invalid_request)
+        return respond(ErrorCode.INVALID_REQUEST)
     error = _voter_only_error(core, p.leader_id, p.leader_epoch)
     if error is not None:
-        return respond(ErrorCode.none, error)
+        return respond(ErrorCode.NONE, error)
     endpoints = messages.endpoints_from(request.leader_endpoints)
     core.transition_on_epoch(p.leader_epoch, p.leader_id, endpoints, now_ms)
     state = core.quorum.state
@@ -108,7 +108,7 @@ def handle_end_request(core: RaftCore, ref: Hashable, request: eqe_req.EndQuorum
             state.fetch_deadline_ms = min(state.fetch_deadline_ms, now_ms + delay)
         else:
             state.election_deadline_ms = min(state.election_deadline_ms, now_ms + delay)
-    respond(ErrorCode.none)
+    respond(ErrorCode.NONE)
 
 
 def end_epoch_backoff_ms(core: RaftCore, preferred: list[ReplicaKey], local: ReplicaKey) -> int:
@@ -127,7 +127,7 @@ def end_epoch_backoff_ms(core: RaftCore, preferred: list[ReplicaKey], local: Rep
 def handle_begin_response(core: RaftCore, source_id: int, response: bqe_resp.BeginQuorumEpochResponse,
                           now_ms: int) -> None:
     p = single_partition(response)
-    if response.error_code != ErrorCode.none or p is None:
+    if response.error_code != ErrorCode.NONE or p is None:
         return
     if p.leader_epoch > core.quorum.epoch:
         core.transition_on_epoch(p.leader_epoch, p.leader_id if p.leader_id >= 0 else None,
@@ -138,10 +138,10 @@ def handle_begin_response(core: RaftCore, source_id: int, response: bqe_resp.Beg
 
 def handle_end_response(core: RaftCore, source_id: int, response: eqe_resp.EndQuorumEpochResponse, now_ms: int) -> None:
     p = single_partition(response)
-    if response.error_code != ErrorCode.none or p is None:
+    if response.error_code != ErrorCode.NONE or p is None:
         return
     state = core.quorum.state
-    if isinstance(state, ResignedState) and p.error_code == ErrorCode.none:
+    if isinstance(state, ResignedState) and p.error_code == ErrorCode.NONE:
         state.unacked_voters.discard(source_id)
     if p.leader_epoch > core.quorum.epoch:
         core.transition_on_epoch(p.leader_epoch, p.leader_id if p.leader_id >= 0 else None,

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
 from kio.schema.remove_raft_voter.v0 import request as remove_req
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import reconfig_messages as rm
 from pykraft.raft.effects import Respond
 from pykraft.raft.handlers import membership, valid_cluster_id
@@ -43,23 +43,23 @@ def _refuse(core: RaftCore, ref: Hashable, error: ErrorCode, message: str | None
 def handle_remove_voter_request(core: RaftCore, ref: Hashable, request: remove_req.RemoveRaftVoterRequest,
                                 now_ms: int) -> None:
     if not valid_cluster_id(core, request.cluster_id):
-        return _refuse(core, ref, ErrorCode.inconsistent_cluster_id)
+        return _refuse(core, ref, ErrorCode.INCONSISTENT_CLUSTER_ID)
     membership.settle_pending(core, now_ms)
     error = membership.leader_error(core)
     leader = core.leader_state()
     if error is not None or leader is None:
-        return _refuse(core, ref, error or ErrorCode.not_leader_or_follower)
+        return _refuse(core, ref, error or ErrorCode.NOT_LEADER_OR_FOLLOWER)
     key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
     if key.id < 0 or key.directory_id is None:
-        return _refuse(core, ref, ErrorCode.invalid_request, "the voter to remove needs an id and a directory id")
+        return _refuse(core, ref, ErrorCode.INVALID_REQUEST, "the voter to remove needs an id and a directory id")
     blocked = membership.change_blocked(core, leader)  # steps 1-4
     if blocked is not None:
         return _refuse(core, ref, *blocked)
     voters = remove_voter(core.voters(), key)  # step 5
     if voters is VoterSetError.NOT_FOUND:
-        return _refuse(core, ref, ErrorCode.voter_not_found, f"{key} is not a voter")
+        return _refuse(core, ref, ErrorCode.VOTER_NOT_FOUND, f"{key} is not a voter")
     if voters is VoterSetError.LAST_VOTER:
-        return _refuse(core, ref, ErrorCode.voter_not_found, f"cannot remove {key}, the last voter")
+        return _refuse(core, ref, ErrorCode.VOTER_NOT_FOUND, f"cannot remove {key}, the last voter")
     assert not isinstance(voters, VoterSetError)
     offset = membership.append_voters_record(core, leader, voters, now_ms)  # step 6
     membership.start(core, PendingVoterChange(ChangeKind.REMOVE, ref, key, leader.epoch,

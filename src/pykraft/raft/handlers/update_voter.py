@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
 from kio.schema.update_raft_voter.v0 import request as update_req
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import reconfig_messages as rm
 from pykraft.raft.effects import Respond
 from pykraft.raft.handlers import membership, valid_cluster_id
@@ -45,8 +45,9 @@ def _respond(core: RaftCore, ref: Hashable, error: ErrorCode) -> None:
     elif leader_id == core.local.node_id:
         endpoints = core.local.endpoints
     else:
-        endpoints = getattr(core.quorum.state, "leader_endpoints", Endpoints())
-        endpoints = core.voters().endpoints_of(leader_id) if endpoints.is_empty() else endpoints
+        endpoints = core.quorum.state.leader_endpoints
+        if endpoints is None or endpoints.is_empty():
+            endpoints = core.voters().endpoints_of(leader_id)
     address = endpoints.address(core.local.listener_name)
     core.emit(Respond(ref, rm.update_voter_response(error, leader_id, core.quorum.epoch, address)))
 
@@ -54,33 +55,33 @@ def _respond(core: RaftCore, ref: Hashable, error: ErrorCode) -> None:
 def handle_update_voter_request(core: RaftCore, ref: Hashable, request: update_req.UpdateRaftVoterRequest,
                                 now_ms: int) -> None:
     if not valid_cluster_id(core, request.cluster_id):
-        return _respond(core, ref, ErrorCode.inconsistent_cluster_id)
+        return _respond(core, ref, ErrorCode.INCONSISTENT_CLUSTER_ID)
     membership.settle_pending(core, now_ms)
     error = membership.leader_error(core, request.current_leader_epoch)
     leader = core.leader_state()
     if error is not None or leader is None:
-        return _respond(core, ref, error or ErrorCode.not_leader_or_follower)
+        return _respond(core, ref, error or ErrorCode.NOT_LEADER_OR_FOLLOWER)
     key = ReplicaKey.of(request.voter_id, request.voter_directory_id)
     feature = request.k_raft_version_feature
     if key.id < 0 or key.directory_id is None or not 0 <= feature.min_supported_version <= feature.max_supported_version:
-        return _respond(core, ref, ErrorCode.invalid_request)
+        return _respond(core, ref, ErrorCode.INVALID_REQUEST)
     blocked = membership.change_blocked(core, leader, kraft0_allowed=True)  # steps 1-3
     if blocked is not None:
         return _respond(core, ref, blocked[0])
     supported = SupportedVersionRange(feature.min_supported_version, feature.max_supported_version)
     if not supported.contains(core.history.last_kraft_version()):  # step 4
-        return _respond(core, ref, ErrorCode.invalid_request)
+        return _respond(core, ref, ErrorCode.INVALID_REQUEST)
     endpoints = rm.listeners_to_endpoints(request.listeners)
     if endpoints.address(core.local.listener_name) is None:  # step 5
-        return _respond(core, ref, ErrorCode.invalid_request)
+        return _respond(core, ref, ErrorCode.INVALID_REQUEST)
     voters = update_voter(core.voters(), VoterNode(key, endpoints, supported))
     if isinstance(voters, VoterSetError):  # step 6
-        return _respond(core, ref, ErrorCode.voter_not_found)
+        return _respond(core, ref, ErrorCode.VOTER_NOT_FOUND)
     if core.history.last_kraft_version() < 1:  # step 7
         core.reconfig.volatile_for(leader.epoch)[key.id] = voters.voters[key.id]
     elif voters != core.voters():  # step 8
         membership.append_voters_record(core, leader, voters, now_ms)
-    _respond(core, ref, ErrorCode.none)  # step 9
+    _respond(core, ref, ErrorCode.NONE)  # step 9
 
 
 def volatile_voter_set(core: RaftCore, leader: LeaderState) -> tuple[list[VoterNode], list[int]]:

@@ -5,24 +5,23 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
 from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_resp
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import messages
 from pykraft.raft.config import MAX_PEER_EPOCH, RETRY_BACKOFF_BASE_MS
 from pykraft.raft.effects import Respond
 from pykraft.raft.handlers import single_partition, valid_cluster_id
 from pykraft.raft.handlers.quorum_epoch import maybe_send_begin_quorum_epoch
-from pykraft.raft.leader import LeaderState
-from pykraft.raft.states import CandidateState, FollowerState, ProspectiveState, UnattachedState
+from pykraft.raft.states import CandidateState, ProspectiveState, UnattachedState
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
 if TYPE_CHECKING:
     from pykraft.raft.client import RaftCore
 
 
-def _respond(core: RaftCore, ref: Hashable, error: ErrorCode, partition_error: ErrorCode = ErrorCode.none,
+def _respond(core: RaftCore, ref: Hashable, error: ErrorCode, partition_error: ErrorCode = ErrorCode.NONE,
              granted: bool = False) -> None:
     endpoints = core.leader_endpoints_field(vote_resp.NodeEndpoint)
     core.emit(Respond(ref, messages.vote_response(error, partition_error, core.quorum.leader_id(), core.quorum.epoch,
@@ -31,19 +30,19 @@ def _respond(core: RaftCore, ref: Hashable, error: ErrorCode, partition_error: E
 
 def handle_vote_request(core: RaftCore, ref: Hashable, request: vote_req.VoteRequest, now_ms: int) -> None:
     if not valid_cluster_id(core, request.cluster_id):
-        return _respond(core, ref, ErrorCode.inconsistent_cluster_id)
+        return _respond(core, ref, ErrorCode.INCONSISTENT_CLUSTER_ID)
     p = single_partition(request)
     if p is None:
-        return _respond(core, ref, ErrorCode.invalid_request)
+        return _respond(core, ref, ErrorCode.INVALID_REQUEST)
     epoch, pre_vote = p.replica_epoch, p.pre_vote
     invalid_epoch = p.last_offset_epoch > epoch if pre_vote else p.last_offset_epoch >= epoch
     if p.replica_id < 0 or p.last_offset < 0 or p.last_offset_epoch < 0 or invalid_epoch or epoch > MAX_PEER_EPOCH:
-        return _respond(core, ref, ErrorCode.none, ErrorCode.invalid_request)
+        return _respond(core, ref, ErrorCode.NONE, ErrorCode.INVALID_REQUEST)
     if epoch < core.quorum.epoch:
-        return _respond(core, ref, ErrorCode.none, ErrorCode.fenced_leader_epoch)
+        return _respond(core, ref, ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH)
     local = core.local.key
     if request.voter_id >= 0 and (local is None or not _matches_local(local, request.voter_id, p.voter_directory_id)):
-        return _respond(core, ref, ErrorCode.none, ErrorCode.invalid_voter_key)
+        return _respond(core, ref, ErrorCode.NONE, ErrorCode.INVALID_VOTER_KEY)
     if epoch > core.quorum.epoch:
         core.transition_on_epoch(epoch, None, Endpoints(), now_ms)
     candidate = ReplicaKey.of(p.replica_id, p.replica_directory_id)
@@ -55,7 +54,7 @@ def handle_vote_request(core: RaftCore, ref: Hashable, request: vote_req.VoteReq
             core.quorum.unattached_add_vote(candidate, now_ms)
         elif isinstance(state, ProspectiveState) and state.voted_key is None:
             core.quorum.prospective_add_vote(candidate)
-    _respond(core, ref, ErrorCode.none, ErrorCode.none, granted)
+    _respond(core, ref, ErrorCode.NONE, ErrorCode.NONE, granted)
 
 
 def _matches_local(local: ReplicaKey, voter_id: int, directory_id: object) -> bool:
@@ -66,25 +65,10 @@ def _matches_local(local: ReplicaKey, voter_id: int, directory_id: object) -> bo
 
 
 def can_grant_vote(core: RaftCore, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
-    state = core.quorum.state
+    """Never to itself; otherwise the epoch state decides (states.py, each state's `can_grant_vote`)."""
     if candidate.id == core.local.node_id:
         return False
-    if pre_vote:
-        if isinstance(state, LeaderState):
-            return False
-        if isinstance(state, FollowerState):
-            # Once it heard from the leader this epoch, a follower does not help depose it (an observer only until
-            # the leader has been silent for a fetch timeout: see timers._poll_follower).
-            return not state.has_fetched_from_leader and up_to_date
-        return up_to_date
-    if isinstance(state, (UnattachedState, ProspectiveState)):
-        if state.voted_key is not None:
-            voted = state.voted_key
-            return voted.id == candidate.id and (voted.directory_id is None or voted.directory_id == candidate.directory_id)
-        if state.leader_id is not None:
-            return False
-        return up_to_date
-    return False  # Follower, Leader, Candidate (voted for itself), Resigned
+    return core.quorum.state.can_grant_vote(candidate, up_to_date, pre_vote)
 
 
 # ---- nominee side --------------------------------------------------------------------------------------------
@@ -141,13 +125,13 @@ def start_backoff(core: RaftCore, state: CandidateState, now_ms: int) -> None:
 
 def handle_vote_response(core: RaftCore, source_id: int, response: vote_resp.VoteResponse, now_ms: int) -> None:
     state = core.quorum.state
-    if response.error_code == ErrorCode.unsupported_version and isinstance(state, ProspectiveState):
+    if response.error_code == ErrorCode.UNSUPPORTED_VERSION and isinstance(state, ProspectiveState):
         core.quorum.to_candidate(now_ms)  # the peer has no Vote v2: fall back to a standard election
         return maybe_win_candidate(core, now_ms)
     p = single_partition(response)
-    if response.error_code != ErrorCode.none or p is None:
+    if response.error_code != ErrorCode.NONE or p is None:
         return
-    if p.error_code == ErrorCode.unsupported_version and isinstance(state, ProspectiveState):
+    if p.error_code == ErrorCode.UNSUPPORTED_VERSION and isinstance(state, ProspectiveState):
         core.quorum.to_candidate(now_ms)
         return maybe_win_candidate(core, now_ms)
     endpoints = messages.endpoints_from(()) if not response.node_endpoints else _endpoints(core, response)
@@ -155,7 +139,7 @@ def handle_vote_response(core: RaftCore, source_id: int, response: vote_resp.Vot
                                               and core.quorum.leader_id() is None):
         core.transition_on_epoch(p.leader_epoch, p.leader_id if p.leader_id >= 0 else None, endpoints, now_ms)
         return
-    if p.leader_epoch < core.quorum.epoch or p.error_code != ErrorCode.none:
+    if p.leader_epoch < core.quorum.epoch or p.error_code != ErrorCode.NONE:
         return
     state = core.quorum.state
     if not isinstance(state, (ProspectiveState, CandidateState)):
