@@ -5,6 +5,7 @@ import random
 import pytest
 
 from pykraft.raft.election import ElectionState
+from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.sim.disk import SimDisk, SimLog, StorageCorruptionError
 
@@ -34,6 +35,19 @@ def test_torn_tail_keeps_only_whole_valid_batches() -> None:
         assert log.read(0, 1 << 20).records  # what is left reads back with valid CRCs
         ends.add(log.end_offset())
     assert len(ends) > 1  # sometimes some unflushed batches made it whole
+
+
+def test_crash_after_a_snapshot_dropped_every_unflushed_batch() -> None:
+    """Swarm seed 6001709: a snapshot at the log end (nothing flushed yet) deleted every batch, then a torn crash."""
+    log = log_with(4, flushed=0)
+    log.update_high_watermark(4)
+    writer = log.create_new_snapshot(OffsetAndEpoch(4, 1))
+    assert writer is not None
+    writer.freeze()
+    assert log.delete_before_snapshot(OffsetAndEpoch(4, 1))
+    assert log.flushed_end_offset() == 4  # the snapshot is durable: nothing below it can be lost
+    log.crash(random.Random(0), torn_probability=1.0)
+    assert (log.start_offset(), log.end_offset()) == (4, 4)
 
 
 def test_bit_flip_is_detected_on_read_and_survives_a_crash() -> None:

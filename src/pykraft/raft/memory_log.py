@@ -248,6 +248,9 @@ class MemoryLog(EpochIndexedLog):
         # Keep the epoch that covers the new start so end_offset_for_epoch stays right for later epochs.
         self._epochs = [(e, max(s, snapshot_id.offset)) for e, s in self._epochs if e >= snapshot_id.epoch]
         self._start_offset = snapshot_id.offset
+        # What lies below the new start is covered by a frozen (durable) snapshot, so it counts as flushed even
+        # when the batches dropped here never were: the flushed end never falls below the log start.
+        self._flushed = max(self._flushed, snapshot_id.offset)
         for older in [s for s in self._snapshots if s < snapshot_id]:
             del self._snapshots[older]
         return True

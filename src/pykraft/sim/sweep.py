@@ -7,6 +7,7 @@ sorted by seed). Workers use the `fork` start method where the platform has it (
 from __future__ import annotations
 
 import multiprocessing
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from statistics import mean
@@ -24,7 +25,14 @@ class SweepTask:
 
 
 def _run_task(task: SweepTask) -> RunResult:
-    return run(task.seed, task.scenario, max_events=task.max_events, sim_ms=task.sim_ms, trace_size=40)
+    """One seed. An exception inside the simulated world is a bug like a violated invariant: it is reported
+    against its seed (the replay command shows the traceback), and the sweep goes on with the other seeds."""
+    started = time.perf_counter()
+    try:
+        return run(task.seed, task.scenario, max_events=task.max_events, sim_ms=task.sim_ms, trace_size=40)
+    except Exception as error:  # noqa: BLE001 - any crash of one run is that run's verdict
+        return RunResult(task.seed, task.scenario, "SimulatorError", f"{type(error).__name__}: {error}", 0, 0,
+                         time.perf_counter() - started, ())
 
 
 def iter_results(seeds: range, scenario: str, *, jobs: int = 1, max_events: int = 400_000,

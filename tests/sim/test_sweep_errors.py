@@ -1,0 +1,21 @@
+"""A run that crashes inside the simulated world is reported against its seed, and the sweep goes on."""
+
+import pytest
+
+from pykraft.sim import sweep as sweep_module
+from pykraft.sim.runner import run as real_run
+
+
+def test_a_crashing_seed_is_a_violation_with_its_replay_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    def run(seed: int, scenario: str, **kwargs: object):  # noqa: ANN202 - stands in for runner.run
+        if seed == 1:
+            raise ValueError("empty range for randrange()")
+        return real_run(seed, scenario, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "run", run)
+    summary = sweep_module.sweep(range(3), "swarm_ci", jobs=1)
+    assert summary.totals()["runs"] == 3
+    [crashed] = summary.violations
+    assert (crashed.seed, crashed.invariant) == (1, "SimulatorError")
+    assert "ValueError: empty range" in (crashed.detail or "")
+    assert crashed.replay_command() == "pykraft sim run --seed 1 --scenario swarm_ci"
