@@ -52,7 +52,7 @@ from pykraft.protocol.errors import (
     UnknownApiKeyError,
     UnsupportedVersionError,
 )
-from pykraft.protocol.framing import encode_frame_parts
+from pykraft.protocol.framing import SIZE_PREFIX_BYTES, check_frame_size
 from pykraft.protocol.wire_check import Guard, WireFormatError, guard_for, kio_input
 
 __all__ = [
@@ -66,6 +66,8 @@ __all__ = [
 ]
 
 _INT16 = struct.Struct(">h")
+_FRAME_SIZE = struct.Struct(">i")
+_NO_SIZE_YET = bytes(SIZE_PREFIX_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,9 +132,17 @@ def _view(frame: bytes | bytearray | memoryview) -> memoryview:
     return view.toreadonly()  # kio's reader refuses writable buffers (a bytearray frame); no copy is made
 
 
-def _encode_body(message: RequestPayload | ResponsePayload) -> bytes:
+def _encode_frame(header: bytes, message: RequestPayload | ResponsePayload) -> bytes:
+    """Size prefix, header and body serialized into one buffer, the prefix patched in last: a body that carries
+    record batches (a Fetch answer, a Produce) is copied once into the frame, not once more by a join."""
     buffer = io.BytesIO()
+    buffer.write(_NO_SIZE_YET)
+    buffer.write(header)
     entity_writer(type(message))(buffer, message)
+    size = buffer.tell() - SIZE_PREFIX_BYTES
+    check_frame_size(size)
+    with buffer.getbuffer() as view:  # released before getvalue(), which then hands over the buffer uncopied
+        _FRAME_SIZE.pack_into(view, 0, size)
     return buffer.getvalue()
 
 
@@ -141,15 +151,13 @@ def encode_request(message: RequestPayload, *, correlation_id: int, client_id: s
     header = headers.make_request_header(
         int(message.__api_key__), int(message.__version__), correlation_id, client_id
     )
-    return encode_frame_parts((headers.encode_request_header(header), _encode_body(message)))
+    return _encode_frame(headers.encode_request_header(header), message)
 
 
 def encode_response(correlation_id: int, message: ResponsePayload) -> bytes:
     """A complete response frame; the header version follows the message's API and version."""
     header_class = headers.response_header_class(int(message.__api_key__), int(message.__version__))
-    return encode_frame_parts(
-        (headers.encode_response_header(correlation_id, header_class), _encode_body(message))
-    )
+    return _encode_frame(headers.encode_response_header(correlation_id, header_class), message)
 
 
 def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict,
