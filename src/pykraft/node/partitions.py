@@ -40,6 +40,7 @@ from pykraft.records import RecordsError, iter_batches
 from pykraft.storage import FileLog, LogConfig, PartitionLogs
 from pykraft.storage.segment import HEADER, LOG_OVERHEAD
 
+from . import partition_maintenance as maintenance
 from .replica_settings import DataPlaneSettings, TopicSettingsCache, to_log_config
 
 _log = logging.getLogger("pykraft.node.partitions")
@@ -59,6 +60,7 @@ class Replica:
     leader_epoch: int = -1
     leading: LeaderState[asyncio.Future[ErrorCode]] | None = None
     settings: TopicSettings = TopicSettings()
+    last_flush_ms: int = -1  # when the maintenance round last flushed it (-1: not yet seen by one)
 
     @property
     def tp(self) -> TopicPartition:
@@ -317,40 +319,12 @@ class PartitionHost:
         self.changed = asyncio.Event()
 
     def maintain(self, now_ms: int) -> None:
-        """Periodic, all on the calling thread: flush what is dirty, apply retention, write the checkpoint files."""
-        for replica in self.replicas.values():
-            replica.log.flush()
-        self._retention_and_checkpoints(now_ms)
+        """Periodic, all on the calling thread: flush what is due, apply retention, write the checkpoint files."""
+        maintenance.maintain(self, now_ms)
 
     async def maintain_off_loop(self, clock: Callable[[], int], run_blocking: Callable[[Callable[[], None]], Any]) -> None:
-        """`maintain` with the fsyncs in `run_blocking` (a worker thread): the flush tickets (flush.py) only touch
-        their own duplicated file descriptors there, so the event loop keeps appending and serving meanwhile.
-        A flush covers several seconds of appends, which blocked the loop for their whole fdatasync before."""
-        tickets = [(replica.log, replica.log.prepare_flush()) for replica in self.replicas.values()]
-
-        def sync_all() -> None:
-            failure: OSError | None = None
-            for _, ticket in tickets:  # every ticket syncs (and closes its descriptors), even after a failure
-                try:
-                    ticket.sync()
-                except OSError as exc:
-                    failure = failure or exc
-            if failure is not None:
-                raise failure
-
-        await run_blocking(sync_all)
-        for log, ticket in tickets:
-            log.complete_flush(ticket)
-        if self.logs is not None:
-            self._retention_and_checkpoints(clock())
-
-    def _retention_and_checkpoints(self, now_ms: int) -> None:
-        from pykraft.storage.retention import delete_expired_segments
-
-        for replica in self.replicas.values():
-            settings = replica.settings
-            delete_expired_segments(replica.log, now_ms, settings.retention_ms, settings.retention_bytes)
-        self.logs.checkpoint()
+        """`maintain` with the fsyncs in a worker thread (`run_blocking`), see partition_maintenance.py."""
+        await maintenance.maintain_off_loop(self, clock, run_blocking)
 
     def close(self) -> None:
         for replica in self.replicas.values():
