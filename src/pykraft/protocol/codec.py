@@ -52,7 +52,7 @@ from pykraft.protocol.errors import (
     UnknownApiKeyError,
     UnsupportedVersionError,
 )
-from pykraft.protocol.framing import SIZE_PREFIX_BYTES, check_frame_size
+from pykraft.protocol.framing import SIZE_PREFIX_BYTES, FrameBody, check_frame_size
 from pykraft.protocol.wire_check import Guard, WireFormatError, guard_for, kio_input
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "encode_response_body",
 ]
 
 _INT16 = struct.Struct(">h")
@@ -158,6 +159,54 @@ def encode_response(correlation_id: int, message: ResponsePayload) -> bytes:
     """A complete response frame; the header version follows the message's API and version."""
     header_class = headers.response_header_class(int(message.__api_key__), int(message.__version__))
     return _encode_frame(headers.encode_response_header(correlation_id, header_class), message)
+
+
+def encode_response_body(correlation_id: int, message: ResponsePayload) -> memoryview | FrameBody:
+    """A response frame's body without its size prefix, for a server that writes the prefix itself. A record
+    batches buffer of `KEPT_AS_IS` bytes or more (a Fetch answer) is not copied into the body: the answer comes
+    back as a `FrameBody` whose parts include that buffer itself."""
+    header_class = headers.response_header_class(int(message.__api_key__), int(message.__version__))
+    writer = _PartsWriter()
+    writer.write(headers.encode_response_header(correlation_id, header_class))
+    entity_writer(type(message))(writer, message)
+    check_frame_size(writer.size)
+    parts = writer.finish()
+    if len(parts) == 1:
+        return memoryview(parts[0])
+    return FrameBody(tuple(parts), writer.size)
+
+
+KEPT_AS_IS = 64 * 1024
+
+
+class _PartsWriter:
+    """kio's output stream: small writes gathered in a BytesIO, a large one kept as the caller's object."""
+
+    __slots__ = ("_parts", "_small", "size")
+
+    def __init__(self) -> None:
+        self._parts: list[bytes | bytearray | memoryview] = []
+        self._small = io.BytesIO()
+        self.size = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        length = memoryview(data).nbytes
+        if length >= KEPT_AS_IS:
+            self._cut()
+            self._parts.append(data)
+        else:
+            self._small.write(data)
+        self.size += length
+        return length
+
+    def _cut(self) -> None:
+        if self._small.tell():
+            self._parts.append(self._small.getvalue())
+            self._small = io.BytesIO()
+
+    def finish(self) -> list[bytes | bytearray | memoryview]:
+        self._cut()
+        return self._parts or [b""]
 
 
 def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict,

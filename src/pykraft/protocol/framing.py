@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from pykraft.protocol.errors import FrameTooLargeError, InvalidFrameError
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "SIZE_PREFIX_BYTES",
+    "FrameBody",
     "FrameDecoder",
     "encode_frame",
     "check_frame_size",
@@ -44,6 +46,15 @@ def encode_frame_parts(parts: Iterable[bytes | bytearray | memoryview]) -> bytes
     size = sum(memoryview(p).nbytes for p in pieces)
     check_frame_size(size)
     return b"".join([_SIZE.pack(size), *pieces])
+
+
+@dataclass(frozen=True, slots=True)
+class FrameBody:
+    """A frame body (no size prefix) in pieces that are written one after the other: a large buffer, such as the
+    record batches of a Fetch answer read from a segment, stays the object it was and is never joined."""
+
+    parts: tuple[bytes | bytearray | memoryview, ...]
+    size: int
 
 
 def check_frame_size(size: int) -> None:
