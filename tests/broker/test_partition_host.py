@@ -230,7 +230,7 @@ def test_maintenance_flushes_in_a_worker_thread_then_writes_the_checkpoints(tmp_
     from pykraft.storage.offset_checkpoints import read_offsets
 
     async def scenario() -> None:
-        host = _host(tmp_path, me=1, leader=1, isr=[1])
+        host = _host(tmp_path, me=1, leader=1, isr=[1], configs=(config("flush.ms", "0"),))
         log = host.replicas[("t", 0)].log
         assert host.append_as_leader("t", 0, _records(3), acks=1).error is ErrorCode.NONE
         assert log.flushed_end_offset() == 0
@@ -248,6 +248,34 @@ def test_maintenance_flushes_in_a_worker_thread_then_writes_the_checkpoints(tmp_
         assert log.flushed_end_offset() == 3
         checkpoint = read_offsets(str(tmp_path / "b1" / "recovery-point-offset-checkpoint"))
         assert checkpoint[("t", 0)] == 3
+        host.close()
+
+    asyncio.run(scenario())
+
+
+def test_maintenance_flushes_only_what_flush_ms_or_flush_messages_make_due(tmp_path) -> None:
+    """Kafka's defaults never fsync a partition (flush.ms and flush.messages are Long.MAX): durability comes from
+    replication, and the checkpoint keeps the last flushed offset. A topic's flush.messages or flush.ms (or the
+    broker's log.flush.interval.*) makes the maintenance round flush it."""
+    async def scenario() -> None:
+        host = _host(tmp_path, me=1, leader=1, isr=[1])
+        log = host.replicas[("t", 0)].log
+        assert host.append_as_leader("t", 0, _records(3), acks=1).error is ErrorCode.NONE
+        host.maintain(NOW)
+        host.maintain(NOW + 3_600_000)
+        assert log.flushed_end_offset() == 0  # Kafka's default: never
+        _alter(host, config("flush.messages", "4"))
+        host.maintain(NOW + 3_600_000)
+        assert log.flushed_end_offset() == 0  # 3 unflushed < 4
+        assert host.append_as_leader("t", 0, _records(1), acks=1).error is ErrorCode.NONE
+        host.maintain(NOW + 3_600_000)
+        assert log.flushed_end_offset() == 4
+        _alter(host, config("flush.messages", str((1 << 63) - 1)), config("flush.ms", "60000"))
+        assert host.append_as_leader("t", 0, _records(1), acks=1).error is ErrorCode.NONE
+        host.maintain(NOW + 3_600_000 + 59_999)
+        assert log.flushed_end_offset() == 4  # flushed 59.999 s ago
+        host.maintain(NOW + 3_600_000 + 60_000)
+        assert log.flushed_end_offset() == 5
         host.close()
 
     asyncio.run(scenario())

@@ -207,6 +207,24 @@ def test_roll_snapshots_are_synced_by_the_next_flush_not_when_written(tmp_path, 
     asyncio.run(scenario())
 
 
+def test_the_maintenance_round_syncs_roll_snapshots_though_the_topic_never_flushes(tmp_path, monkeypatch) -> None:
+    async def scenario() -> None:
+        host, _ = _open(tmp_path, monkeypatch)  # Kafka's defaults: flush.ms and flush.messages never due
+        for seq in range(8):
+            _produce(host, 7, seq)
+        snapshots = _log(host).producer_snapshots
+        assert snapshots.has_unsynced()  # written at the rolls
+
+        async def run_blocking(work):
+            work()
+
+        await host.maintain_off_loop(lambda: NOW, run_blocking)
+        assert not snapshots.has_unsynced()  # synced and their descriptors closed, in the worker's place
+        host.close()
+
+    asyncio.run(scenario())
+
+
 def test_expired_producers_leave_the_state_and_the_next_snapshots(tmp_path, monkeypatch) -> None:
     async def scenario() -> None:
         host, _ = _open(tmp_path, monkeypatch)

@@ -34,6 +34,9 @@ async def _raw(echo: Running) -> tuple[asyncio.StreamReader, asyncio.StreamWrite
     return await asyncio.open_connection(echo.host, echo.port)
 
 
+_REQUEST_SIZE = struct.calcsize(">iBB")
+
+
 def _frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
@@ -69,6 +72,20 @@ async def test_raw_byte_stream_carries_responses_in_request_order(echo: Running)
     for gate in (13, 11, 12, 10):
         echo.app.gate(gate).set()
     assert [correlation_of(await _read_frame(reader)) for _ in range(4)] == [0, 1, 2, 3]
+    writer.close()
+
+
+async def test_large_answers_between_small_ones_arrive_whole_and_in_order(echo: Running) -> None:
+    """Small answers are joined into one write, a large one is written after its prefix without that join:
+    the byte stream must still be the same frames in the same order."""
+    reader, writer = await _raw(echo)
+    ops = [(OP_ECHO, 0), (OP_BIG, 1), (OP_ECHO, 0), (OP_ECHO, 0), (OP_BIG, 2), (OP_ECHO, 0)]
+    writer.write(b"".join(_frame(struct.pack(">iBB", cid, op, arg)) for cid, (op, arg) in enumerate(ops)))
+    for cid, (op, arg) in enumerate(ops):
+        frame = await _read_frame(reader)
+        assert correlation_of(frame) == cid
+        assert len(frame) == _REQUEST_SIZE + (arg << 20 if op == OP_BIG else 0)
+        assert frame[_REQUEST_SIZE:] == bytes(len(frame) - _REQUEST_SIZE)
     writer.close()
 
 

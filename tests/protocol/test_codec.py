@@ -267,3 +267,35 @@ def test_a_writable_frame_decodes_like_a_read_only_one() -> None:
     for buffer in (bytes(frame), bytearray(frame), memoryview(bytearray(frame))):
         decoded = decode_request(buffer, KRAFT_NODE_APIS)
         assert isinstance(decoded, DecodedRequest) and decoded.message == message
+
+
+def test_response_body_keeps_large_record_batches_uncopied_and_matches_the_frame() -> None:
+    """The server writes a Fetch answer's batches from the buffer they were read into: the body's parts hold that
+    buffer itself, and prefix + parts are byte for byte the frame `encode_response` builds."""
+    import datetime
+    import uuid
+
+    from kio.schema.fetch.v17.response import FetchableTopicResponse, FetchResponse, PartitionData
+    from kio.schema.errors import ErrorCode as KioErrorCode
+    from kio.static.primitive import i32Timedelta, i64
+
+    from pykraft.protocol.codec import encode_response, encode_response_body
+    from pykraft.protocol.framing import FrameBody
+
+    def answer(records: object) -> FetchResponse:
+        partition = PartitionData(partition_index=0, error_code=KioErrorCode.none, high_watermark=i64(5),
+                                  last_stable_offset=i64(5), log_start_offset=i64(0), aborted_transactions=(),
+                                  preferred_read_replica=-1, records=records)
+        return FetchResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=KioErrorCode.none,
+                             session_id=0, responses=(FetchableTopicResponse(topic_id=uuid.uuid4(),
+                                                                             partitions=(partition,)),))
+
+    records = memoryview(bytes(range(256)) * 1024).toreadonly()  # 256 KiB
+    big = answer(records)
+    body = encode_response_body(9, big)
+    assert isinstance(body, FrameBody)
+    assert any(part is records for part in body.parts)
+    assert body.size == sum(memoryview(p).nbytes for p in body.parts)
+    assert b"".join(body.parts) == encode_response(9, big)[4:]
+    small = answer(b"tiny")
+    assert bytes(encode_response_body(9, small)) == encode_response(9, small)[4:]

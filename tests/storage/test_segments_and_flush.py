@@ -95,3 +95,29 @@ def test_reads_stay_valid_after_truncation(tmp_path) -> None:
     log.truncate_to(2)
     assert bytes(view) == before  # a read's buffer is private: no SIGBUS, no change
     log.close()
+
+
+def test_reading_a_large_batch_reads_its_bytes_once(tmp_path, monkeypatch) -> None:
+    """The offset index names the batch ending before a fetch offset (a whole batch early when batches are large):
+    the read finds the wanted batch from headers, so a 1 MB follower fetch reads about 1 MB, not 2."""
+    import pykraft.storage.segment as segment
+
+    log = open_log(tmp_path, LogConfig())
+    for _ in range(4):
+        log.append_as_follower(batch(log.end_offset(), 1, 1000, size=1000), 1)
+    read_sizes: list[int] = []
+    real_pread = segment.pread_exact
+
+    def counting_pread(fd: int, size: int, position: int) -> bytearray:
+        data = real_pread(fd, size, position)
+        read_sizes.append(len(data))
+        return data
+
+    monkeypatch.setattr(segment, "pread_exact", counting_pread)
+    for offset in (1000, 1500, 3000):
+        records = log.read(offset, 1 << 20).records
+        (found,) = iter_batches(records)
+        assert found.base_offset <= offset <= found.last_offset
+        assert sum(read_sizes) < len(records) + 64 * 1024 + 32 * 1024  # the batch, headers, up to max_bytes
+        read_sizes.clear()
+    log.close()

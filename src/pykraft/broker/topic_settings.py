@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 WEEK_MS = 7 * 24 * 3600 * 1000
+LONG_MAX = (1 << 63) - 1  # Kafka's "never" for flush.ms and flush.messages
 CREATE_TIME, LOG_APPEND_TIME = "CreateTime", "LogAppendTime"
 
 
@@ -34,6 +35,10 @@ class TopicSettings:
     retention_ms: int = WEEK_MS  # retention.ms / log.retention.ms
     retention_bytes: int = -1  # retention.bytes / log.retention.bytes
     log_append_time: bool = False  # message.timestamp.type / log.message.timestamp.type = LogAppendTime
+    # flush.ms / log.flush.interval.ms and flush.messages / log.flush.interval.messages: Kafka never fsyncs a
+    # partition by default (durability comes from replication); these force a periodic flush when set.
+    flush_ms: int = LONG_MAX
+    flush_messages: int = LONG_MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,8 @@ _SETTINGS = (
              (("log.retention.ms", 1), ("log.retention.minutes", 60 * 1000), ("log.retention.hours", 3600 * 1000)),
              -1),
     _Setting("retention_bytes", "retention.bytes", (("log.retention.bytes", 1),)),
+    _Setting("flush_ms", "flush.ms", (("log.flush.interval.ms", 1),), 0),
+    _Setting("flush_messages", "flush.messages", (("log.flush.interval.messages", 1),), 1),
 )
 _TIMESTAMP_TYPE = ("message.timestamp.type", "log.message.timestamp.type")
 # The server.properties keys this module reads (config_checks.IMPLEMENTED_KEYS lists them).

@@ -12,7 +12,8 @@ Per connection:
   Fetch) does not hold back the requests behind it;
 - responses are written strictly in request order, as Kafka clients require: a finished response waits
   until all responses before it are written (a handler returning None means "no response" and only keeps
-  its place in the order);
+  its place in the order); a response is bytes, or a `FrameBody` whose large parts (a Fetch answer's record
+  batches) are written without being joined;
 - backpressure: at most `max_in_flight` requests are unanswered; further frames already read wait in a
   backlog and the socket is not read until the count drops. Reading also stops while the transport's
   write buffer is over its high-water mark (a peer that sends but does not read);
@@ -34,7 +35,7 @@ from typing import cast
 
 from pykraft.net.tls import peer_subject
 from pykraft.protocol.errors import InvalidFrameError
-from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameBody, FrameDecoder
 
 __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
@@ -47,6 +48,7 @@ __all__ = [
 
 _log = logging.getLogger("pykraft.net.server")
 _SIZE = struct.Struct(">i")
+_JOIN_LIMIT = 64 * 1024  # answers up to this size are joined into one write
 
 DEFAULT_MAX_IN_FLIGHT = 64
 
@@ -59,7 +61,7 @@ class ConnectionInfo:
     tls_peer_subject: str | None  # RFC 4514 form, e.g. "CN=node-2", when the client presented a certificate
 
 
-Handler = Callable[[ConnectionInfo, memoryview], Awaitable[bytes | None]]
+Handler = Callable[[ConnectionInfo, memoryview], Awaitable[bytes | memoryview | FrameBody | None]]
 
 
 class CloseConnection(Exception):
@@ -289,6 +291,7 @@ class _ServerProtocol(asyncio.Protocol):
     def _flush(self) -> None:
         """Write every finished response at the head of the queue, in order."""
         out: list[bytes | bytearray | memoryview] = []
+        answered = 0
         slots = self._slots
         while slots and slots[0].done():
             task = slots.popleft()
@@ -300,23 +303,49 @@ class _ServerProtocol(asyncio.Protocol):
             payload = task.result()
             if payload is None:
                 continue
-            if not isinstance(payload, bytes | bytearray | memoryview):
+            if isinstance(payload, FrameBody):
+                out.append(_SIZE.pack(payload.size))
+                out.extend(payload.parts)
+            elif isinstance(payload, bytes | bytearray | memoryview):
+                out.append(_SIZE.pack(len(payload)))
+                out.append(payload)
+            else:
                 self._counters.handler_errors += 1
                 _log.error("%s: handler returned %s, not bytes; closing connection %s", self._server.name,
                            type(payload).__name__, self._id)
                 self._close_when_flushed = True
                 break
-            out.append(_SIZE.pack(len(payload)))
-            out.append(payload)
+            answered += 1
         if out:
-            self._counters.responses += len(out) // 2
-            assert self._transport is not None
-            self._transport.write(b"".join(out))
+            self._counters.responses += answered
+            self._write(out)
         if self._close_when_flushed:
             self._close_gracefully()
             return
         self._start_backlog()
         self._update_reading()
+
+    def _write(self, pieces: list[bytes | bytearray | memoryview]) -> None:
+        """Small answers joined into one write (one syscall); a large one (a Fetch answer carrying batches) is
+        written as it is, after its size prefix, so its bytes are not copied once more for the join."""
+        transport = self._transport
+        assert transport is not None
+        sizes = [memoryview(piece).nbytes for piece in pieces]
+        if sum(sizes) <= _JOIN_LIMIT:
+            transport.write(b"".join(pieces))
+            return
+        small: list[bytes | bytearray | memoryview] = []
+        for piece, size in zip(pieces, sizes, strict=True):
+            if size <= _JOIN_LIMIT:
+                small.append(piece)
+                continue
+            view = memoryview(piece)
+            small.append(view[:_JOIN_LIMIT // 4])  # what precedes it goes out with the start of the piece
+            transport.write(b"".join(small))
+            transport.write(view[_JOIN_LIMIT // 4:])
+            small = []
+        if small:
+            transport.write(b"".join(small))
 
     def _update_reading(self) -> None:
         if self._closing or self._transport is None:

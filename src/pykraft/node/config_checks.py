@@ -29,11 +29,12 @@ IMPLEMENTED_KEYS = frozenset({
     "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
     "broker.rack", "replica.lag.time.max.ms", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
     "num.partitions", "default.replication.factor",
-    # a broker's data plane (node/partitions.py DataPlaneSettings, node/auto_create.py, node/data_plane.py)
+    # a broker's data plane (node/replica_settings.py DataPlaneSettings, node/auto_create.py, node/data_plane.py)
     "min.insync.replicas", "message.max.bytes", "log.segment.bytes", "log.retention.ms", "log.retention.bytes",
     "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "auto.create.topics.enable",
     "inter.broker.listener.name", "log.roll.ms", "log.roll.hours", "log.retention.minutes", "log.retention.hours",
-    "log.message.timestamp.type", "producer.id.expiration.ms",
+    "log.message.timestamp.type", "producer.id.expiration.ms", "log.flush.interval.ms",
+    "log.flush.interval.messages",
     # a broker's group coordinator (node/group_api.py, node/group_host.py)
     "offsets.topic.num.partitions", "offsets.topic.replication.factor", "group.initial.rebalance.delay.ms",
     "group.min.session.timeout.ms", "group.max.session.timeout.ms",

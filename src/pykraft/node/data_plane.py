@@ -4,8 +4,8 @@
   v0-v5 (Kafka 4.x's ranges; producer-id blocks from the controller, producer_id_api.py). Produce and Fetch naming `__cluster_metadata` go to the metadata log's paths as before.
 - `open()` runs when the broker caught up with the metadata log: recover the partition logs (the metadata log's
   directory lock is shared when metadata.log.dir is one of log.dirs), follow the metadata, start the fetchers
-  and the maintenance timer (flush in a worker thread, then retention and checkpoint files, every
-  `MAINTENANCE_INTERVAL_S`).
+  and the maintenance timer (partition_maintenance.py: flush what flush.ms/flush.messages make due, never by
+  default as in Kafka, in a worker thread; then retention and checkpoint files; every `MAINTENANCE_INTERVAL_S`).
 - `sync_metadata()` / `progress()` / `isr_changed()` are the broker host's hooks: leadership from the cache,
   follower progress into the ISR manager, the ISR manager's high watermark back into the logs.
 Until `open()` every partition answers NOT_LEADER_OR_FOLLOWER (or UNKNOWN_TOPIC_OR_PARTITION).

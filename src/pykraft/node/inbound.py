@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from pykraft.net.server import CloseConnection, ConnectionInfo
 from pykraft.protocol.apis import ApiKey, ApiRegistry
-from pykraft.protocol.codec import DecodedRequest, RequestDecodeFailure, decode_request, encode_response
+from pykraft.protocol.codec import (
+    DecodedRequest,
+    RequestDecodeFailure,
+    decode_request,
+    encode_response_body,
+)
+from pykraft.protocol.framing import FrameBody
 from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode, ProtocolError
 
@@ -46,7 +52,7 @@ class InboundHandler:
         self.refused_versions = 0
         self.requests = 0
 
-    async def __call__(self, info: ConnectionInfo, payload: memoryview) -> bytes | None:
+    async def __call__(self, info: ConnectionInfo, payload: memoryview) -> memoryview | FrameBody | None:
         try:
             decoded = decode_request(payload, self.registry)
         except ProtocolError as exc:
@@ -62,20 +68,20 @@ class InboundHandler:
             response = await self.dispatch(decoded)
             if response is None:
                 return None
-            return encode_response(decoded.correlation_id, response)[_SIZE_PREFIX:]
+            return encode_response_body(decoded.correlation_id, response)
         except CloseConnection:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary of this one request: fail it, not the node
             return self._failed(decoded, exc)
 
-    def _failed(self, decoded: DecodedRequest, exc: Exception) -> bytes:
+    def _failed(self, decoded: DecodedRequest, exc: Exception) -> memoryview | FrameBody:
         """UNKNOWN_SERVER_ERROR for a request whose handling raised; the connection closes when even that
         answer cannot be built (a response type with no error field to carry it)."""
         self.runtime.handler_errors.record(int(decoded.api_key), decoded.api_version, exc, "request")
         try:
             answer = error_response_for(decoded.message, ErrorCode.UNKNOWN_SERVER_ERROR,
                                         error_message=f"{type(exc).__name__} while handling the request")
-            return encode_response(decoded.correlation_id, answer)[_SIZE_PREFIX:]
+            return encode_response_body(decoded.correlation_id, answer)
         except Exception as error:  # noqa: BLE001 - no answer: the client sees the connection close
             raise CloseConnection(f"no error answer for {decoded.api_key.name}: {error}") from None
 
@@ -142,3 +148,4 @@ def served_registry(registry: ApiRegistry, extra: Mapping[int, ExtraHandler] | N
         if key not in served:
             registry = registry.without(key)
     return registry
+

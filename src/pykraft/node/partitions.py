@@ -11,10 +11,11 @@ turns follower fetches into the ISR manager's progress:
   acks=all waits for the high watermark (`LeaderState` waiters).
 - `on_follower_fetch`: a follower's fetch offset is its log end; the progress goes to the ISR manager, whose
   KIP-497 high watermark (maximal ISR) becomes the log's and releases the waiters.
-Each replica applies its topic's settings (`TopicSettings`, broker/topic_settings.py: the topic's ConfigRecords >
-the broker's dynamic config > the cluster's dynamic default > server.properties), resolved again on every metadata
-change, so an altered config takes effect on a live broker: min.insync.replicas and max.message.bytes at the next
-Produce, segment.bytes/segment.ms at the next roll, retention at the next maintenance round.
+Each replica applies its topic's settings (`TopicSettingsCache`, replica_settings.py; Kafka's precedence: the
+topic's ConfigRecords > the broker's dynamic config > the cluster's dynamic default > server.properties), resolved
+again on every metadata change, so an altered config takes effect on a live broker: min.insync.replicas and
+max.message.bytes at the next Produce, segment.bytes/segment.ms at the next roll, retention at the next maintenance
+round.
 """
 
 from __future__ import annotations
@@ -32,8 +33,7 @@ from pykraft.broker.metadata_cache import MetadataCache, TopicPartition
 from pykraft.broker.partition_state import LeaderState, admit_produce
 from pykraft.broker.produce_rules import Rejected, assign_offsets, stamp_log_append_time, validate_batch
 from pykraft.broker.producer_state import ProducerStates
-from pykraft.broker.topic_settings import TopicSettings, static_settings, topic_settings
-from pykraft.controller.configs import BROKER, TOPIC
+from pykraft.broker.topic_settings import TopicSettings
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import InvalidAppendError, OffsetAndEpoch, truncation_offset
 from pykraft.records import iter_batches
@@ -41,34 +41,10 @@ from pykraft.storage import FileLog, LogConfig, PartitionLogs
 from pykraft.storage.segment import HEADER, LOG_OVERHEAD
 
 from .producer_recovery import open_producer_state, reload_after_truncation, snapshot_producers
+from . import partition_maintenance as maintenance
+from .replica_settings import DataPlaneSettings, TopicSettingsCache, to_log_config
 
 _log = logging.getLogger("pykraft.node.partitions")
-
-
-@dataclass(frozen=True, slots=True)
-class DataPlaneSettings:
-    broker_id: int
-    topic_defaults: TopicSettings = TopicSettings()  # the static broker config's log settings (server.properties)
-    replica_fetch_max_bytes: int = 1 << 20  # replica.fetch.max.bytes
-    replica_fetch_wait_max_ms: int = 500  # replica.fetch.wait.max.ms
-    replica_fetch_backoff_ms: int = 1000  # replica.fetch.backoff.ms
-    producer_id_expiration_ms: int = 86_400_000  # producer.id.expiration.ms
-
-    @classmethod
-    def of(cls, broker_id: int, raw: Mapping[str, Any]) -> DataPlaneSettings:
-        """From server.properties; ValueError names a setting that is not a number."""
-        values: dict[str, int] = {}
-        for name, key in (("replica_fetch_max_bytes", "replica.fetch.max.bytes"),
-                          ("replica_fetch_wait_max_ms", "replica.fetch.wait.max.ms"),
-                          ("replica_fetch_backoff_ms", "replica.fetch.backoff.ms"),
-                          ("producer_id_expiration_ms", "producer.id.expiration.ms")):
-            text = str(raw.get(key, "")).strip()
-            if text:
-                try:
-                    values[name] = int(text)
-                except ValueError:
-                    raise ValueError(f"{key}: {text!r} is not an integer") from None
-        return cls(broker_id, static_settings(raw), **values)
 
 
 @dataclass(slots=True)
@@ -84,6 +60,7 @@ class Replica:
     leader_epoch: int = -1
     leading: LeaderState[asyncio.Future[ErrorCode]] | None = None
     settings: TopicSettings = TopicSettings()
+    last_flush_ms: int = -1  # when the maintenance round last flushed it (-1: not yet seen by one)
 
     @property
     def tp(self) -> TopicPartition:
@@ -107,8 +84,7 @@ class PartitionHost:
                  now_ms: Callable[[], int] | None = None) -> None:
         self.settings = settings
         self._now_ms = now_ms or (lambda: int(time.time() * 1000))
-        self._topic_settings: dict[str, TopicSettings] = {}  # resolved per metadata change (topic_settings_of)
-        self._reported: set[str] = set()  # unusable dynamic config values already logged
+        self.topic_settings = TopicSettingsCache(settings, cache)
         self.cache = cache
         self.logs = logs
         self._report_progress = report_progress
@@ -123,14 +99,14 @@ class PartitionHost:
         for key, _report in self.logs.load():
             log = self.logs.get(*key)
             assert log is not None
-            replica = Replica(key[0], key[1], self.logs.topic_ids[key], log, settings=self.topic_settings_of(key[0]))
+            replica = Replica(key[0], key[1], self.logs.topic_ids[key], log, settings=self.topic_settings.of(key[0]))
             open_producer_state(replica)
             self.replicas[key] = replica
 
     def sync_metadata(self, now_ms: int) -> dict[int, list[tuple[str, int]]]:
         """Follow the metadata cache. Returns the partitions to fetch, by source broker."""
         me, cache = self.settings.broker_id, self.cache
-        self._topic_settings.clear()  # configs may have changed with this metadata
+        self.topic_settings.clear()  # configs may have changed with this metadata
         wanted: set[tuple[str, int]] = set()
         for topic_id, index in cache.partitions_with_replica(me):
             name = cache.topic_name(topic_id)
@@ -155,26 +131,12 @@ class PartitionHost:
                 sources.setdefault(replica.leader_id, []).append(key)
         return sources
 
-    def topic_settings_of(self, topic: str) -> TopicSettings:
-        """The topic's settings by Kafka's precedence (broker/topic_settings.py), from the metadata image."""
-        found = self._topic_settings.get(topic)
-        if found is None:
-            configs, me = self.cache.configs.configs, str(self.settings.broker_id)
-            found, problems = topic_settings(self.settings.topic_defaults, configs.get((TOPIC, topic), {}),
-                                             configs.get((BROKER, me), {}), configs.get((BROKER, ""), {}))
-            for problem in problems:
-                if problem not in self._reported:
-                    self._reported.add(problem)
-                    _log.warning("dynamic config ignored (the next level applies): %s", problem)
-            self._topic_settings[topic] = found
-        return found
-
     def log_config_for(self, topic: str) -> LogConfig:
         """`PartitionLogs`' config source: a new or recovered log rolls by its topic's settings."""
-        return to_log_config(self.topic_settings_of(topic))
+        return self.topic_settings.log_config_for(topic)
 
     def _apply_settings(self, replica: Replica) -> None:
-        settings = self.topic_settings_of(replica.topic)
+        settings = self.topic_settings.of(replica.topic)
         if settings != replica.settings:
             replica.settings = settings
             replica.log.config = to_log_config(settings)
@@ -359,41 +321,12 @@ class PartitionHost:
         self.changed = asyncio.Event()
 
     def maintain(self, now_ms: int) -> None:
-        """Periodic, all on the calling thread: flush what is dirty, apply retention, write the checkpoint files."""
-        for replica in self.replicas.values():
-            replica.log.flush()
-        self._retention_and_checkpoints(now_ms)
+        """Periodic, all on the calling thread: flush what is due, apply retention, write the checkpoint files."""
+        maintenance.maintain(self, now_ms)
 
     async def maintain_off_loop(self, clock: Callable[[], int], run_blocking: Callable[[Callable[[], None]], Any]) -> None:
-        """`maintain` with the fsyncs in `run_blocking` (a worker thread): the flush tickets (flush.py) only touch
-        their own duplicated file descriptors there, so the event loop keeps appending and serving meanwhile.
-        A flush covers several seconds of appends, which blocked the loop for their whole fdatasync before."""
-        tickets = [(replica.log, replica.log.prepare_flush()) for replica in self.replicas.values()]
-
-        def sync_all() -> None:
-            failure: OSError | None = None
-            for _, ticket in tickets:  # every ticket syncs (and closes its descriptors), even after a failure
-                try:
-                    ticket.sync()
-                except OSError as exc:
-                    failure = failure or exc
-            if failure is not None:
-                raise failure
-
-        await run_blocking(sync_all)
-        for log, ticket in tickets:
-            log.complete_flush(ticket)
-        if self.logs is not None:
-            self._retention_and_checkpoints(clock())
-
-    def _retention_and_checkpoints(self, now_ms: int) -> None:
-        from pykraft.storage.retention import delete_expired_segments
-
-        for replica in self.replicas.values():
-            settings = replica.settings
-            delete_expired_segments(replica.log, now_ms, settings.retention_ms, settings.retention_bytes)
-            replica.producers.expire(now_ms, self.settings.producer_id_expiration_ms)
-        self.logs.checkpoint()
+        """`maintain` with the fsyncs in a worker thread (`run_blocking`), see partition_maintenance.py."""
+        await maintenance.maintain_off_loop(self, clock, run_blocking)
 
     def close(self) -> None:
         """Clean shutdown: a producer snapshot at each log end (synced by the logs' closing flush), so a restart
@@ -405,12 +338,6 @@ class PartitionHost:
                     if not waiter.done():
                         waiter.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.logs.close()
-
-
-def to_log_config(settings: TopicSettings) -> LogConfig:
-    """The storage side of a topic's settings (segment rolls; retention is applied by `maintain`)."""
-    return LogConfig(segment_bytes=settings.segment_bytes, segment_ms=settings.segment_ms,
-                     retention_bytes=settings.retention_bytes, retention_ms=settings.retention_ms)
 
 
 def whole_batches_length(view: memoryview) -> int:

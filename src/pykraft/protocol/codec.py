@@ -52,7 +52,7 @@ from pykraft.protocol.errors import (
     UnknownApiKeyError,
     UnsupportedVersionError,
 )
-from pykraft.protocol.framing import encode_frame_parts
+from pykraft.protocol.framing import SIZE_PREFIX_BYTES, FrameBody, check_frame_size
 from pykraft.protocol.wire_check import Guard, WireFormatError, guard_for, kio_input
 
 __all__ = [
@@ -63,9 +63,12 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "encode_response_body",
 ]
 
 _INT16 = struct.Struct(">h")
+_FRAME_SIZE = struct.Struct(">i")
+_NO_SIZE_YET = bytes(SIZE_PREFIX_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,9 +133,17 @@ def _view(frame: bytes | bytearray | memoryview) -> memoryview:
     return view.toreadonly()  # kio's reader refuses writable buffers (a bytearray frame); no copy is made
 
 
-def _encode_body(message: RequestPayload | ResponsePayload) -> bytes:
+def _encode_frame(header: bytes, message: RequestPayload | ResponsePayload) -> bytes:
+    """Size prefix, header and body serialized into one buffer, the prefix patched in last: a body that carries
+    record batches (a Fetch answer, a Produce) is copied once into the frame, not once more by a join."""
     buffer = io.BytesIO()
+    buffer.write(_NO_SIZE_YET)
+    buffer.write(header)
     entity_writer(type(message))(buffer, message)
+    size = buffer.tell() - SIZE_PREFIX_BYTES
+    check_frame_size(size)
+    with buffer.getbuffer() as view:  # released before getvalue(), which then hands over the buffer uncopied
+        _FRAME_SIZE.pack_into(view, 0, size)
     return buffer.getvalue()
 
 
@@ -141,15 +152,61 @@ def encode_request(message: RequestPayload, *, correlation_id: int, client_id: s
     header = headers.make_request_header(
         int(message.__api_key__), int(message.__version__), correlation_id, client_id
     )
-    return encode_frame_parts((headers.encode_request_header(header), _encode_body(message)))
+    return _encode_frame(headers.encode_request_header(header), message)
 
 
 def encode_response(correlation_id: int, message: ResponsePayload) -> bytes:
     """A complete response frame; the header version follows the message's API and version."""
     header_class = headers.response_header_class(int(message.__api_key__), int(message.__version__))
-    return encode_frame_parts(
-        (headers.encode_response_header(correlation_id, header_class), _encode_body(message))
-    )
+    return _encode_frame(headers.encode_response_header(correlation_id, header_class), message)
+
+
+def encode_response_body(correlation_id: int, message: ResponsePayload) -> memoryview | FrameBody:
+    """A response frame's body without its size prefix, for a server that writes the prefix itself. A record
+    batches buffer of `KEPT_AS_IS` bytes or more (a Fetch answer) is not copied into the body: the answer comes
+    back as a `FrameBody` whose parts include that buffer itself."""
+    header_class = headers.response_header_class(int(message.__api_key__), int(message.__version__))
+    writer = _PartsWriter()
+    writer.write(headers.encode_response_header(correlation_id, header_class))
+    entity_writer(type(message))(writer, message)
+    check_frame_size(writer.size)
+    parts = writer.finish()
+    if len(parts) == 1:
+        return memoryview(parts[0])
+    return FrameBody(tuple(parts), writer.size)
+
+
+KEPT_AS_IS = 64 * 1024
+
+
+class _PartsWriter:
+    """kio's output stream: small writes gathered in a BytesIO, a large one kept as the caller's object."""
+
+    __slots__ = ("_parts", "_small", "size")
+
+    def __init__(self) -> None:
+        self._parts: list[bytes | bytearray | memoryview] = []
+        self._small = io.BytesIO()
+        self.size = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        length = memoryview(data).nbytes
+        if length >= KEPT_AS_IS:
+            self._cut()
+            self._parts.append(data)
+        else:
+            self._small.write(data)
+        self.size += length
+        return length
+
+    def _cut(self) -> None:
+        if self._small.tell():
+            self._parts.append(self._small.getvalue())
+            self._small = io.BytesIO()
+
+    def finish(self) -> list[bytes | bytearray | memoryview]:
+        self._cut()
+        return self._parts or [b""]
 
 
 def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict,

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from pykraft.protocol.errors import FrameTooLargeError, InvalidFrameError
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "SIZE_PREFIX_BYTES",
+    "FrameBody",
     "FrameDecoder",
     "encode_frame",
+    "check_frame_size",
     "encode_frame_parts",
 ]
 
@@ -41,10 +44,24 @@ def encode_frame_parts(parts: Iterable[bytes | bytearray | memoryview]) -> bytes
     """One frame from several pieces (header, body), joined with a single copy."""
     pieces = list(parts)
     size = sum(memoryview(p).nbytes for p in pieces)
+    check_frame_size(size)
+    return b"".join([_SIZE.pack(size), *pieces])
+
+
+@dataclass(frozen=True, slots=True)
+class FrameBody:
+    """A frame body (no size prefix) in pieces that are written one after the other: a large buffer, such as the
+    record batches of a Fetch answer read from a segment, stays the object it was and is never joined."""
+
+    parts: tuple[bytes | bytearray | memoryview, ...]
+    size: int
+
+
+def check_frame_size(size: int) -> None:
+    """A frame we build must fit its int32 size prefix."""
     if size > _INT32_MAX:
         # Not a peer's fault but ours; the same exception keeps one error path for oversize frames.
         raise FrameTooLargeError(f"frame of {size} bytes does not fit an int32 size", size=size, limit=_INT32_MAX)
-    return b"".join([_SIZE.pack(size), *pieces])
 
 
 def _check_size(size: int, limit: int) -> None:
@@ -61,13 +78,17 @@ class FrameDecoder:
     the same error again, so a caller that forgets to close the connection cannot resume mid-stream.
     """
 
-    __slots__ = ("_failure", "_limit", "_pending", "_size")
+    __slots__ = ("_body", "_body_bytes", "_failure", "_limit", "_pending", "_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         assert 0 <= max_frame_size <= _INT32_MAX, max_frame_size
         self._limit = max_frame_size
-        self._pending = bytearray()  # the size prefix (possibly partial), then a partial body
+        self._pending = bytearray()  # the size prefix of the frame being assembled (possibly partial)
         self._size: int | None = None  # body size of the frame being assembled, once its prefix is complete
+        # The body received so far, as the chunks' own bytes: joined once when complete (growing one buffer
+        # chunk by chunk copied a megabyte frame twice or more).
+        self._body: list[bytes | memoryview] = []
+        self._body_bytes = 0
         self._failure: InvalidFrameError | None = None
 
     @property
@@ -77,7 +98,7 @@ class FrameDecoder:
     @property
     def buffered(self) -> int:
         """Bytes held for an incomplete frame (prefix included)."""
-        return len(self._pending)
+        return len(self._pending) + self._body_bytes
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
         """Add received bytes; return every frame completed by them, in order."""
@@ -92,11 +113,12 @@ class FrameDecoder:
         except InvalidFrameError as failure:
             self._failure = failure
             self._pending = bytearray()
+            self._body, self._body_bytes = [], 0
             raise
         return frames
 
     def _finish_pending(self, chunk: bytes, frames: list[memoryview]) -> int:
-        """Complete the frame already started in `_pending`; return how much of `chunk` that used."""
+        """Complete the frame already started (`_pending`, `_body`); return how much of `chunk` that used."""
         if not self._pending:
             return 0
         pos = 0
@@ -109,14 +131,16 @@ class FrameDecoder:
             (size,) = _SIZE.unpack_from(self._pending)
             _check_size(size, self._limit)
             self._size = size
-        missing = SIZE_PREFIX_BYTES + self._size - len(self._pending)
+        missing = self._size - self._body_bytes
         take = min(missing, len(chunk) - pos)
-        self._pending += chunk[pos : pos + take]
+        if take:
+            self._body.append(memoryview(chunk)[pos : pos + take])
+            self._body_bytes += take
         pos += take
         if take == missing:
-            with memoryview(self._pending) as pending:  # one copy, straight into the frame's own bytes
-                frames.append(memoryview(bytes(pending[SIZE_PREFIX_BYTES:])))
+            frames.append(memoryview(b"".join(self._body)))  # one copy, straight into the frame's own bytes
             self._pending = bytearray()
+            self._body, self._body_bytes = [], 0
             self._size = None
         return pos
 
@@ -129,11 +153,15 @@ class FrameDecoder:
         while end - pos >= SIZE_PREFIX_BYTES:
             (size,) = _SIZE.unpack_from(chunk, pos)
             _check_size(size, self._limit)
-            if end - pos - SIZE_PREFIX_BYTES < size:
-                self._size = size
-                break
             start = pos + SIZE_PREFIX_BYTES
+            if end - start < size:
+                self._size = size
+                self._pending += view[pos:start]
+                if start < end:
+                    self._body.append(view[start:end])
+                    self._body_bytes = end - start
+                return
             frames.append(view[start : start + size])
             pos = start + size
         if pos < end:
-            self._pending += view[pos:end]
+            self._pending += view[pos:end]  # a partial size prefix

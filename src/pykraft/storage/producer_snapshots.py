@@ -95,6 +95,10 @@ class ProducerSnapshotFiles:
     def delete_all(self) -> bool:
         return self.delete_below(1 << 63)
 
+    def has_unsynced(self) -> bool:
+        """A file written or a name changed that no flush ticket has taken yet."""
+        return bool(self._unsynced) or self._names_changed
+
     def take_unsynced(self) -> tuple[list[int], bool]:
         """For a flush ticket: the descriptors of the files written since the last call (the ticket syncs and
         closes them) and whether names changed (the ticket then syncs the directory)."""

@@ -19,7 +19,6 @@ from .index import SegmentIndex
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta, base ts, max ts
 HEADER = struct.Struct(">qiibIhiqq")
 LOG_OVERHEAD = 12
-_READ_SLACK = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,31 +124,34 @@ class Segment:
     def read(self, offset: int, max_bytes: int) -> tuple[memoryview, int, bool]:
         """Whole batches from the one holding `offset`, up to `max_bytes` (at least one batch).
 
-        Returns the bytes, the base offset of the first batch and whether the read reached the segment's end. One pread usually covers the index gap and the
-        requested size; a first batch larger than that gets a second read.
+        Returns the bytes, the base offset of the first batch and whether the read reached the segment's end.
+        The first batch is found from headers alone (`_batch_holding`), then one pread takes the data.
         """
-        start = self.index.lookup(offset)
-        buffer = pread_exact(self.fd, min(self.size - start, max(max_bytes, 0) + self.index.interval + _READ_SLACK), start)
-
-        def ensure(length: int) -> None:
-            if len(buffer) < length:
-                buffer.extend(pread_exact(self.fd, length - len(buffer), start + len(buffer)))
-
-        pos = 0
-        while True:
-            ensure(pos + HEADER.size)
-            first = parse_header(buffer, pos)
-            if first.last_offset >= offset:
-                break
-            pos += first.size
-        end = pos + first.size
-        ensure(end)
-        while end + HEADER.size <= len(buffer):
+        position, first = self._batch_holding(offset)
+        buffer = pread_exact(self.fd, min(self.size - position, max(max_bytes, first.size)), position)
+        end = first.size
+        while end + HEADER.size <= len(buffer):  # the buffer holds at most max_bytes past the first batch
             size = parse_header(buffer, end).size
-            if end + size > len(buffer) or end + size - pos > max_bytes:
+            if end + size > len(buffer):
                 break
             end += size
-        return memoryview(buffer)[pos:end], first.base_offset, start + end == self.size
+        return memoryview(buffer)[:end], first.base_offset, position + end == self.size
+
+    def _batch_holding(self, offset: int) -> tuple[int, BatchInfo]:
+        """(position, header) of the batch holding `offset`, by reading headers only. The index names the batch
+        that *ends* at or before `offset`, often the whole batch before the wanted one: reading data from there
+        read (and copied) a large batch twice."""
+        position = self.index.lookup(offset)
+        while True:
+            chunk = pread_exact(self.fd, min(self.size - position, self.index.interval + HEADER.size), position)
+            assert len(chunk) >= HEADER.size, f"offset {offset} is not in {self.path}"
+            pos = 0
+            while pos + HEADER.size <= len(chunk):
+                info = parse_header(chunk, pos)
+                if info.last_offset >= offset:
+                    return position + pos, info
+                pos += info.size
+            position += pos
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def close(self) -> None:
