@@ -54,3 +54,17 @@ def test_metadata_columns_of_a_decoded_record() -> None:
     assert metadata_columns(record) == (
         "PARTITION_CHANGE_RECORD", 2,
         '{"partitionId": 0, "topicId": "AAAAAAAAAAAAAAAAAAAABw", "isr": [1, 2, 3], "leader": 1}')
+
+
+@pytest.mark.parametrize("c_encoder", [True, False], ids=["c-encoder", "no-c-encoder"])
+def test_shared_encoder_writes_what_json_dumps_writes(monkeypatch, c_encoder: bool) -> None:
+    import json.encoder
+
+    from pykraft.pipeline.payload import _json_encoder
+
+    if not c_encoder:
+        monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    encode = _json_encoder()
+    value = {"a": [1, 2.5, None, True], "b": {"c": "é\n\"x\""}, "d": float("nan"), "e": -1e300}
+    for _ in range(2):  # reused: no state left from the call before
+        assert encode(value) == json.dumps(value, default=str)
