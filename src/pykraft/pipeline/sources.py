@@ -2,7 +2,7 @@
 
 - `kafka-log`: segments of any partition directory (`__cluster_metadata-0`, a user topic's `topic-N`) under the
   given path(s); one input partition per segment, large segments split at `.index` positions (option
-  `splitBytes`; by default about 16 slices in all, 4-64 MiB each, so that every core gets work); Arrow batches.
+  `splitBytes`; by default about 8 slices in all, 16-64 MiB each, so that every core gets work); Arrow batches.
   Option `metadata=true` adds record_type, record_version and payload (JSON) decoded with the project's codecs.
 - `kafka-snapshot`: `.checkpoint` files, with the snapshot id (end offset, epoch) as columns; always decoded.
 
