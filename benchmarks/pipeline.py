@@ -9,6 +9,9 @@ Spark's session start-up is reported apart (it is a fixed cost, not throughput),
 Python data source (on a tiny log). The pipeline's decoder alone (decode.py in one process, no Spark) is timed
 too: it tells the decoding apart from Spark's own per-row cost (Arrow to JVM rows, Parquet).
 
+Under load (a shared machine), wall times stretch; the CPU seconds of each path are printed too (this process and
+every process it started: Spark's JVM and its Python workers), a measure other work on the machine barely moves.
+
 Run: `.venv/bin/python benchmarks/pipeline.py [--records N] [--dir D]` (or `make bench`). Goals (issue 13):
 local[2] >= 1.6x the single process, >= 0.8 M records/s at local[2].
 """
@@ -60,12 +63,36 @@ def generate(root: Path, records: int) -> int:
     return per_node
 
 
-def single_process(root: Path) -> float:
-    started = time.perf_counter()
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system, with reaped children) of this process and all its live descendants (Linux)."""
+    children: dict[int, list[tuple[int, list[str]]]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended meanwhile
+        children.setdefault(int(fields[1]), []).append((int(name), fields))
+    ticks, pending = 0, [os.getpid()]
+    with open(f"/proc/{os.getpid()}/stat") as f:
+        own = f.read().rsplit(")", 1)[1].split()
+    ticks += sum(int(x) for x in own[11:15])
+    while pending:
+        for pid, fields in children.get(pending.pop(), []):
+            ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+            pending.append(pid)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def single_process(root: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of dump-log's code path over every node's segment."""
+    started, cpu = time.perf_counter(), time.process_time()
     with open(os.devnull, "w") as sink:
         for path in sorted(root.glob("node-*/data/__cluster_metadata-0/*.log")):
             assert dump_file(path, as_json=True, out=sink) == []
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def decoder_alone(root: Path) -> dict[str, float]:
@@ -75,12 +102,13 @@ def decoder_alone(root: Path) -> dict[str, float]:
 
     timings = {}
     for label, metadata in (("metadata", True), ("plain", False)):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         for file in find_files([str(root)], snapshots=False):
             for piece in split_segment(file):
                 for _ in decode_slice(piece, metadata=metadata):
                     pass
         timings[label] = time.perf_counter() - started
+        timings[f"{label}_cpu"] = time.process_time() - cpu
     return timings
 
 
@@ -97,10 +125,11 @@ def spark_runs(root: Path, master: str, scratch: Path) -> dict[str, float]:
     try:
         for label, metadata in (("metadata", "true"), ("plain", "false")):
             out = scratch / f"parquet-{label}-{master}"
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), tree_cpu_seconds()
             (spark.read.format("kafka-log").option("metadata", metadata).load(str(root))
              .write.mode("overwrite").parquet(str(out)))
             timings[label] = time.perf_counter() - started
+            timings[f"{label}_cpu"] = tree_cpu_seconds() - cpu
     finally:
         spark.stop()
     return timings
@@ -120,12 +149,14 @@ def main() -> None:
     total = per_node * len(NODES)
     size = sum(p.stat().st_size for p in root.rglob("*.log")) / 2**20
     print(f"generated {len(NODES)} nodes x {per_node:,} records = {total:,} records, {size:.0f} MiB")
-    single = single_process(root)
-    print(f"single process (dump-log --json code path): {single:7.1f} s  {total / single / 1e6:5.2f} M records/s")
+    single, single_cpu = single_process(root)
+    print(f"single process (dump-log --json code path): {single:7.1f} s  {total / single / 1e6:5.2f} M records/s "
+          f"(CPU {single_cpu:.1f} s)")
     alone = decoder_alone(root)
     print(f"pipeline decoder alone (decode.py, one process, no Spark): with metadata {alone['metadata']:6.1f} s "
           f"{total / alone['metadata'] / 1e6:5.2f} M records/s, plain columns {alone['plain']:6.1f} s "
-          f"{total / alone['plain'] / 1e6:5.2f} M records/s")
+          f"{total / alone['plain'] / 1e6:5.2f} M records/s (CPU: with metadata {alone['metadata_cpu']:.1f} s, "
+          f"plain {alone['plain_cpu']:.1f} s)")
     results = {}
     for master in ("local[1]", "local[2]"):
         results[master] = spark_runs(root, master, scratch)
@@ -133,7 +164,8 @@ def main() -> None:
         reused = " (JVM reused from local[1])" if master == "local[2]" else ""
         print(f"spark {master}: start-up {r['startup_s']:5.1f} s{reused} (apart); decoded into Parquet: with metadata "
               f"{r['metadata']:6.1f} s {total / r['metadata'] / 1e6:5.2f} M records/s, plain columns "
-              f"{r['plain']:6.1f} s {total / r['plain'] / 1e6:5.2f} M records/s")
+              f"{r['plain']:6.1f} s {total / r['plain'] / 1e6:5.2f} M records/s (CPU, JVM and Python workers included: "
+              f"with metadata {r['metadata_cpu']:.1f} s, plain {r['plain_cpu']:.1f} s)")
     two = results["local[2]"]
     print(f"ratio local[2] (with metadata) / single process: {single / two['metadata']:.2f}x (goal >= 1.6x); "
           f"local[2] / local[1]: {results['local[1]']['metadata'] / two['metadata']:.2f}x; "

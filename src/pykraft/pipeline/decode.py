@@ -22,11 +22,12 @@ from pykraft.records import RecordBatch, RecordsError, TruncatedBatchError, iter
 from pykraft.records.compression import Compression
 from pykraft.records.control import decode_control_record
 from pykraft.records.crc import crc32c
-from pykraft.records.metadata import MetadataRecordError, decode_metadata_record, metadata_record_envelope
+from pykraft.records.metadata import MetadataRecordError, decode_metadata_record
 from pykraft.records.metadata.json_view import message_to_dict
 
 from .columnar import RunColumns, decode_run
 from .layout import FileSlice, LogFile
+from .payload import metadata_columns
 
 ROWS_PER_BATCH = 65536
 TORN_TAIL = "torn tail: "  # prefix of the error of a truncated last batch at the end of a file (a crash artefact)
@@ -96,10 +97,10 @@ def metadata_payload(value: Any) -> tuple[str | None, int | None, str | None, st
     if value is None:
         return None, None, None, "null value"
     try:
-        envelope = metadata_record_envelope(decode_metadata_record(value))
+        record = decode_metadata_record(value)
     except (RecordsError, MetadataRecordError) as exc:
         return None, None, None, str(exc)
-    return envelope["type"], envelope["version"], json.dumps(envelope["data"], default=str), None
+    return (*metadata_columns(record), None)
 
 
 def control_type_of(record: Any) -> str | None:

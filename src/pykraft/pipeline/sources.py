@@ -1,7 +1,8 @@
 """The Spark Python data sources over Kafka's on-disk formats (`pyspark.sql.datasource`):
 
 - `kafka-log`: segments of any partition directory (`__cluster_metadata-0`, a user topic's `topic-N`) under the
-  given path(s); one input partition per segment, large segments split at `.index` positions; Arrow batches.
+  given path(s); one input partition per segment, large segments split at `.index` positions (option
+  `splitBytes`; by default about 8 slices in all, 16-64 MiB each, so that every core gets work); Arrow batches.
   Option `metadata=true` adds record_type, record_version and payload (JSON) decoded with the project's codecs.
 - `kafka-snapshot`: `.checkpoint` files, with the snapshot id (end offset, epoch) as columns; always decoded.
 
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .decode import decode_bytes, decode_slice, spark_ddl
-from .layout import DEFAULT_SPLIT_BYTES, FileSlice, LogFile, find_files, split_segment
+from .layout import FileSlice, LogFile, balanced_split_bytes, find_files, split_segment
 
 
 def _paths(options: dict) -> list[str]:
@@ -39,13 +40,15 @@ class _SlicePartition(InputPartition):
 
 
 class KafkaLogReader(DataSourceReader):
-    def __init__(self, paths: list[str], metadata: bool, split_bytes: int) -> None:
+    def __init__(self, paths: list[str], metadata: bool, split_bytes: int | None) -> None:
         self.paths = paths
         self.metadata = metadata
         self.split_bytes = split_bytes
 
     def partitions(self) -> list[InputPartition]:
-        pieces = [p for f in find_files(self.paths, snapshots=False) for p in split_segment(f, self.split_bytes)]
+        files = find_files(self.paths, snapshots=False)
+        split = self.split_bytes or balanced_split_bytes(files)
+        pieces = [p for f in files for p in split_segment(f, split)]
         return [_SlicePartition(p) for p in pieces]
 
     def read(self, partition: InputPartition) -> Iterator:
@@ -61,7 +64,7 @@ class KafkaLogDataSource(DataSource):
         return spark_ddl(metadata=_flag(self.options, "metadata"))
 
     def reader(self, schema) -> DataSourceReader:
-        split = int(self.options.get("splitBytes", DEFAULT_SPLIT_BYTES))
+        split = int(self.options["splitBytes"]) if self.options.get("splitBytes") else None
         return KafkaLogReader(_paths(self.options), _flag(self.options, "metadata"), split)
 
 
