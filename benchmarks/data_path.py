@@ -30,7 +30,7 @@ from kio.static.primitive import i32Timedelta
 from pykraft.broker.produce_rules import assign_offsets, validate_batch
 from pykraft.protocol.apis import ApiKey, ApiRegistry
 from pykraft.protocol.codec import decode_request, decode_response, encode_request, encode_response_body
-from pykraft.node.wire_build import make, response_namespace
+from pykraft.node.apis.wire_build import make, response_namespace
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.framing import FrameBody, FrameDecoder
 from pykraft.records import SimpleRecord, encode_batch

@@ -1,4 +1,4 @@
-"""Loading a large `__consumer_offsets` partition: how long the event loop stalls, sliced (node/group_host.py) against
+"""Loading a large `__consumer_offsets` partition: how long the event loop stalls, sliced (node/hosts/group_host.py) against
 one synchronous replay of the whole partition (what the load did before), on the same log in the same run.
 
 Run: .venv/bin/python benchmarks/group_load.py [--groups G] [--partitions P] [--rounds R] [--slice-kib K] [--dir D]
@@ -22,9 +22,9 @@ from pykraft.broker.group_coordinator import GroupConfig
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.broker.topic_settings import TopicSettings
-from pykraft.node import group_host
-from pykraft.node.group_host import OFFSETS_TOPIC, GroupHost, _replay_slice
-from pykraft.node.partitions import DataPlaneSettings, PartitionHost
+from pykraft.node.hosts import group_host
+from pykraft.node.hosts.group_host import OFFSETS_TOPIC, GroupHost, _replay_slice
+from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records.group_records import OffsetKey, OffsetValue, encode_key, encode_offset_value
 from pykraft.storage import PartitionLogs

@@ -1,5 +1,5 @@
 """Producer-state load on a broker restart: the whole-log rebuild (before producer snapshots) against the latest
-snapshot plus the batches after it (node/producer_recovery.py), on the same partition log in the same run.
+snapshot plus the batches after it (node/hosts/producer_recovery.py), on the same partition log in the same run.
 
 Run: .venv/bin/python benchmarks/producer_state.py [--batches N] [--producers P] [--segment-mib M] [--dir DIR]
 
@@ -20,8 +20,8 @@ import time
 import uuid
 
 from pykraft.broker.producer_state import ProducerStates
-from pykraft.node.partitions import Replica
-from pykraft.node.producer_recovery import open_producer_state, replay_batches, snapshot_producers
+from pykraft.node.hosts.partitions import Replica
+from pykraft.node.hosts.producer_recovery import open_producer_state, replay_batches, snapshot_producers
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records.crc import crc32c
 from pykraft.storage import LogConfig, open_file_log

@@ -39,7 +39,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 EXCEPTIONS: dict[tuple[str, str], str] = {
     ("admin/connect.py", "node"): "add-controller reads the new controller's own properties file (in-function)",
     ("pipeline/layout.py", "node"): "the name of the trace file a node writes (TRACE_FILE)",
-    ("sim/export.py", "storage"): "an exported run is written as node directories with meta.properties",
+    ("sim/engine/export.py", "storage"): "an exported run is written as node directories with meta.properties",
 }
 
 
@@ -190,7 +190,7 @@ def test_no_module_cycles_through_imports_inside_functions_either() -> None:
 
 def test_importing_the_simulator_loads_no_node_storage_or_net_module() -> None:
     # (asyncio itself is loaded anyway: kio's serializers import it.)
-    code = ("import sys, pykraft.sim.runner, pykraft.sim.metadata_cluster, pykraft.sim.sweep;"
+    code = ("import sys, pykraft.sim.engine.runner, pykraft.sim.hosts.metadata_cluster, pykraft.sim.engine.sweep;"
             "print(sorted(m for m in sys.modules if m.startswith(('pykraft.node', 'pykraft.storage', 'pykraft.net'))))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

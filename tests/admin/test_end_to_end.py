@@ -16,9 +16,9 @@ import pytest
 from pykraft.admin.client import AdminClient
 from pykraft.admin.errors import AdminError
 from pykraft.cli.quorum_output import replication_table, status_text
-from pykraft.node.config import NodeConfig, parse_config
+from pykraft.node.config.node_config import NodeConfig, parse_config
 from pykraft.node.local_cluster import free_ports
-from pykraft.node.runtime import NodeRuntime
+from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.uuids import uuid_to_kafka_str
 from pykraft.storage.format import FormatRequest, format_directories

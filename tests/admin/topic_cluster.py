@@ -14,8 +14,8 @@ from kio.static.primitive import i16, i64, u16
 
 from node.helpers import CLUSTER_ID, call, free_ports, make_config, wait_for
 from pykraft.controller.features import LATEST_METADATA_VERSION
-from pykraft.node.controller_host import ControllerHost, controller_runtime
-from pykraft.node.runtime import NodeRuntime
+from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 
 CONTROLLER = 1

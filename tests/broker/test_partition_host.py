@@ -1,4 +1,4 @@
-"""PartitionHost (node/partitions.py) in one process: real logs, the real metadata cache and ISR manager, no sockets."""
+"""PartitionHost (node/hosts/partitions.py) in one process: real logs, the real metadata cache and ISR manager, no sockets."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.metadata_cache import MetadataCache
-from pykraft.node import produce_api
-from pykraft.node.fetch_api import _answer_one
+from pykraft.node.apis import produce_api
+from pykraft.node.apis.fetch_api import _answer_one
 from pykraft.broker.topic_settings import TopicSettings
-from pykraft.node.partitions import DataPlaneSettings, PartitionHost, to_log_config
+from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost, to_log_config
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
 from pykraft.storage import PartitionLogs
@@ -189,7 +189,7 @@ def test_retention_ms_of_the_topic_deletes_old_segments_at_maintenance(tmp_path)
 
 
 def test_a_follower_below_the_leaders_log_start_restarts_its_log_there(tmp_path) -> None:
-    from pykraft.node.replica_fetcher import ReplicaFetchers
+    from pykraft.node.hosts.replica_fetcher import ReplicaFetchers
 
     async def scenario() -> None:
         leader = _host(tmp_path, me=1, leader=1, isr=[1, 2, 3],
@@ -226,7 +226,7 @@ def test_a_follower_below_the_leaders_log_start_restarts_its_log_there(tmp_path)
 def test_maintenance_flushes_in_a_worker_thread_then_writes_the_checkpoints(tmp_path) -> None:
     import threading
 
-    from pykraft.node.flusher import thread_runner
+    from pykraft.node.runtime.flusher import thread_runner
     from pykraft.storage.offset_checkpoints import read_offsets
 
     async def scenario() -> None:

@@ -1,4 +1,4 @@
-"""Producer snapshots on a broker (node/producer_recovery.py with PartitionHost): restart, retention, corruption,
+"""Producer snapshots on a broker (node/hosts/producer_recovery.py with PartitionHost): restart, retention, corruption,
 truncation. Real logs in tmp_path, no sockets; a "crash" closes the logs without the shutdown snapshot."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.broker.topic_settings import TopicSettings
-from pykraft.node import partitions as partitions_module
-from pykraft.node.partitions import DataPlaneSettings, PartitionHost
-from pykraft.node.producer_recovery import open_producer_state
+from pykraft.node.hosts import partitions as partitions_module
+from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
+from pykraft.node.hosts.producer_recovery import open_producer_state
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records.crc import crc32c

@@ -31,7 +31,7 @@ def test_only_a_plain_server_start_takes_the_fast_path(argv, expected):
 
 PROBE = """
 import atexit, sys
-atexit.register(lambda: print(sorted(m for m in ("typer", "pydantic", "hypothesis", "rich", "pykraft.node.runtime")
+atexit.register(lambda: print(sorted(m for m in ("typer", "pydantic", "hypothesis", "rich", "pykraft.node.runtime.runtime")
                                      if sys.modules.get(m))))
 sys.argv = [sys.argv[0].rsplit("/", 1)[0] + "/main.py", *sys.argv[1:]]
 import pykraft.cli.main
@@ -45,7 +45,7 @@ def test_the_fast_path_runs_the_server_without_typer_pydantic_hypothesis_or_rich
     done = subprocess.run([sys.executable, str(probe), "server", "start", "--config", str(tmp_path / "missing")],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "missing" in done.stderr
-    assert done.stdout.strip() == "['pykraft.node.runtime']"
+    assert done.stdout.strip() == "['pykraft.node.runtime.runtime']"
 
 
 def test_any_other_server_command_line_still_gets_typers_help_and_errors():

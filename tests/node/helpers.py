@@ -13,9 +13,9 @@ from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, 
 from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.net.client import Connection
-from pykraft.node.config import NodeConfig, parse_config
+from pykraft.node.config.node_config import NodeConfig, parse_config
 from pykraft.node.local_cluster import free_ports  # noqa: F401 - re-exported to the node tests
-from pykraft.node.runtime import NodeRuntime
+from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.raft.config import METADATA_TOPIC
 from pykraft.records import SimpleRecord, encode_batch

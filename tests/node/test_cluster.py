@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from pykraft.node.runtime import NodeRuntime
+from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 
 from .helpers import call, free_ports, leader_of, make_config, produce_request, wait_for

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import uuid
 
-from pykraft.node.cluster_ids import ClusterIdMismatchLog, requester_id
+from pykraft.node.runtime.cluster_ids import ClusterIdMismatchLog, requester_id
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import messages
 from pykraft.raft.log import OffsetAndEpoch

@@ -1,10 +1,10 @@
-"""node/config.py: every key, every default, every validation message, and the helpers others build on."""
+"""node/config/node_config.py: every key, every default, every validation message, and the helpers others build on."""
 
 from __future__ import annotations
 
 import pytest
 
-from pykraft.node.config import ConfigError, Listener, NodeConfig, TlsConfig, VoterAddress, load_config, parse_config
+from pykraft.node.config.node_config import ConfigError, Listener, NodeConfig, TlsConfig, VoterAddress, load_config, parse_config
 from pykraft.raft.config import QuorumConfig
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
@@ -146,7 +146,7 @@ def test_advertised_listeners_and_controller_endpoints():
 
 
 def test_empty_host_is_advertised_as_this_machine(monkeypatch):
-    monkeypatch.setattr("pykraft.node.config.socket.getfqdn", lambda: "me.example")
+    monkeypatch.setattr("pykraft.node.config.node_config.socket.getfqdn", lambda: "me.example")
     c = parse_config(with_line(CONTROLLER, "listeners", "CONTROLLER://:9093"))
     assert c.advertised_controller_endpoints() == Endpoints.of([Endpoint("CONTROLLER", "me.example", 9093)])
 

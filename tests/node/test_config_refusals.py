@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from pykraft.net.tls import client_context, peer_subject, server_context
-from pykraft.node.config import ConfigError, parse_config
+from pykraft.node.config.node_config import ConfigError, parse_config
 
 from .helpers import config_text, format_dir, free_ports
 
@@ -83,7 +83,7 @@ def test_the_data_planes_keys_are_implemented_not_warned_about():
 
 def test_every_broker_key_of_the_topic_settings_is_implemented():
     from pykraft.broker.topic_settings import BROKER_KEYS
-    from pykraft.node.config_checks import IMPLEMENTED_KEYS
+    from pykraft.node.config.checks import IMPLEMENTED_KEYS
 
     assert "log.retention.hours" in BROKER_KEYS and BROKER_KEYS <= IMPLEMENTED_KEYS
 

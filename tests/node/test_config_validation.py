@@ -1,10 +1,10 @@
-"""node/config.py validation: one clear message per problem, all problems at once."""
+"""node/config/node_config.py validation: one clear message per problem, all problems at once."""
 
 from __future__ import annotations
 
 import pytest
 
-from pykraft.node.config import ConfigError, parse_config
+from pykraft.node.config.node_config import ConfigError, parse_config
 
 from .test_config import BROKER, CONTROLLER, with_line
 

@@ -22,9 +22,9 @@ from kio.static.primitive import i32
 from prometheus_client import generate_latest
 
 from pykraft.net.errors import ConnectionClosedError
-from pykraft.node import inbound
-from pykraft.node.controller_host import ControllerHost, controller_runtime
-from pykraft.node.runtime import NodeRuntime
+from pykraft.node.runtime import inbound
+from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_TOPIC
 
@@ -172,8 +172,8 @@ async def test_metadata_v10_naming_a_topic_by_id_is_an_invalid_request_not_a_han
 async def test_an_answer_from_a_peer_that_cannot_be_read_is_counted_and_not_delivered(monkeypatch):
     """The outbound exchange's boundary: a bug while reading one peer's answer (here: lifting it to the core's
     version) is counted per API and the answer is dropped (the core times the request out), the task ends cleanly."""
-    from pykraft.node import outbound
-    from pykraft.node.handler_errors import HandlerErrors
+    from pykraft.node.runtime import outbound
+    from pykraft.node.runtime.handler_errors import HandlerErrors
     from pykraft.protocol.codec import encode_response
     from pykraft.raft import messages
     from pykraft.raft.effects import Destination, Send

@@ -12,9 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pykraft.controller.controller import CREATE_TOPICS
 from pykraft.controller.metrics import KAFKA_NAMES
-from pykraft.node.controller_host import ControllerHost, controller_runtime
-from pykraft.node.metrics import controller_metric_name
-from pykraft.node.runtime import NodeRuntime
+from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.runtime.metrics import controller_metric_name
+from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 
 from .helpers import call, free_ports, leader_of, make_config, produce_request, wait_for

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from pykraft.node.effects import EffectRunner, Outbox
-from pykraft.node.flusher import DurabilityLane
+from pykraft.node.runtime.effects import EffectRunner, Outbox
+from pykraft.node.runtime.flusher import DurabilityLane
 from pykraft.raft.effects import (
     CommitBatches,
     Destination,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pykraft.node.effects import EffectRunner, Outbox
-from pykraft.node.flusher import DurabilityLane
+from pykraft.node.runtime.effects import EffectRunner, Outbox
+from pykraft.node.runtime.flusher import DurabilityLane
 from pykraft.raft.effects import FlushLog, Ready
 
 from .test_effects import FakeLog, FakeStore, Gate, Sink, send, settle

@@ -1,4 +1,4 @@
-"""The group requests' glue (node/group_api.py) on an in-memory coordinator: answers at every served version.
+"""The group requests' glue (node/apis/group_api.py) on an in-memory coordinator: answers at every served version.
 
 `MemoryGroups` is a GroupHost whose __consumer_offsets has one partition, led and loaded here, and whose writes
 succeed at once (the log path is covered by the multi-process tests in tests/e2e/test_consumer_groups.py).
@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator
 from pykraft.broker.metadata_cache import MetadataCache
-from pykraft.node.group_api import GROUP_APIS, GroupApi
-from pykraft.node.group_host import GroupHost
+from pykraft.node.apis.group_api import GROUP_APIS, GroupApi
+from pykraft.node.hosts.group_host import GroupHost
 from pykraft.protocol.apis import ApiKey, request_class
 from pykraft.protocol.codec import encode_response
 from pykraft.protocol.errors import ErrorCode

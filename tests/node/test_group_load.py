@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pykraft.broker.group_state import Group
-from pykraft.node.group_host import _apply_record, _group_value
+from pykraft.node.hosts.group_host import _apply_record, _group_value
 from pykraft.records.group_records import (
     GroupKey, GroupValue, MemberValue, OffsetKey, OffsetValue, encode_group_value, encode_key, encode_offset_value,
 )

@@ -1,4 +1,4 @@
-"""Loading a `__consumer_offsets` partition's groups (node/group_host.py) happens in slices between event-loop
+"""Loading a `__consumer_offsets` partition's groups (node/hosts/group_host.py) happens in slices between event-loop
 turns: requests are answered (COORDINATOR_LOAD_IN_PROGRESS for its groups) while a large partition loads, and the
 groups loaded are those a one-pass replay of the whole partition gives."""
 
@@ -12,10 +12,10 @@ from pykraft.broker.group_state import Group
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.broker.topic_settings import TopicSettings
-from pykraft.node import group_host
-from pykraft.node.group_api import GroupApi
-from pykraft.node.group_host import OFFSETS_TOPIC, GroupHost, _apply_record
-from pykraft.node.partitions import DataPlaneSettings, PartitionHost
+from pykraft.node.hosts import group_host
+from pykraft.node.apis.group_api import GroupApi
+from pykraft.node.hosts.group_host import OFFSETS_TOPIC, GroupHost, _apply_record
+from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch, iter_batches

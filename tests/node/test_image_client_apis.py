@@ -22,9 +22,9 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64, u16
 
 from pykraft.controller.controller import CREATE_TOPICS
 from pykraft.controller.features import LATEST_METADATA_VERSION
-from pykraft.node import client_apis
-from pykraft.node.controller_host import ControllerHost, controller_runtime
-from pykraft.node.runtime import NodeRuntime
+from pykraft.node.apis import client_apis
+from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_TOPIC
 
@@ -215,7 +215,7 @@ async def test_describe_cluster_lists_registered_brokers_and_fenced_ones_only_on
 
 
 def test_a_named_listener_is_preferred_and_a_state_machine_without_an_image_has_none():
-    from pykraft.node.state_machine import CountingStateMachine
+    from pykraft.node.runtime.state_machine import CountingStateMachine
 
     assert client_apis.image_of(CountingStateMachine()) is None
     from pykraft.controller.cluster import BrokerRegistration, Endpoint

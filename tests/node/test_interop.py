@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from kafka.admin import KafkaAdminClient
 
-from pykraft.node.runtime import NodeRuntime
+from pykraft.node.runtime.runtime import NodeRuntime
 
 from .helpers import CLUSTER_ID, free_ports, leader_of, make_config, wait_for
 

@@ -1,4 +1,4 @@
-"""A produced batch appended as it arrived (node/writes.py `plain_batches`, raft/accumulator.py
+"""A produced batch appended as it arrived (node/apis/writes.py `plain_batches`, raft/accumulator.py
 `append_encoded`): the log holds exactly what the leader would have encoded itself, only plain batches take the
 path, anything malformed is still refused, and order and size limits are kept."""
 
@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from pykraft.node.writes import _values, plain_batches
+from pykraft.node.apis.writes import _values, plain_batches
 from pykraft.raft.accumulator import BatchAccumulator, RecordBatchTooLargeError
 from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
 from pykraft.records.compression import Compression
@@ -116,7 +116,7 @@ async def test_a_node_stores_a_produced_batch_as_sent_and_answers_at_the_request
 
     from kio.static.primitive import i16, i32, i32Timedelta
 
-    from pykraft.node.runtime import NodeRuntime
+    from pykraft.node.runtime.runtime import NodeRuntime
     from pykraft.protocol.apis import request_class
     from pykraft.protocol.errors import ErrorCode
     from pykraft.raft.config import METADATA_TOPIC

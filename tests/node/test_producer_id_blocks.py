@@ -1,11 +1,11 @@
-"""ProducerIdBlocks (node/producer_id_api.py): one AllocateProducerIds at a time, shared by concurrent callers."""
+"""ProducerIdBlocks (node/apis/producer_id_api.py): one AllocateProducerIds at a time, shared by concurrent callers."""
 
 from __future__ import annotations
 
 import asyncio
 from types import SimpleNamespace
 
-from pykraft.node.producer_id_api import ProducerIdBlocks
+from pykraft.node.apis.producer_id_api import ProducerIdBlocks
 from pykraft.protocol.errors import ErrorCode
 
 

@@ -18,8 +18,8 @@ from kio.static.primitive import i8, i32
 
 from pykraft.net.client import Connection
 from pykraft.net.errors import ConnectionClosedError
-from pykraft.node.runtime import NodeRuntime
-from pykraft.node.state_machine import CountingStateMachine
+from pykraft.node.runtime.runtime import NodeRuntime
+from pykraft.node.runtime.state_machine import CountingStateMachine
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_TOPIC, METADATA_TOPIC_ID
 from pykraft.storage import QuorumStateStore

@@ -10,7 +10,7 @@ import pytest
 
 from pykraft.pipeline.layout import find_files, history_files, trace_files
 from pykraft.pipeline.linearize import check_group
-from pykraft.sim.export import run_and_export
+from pykraft.sim.engine.export import run_and_export
 from pykraft.storage.meta_properties import read_meta_properties
 
 from .test_sources import _plain

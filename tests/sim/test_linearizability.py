@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykraft.sim.linearizability import (
+from pykraft.sim.checks.linearizability import (
     UNKNOWN,
     CheckResult,
     KVModel,

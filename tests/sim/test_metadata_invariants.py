@@ -6,9 +6,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from pykraft.sim.invariants import Checker
-from pykraft.sim.metadata_invariants import MetadataChecker
-from pykraft.sim.statemachine import Digest
+from pykraft.sim.checks.invariants import Checker
+from pykraft.sim.checks.metadata_invariants import MetadataChecker
+from pykraft.sim.engine.statemachine import Digest
 
 
 def _world() -> Any:

@@ -8,7 +8,7 @@ import pytest
 from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.controller.replication import ReplicationControl
 from pykraft.controller.log_replay import ReplayedAhead
-from pykraft.sim.runner import run
+from pykraft.sim.engine.runner import run
 
 PARTITION_CHANGE = 5
 

@@ -2,7 +2,7 @@
 two idle cores; budget 30 s). Longer: `pykraft sim sweep --seeds 2000 --jobs 2 --scenario
 metadata_swarm`."""
 
-from pykraft.sim.sweep import sweep
+from pykraft.sim.engine.sweep import sweep
 
 SEEDS = 150
 

@@ -9,7 +9,7 @@ from pykraft.raft import leader as leader_module
 from pykraft.raft.handlers import fetch, membership, vote
 from pykraft.raft.log import truncation_offset
 from pykraft.raft.states import CandidateState, ProspectiveState, UnattachedState
-from pykraft.sim.runner import run
+from pykraft.sim.engine.runner import run
 
 
 def first_violation(scenario: str, seeds: range) -> tuple[int, str | None]:

@@ -7,7 +7,7 @@ import pytest
 from pykraft.raft.election import ElectionState
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records import SimpleRecord, encode_batch
-from pykraft.sim.disk import SimDisk, SimLog, StorageCorruptionError
+from pykraft.sim.engine.disk import SimDisk, SimLog, StorageCorruptionError
 
 
 def log_with(batches: int, flushed: int) -> SimLog:

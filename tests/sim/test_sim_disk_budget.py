@@ -8,11 +8,11 @@ check-quorum; node 0 then campaigned forever. No raft survives that: the scenari
 (the minority bound covered the initial voters only). The swarm now keeps lost disks a minority of every voter
 set a run passes through; `promoted_voter_disk_loss` runs the survivable form (one disk of three voters)."""
 
-from pykraft.sim import faults
-from pykraft.sim.faults import DiskLossBudget
-from pykraft.sim.runner import _Runner, run
-from pykraft.sim.registry import SCENARIOS
-from pykraft.sim.workload import newest_leader
+from pykraft.sim.scenarios import faults
+from pykraft.sim.scenarios.faults import DiskLossBudget
+from pykraft.sim.engine.runner import _Runner, run
+from pykraft.sim.scenarios.registry import SCENARIOS
+from pykraft.sim.scenarios.workload import newest_leader
 
 
 def test_swarm_seed_770042_converges_and_skips_the_flip_that_would_lose_a_two_voter_majority() -> None:

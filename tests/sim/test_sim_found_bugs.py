@@ -17,7 +17,7 @@ removal while the removal is not known to be committed; it counts the votes of t
 wins, commits the removal and leaves. Unit tests: tests/raft/test_pending_self_removal.py.
 """
 
-from pykraft.sim.runner import run
+from pykraft.sim.engine.runner import run
 
 
 def test_a_leader_that_removed_itself_uncommitted_and_lost_leadership_does_not_leave_the_quorum_leaderless() -> None:

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 from pykraft.raft.effect_runner import EffectRunner, Outbox
 from pykraft.raft.effects import Destination, FlushLog, PersistElection, Ready, Send
 from pykraft.raft.election import ElectionState
-from pykraft.sim.durability import SimLane
-from pykraft.sim.scheduler import Scheduler
+from pykraft.sim.engine.durability import SimLane
+from pykraft.sim.engine.scheduler import Scheduler
 
 
 class FakeNode:

@@ -1,7 +1,7 @@
 """Core bugs the simulator found, kept as seeded runs (each failed before its fix)."""
 
-from pykraft.sim.runner import run
-from pykraft.sim.scenarios import CONFIG
+from pykraft.sim.engine.runner import run
+from pykraft.sim.scenarios.common import CONFIG
 
 
 def test_follower_told_to_fetch_a_snapshot_does_not_commit_its_unvalidated_log() -> None:

@@ -1,7 +1,7 @@
 """The simulator itself: determinism, a clean initial election, and the phases of a run."""
 
-from pykraft.sim.runner import run
-from pykraft.sim.registry import SCENARIOS
+from pykraft.sim.engine.runner import run
+from pykraft.sim.scenarios.registry import SCENARIOS
 
 
 def test_same_seed_gives_the_same_run_event_for_event() -> None:

@@ -3,9 +3,9 @@ found by `pykraft sim run --seed 2001553 --scenario swarm`: voters {0} reassigne
 its own only bootstrap server, lost the leader when leadership changed and fetched from itself until the end
 (an operator's configuration mistake, not a raft fault: Kafka's observers ask the bootstrap servers alone)."""
 
-from pykraft.sim.catalog import keep_a_bootstrap_voter
-from pykraft.sim.runner import run
-from pykraft.sim.registry import SCENARIOS
+from pykraft.sim.scenarios.catalog import keep_a_bootstrap_voter
+from pykraft.sim.engine.runner import run
+from pykraft.sim.scenarios.registry import SCENARIOS
 
 
 def test_swarm_seed_2001553_converges() -> None:

@@ -4,7 +4,7 @@ elections per seed, a tail truncated on DivergingEpoch in about 90 runs; about 1
 about one run in five, a flip beyond the minority of the smallest voter set skipped in about a quarter; about
 15 s). The long sweep is a separate command: `pykraft sim sweep --seeds 2000 --jobs 2 --scenario swarm`."""
 
-from pykraft.sim.sweep import sweep
+from pykraft.sim.engine.sweep import sweep
 
 SEEDS = 500
 DISK_SEEDS = 150

@@ -1,14 +1,14 @@
-"""The targeted scenarios (sim/targeted.py) with the real core: they hold, and they exercise the path they are
+"""The targeted scenarios (sim/scenarios/targeted.py) with the real core: they hold, and they exercise the path they are
 for - truncation on DivergingEpoch in `diverging_tail`, concurrent voter changes in `voter_change_storm`. The
 long sweeps: `pykraft sim sweep --seeds 200 --jobs 2 --scenario diverging_tail` (and voter_change_storm)."""
 
 import random
 import uuid
 
-from pykraft.sim.disk import SimDisk
-from pykraft.sim.runner import run
-from pykraft.sim.registry import SCENARIOS
-from pykraft.sim.sweep import sweep
+from pykraft.sim.engine.disk import SimDisk
+from pykraft.sim.engine.runner import run
+from pykraft.sim.scenarios.registry import SCENARIOS
+from pykraft.sim.engine.sweep import sweep
 from tests.sim.test_sim_disk import log_with
 
 

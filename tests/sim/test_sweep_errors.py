@@ -2,8 +2,8 @@
 
 import pytest
 
-from pykraft.sim import sweep as sweep_module
-from pykraft.sim.runner import run as real_run
+from pykraft.sim.engine import sweep as sweep_module
+from pykraft.sim.engine.runner import run as real_run
 
 
 def test_a_crashing_seed_is_a_violation_with_its_replay_command(monkeypatch: pytest.MonkeyPatch) -> None:

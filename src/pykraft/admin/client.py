@@ -250,7 +250,7 @@ class AdminClient:
 
     async def list_brokers(self) -> list[BrokerInfo]:
         """The registered brokers, fenced ones included (DescribeCluster v2), by id. A node without registered
-        brokers answers with the controllers (see node/client_apis.py), which are then listed unfenced."""
+        brokers answers with the controllers (see node/apis/client_apis.py), which are then listed unfenced."""
         response = await self._leader_call("DescribeCluster", topics.describe_brokers_request(),
                                            responses.simple_outcome)
         return topics.broker_infos(response)

@@ -114,7 +114,7 @@ class ControllerIdentity:
 
 def read_new_controller(config_path: Path) -> ControllerIdentity:
     """What `add-controller` needs from the new controller's properties file and its metadata directory."""
-    from pykraft.node.config import ConfigError, load_config
+    from pykraft.node.config.node_config import ConfigError, load_config
     from pykraft.storage.errors import StorageError
     from pykraft.storage.meta_properties import read_meta_properties
 

@@ -1,6 +1,6 @@
 """The leader's state of one partition: follower fetch progress, acks=all waiters, produce admission.
 
-Pure: times are passed in. The node's partition host (node/partitions.py) calls it on every follower Fetch and
+Pure: times are passed in. The node's partition host (node/hosts/partitions.py) calls it on every follower Fetch and
 append, hands `progress()` to the ISR manager (KIP-497 decides ISR changes and the high watermark from the
 maximal ISR there) and releases the acks=all waiters once the high watermark passes their batch.
 

@@ -1,6 +1,6 @@
 """Where the ISR manager's follower progress comes from (KIP-497's input), as an explicit interface.
 
-The data plane implements it from real replication: `node/partitions.py` (`PartitionHost.progress`) reports, per
+The data plane implements it from real replication: `node/hosts/partitions.py` (`PartitionHost.progress`) reports, per
 partition this broker leads, its own log end offset, the start of its leader epoch, and each follower's log end
 offset, last caught-up time and broker epoch as its Fetch requests showed them (`broker/partition_state.py`).
 """

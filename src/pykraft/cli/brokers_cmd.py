@@ -2,7 +2,7 @@
 
 pykraft's own tool (Kafka has no such command; kafka-broker-api-versions is the nearest). It sends DescribeCluster
 v2 with IncludeFencedBrokers to --bootstrap-server or --bootstrap-controller (metadata-quorum's connection flags).
-A quorum without registered brokers answers with its controllers (node/client_apis.py), which are then listed.
+A quorum without registered brokers answers with its controllers (node/apis/client_apis.py), which are then listed.
 Failures are one stderr line, exit 1.
 """
 

@@ -22,11 +22,11 @@ def run_command(
                                                "client history in a node's layout under this folder.")] = None,
 ) -> None:
     """Run one seed; print a summary, and on a violation the invariant, the last events and the replay command."""
-    from pykraft.sim.runner import run
+    from pykraft.sim.engine.runner import run
 
     try:
         if export:
-            from pykraft.sim.export import run_and_export
+            from pykraft.sim.engine.export import run_and_export
 
             result = run_and_export(seed, scenario, export, max_events=max_events, trace_size=trace)
         else:
@@ -41,7 +41,7 @@ def run_command(
 @sim_app.command("list")
 def list_command() -> None:
     """The scenario names."""
-    from pykraft.sim.registry import SCENARIOS
+    from pykraft.sim.scenarios.registry import SCENARIOS
 
     for name in sorted(SCENARIOS):
         typer.echo(name)
@@ -62,8 +62,8 @@ def sweep_command(
     from rich.progress import Progress
     from rich.table import Table
 
-    from pykraft.sim.registry import SCENARIOS
-    from pykraft.sim.sweep import sweep
+    from pykraft.sim.scenarios.registry import SCENARIOS
+    from pykraft.sim.engine.sweep import sweep
 
     if scenario not in SCENARIOS:
         typer.echo(f"pykraft sim sweep: unknown scenario {scenario!r}", err=True)
@@ -75,7 +75,7 @@ def sweep_command(
         summary = sweep(range(start, start + seeds), scenario, jobs=jobs,
                         on_result=lambda _: progress.advance(task))
     if export:
-        from pykraft.sim.export import export_seeds
+        from pykraft.sim.engine.export import export_seeds
 
         export_seeds(range(start, start + seeds), scenario, export, jobs)
     wall = time.perf_counter() - started

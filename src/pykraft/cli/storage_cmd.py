@@ -31,7 +31,7 @@ def _fail(*messages: str) -> typer.Exit:
 
 
 def _load(config: Path):  # -> NodeConfig
-    from pykraft.node.config import ConfigError, load_config
+    from pykraft.node.config.node_config import ConfigError, load_config
 
     try:
         return load_config(config)

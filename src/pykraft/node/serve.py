@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 from pykraft.net.errors import NetError
 from pykraft.storage import StorageError
 
-from .config import ConfigError, load_config
-from .logs import configure_logging
-from .controller_host import controller_runtime
-from .runtime import NodeCloseError
+from pykraft.node.config.node_config import ConfigError, load_config
+from pykraft.node.logs import configure_logging
+from pykraft.node.hosts.controller_host import controller_runtime
+from pykraft.node.runtime.runtime import NodeCloseError
 
 if TYPE_CHECKING:
-    from .broker_host import BrokerHost
+    from pykraft.node.hosts.broker_host import BrokerHost
 
 PREFIX = "pykraft server: "
 FORCED_STOP_S = 10.0
@@ -153,10 +153,10 @@ def _runtime_for_roles(config):  # noqa: ANN001, ANN202 - NodeConfig -> NodeRunt
     if not config.is_broker:
         return controller_runtime(config)
     if config.is_controller:
-        from .combined_host import combined_runtime
+        from pykraft.node.hosts.combined_host import combined_runtime
 
         return combined_runtime(config)
-    from .broker_host import broker_runtime
+    from pykraft.node.hosts.broker_host import broker_runtime
 
     return broker_runtime(config)
 
@@ -164,7 +164,7 @@ def _runtime_for_roles(config):  # noqa: ANN001, ANN202 - NodeConfig -> NodeRunt
 def _broker_of(config, runtime) -> BrokerHost | None:  # noqa: ANN001 - NodeConfig, NodeRuntime
     if not config.is_broker:
         return None
-    from .combined_host import host_parts
+    from pykraft.node.hosts.combined_host import host_parts
 
     return host_parts(runtime.state_machine)[1]
 

@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from pykraft.node.trace import TRACE_FILE
+from pykraft.node.runtime.trace import TRACE_FILE
 from pykraft.records.uuids import uuid_to_kafka_str
 from pykraft.storage.errors import MetaPropertiesError
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties

@@ -1,5 +1,5 @@
 """Client histories (JSON lines, `pykraft-history.jsonl`) checked with the simulator's linearizability checker
-(sim/linearizability.py), one (history, key) group at a time so that Spark spreads the groups over its tasks.
+(sim/checks/linearizability.py), one (history, key) group at a time so that Spark spreads the groups over its tasks.
 
 A line: {"history": "run-7", "model": "kv"|"log", "client_id": 3, "input": ["put", "k", "v"], "output": null,
 "call": 120, "return_time": 180}; `return_time` null = never answered. KV histories are split by key (the
@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from pykraft.sim import linearizability as lin
+from pykraft.sim.checks import linearizability as lin
 
 HISTORY_DDL = ("`history` STRING, `model` STRING, `client_id` BIGINT, `input` STRING, `output` STRING, "
                "`call` BIGINT, `return_time` BIGINT")

@@ -220,7 +220,7 @@ KRAFT_NODE_APIS = ApiRegistry.of(
 )
 
 
-# What a running node (pykraft/node/runtime.py) advertises: the KRaft set plus Produce to `__cluster_metadata`
+# What a running node (pykraft/node/runtime/runtime.py) advertises: the KRaft set plus Produce to `__cluster_metadata`
 # (the quickstart's and the benchmark's write path, off unless `pykraft.produce.enable=true`). v9 is the first
 # flexible version; v13 (KIP-516) names topics by id only, which the metadata topic's clients do not send.
 NODE_RUNTIME_APIS = KRAFT_NODE_APIS.with_range(ApiKey.PRODUCE, 9, 12)

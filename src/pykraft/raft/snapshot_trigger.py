@@ -1,5 +1,5 @@
 """When a state machine takes a snapshot, and how it is written: one pure policy (no clock, no files) for the node
-(node/snapshots.py adds log retention) and the simulator (sim/node.py adds its checks), as Kafka's
+(node/runtime/snapshots.py adds log retention) and the simulator (sim/engine/node.py adds its checks), as Kafka's
 SnapshotGenerator decides for its metadata image (reference §4.2).
 
 Since the last snapshot (taken or attempted, or loaded at start-up or after a download), one is due when

@@ -1,0 +1,1 @@
+"""The requests a node answers itself (metadata, produce, fetch, offsets, groups, ...)."""

@@ -1,0 +1,154 @@
+"""Fetch (v4+) from the partitions this broker leads, for consumers and for follower replicas.
+
+- A consumer (replica id -1) reads whole batches up to the high watermark; a follower (replica id >= 0, with its
+  broker epoch in ReplicaState from v15) reads up to the log end, and its fetch offset is its progress
+  (`PartitionHost.on_follower_fetch`). A follower whose (fetch offset, last fetched epoch) is not in our history
+  gets DivergingEpoch (v12+) and no records: it truncates and fetches again (replica_fetcher.py).
+- Partition errors: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, FENCED_LEADER_EPOCH /
+  UNKNOWN_LEADER_EPOCH against the request's current leader epoch, OFFSET_OUT_OF_RANGE. Every partition answer,
+  error or empty, carries empty records, never null (librdkafka spins on null).
+- The request waits up to MaxWaitMs for MinBytes, woken by every append or high watermark move.
+Requests for `__cluster_metadata` are the raft core's (the caller routes them there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.config import METADATA_TOPIC, METADATA_TOPIC_ID
+from pykraft.raft.log import ValidationKind
+
+from pykraft.node.hosts.partitions import PartitionHost, Replica
+from pykraft.node.apis.wire_build import has_field, make, response_namespace
+
+CONSUMER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class _PartitionAnswer:
+    index: int
+    error: ErrorCode
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: bytes | memoryview = b""
+    diverging: tuple[int, int] | None = None  # (epoch, end offset)
+
+
+def names_metadata_topic(message: Any) -> bool:
+    return any(getattr(t, "topic_id", None) == METADATA_TOPIC_ID or getattr(t, "topic", None) == METADATA_TOPIC
+               for t in message.topics)
+
+
+def replica_of(message: Any) -> tuple[int, int]:
+    """(replica id, broker epoch) of a Fetch: ReplicaState from v15, the top-level ReplicaId before."""
+    if has_field(message, "replica_state"):
+        return int(message.replica_state.replica_id), int(message.replica_state.replica_epoch)
+    return int(getattr(message, "replica_id", CONSUMER)), -1
+
+
+def leader_epoch_error(replica: Replica, current_leader_epoch: int) -> ErrorCode:
+    if current_leader_epoch < 0 or current_leader_epoch == replica.leader_epoch:
+        return ErrorCode.NONE
+    return ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < replica.leader_epoch \
+        else ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+async def fetch(host: PartitionHost, message: Any, clock: Any) -> Any:
+    replica_id, broker_epoch = replica_of(message)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(message.max_wait.total_seconds(), 0)
+    while True:
+        changed = host.changed
+        answers, total, urgent = _answer_all(host, message, replica_id, broker_epoch, clock())
+        remaining = deadline - loop.time()
+        if total >= int(message.min_bytes) or urgent or remaining <= 0:
+            return _response(int(message.__version__), answers)
+        try:
+            await asyncio.wait_for(changed.wait(), remaining)
+        except asyncio.TimeoutError:
+            pass
+
+
+def _answer_all(host: PartitionHost, message: Any, replica_id: int, broker_epoch: int,
+                now_ms: int) -> tuple[list[tuple[Any, list[_PartitionAnswer]]], int, bool]:
+    answers = []
+    total = 0
+    urgent = False
+    for topic in message.topics:
+        topic_id = getattr(topic, "topic_id", None)
+        name = getattr(topic, "topic", None) if topic_id is None else host.cache.topic_name(topic_id)
+        unknown = ErrorCode.UNKNOWN_TOPIC_ID if topic_id is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        parts = []
+        for p in topic.partitions:
+            answer = _answer_one(host, name, unknown, p, replica_id, broker_epoch, now_ms)
+            total += len(answer.records)
+            urgent = urgent or answer.error is not ErrorCode.NONE or answer.diverging is not None
+            parts.append(answer)
+        answers.append((topic, parts))
+    return answers, total, urgent
+
+
+def _answer_one(host: PartitionHost, name: str | None, unknown: ErrorCode, p: Any, replica_id: int,
+                broker_epoch: int, now_ms: int) -> _PartitionAnswer:
+    index = int(p.partition)
+    found = unknown if name is None else host.leader_replica(name, index)
+    if isinstance(found, ErrorCode):
+        return _PartitionAnswer(index, found)
+    replica, log = found, found.log
+    error = leader_epoch_error(replica, int(getattr(p, "current_leader_epoch", -1)))
+    if error is not ErrorCode.NONE:
+        return _PartitionAnswer(index, error)
+    offset = int(p.fetch_offset)
+    hwm, start, end = log.high_watermark(), log.start_offset(), log.end_offset()
+    last_epoch = int(getattr(p, "last_fetched_epoch", -1))
+    if replica_id >= 0 and last_epoch >= 0 and offset > start:
+        check = log.validate_offset_and_epoch(offset, last_epoch)
+        if check.kind is ValidationKind.DIVERGING:
+            diverging = check.offset_and_epoch
+            return _PartitionAnswer(index, ErrorCode.NONE, hwm, start, b"", (diverging.epoch, diverging.offset))
+    if offset < start or offset > end:
+        return _PartitionAnswer(index, ErrorCode.OFFSET_OUT_OF_RANGE, hwm, start)
+    if replica_id >= 0:
+        host.on_follower_fetch(replica, replica_id, offset, broker_epoch, now_ms)
+        hwm = log.high_watermark()
+    upper = end if replica_id >= 0 else hwm
+    records: bytes | memoryview = b""
+    if offset < upper:
+        records = _trim(log.read(offset, max(int(p.partition_max_bytes), 1)).records, upper)
+    return _PartitionAnswer(index, ErrorCode.NONE, hwm, start, records)
+
+
+def _trim(records: bytes | memoryview, upper: int) -> bytes | memoryview:
+    """Only batches that end below `upper` (a consumer never sees past the high watermark)."""
+    view = memoryview(records)
+    pos = 0
+    while pos + 27 <= len(view):
+        base = int.from_bytes(view[pos:pos + 8], "big", signed=True)
+        length = int.from_bytes(view[pos + 8:pos + 12], "big")
+        delta = int.from_bytes(view[pos + 23:pos + 27], "big", signed=True)
+        if base + delta >= upper or pos + 12 + length > len(view):
+            break
+        pos += 12 + length
+    return view[:pos] if pos < len(view) else records
+
+
+def _response(version: int, answers: list[tuple[Any, list[_PartitionAnswer]]]) -> Any:
+    ns = response_namespace(ApiKey.FETCH, version)
+    topics = []
+    for topic, parts in answers:
+        datas = []
+        for a in parts:
+            extra = {}
+            if a.diverging is not None:
+                extra["diverging_epoch"] = ns.EpochEndOffset(epoch=a.diverging[0], end_offset=a.diverging[1])
+            datas.append(make(ns.PartitionData, partition_index=a.index, error_code=a.error,
+                              high_watermark=a.high_watermark, last_stable_offset=a.high_watermark,
+                              log_start_offset=a.log_start_offset, aborted_transactions=(),
+                              preferred_read_replica=-1, records=a.records, **extra))
+        topics.append(make(ns.FetchableTopicResponse, topic=getattr(topic, "topic", ""),
+                           topic_id=getattr(topic, "topic_id", None), partitions=tuple(datas)))
+    return make(ns.FetchResponse, error_code=ErrorCode.NONE, session_id=0, responses=tuple(topics))

@@ -1,0 +1,1 @@
+"""How a node is configured: its properties file, Kafka's keys and checks, key stores."""

@@ -1,0 +1,1 @@
+"""What the node runtime hosts: the controller, the broker and its data plane, groups."""

@@ -1,0 +1,328 @@
+"""`BrokerHost`: a broker process (`process.roles=broker`) run on the node runtime.
+
+A broker is an observer of the metadata log: the runtime's raft core fetches `__cluster_metadata` from the
+controllers found through `controller.quorum.bootstrap.servers`, and every committed record is replayed into the
+broker's `MetadataCache` (this class is the runtime's state machine). Around it run the broker's pure parts:
+
+- `BrokerLifecycle` registers with the active controller, heartbeats, gets unfenced once caught up, and carries
+  out the controlled shutdown that `controlled_shutdown()` (SIGTERM) starts;
+- `IsrManager` proposes ISR changes for the partitions this broker leads (KIP-497), fed by the follower progress
+  of real replication: the data plane (`DataPlane`, data_plane.py) hosts the partition logs, serves Produce, Fetch,
+  ListOffsets and OffsetsForLeaderEpoch, and runs the replica fetchers. It opens its logs once the broker caught
+  up with the metadata log (RECOVERY), before asking to be unfenced, as Kafka's log manager does.
+
+The active controller is the raft leader this observer knows; its address is the leader's endpoint on the
+controller listener in the voter set. Requests to it go over the runtime's connection pool; an answer or a failure
+is handed back to the component that asked, which owns every retry and backoff decision. Nothing here blocks the
+core task: sends are tasks, timers are loop callbacks, and the pure components are only touched from the loop.
+
+CreateTopics, DeleteTopics, ElectLeaders, UpdateFeatures, (Incremental)AlterConfigs and CreatePartitions sent to a
+broker are forwarded to the active controller, as Kafka's
+brokers forward them; an unreachable controller gives NOT_CONTROLLER (retriable for clients).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from pykraft.broker.actions import BrokerState, FindController, Ready, SendToController, ShutdownComplete, StateChanged
+from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
+from pykraft.broker.isr_rules import DEFAULT_REPLICA_LAG_TIME_MAX_MS
+from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
+from pykraft.broker.metadata_cache import MetadataCache
+from pykraft.controller.cluster import Endpoint
+from pykraft.controller.features import DEFAULT_SUPPORTED_FEATURES
+from pykraft.controller.log_replay import metadata_records
+from pykraft.protocol.apis import ApiKey, ApiRegistry
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.log import RawSnapshotReader
+from pykraft.records.metadata.frame import encode_metadata_record
+from pykraft.storage import StorageError
+from pykraft.storage.meta_properties import read_meta_properties
+
+from pykraft.node.apis.client_apis import controllers
+from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
+from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
+from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
+from pykraft.node.hosts.group_host import GroupHost, group_config
+from pykraft.node.apis.versions import to_request_version
+
+if TYPE_CHECKING:
+    from pykraft.protocol.codec import DecodedRequest
+
+    from pykraft.node.runtime.runtime import NodeRuntime
+
+_log = logging.getLogger("pykraft.node.broker")
+
+# Kafka's SecurityProtocol ids, as BrokerRegistration carries them.
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADERS, ApiKey.UPDATE_FEATURES,
+                  ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS)
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 60.0
+MIN_TIMER_DELAY_S = 0.001
+
+
+def broker_settings(node_config: Any) -> tuple[str | None, int]:
+    """(broker.rack, replica.lag.time.max.ms) from the node config; ValueError on a bad number."""
+    raw = node_config.raw
+    rack = str(raw.get("broker.rack", "")).strip() or None
+    lag = str(raw.get("replica.lag.time.max.ms", DEFAULT_REPLICA_LAG_TIME_MAX_MS)).strip()
+    if not lag.isdigit() or int(lag) == 0:
+        raise ValueError(f"replica.lag.time.max.ms: {lag!r} is not a positive integer")
+    return rack, int(lag)
+
+
+def broker_host(node_config: Any) -> BrokerHost:
+    """The BrokerHost of a node config. ValueError: a bad broker setting."""
+    try:
+        meta = read_meta_properties(node_config.metadata_log_dir)
+        cluster_id, directory_id = meta.cluster_id, meta.directory_id
+    except StorageError:
+        cluster_id, directory_id = "", None  # NodeRuntime.start() refuses the directory with the proper message
+    return BrokerHost(node_config, cluster_id, directory_id)
+
+
+def broker_runtime(node_config: Any, **runtime_options: Any) -> NodeRuntime:
+    """A NodeRuntime whose state machine is a BrokerHost (`runtime.state_machine`). ValueError: a bad setting."""
+    return hosted_runtime(node_config, broker_host(node_config), **runtime_options)
+
+
+class BrokerHost:
+    """A `StateMachine` for NodeRuntime; `bind(runtime)` before the runtime starts, `start()` after."""
+
+    def __init__(self, node_config: Any, cluster_id: str, directory_id: uuid.UUID | None, *,
+                 incarnation_id: uuid.UUID | None = None) -> None:
+        rack, lag_ms = broker_settings(node_config)
+        self.node_id = node_config.node_id
+        self.cache = MetadataCache()
+        self.lifecycle = BrokerLifecycle(LifecycleConfig(
+            node_id=self.node_id, cluster_id=cluster_id, incarnation_id=incarnation_id or uuid.uuid4(),
+            listeners=tuple(Endpoint(l.name, l.host, l.port,
+                                     SECURITY_PROTOCOL_IDS.get(node_config.security_protocol(l.name), 0))
+                            for l in node_config.advertised_broker_listeners()),
+            features=DEFAULT_SUPPORTED_FEATURES, rack=rack,
+            log_dirs=() if directory_id is None else (directory_id,),
+            heartbeat_interval_ms=node_config.broker_heartbeat_interval_ms,
+            session_timeout_ms=node_config.broker_session_timeout_ms,
+            initial_registration_timeout_ms=node_config.initial_broker_registration_timeout_ms,
+            request_timeout_ms=node_config.quorum.request_timeout_ms))
+        self.isr = IsrManager(IsrManagerConfig(self.node_id, replica_lag_time_max_ms=lag_ms,
+                                               request_timeout_ms=node_config.quorum.request_timeout_ms), self.cache)
+        self.data_plane = DataPlane(self, node_config)
+        offsets_topic_settings(node_config.raw)  # refuse a bad value at start, not at the first FindCoordinator
+        self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now())
+        self.group_api = GroupApi(self, self.groups)
+        self.runtime: NodeRuntime | None = None
+        self.finished: asyncio.Future[ShutdownComplete] | None = None
+        self.undecodable_records = 0
+        self.forward_failures = 0
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._shutdown_requested = False
+
+    def bind(self, runtime: NodeRuntime) -> None:
+        self.runtime = runtime
+        runtime.broker_host = self  # what the metrics read, without importing the hosts
+
+    def metadata_image(self) -> MetadataCache:
+        return self.cache
+
+    def registry(self, base: ApiRegistry) -> ApiRegistry:
+        for key in FORWARDED_APIS:
+            low, high = HOST_APIS[key]
+            base = base.with_range(key, low, high)
+        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items()):
+            base = base.with_range(key, low, high)
+        return with_image_apis(base)
+
+    def extra_handlers(self) -> dict[int, Any]:
+        async def handler(decoded: DecodedRequest) -> Any:
+            return await self.forward(int(decoded.api_key), decoded.message)
+        handlers = {int(key): handler for key in FORWARDED_APIS}
+        handlers.update(image_handlers(self.metadata_image))
+        handlers.update(self.data_plane.handlers())
+        handlers.update(self.group_api.handlers())
+        return handlers
+
+    # ---- lifecycle of the process ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Begin registering (after `runtime.start()`: the cluster id and the loop are known)."""
+        self.finished = asyncio.get_running_loop().create_future()
+        self._run("lifecycle", self.lifecycle.start(self._now()))
+
+    async def controlled_shutdown(self, timeout_s: float = CONTROLLED_SHUTDOWN_TIMEOUT_S) -> ShutdownComplete:
+        """KIP-841: ask the controller to move our leaderships away and wait until it lets us go."""
+        assert self.finished is not None, "start() first"
+        self._shutdown_requested = True
+        self._run("lifecycle", self.lifecycle.begin_controlled_shutdown(self._now()))
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.finished), timeout_s)
+        except asyncio.TimeoutError:
+            return ShutdownComplete(False, f"the controlled shutdown did not finish within {timeout_s:.0f} s "
+                                           f"(last error: {self.lifecycle.last_error})")
+
+    def close(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        for task in self._tasks:
+            task.cancel()
+        self.groups.close()
+        self.data_plane.close()
+
+    # ---- StateMachine ------------------------------------------------------------------------------------------
+    def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
+        self.cache.replay_all(metadata_records(batches, on_undecodable=self._count_undecodable))
+        self._after_metadata(last_offset)
+
+    def load_snapshot(self, reader: RawSnapshotReader) -> None:
+        last_contained = reader.snapshot_id.offset - 1
+        records = metadata_records(reader.records(), on_undecodable=self._count_undecodable)
+        self.cache.load_snapshot((record for _, record in records), last_contained)
+        self._after_metadata(last_contained)
+
+    def leader_changed(self, leader_id: int | None, epoch: int) -> None:
+        """Nothing to do: every send looks up the current leader (= active controller) when it goes out."""
+
+    def snapshot_records(self) -> Iterable[bytes]:
+        return [encode_metadata_record(r) for r in self.cache.snapshot_records()]
+
+    def _after_metadata(self, last_offset: int) -> None:
+        self.lifecycle.note_metadata_offset(last_offset)
+        if self.finished is None:
+            return  # replay of the local log before start(): nothing is running yet
+        now = self._now()
+        self._run("isr", self.isr.sync_metadata(now))
+        self.data_plane.sync_metadata(now)
+        self._sync_groups()
+        self._run("isr", self.isr.update_progress(self.data_plane.progress(self.isr.led_partitions(), now), now))
+
+    def _count_undecodable(self) -> None:
+        self.undecodable_records += 1
+
+    # ---- the pure components' actions --------------------------------------------------------------------------
+    def _component(self, name: str) -> Any:
+        return self.lifecycle if name == "lifecycle" else self.isr
+
+    def _run(self, name: str, ready: Ready) -> None:
+        for action in ready.actions:
+            if isinstance(action, SendToController):
+                task = asyncio.get_running_loop().create_task(self._send(name, action))
+                self._tasks.add(task)
+                task.add_done_callback(self._send_done)
+            elif isinstance(action, StateChanged):
+                self._on_state_changed(action)
+            elif isinstance(action, ShutdownComplete):
+                self._on_shutdown_complete(action)
+            elif isinstance(action, FindController):
+                _log.debug("%s: looking for the active controller again", name)
+        self._schedule(name, ready.wakeup_ms)
+        if name == "isr":
+            self.data_plane.isr_changed()
+
+    def _schedule(self, name: str, wakeup_ms: int | None) -> None:
+        old = self._timers.pop(name, None)
+        if old is not None:
+            old.cancel()
+        if wakeup_ms is None:
+            return
+        delay = max(MIN_TIMER_DELAY_S, (wakeup_ms - self._now()) / 1000)
+        self._timers[name] = asyncio.get_running_loop().call_later(delay, self._poll, name)
+
+    def _poll(self, name: str) -> None:
+        self._timers.pop(name, None)
+        self._run(name, self._component(name).poll(self._now()))
+
+    async def _send(self, name: str, send: SendToController) -> None:
+        address = self._controller_address()
+        response = None
+        if address is not None:
+            response = await self.runtime.outbound.forward(address[0], address[1], send.request)  # type: ignore[union-attr]
+        component = self._component(name)
+        if response is None:
+            _log.debug("%s: %s to the controller at %s got no answer", name, type(send.request).__name__, address)
+            self._run(name, component.handle_failure(send.request_id, self._now()))
+            return
+        error = int(getattr(response, "error_code", 0))
+        if error:
+            _log.info("%s: the controller at %s answered %s with error %d", name, address,
+                      type(send.request).__name__, error)
+        try:
+            ready = component.handle_response(send.request_id, response, self._now())
+        except Exception as exc:  # noqa: BLE001 - a bug met by this one answer: as if it never came (contained)
+            request = send.request
+            self.runtime.handler_errors.record(int(request.__api_key__), int(request.__version__), exc,  # type: ignore[union-attr]
+                                               f"response from the controller at {address}")
+            ready = component.handle_failure(send.request_id, self._now())
+        self._run(name, ready)
+
+    def _send_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # A bug, not a network failure (those come back as None): say so; the component times the send out.
+            _log.error("sending to the controller failed: %r", task.exception())
+
+    def _on_state_changed(self, change: StateChanged) -> None:
+        _log.info("broker %d: %s -> %s (broker epoch %d)", self.node_id, change.old.value, change.new.value,
+                  self.lifecycle.broker_epoch)
+        runtime = self.runtime
+        if runtime is not None and hasattr(runtime, "trace"):
+            runtime.trace.event(self._now(), "broker_state", old=change.old.value, new=change.new.value,
+                                broker_epoch=self.lifecycle.broker_epoch)
+        if change.new is BrokerState.RECOVERY:
+            # Caught up with the metadata log: recover the partition logs, then ask to be unfenced (Kafka waits
+            # for its log manager here too). A log that must not be repaired stops the broker instead.
+            asyncio.get_running_loop().call_soon(self._open_data_plane)
+
+    def _open_data_plane(self) -> None:
+        try:
+            self.data_plane.open(self._now())
+        except StorageError as exc:
+            _log.critical("broker %d cannot open its partition logs: %s", self.node_id, exc)
+            if self.runtime is not None:
+                asyncio.get_running_loop().create_task(self.runtime.stop(graceful=False))
+            return
+        self._sync_groups()
+        self._run("lifecycle", self.lifecycle.set_ready_to_unfence(self._now()))
+
+    def _sync_groups(self) -> None:
+        if self.data_plane.host.logs is not None:  # the partition logs are open
+            self.groups.sync_leadership()
+
+    def _on_shutdown_complete(self, done: ShutdownComplete) -> None:
+        finished = self.finished
+        if finished is not None and not finished.done():
+            finished.set_result(done)
+        if not self._shutdown_requested and self.runtime is not None:
+            # The lifecycle gave up on its own (no registration in time): the process must not run on unregistered.
+            _log.error("broker %d stops: %s", self.node_id, done.reason)
+            asyncio.get_running_loop().create_task(self.runtime.stop(graceful=True))
+
+    # ---- the active controller ---------------------------------------------------------------------------------
+    def _controller_address(self) -> tuple[str, int] | None:
+        core = self.runtime.core if self.runtime is not None else None
+        if core is None:
+            return None
+        leader = core.quorum.leader_id()
+        return next(((host, port) for node, host, port in controllers(core) if node == leader), None)
+
+    async def forward(self, api_key: int, message: Any) -> Any:
+        """A client's controller request, sent on to the active controller; NOT_CONTROLLER when unreachable."""
+        address = self._controller_address()
+        response = None
+        if address is not None:
+            response = await self.runtime.outbound.forward(address[0], address[1], message)  # type: ignore[union-attr]
+        if response is None:
+            self.forward_failures += 1
+            reply = error_reply(api_key, message, ErrorCode.NOT_CONTROLLER,
+                                f"broker {self.node_id} cannot reach the active controller")
+            return to_request_version(reply, int(message.__version__))
+        return response
+
+    def _now(self) -> int:
+        assert self.runtime is not None
+        return self.runtime.clock()

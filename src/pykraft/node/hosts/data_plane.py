@@ -1,0 +1,158 @@
+"""`DataPlane`: the broker host's partition replicas, wired to the node (handlers, fetchers, timers).
+
+- `handlers()`: Produce v3-v12, Fetch v4-v18, ListOffsets v1-v10, OffsetsForLeaderEpoch v2-v4, InitProducerId
+  v0-v5 (Kafka 4.x's ranges; producer-id blocks from the controller, producer_id_api.py). Produce and Fetch naming `__cluster_metadata` go to the metadata log's paths as before.
+- `open()` runs when the broker caught up with the metadata log: recover the partition logs (the metadata log's
+  directory lock is shared when metadata.log.dir is one of log.dirs), follow the metadata, start the fetchers
+  and the maintenance timer (partition_maintenance.py: flush what flush.ms/flush.messages make due, never by
+  default as in Kafka, in a worker thread; then retention and checkpoint files; every `MAINTENANCE_INTERVAL_S`).
+- `sync_metadata()` / `progress()` / `isr_changed()` are the broker host's hooks: leadership from the cache,
+  follower progress into the ISR manager, the ISR manager's high watermark back into the logs.
+Until `open()` every partition answers NOT_LEADER_OR_FOLLOWER (or UNKNOWN_TOPIC_OR_PARTITION).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pykraft.broker.isr_rules import LeaderProgress
+from pykraft.broker.metadata_cache import TopicPartition
+from pykraft.protocol.apis import ApiKey
+from pykraft.storage import PartitionLogs
+
+from pykraft.node.apis import auto_create, fetch_api, offsets_api, produce_api
+from pykraft.node.apis.producer_id_api import ProducerIdBlocks, init_producer_id
+from pykraft.node.runtime.flusher import thread_runner
+from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
+from pykraft.node.hosts.replica_fetcher import ReplicaFetchers
+
+if TYPE_CHECKING:
+    from pykraft.protocol.codec import DecodedRequest
+
+    from pykraft.node.hosts.broker_host import BrokerHost
+
+_log = logging.getLogger("pykraft.node.data_plane")
+DATA_PLANE_APIS = {ApiKey.PRODUCE: (3, 12), ApiKey.FETCH: (4, 18), ApiKey.LIST_OFFSETS: (1, 10),
+                   ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4), ApiKey.INIT_PRODUCER_ID: (0, 5)}
+MAINTENANCE_INTERVAL_S = 5.0
+
+
+class DataPlane:
+    def __init__(self, broker: BrokerHost, node_config: Any) -> None:
+        self.broker = broker
+        self.node_config = node_config
+        self.settings = DataPlaneSettings.of(node_config.node_id, node_config.raw)
+        auto_create.settings(node_config.raw)  # refuse a bad value at start, not at the first Metadata request
+        self.host = PartitionHost(self.settings, broker.cache, None,
+                                  report_progress=self._report_progress, high_watermark_of=broker.isr.high_watermark,
+                                  now_ms=broker._now)  # noqa: SLF001
+        self.fetchers: ReplicaFetchers | None = None
+        self.producer_ids = ProducerIdBlocks(node_config.node_id, lambda: broker.lifecycle.broker_epoch,
+                                             self._ask_controller)
+        self._timer: asyncio.TimerHandle | None = None
+        self._maintenance: asyncio.Task[None] | None = None
+
+    # ---- opening and closing -----------------------------------------------------------------------------------
+    def open(self, now_ms: int) -> None:
+        runtime = self.broker.runtime
+        assert runtime is not None and runtime.storage is not None
+        config = self.node_config
+        held = {config.metadata_log_dir: runtime.storage.lock} if config.metadata_log_dir in config.log_dirs else {}
+        self.host.logs = PartitionLogs(tuple(config.log_dirs), self.host.log_config_for, held_locks=held)
+        self.host.load()
+        self.fetchers = ReplicaFetchers(self.host, broker_epoch=lambda: self.broker.lifecycle.broker_epoch,
+                                        address_of=self._address_of, send=runtime.outbound.forward)
+        _log.info("broker %d: %d partition logs recovered", self.settings.broker_id, len(self.host.replicas))
+        self.sync_metadata(now_ms)
+        self._schedule_maintenance()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._maintenance is not None:
+            self._maintenance.cancel()  # a flush in its worker thread finishes on its own descriptors
+        if self.fetchers is not None:
+            for task in self.fetchers._tasks.values():  # noqa: SLF001 - the loop may be gone: cancel only
+                task.cancel()
+        if self.host.logs is not None:
+            self.host.close()
+            self.host.logs = None
+
+    def _schedule_maintenance(self) -> None:
+        self._timer = asyncio.get_running_loop().call_later(MAINTENANCE_INTERVAL_S, self._maintain)
+
+    def _maintain(self) -> None:
+        if self.host.logs is not None:
+            self._maintenance = asyncio.get_running_loop().create_task(self._maintain_once())
+
+    async def _maintain_once(self) -> None:
+        """Flush (in a worker thread), retention and checkpoints; the next round is scheduled even after a failed
+        one, which is logged (the data stays in the page cache; the next flush tries again)."""
+        try:
+            await self.host.maintain_off_loop(self.broker._now, thread_runner())  # noqa: SLF001
+        except OSError as exc:
+            _log.error("broker %d: partition log maintenance failed: %s", self.settings.broker_id, exc)
+        finally:
+            if self.host.logs is not None:
+                self._schedule_maintenance()
+
+    # ---- the broker host's hooks -------------------------------------------------------------------------------
+    def sync_metadata(self, now_ms: int) -> None:
+        if self.host.logs is None or self.fetchers is None:
+            return
+        self.fetchers.assign(self.host.sync_metadata(now_ms))
+
+    def progress(self, partitions: list[TopicPartition], now_ms: int) -> dict[TopicPartition, LeaderProgress]:
+        return self.host.progress(partitions, now_ms) if self.host.logs is not None else {}
+
+    def isr_changed(self) -> None:
+        if self.host.logs is not None:
+            self.host.refresh_all()
+
+    def _report_progress(self, progress: dict[TopicPartition, LeaderProgress]) -> None:
+        broker = self.broker
+        now = broker._now()  # noqa: SLF001
+        broker._run("isr", broker.isr.update_progress(progress, now))  # noqa: SLF001
+
+    def _address_of(self, broker_id: int) -> tuple[str, int] | None:
+        registration = self.broker.cache.registration(broker_id)
+        if registration is None or not registration.listeners:
+            return None
+        wanted = self.node_config.raw.get("inter.broker.listener.name")
+        endpoint = next((l for l in registration.listeners if l.name == wanted), registration.listeners[0])
+        return endpoint.host, endpoint.port
+
+    # ---- requests ----------------------------------------------------------------------------------------------
+    def handlers(self) -> dict[int, Any]:
+        async def produce(decoded: DecodedRequest) -> Any:
+            if produce_api.names_metadata_topic(decoded.message):
+                return await self.broker.runtime.inbound.produce_metadata(decoded)  # type: ignore[union-attr]
+            return await produce_api.produce(self.host, decoded.message)
+
+        async def fetch(decoded: DecodedRequest) -> Any:
+            if fetch_api.names_metadata_topic(decoded.message):
+                return await self.broker.runtime.inbound.answer_on_core(decoded)  # type: ignore[union-attr]
+            return await fetch_api.fetch(self.host, decoded.message, self.broker._now)  # noqa: SLF001
+
+        async def list_offsets(decoded: DecodedRequest) -> Any:
+            return offsets_api.list_offsets(self.host, decoded.message)
+
+        async def offsets_for_epoch(decoded: DecodedRequest) -> Any:
+            return offsets_api.offsets_for_leader_epoch(self.host, decoded.message)
+
+        async def init_pid(decoded: DecodedRequest) -> Any:
+            return await init_producer_id(self.producer_ids, decoded.message)
+
+        async def metadata(decoded: DecodedRequest) -> Any:
+            return await auto_create.metadata(self.broker, decoded.message)
+
+        return {ApiKey.METADATA: metadata, ApiKey.PRODUCE: produce, ApiKey.FETCH: fetch, ApiKey.LIST_OFFSETS: list_offsets,
+                ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_epoch, ApiKey.INIT_PRODUCER_ID: init_pid}
+
+    async def _ask_controller(self, request: Any) -> Any | None:
+        address = self.broker._controller_address()  # noqa: SLF001
+        if address is None or self.broker.runtime is None:
+            return None
+        return await self.broker.runtime.outbound.forward(address[0], address[1], request)

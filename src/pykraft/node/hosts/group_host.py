@@ -1,0 +1,297 @@
+"""`GroupHost`: the broker's group coordinator, hosted on the `__consumer_offsets` partitions it leads.
+
+- Coordinator = leader of partition `partition_for(group_id, partitions)` of `__consumer_offsets` (Kafka's rule).
+- On becoming leader of such a partition the host reads the partition from its start and rebuilds the groups and
+  committed offsets (COORDINATOR_LOAD_IN_PROGRESS until done); on losing it the groups go (NOT_COORDINATOR, and
+  parked JoinGroup/SyncGroup requests are answered so). Failover therefore follows partition leadership.
+  The load runs in slices of `LOAD_SLICE_BYTES` between event-loop turns (a task per partition), so a large
+  partition does not stall the broker's other requests (Kafka loads on its scheduler thread for the same reason);
+  it is abandoned if the leadership moves meanwhile.
+- Writes (offsets, a generation's assignment) are appended as leader with acks=all and answered only once the
+  high watermark passed them; a write that fails or times out answers COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR
+  when the leadership moved meanwhile).
+The protocol rules are pure (broker/group_coordinator.py); this class adds the log, the timer and the futures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
+from pykraft.broker.group_state import Group, Member, OffsetEntry, StoreGroup
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
+from pykraft.records.group_records import (
+    GroupKey, GroupRecordError, GroupValue, MemberValue, OffsetKey, OffsetValue, decode_group_value, decode_key,
+    decode_offset_value, encode_group_value, encode_key, encode_offset_value, partition_for,
+)
+
+if TYPE_CHECKING:
+    from pykraft.node.hosts.partitions import PartitionHost
+
+_log = logging.getLogger("pykraft.node.groups")
+OFFSETS_TOPIC = "__consumer_offsets"
+WRITE_TIMEOUT_S = 5.0  # offsets.commit.timeout.ms
+LOAD_SLICE_BYTES = 16 * 1024  # read and replayed per event-loop turn while loading (~5 ms of decoding)
+_WRITE_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.NOT_COORDINATOR}
+
+
+def group_config(raw: Any) -> GroupConfig:
+    """group.* settings from server.properties; ValueError on a value that is not a non-negative integer."""
+    values = {}
+    for name, key in (("min_session_timeout_ms", "group.min.session.timeout.ms"),
+                      ("max_session_timeout_ms", "group.max.session.timeout.ms"),
+                      ("initial_rebalance_delay_ms", "group.initial.rebalance.delay.ms")):
+        text = str(raw.get(key, "")).strip()
+        if text:
+            if not text.isdigit():
+                raise ValueError(f"{key}: {text!r} is not a non-negative integer")
+            values[name] = int(text)
+    return GroupConfig(**values)
+
+
+class GroupHost:
+    def __init__(self, host: PartitionHost, config: GroupConfig, clock: Any) -> None:
+        self.host = host
+        self.config = config
+        self.clock = clock
+        self.coordinators: dict[int, GroupCoordinator] = {}  # loaded partitions
+        self.loading: dict[int, asyncio.Task[None]] = {}  # partition -> its load, until loaded
+        self._parked: dict[Hashable, asyncio.Future[Any]] = {}
+        self._tokens = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+
+    # ---- which partition, and is it ours -----------------------------------------------------------------------
+    def partition_count(self) -> int | None:
+        cache = self.host.cache
+        topic_id = cache.topic_id(OFFSETS_TOPIC)
+        info = None if topic_id is None else cache.replication.topics.get(topic_id)
+        return None if info is None else len(info.partitions)
+
+    def coordinator_of(self, group_id: str) -> GroupCoordinator | ErrorCode:
+        count = self.partition_count()
+        if not count:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        partition = partition_for(group_id, count)
+        if partition in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return self.coordinators.get(partition, ErrorCode.NOT_COORDINATOR)
+
+    # ---- leadership --------------------------------------------------------------------------------------------
+    def sync_leadership(self) -> None:
+        """After the data plane followed the metadata: load the partitions we now lead, unload the others."""
+        led = {index for (topic, index), replica in self.host.replicas.items()
+               if topic == OFFSETS_TOPIC and replica.leading is not None}
+        for partition in [p for p in self.coordinators if p not in led]:
+            self._deliver(self.coordinators.pop(partition).unload())
+            _log.info("groups of %s-%d unloaded", OFFSETS_TOPIC, partition)
+        for partition in [p for p in self.loading if p not in led]:
+            self.loading.pop(partition).cancel()
+            _log.info("loading the groups of %s-%d abandoned: no longer its leader", OFFSETS_TOPIC, partition)
+        for partition in sorted(led - set(self.coordinators) - set(self.loading)):
+            self.loading[partition] = asyncio.get_running_loop().create_task(self._load(partition))
+
+    async def _load(self, partition: int) -> None:
+        try:
+            groups = await self._read_groups(partition)
+            if groups is None:
+                return
+            now = self.clock()
+            coordinator = GroupCoordinator(self.config)
+            for group in groups.values():
+                coordinator.load_group(group, now)
+            self.coordinators[partition] = coordinator
+            _log.info("groups of %s-%d loaded: %d groups", OFFSETS_TOPIC, partition, len(groups))
+            self._reschedule()
+        finally:
+            if self.loading.get(partition) is asyncio.current_task():
+                del self.loading[partition]
+
+    async def _read_groups(self, partition: int) -> dict[str, Group] | None:
+        """Replay the partition from its start to its end, one slice per loop turn. None when the leadership
+        moved meanwhile (the load is then pointless: the new leader loads)."""
+        replica = self.host.replicas.get((OFFSETS_TOPIC, partition))
+        if replica is None or replica.leading is None:
+            return None
+        epoch, log = replica.leader_epoch, replica.log
+        groups: dict[str, Group] = {}
+        offset = log.start_offset()
+        while True:
+            if self.host.replicas.get((OFFSETS_TOPIC, partition)) is not replica or replica.leading is None \
+                    or replica.leader_epoch != epoch or offset > log.end_offset():
+                return None
+            offset = max(offset, log.start_offset())  # retention may have moved the start between slices
+            if offset >= log.end_offset():
+                return groups
+            offset = _replay_slice(log, offset, groups)
+            await asyncio.sleep(0)  # let the loop serve everything else before the next slice
+
+    # ---- parking requests and delivering replies ---------------------------------------------------------------
+    def park(self) -> tuple[Hashable, asyncio.Future[Any]]:
+        token = next(self._tokens)
+        future = asyncio.get_running_loop().create_future()
+        self._parked[token] = future
+        return token, future
+
+    def forget(self, token: Hashable) -> None:
+        self._parked.pop(token, None)
+
+    def run(self, coordinator: GroupCoordinator, replies: list[Reply]) -> None:
+        """Carry out the coordinator's replies: answer parked requests, start group writes."""
+        for reply in replies:
+            if isinstance(reply, StoreGroup):
+                asyncio.get_running_loop().create_task(self._store_group(coordinator, reply))
+        self._deliver([r for r in replies if not isinstance(r, StoreGroup)])
+        self._reschedule()
+
+    def _deliver(self, replies: list[Any]) -> None:
+        for reply in replies:
+            future = self._parked.pop(reply.token, None)
+            if future is not None and not future.done():
+                future.set_result(reply)
+
+    async def _store_group(self, coordinator: GroupCoordinator, store: StoreGroup) -> None:
+        group = coordinator.groups.get(store.group_id)
+        if group is None:
+            return
+        value = encode_group_value(_group_value(group))
+        error = await self.write(store.group_id, [SimpleRecord(value, encode_key(GroupKey(store.group_id)))])
+        self.run(coordinator, coordinator.group_stored(store.group_id, store.generation, error, self.clock()))
+
+    async def write(self, group_id: str, records: list[SimpleRecord]) -> ErrorCode:
+        """Append to the group's partition with acks=all; NONE once committed."""
+        count = self.partition_count()
+        if not count:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        batch = encode_batch(records, base_offset=0, partition_leader_epoch=0, timestamp_ms=self.clock())
+        result = self.host.append_as_leader(OFFSETS_TOPIC, partition_for(group_id, count), batch, -1)
+        error = result.error
+        if error is ErrorCode.NONE and result.waiter is not None:
+            try:
+                error = await asyncio.wait_for(asyncio.shield(result.waiter), WRITE_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                error = ErrorCode.REQUEST_TIMED_OUT
+        if error is not ErrorCode.NONE:
+            _log.info("write for group %s failed: %s", group_id, error.name)
+            return _WRITE_ERRORS.get(error, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return ErrorCode.NONE
+
+    async def commit_offsets(self, coordinator: GroupCoordinator, group_id: str,
+                             offsets: dict[tuple[str, int], OffsetEntry]) -> ErrorCode:
+        records = [SimpleRecord(encode_offset_value(OffsetValue(e.offset, e.leader_epoch, e.metadata,
+                                                                e.commit_timestamp_ms)),
+                                encode_key(OffsetKey(group_id, topic, partition)))
+                   for (topic, partition), e in offsets.items()]
+        error = await self.write(group_id, records)
+        if error is ErrorCode.NONE:
+            coordinator.offsets_committed(group_id, offsets)
+        return error
+
+    async def delete_offsets(self, coordinator: GroupCoordinator, group_id: str,
+                             partitions: list[tuple[str, int]]) -> ErrorCode:
+        """Tombstones for these committed offsets; gone from memory once committed."""
+        error = await self.write(group_id, [SimpleRecord(None, encode_key(OffsetKey(group_id, t, p)))
+                                           for t, p in partitions])
+        if error is ErrorCode.NONE:
+            coordinator.offsets_deleted(group_id, partitions)
+        return error
+
+    async def delete_group(self, coordinator: GroupCoordinator, group_id: str) -> ErrorCode:
+        group = coordinator.groups.get(group_id)
+        error = coordinator.delete_group(group_id)
+        if error is not ErrorCode.NONE or group is None:
+            return error
+        tombstones = [SimpleRecord(None, encode_key(OffsetKey(group_id, t, p))) for t, p in group.offsets]
+        return await self.write(group_id, [*tombstones, SimpleRecord(None, encode_key(GroupKey(group_id)))])
+
+    # ---- time --------------------------------------------------------------------------------------------------
+    def _reschedule(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadlines = [d for d in (c.next_deadline() for c in self.coordinators.values()) if d is not None]
+        if deadlines:
+            delay = max(0.001, (min(deadlines) - self.clock()) / 1000)
+            self._timer = asyncio.get_running_loop().call_later(delay, self._poll)
+
+    def _poll(self) -> None:
+        self._timer = None
+        now = self.clock()
+        for coordinator in list(self.coordinators.values()):
+            self.run(coordinator, coordinator.poll(now))
+        self._reschedule()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for task in self.loading.values():
+            task.cancel()
+        self.loading.clear()
+        for coordinator in self.coordinators.values():
+            self._deliver(coordinator.unload())
+        self.coordinators.clear()
+
+
+def _replay_slice(log: Any, offset: int, groups: dict[str, Group]) -> int:
+    """Apply the records of up to `LOAD_SLICE_BYTES` of the log from `offset`; returns the next offset."""
+    info = log.read(offset, LOAD_SLICE_BYTES)
+    start = offset
+    for batch in iter_batches(info.records, verify_crc=False, allow_truncated_tail=True):
+        if batch.is_control or batch.next_offset <= offset:
+            offset = max(offset, batch.next_offset)
+            continue
+        try:
+            records = list(batch.records())
+        except RecordsError as exc:  # a batch we cannot decode: say so, keep what the others hold
+            _log.error("skipping an undecodable batch of %s at offset %d: %s", OFFSETS_TOPIC, batch.base_offset, exc)
+            records = []
+        for r in records:
+            if r.key is not None:
+                _apply_record(groups, bytes(r.key), None if r.value is None else bytes(r.value))
+        offset = batch.next_offset
+    if offset == start:  # a batch larger than the slice: FileLog.read returns it whole, so only a bug lands here
+        raise AssertionError(f"no progress loading {OFFSETS_TOPIC} at offset {offset}")
+    return offset
+
+
+def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | None) -> None:
+    """Replay one __consumer_offsets record into the groups being loaded (later records win)."""
+    try:
+        key = decode_key(raw_key)
+        if isinstance(key, OffsetKey):
+            group = groups.setdefault(key.group, Group(key.group))
+            if raw_value is None:
+                group.offsets.pop((key.topic, key.partition), None)
+                return
+            v = decode_offset_value(raw_value)
+            group.offsets[(key.topic, key.partition)] = OffsetEntry(v.offset, v.leader_epoch, v.metadata,
+                                                                   v.commit_timestamp_ms)
+            return
+        if raw_value is None:
+            groups.pop(key.group, None)
+            return
+        _restore_metadata(groups.setdefault(key.group, Group(key.group)), decode_group_value(raw_value))
+    except GroupRecordError as exc:
+        _log.error("skipping an unreadable %s record: %s", OFFSETS_TOPIC, exc)
+
+
+def _restore_metadata(group: Group, value: GroupValue) -> None:
+    group.generation, group.protocol_type = value.generation, value.protocol_type or None
+    group.protocol_name, group.leader = value.protocol, value.leader
+    group.members = {m.member_id: Member(
+        m.member_id, m.instance_id, m.client_id, m.client_host, m.session_timeout_ms,
+        m.rebalance_timeout_ms if m.rebalance_timeout_ms >= 0 else m.session_timeout_ms, value.protocol_type,
+        ((value.protocol or "", m.subscription),), assignment=m.assignment) for m in value.members}
+
+
+def _group_value(group: Group) -> GroupValue:
+    members = tuple(MemberValue(m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                                m.session_timeout_ms, m.metadata_for(group.protocol_name), m.assignment)
+                    for m in group.members.values())
+    return GroupValue(group.protocol_type or "", group.generation, group.protocol_name, group.leader,
+                      group.state_timestamp_ms, members)

@@ -1,0 +1,151 @@
+"""Inbound requests: one frame in, one answer out (or none), never an exception that is not a closed connection.
+
+- A frame that does not decode (unknown api key, malformed header or body, a version no error answer can be built
+  for) closes the connection and is counted, as Kafka does.
+- A version the node does not support gets Kafka's UNSUPPORTED_VERSION answer (built by the codec).
+- ApiVersions, Metadata and DescribeCluster are answered here from the core's state (client_apis.py); Produce
+  waits for its write to commit (writes.py); UpdateFeatures is the controller host's (an extra handler); the raft
+  RPCs go through the core's input queue and come back at the version the request used (versions.py).
+- DescribeQuorum reaching a node that is not the leader is forwarded to the leader (`_forward_to_leader`).
+- Extra handlers (the controller's RPCs, later) plug in by api key.
+- A request whose handling raises (a bug, here or on the core task) is answered UNKNOWN_SERVER_ERROR, logged and
+  counted (`_failed`, the containment boundary of every listener: handler_errors.py); the node goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pykraft.net.server import CloseConnection, ConnectionInfo
+from pykraft.protocol.apis import ApiKey, ApiRegistry
+from pykraft.protocol.codec import (
+    DecodedRequest,
+    RequestDecodeFailure,
+    decode_request,
+    encode_response_body,
+)
+from pykraft.protocol.framing import FrameBody
+from pykraft.protocol.error_responses import error_response_for
+from pykraft.protocol.errors import ErrorCode, ProtocolError
+
+from pykraft.node.apis import client_apis, writes
+from pykraft.node.apis.versions import CORE_VERSIONS, to_core_request, to_request_version
+
+if TYPE_CHECKING:
+    from pykraft.node.runtime.runtime import NodeRuntime
+
+_log = logging.getLogger("pykraft.node")
+_SIZE_PREFIX = 4
+
+ExtraHandler = Callable[[DecodedRequest], Awaitable[Any | None]]
+
+
+class InboundHandler:
+    def __init__(self, runtime: NodeRuntime, registry: ApiRegistry,
+                 extra: Mapping[int, ExtraHandler] | None = None) -> None:
+        self.runtime = runtime
+        self.registry = registry
+        self.extra = dict(extra or {})
+        self.bad_frames = 0
+        self.refused_versions = 0
+        self.requests = 0
+
+    async def __call__(self, info: ConnectionInfo, payload: memoryview) -> memoryview | FrameBody | None:
+        try:
+            decoded = decode_request(payload, self.registry)
+        except ProtocolError as exc:
+            self.bad_frames += 1
+            _log.warning("closing connection %s from %s:%s: %s", info.connection_id, info.peer_host, info.peer_port,
+                         exc)
+            raise CloseConnection(str(exc)) from None
+        if isinstance(decoded, RequestDecodeFailure):
+            self.refused_versions += 1
+            return decoded.response[_SIZE_PREFIX:]
+        self.requests += 1
+        try:
+            response = await self.dispatch(decoded)
+            if response is None:
+                return None
+            return encode_response_body(decoded.correlation_id, response)
+        except CloseConnection:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the boundary of this one request: fail it, not the node
+            return self._failed(decoded, exc)
+
+    def _failed(self, decoded: DecodedRequest, exc: Exception) -> memoryview | FrameBody:
+        """UNKNOWN_SERVER_ERROR for a request whose handling raised; the connection closes when even that
+        answer cannot be built (a response type with no error field to carry it)."""
+        self.runtime.handler_errors.record(int(decoded.api_key), decoded.api_version, exc, "request")
+        try:
+            answer = error_response_for(decoded.message, ErrorCode.UNKNOWN_SERVER_ERROR,
+                                        error_message=f"{type(exc).__name__} while handling the request")
+            return encode_response_body(decoded.correlation_id, answer)
+        except Exception as error:  # noqa: BLE001 - no answer: the client sees the connection close
+            raise CloseConnection(f"no error answer for {decoded.api_key.name}: {error}") from None
+
+    async def dispatch(self, decoded: DecodedRequest) -> Any | None:
+        key, message, runtime = decoded.api_key, decoded.message, self.runtime
+        core = runtime.core
+        handler = self.extra.get(key)
+        if handler is not None and key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA):
+            # A broker's data plane takes Produce and Fetch (it hands `__cluster_metadata` back: answer_on_core,
+            # produce_metadata) and Metadata (auto.create.topics.enable, then the answer below).
+            return await handler(decoded)
+        if key == ApiKey.API_VERSIONS:
+            return client_apis.api_versions(core, self.registry, message, client_apis.image_of(runtime.state_machine))
+        if key == ApiKey.METADATA:
+            return client_apis.metadata(core, runtime.cluster_id, message, client_apis.image_of(runtime.state_machine))
+        if key == ApiKey.DESCRIBE_CLUSTER:
+            return client_apis.describe_cluster(core, runtime.cluster_id, message,
+                                                client_apis.image_of(runtime.state_machine))
+        if key == ApiKey.PRODUCE:
+            return await self.produce_metadata(decoded)
+        if key == ApiKey.DESCRIBE_QUORUM:
+            forwarded = await self._forward_to_leader(to_core_request(message))
+            if forwarded is not None:
+                return to_request_version(forwarded, decoded.api_version)
+        if key in CORE_VERSIONS:
+            return await self.answer_on_core(decoded)
+        if handler is None:  # the registry is trimmed to what is served, so only a wiring bug lands here
+            raise CloseConnection(f"no handler for {ApiKey(key).name}")
+        return await handler(decoded)
+
+
+    async def answer_on_core(self, decoded: DecodedRequest) -> Any:
+        """A raft RPC answered by the core, at the request's version."""
+        response = await self.runtime.core_request(to_core_request(decoded.message))
+        if response is None:
+            raise CloseConnection("the node is stopping")
+        return to_request_version(response, decoded.api_version)
+
+    async def produce_metadata(self, decoded: DecodedRequest) -> Any | None:
+        """Produce to `__cluster_metadata` (writes.py), off unless pykraft.produce.enable."""
+        return await writes.produce(self.runtime, self.runtime.produce_enabled, decoded.message)
+
+    async def _forward_to_leader(self, message: Any) -> Any | None:
+        """DescribeQuorum on a node that is not the leader goes on to the leader, as a Kafka broker forwards it to the
+        active controller: stock clients (kafka-python) send it to whichever node they know, and only the leader can
+        answer it. Without a known leader address (or if forwarding fails) the core answers NOT_LEADER_OR_FOLLOWER."""
+        core = self.runtime.core
+        leader_id = core.quorum.leader_id()
+        if leader_id is None or leader_id == core.local.node_id:
+            return None
+        endpoints = getattr(core.quorum.state, "leader_endpoints", None)
+        destination = core.destination_of(leader_id, endpoints if endpoints else None)
+        if destination.host is None or destination.port is None:
+            return None
+        return await self.runtime.outbound.forward(destination.host, destination.port, message)
+
+
+def served_registry(registry: ApiRegistry, extra: Mapping[int, ExtraHandler] | None) -> ApiRegistry:
+    """`registry` without the APIs nobody on this node answers (the controller RPCs until a controller plugs in):
+    advertising them would invite requests that could only be dropped."""
+    served = {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.PRODUCE, *CORE_VERSIONS,
+              *(extra or {})}  # UpdateFeatures is the controller's (an extra handler): a raft-only node has no rules
+    for key in registry.api_keys:
+        if key not in served:
+            registry = registry.without(key)
+    return registry
+

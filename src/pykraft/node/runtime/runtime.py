@@ -1,0 +1,496 @@
+"""`NodeRuntime`: one process = one node. Storage, the raft core, the network and the state machine, wired.
+
+Threading (reference §1.1, Kafka's single raft I/O thread): ONE asyncio task drives the core. Everything that
+wants the core to do something (an inbound request, an answer to our request, a finished flush, a client append,
+shutdown) appends a small function to `_inputs` and wakes the task; the task runs them one at a time, polls the
+core when its wake-up time has come, and hands each `Ready` to the `EffectRunner`. The core is therefore never
+re-entered, and reading its state from a request handler between inputs is safe (asyncio is cooperative).
+An input run on behalf of ONE request or peer response (`submit_request`, `core_request`, `_deliver`, appends) is
+contained (handler_errors.py): its exception fails that request, and the task goes on with the next input.
+Durable writes run in a worker thread (flusher.py); messages wait for them in the outbox (effects.py).
+
+Time: `now_ms` is wall-clock (time.time()), because the core stamps records with it and Kafka's tools read those
+timestamps as wall-clock. A wall-clock jump moves every deadline of the core at once: a jump forward makes timers
+fire early (a follower may start an election, a leader may resign on check-quorum), a jump backward makes them fire
+late (by up to the size of the jump). Neither breaks safety: elections are safe at any time; only liveness suffers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import ssl
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pykraft.net.errors import ConnectError
+from pykraft.net.pool import ConnectionPool
+from pykraft.net.server import FrameServer
+from pykraft.net.tls import client_context, server_context
+from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiRegistry
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.accumulator import RecordBatchTooLargeError
+from pykraft.raft.client import NotLeaderError, RaftCore
+from pykraft.raft.effects import CommitBatches, LeaderChanged, LoadSnapshot, Ready, Respond, ShutdownComplete
+from pykraft.raft.states import Role
+
+from pykraft.node.runtime.closing import Closer
+from pykraft.node.runtime.cluster_ids import ClusterIdMismatchLog
+from pykraft.node.runtime.disk import NodeStorage, open_node_storage
+from pykraft.node.runtime.effects import EffectRunner, Outbox
+from pykraft.node.runtime.flusher import DurabilityLane, RunBlocking
+from pykraft.node.runtime.handler_errors import HandlerErrors, contained, fail_answer, recorder
+from pykraft.node.runtime.inbound import ExtraHandler, InboundHandler, served_registry
+from pykraft.node.runtime.metrics import NodeMetrics
+from pykraft.node.runtime.outbound import Outbound
+from pykraft.node.config.preflight import check_listeners_bindable
+from pykraft.node.runtime.snapshots import SnapshotPolicy
+from pykraft.node.runtime.state_machine import CountingStateMachine, StateMachine
+from pykraft.node.runtime.trace import TraceWriter
+from pykraft.node.apis.writes import CommitWaiters, WriteFailed, produce_enabled
+
+_log = logging.getLogger("pykraft.node")
+
+MIN_WAIT_S = 0.001
+SHUTDOWN_TIMEOUT_MS = 5000  # Kafka's raft client is given 5 s to hand leadership over
+Input = Callable[[int], Ready | None]
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class NodeStoppedError(Exception):
+    """The node stopped (or failed) while a request was waiting for the core."""
+
+
+class NodeCloseError(Exception):
+    """The node stopped, but flushing or closing its files failed (one line: what failed and why)."""
+
+
+class _TlsFailureLog:
+    """The outbound pool, logging every failed TLS handshake at WARNING. Outbound logs failures at DEBUG, since
+    a peer that is down is routine; a peer that refuses our certificate (or offers one we do not trust) is a
+    misconfiguration the operator must see, as Kafka's NetworkClient logs a failed authentication. Attempts are
+    paced by the pool's reconnect backoff, so this is at most about one line per peer per second."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+        self._last: BaseException | None = None  # callers sharing one connect attempt get the same exception
+
+    async def request(self, host: str, port: int, build: Callable[[int], bytes], *, timeout_ms: int) -> bytes:
+        try:
+            return await self._pool.request(host, port, build, timeout_ms=timeout_ms)
+        except ConnectError as exc:
+            if exc is not self._last and _tls_failure(exc):
+                self._last = exc
+                _log.warning("TLS handshake with %s:%s failed: %s", host, port, " ".join(str(exc).split()))
+            raise
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+
+def _tls_failure(exc: BaseException | None) -> bool:
+    """Whether an SSL error or a TLS rejection (connection.py's wording) is anywhere in the cause chain."""
+    while exc is not None:
+        if isinstance(exc, ssl.SSLError) or "TLS handshake rejected" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+class NodeRuntime:
+    def __init__(self, config: Any, *, state_machine: StateMachine | None = None,
+                 registry: ApiRegistry = NODE_RUNTIME_APIS, extra_handlers: Mapping[int, ExtraHandler] | None = None,
+                 run_blocking: RunBlocking | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.config = config
+        self.state_machine: StateMachine = state_machine or CountingStateMachine()
+        # The hosts the state machine consists of, set by their `bind` (None for a plain state machine).
+        self.controller_host: Any = None
+        self.broker_host: Any = None
+        self.registry = served_registry(registry, extra_handlers)
+        self._extra = extra_handlers
+        self._run_blocking = run_blocking
+        self.clock = clock
+        self.produce_enabled = produce_enabled(config.raw)
+        self.storage: NodeStorage | None = None
+        self.core: RaftCore = None  # type: ignore[assignment]  # set by start()
+        self.cluster_id = ""
+        self.address: tuple[str, int] | None = None  # of the first listener: the raft channel on a controller
+        self.servers: list[FrameServer] = []
+        self.waiters = CommitWaiters()
+        self._inputs: deque[Input] = deque()
+        self._wake = asyncio.Event()
+        self._wakeup_ms = 0
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._next_ref = 0
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._stop_started = False
+        self._skip_handover = asyncio.Event()  # set by a second stop() during the graceful hand-over
+        self._stopped = asyncio.Event()
+        self.close_failure: NodeCloseError | None = None
+        self._shutdown_complete = asyncio.Event()
+        self._flush_input_queued = False
+        self.failure: BaseException | None = None
+        self.stale_wakeups = 0  # polls that left the core's wake-up time in the past (a core timer not cleared)
+        self.poll_times = (0.0, 0.0)  # (idle, busy) seconds of the core task: Kafka's poll-idle-ratio
+        self._busy_since = time.perf_counter()
+        self.observers: list[Callable[[RaftCore, int], None]] = []
+        self.handler_errors = HandlerErrors()  # requests and responses whose handling raised (contained)
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open storage, start the core task and listen. Raises StorageError, NetError or OSError (port in use,
+        TLS files) after releasing whatever it had opened. The TLS files and the listener ports are checked before
+        the storage is opened: a refused start changes nothing in the data directory."""
+        config = self.config
+        self._tls = {listener.name: self._server_tls(listener.name) for listener in config.served_listeners()}
+        self._tls_client = self._client_tls()
+        check_listeners_bindable(config.served_listeners())
+        self.storage = open_node_storage(config)
+        try:
+            await self._start()
+        except BaseException:
+            await self._abort_start()
+            raise
+
+    async def _abort_start(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        for part in (self._task, ):
+            if part is not None:
+                await asyncio.gather(part, return_exceptions=True)
+        for server in self.servers:  # listeners bound before a later one failed
+            await server.close()
+        for closer in ("outbound", "lane"):
+            if hasattr(self, closer):
+                await getattr(self, closer).close()
+        if hasattr(self, "trace"):
+            self.trace.close()
+        assert self.storage is not None
+        self.storage.close()
+
+    async def _start(self) -> None:
+        config = self.config
+        now = self.clock()
+        storage = self.storage
+        assert storage is not None
+        report = storage.report
+        _log.info("opened %s: %d segments, %d bytes validated, torn tail %s", config.metadata_log_dir,
+                  report.segments, report.bytes_validated, report.torn_tail)
+        self.cluster_id = storage.meta.cluster_id
+        local = config.local_replica(storage.meta.directory_id, storage.meta.cluster_id)
+        self.core = RaftCore(local, config.quorum, storage.log, random.Random(int.from_bytes(os.urandom(8), "big")))
+        self.trace = TraceWriter(config.metadata_log_dir, config.node_id)
+        self.trace.event(now, "recovered", segments=report.segments, bytes_validated=report.bytes_validated,
+                         torn_tail=None if report.torn_tail is None else report.torn_tail.dropped_bytes,
+                         rebuilt_indexes=list(report.rebuilt_indexes), removed_files=list(report.removed_files),
+                         log_end_offset=storage.log.end_offset())
+        self.observers.append(self.trace.observe)
+        # Several transitions can happen inside one input (Resigned -> Unattached -> Prospective -> Candidate ->
+        # Leader in one poll); the trace wants each. QuorumState calls its listeners on every epoch or role change.
+        self.core.quorum.add_transition_listener(lambda: self.trace.observe_state(self.core, self.clock()))
+        self.metrics = NodeMetrics(self)
+        self.observers.append(self.metrics.observe)
+        self.outbox = Outbox()
+        self.lane = DurabilityLane(storage.log, storage.store, on_done=self.outbox.on_done,
+                                   on_flushed=self._on_flushed, run_blocking=self._run_blocking,
+                                   sync_inline=self._follows)
+        self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
+                                        now, on_snapshot=self._on_snapshot)
+        self.cluster_ids = ClusterIdMismatchLog(self.cluster_id, lambda h, p, m: self.outbound.forward(h, p, m))
+        client_tls = self._tls_client
+        # Two channels, as Kafka keeps the raft client's apart from the broker-to-controller one: a forwarded
+        # request or a heartbeat must not queue behind a Fetch long-poll (answers come in request order).
+        raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls) for _ in range(2))
+        self.outbound = Outbound(raft_pool if client_tls is None else _TlsFailureLog(raft_pool),
+                                 timeout_ms=config.quorum.request_timeout_ms,
+                                 client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
+                                 on_answer=self.cluster_ids.check_answer, on_error=self.handler_errors.record,
+                                 forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool),
+                                 on_unreachable=self._peer_unreachable)
+        self.runner = EffectRunner(self.lane, self.outbox, self)
+        self.inbound = InboundHandler(self, self.registry, self._extra)
+        self.lane.start()
+        self._apply(self.core.initialize(storage.stored_election, now), now)
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"pykraft-core-{config.node_id}")
+        # Every listener is served by the same handler: in combined mode the controller host answers controller
+        # requests and the broker's forwarding takes over when this node is not the active controller.
+        for listener in config.served_listeners():
+            server = FrameServer(self.inbound, ssl_context=self._tls[listener.name],
+                                 name=f"node-{config.node_id}-{listener.name}")
+            self.servers.append(server)
+            address = await server.start(listener.host or "0.0.0.0", listener.port)
+            self.address = self.address or address
+        if config.metrics_port is not None:
+            self.metrics.serve(config.metrics_port)
+
+    def _server_tls(self, listener_name: str) -> Any:
+        """The TLS context of a listener this process binds; None when that listener is not SSL."""
+        config, tls = self.config, self.config.tls
+        if tls is None or config.security_protocol(listener_name) != "SSL":
+            return None
+        return server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=tls.client_auth_required)
+
+    def _client_tls(self) -> Any:
+        """The TLS context for the controller listener this process fetches from; None when it is not SSL."""
+        config, tls = self.config, self.config.tls
+        if tls is None or config.security_protocol(config.controller_listener_name) != "SSL":
+            return None
+        return client_context(tls.cert_path, tls.key_path, tls.ca_path)
+
+    async def run_until_stopped(self) -> None:
+        """Wait until the node stopped; raise what made it fail, else what made closing it fail (NodeCloseError)."""
+        await self._stopped.wait()
+        if self.failure is not None:
+            raise self.failure
+        if self.close_failure is not None:
+            raise self.close_failure
+
+    async def stop(self, graceful: bool = True, timeout_ms: int = SHUTDOWN_TIMEOUT_MS) -> None:
+        """Resign gracefully (wait for ShutdownComplete or the timeout), then flush and close everything.
+
+        A second call while the first waits for the hand-over ends that wait (a second signal must always stop the
+        node); every call returns once the node is closed."""
+        if self._stop_started:
+            self._skip_handover.set()
+            await self._stopped.wait()
+            return
+        self._stop_started = True
+        if graceful and self._task is not None and not self._task.done():
+            self._submit(lambda now: self.core.shutdown(now, timeout_ms))
+            handed_over = asyncio.ensure_future(self._shutdown_complete.wait())
+            skipped = asyncio.ensure_future(self._skip_handover.wait())
+            done, _ = await asyncio.wait((handed_over, skipped), timeout=timeout_ms / 1000 + 1,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            handed_over.cancel()
+            skipped.cancel()
+            if not done:
+                _log.warning("graceful shutdown did not complete within %d ms", timeout_ms)
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self._close_all(graceful)
+
+    async def _close_all(self, graceful: bool) -> None:
+        """Close every part, each even if an earlier one failed (a vanished data directory fails the final flush),
+        and always end in the stopped state: a node that cannot close its files must still stop. The first failure
+        is kept in `close_failure`, which `run_until_stopped` raises."""
+        for future in self._pending.values():
+            if not future.done():
+                future.set_result(None)
+        self._pending.clear()
+        self.waiters.fail_all(ErrorCode.NOT_LEADER_OR_FOLLOWER, "the node is stopping")
+        closer = Closer()
+        try:
+            await closer.step("final flush", self.lane.drain())
+            for server in self.servers:
+                await closer.step("closing a listener", server.close())
+            await closer.step("closing connections", self.outbound.close())
+            await closer.step("closing the durability lane", self.lane.close())
+            closer.call("closing metrics", self.metrics.close)
+            if self.storage is not None:
+                closer.call("final flush and close of the metadata log", self.storage.close)
+            closer.call("closing the trace", self._close_trace, graceful)
+        finally:
+            if closer.problems and self.close_failure is None:
+                self.close_failure = NodeCloseError(closer.problems[0])
+            self._stopped.set()
+
+    def _close_trace(self, graceful: bool) -> None:
+        try:
+            self.trace.flush_pending(self.core, self.clock())
+            self.trace.event(self.clock(), "stopped", graceful=graceful)
+        finally:
+            self.trace.close()
+
+    # ---- the core task ---------------------------------------------------------------------------------------
+    def _submit(self, fn: Input) -> None:
+        self._inputs.append(fn)
+        self._wake.set()
+
+    def submit(self, fn: Input) -> None:
+        """Run `fn(now_ms)` on the core task (the state machine's way in, e.g. the controller host); a Ready it
+        returns is carried out like the core's own. Ignored once the node is stopping."""
+        if not self._stopping:
+            self._submit(fn)
+
+    def submit_request(self, fn: Input, message: Any, answer: asyncio.Future[Any]) -> None:
+        """`submit`, on behalf of ONE request (`message`) awaiting `answer`: an exception `fn` raises fails that
+        answer (the inbound boundary answers UNKNOWN_SERVER_ERROR, logs and counts it), not the core task."""
+        self.submit(contained(fn, fail_answer(answer, recorder(self.handler_errors, message, "request"))))
+
+    async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while not self._stopping:
+                if self.lane.failure is not None:
+                    raise self.lane.failure
+                while self._inputs and not self._stopping:
+                    now = self.clock()
+                    self._apply(self._inputs.popleft()(now), now)
+                    self._poll_if_due()
+                if self._stopping:
+                    break
+                self._poll_if_due()
+                self._wake.clear()
+                if self._inputs:
+                    continue
+                # At least 1 ms: a wake-up time that stays in the past after a poll must not starve the event loop
+                # (the network, the flusher's completions) - it only costs a poll per millisecond.
+                delay = max(MIN_WAIT_S, (self._wakeup_ms - self.clock()) / 1000)
+                if self._wakeup_ms <= self.clock():
+                    self.stale_wakeups += 1
+                timer = loop.call_later(delay, self._wake.set)
+                waited = time.perf_counter()
+                await self._wake.wait()
+                self._count_idle(waited)
+                timer.cancel()
+        except BaseException as exc:
+            self.failure = exc
+            _log.critical("the raft core task failed: %r", exc)
+            if not isinstance(exc, asyncio.CancelledError):
+                loop.create_task(self.stop(graceful=False))
+            raise
+
+    def _count_idle(self, waited_since: float) -> None:
+        """poll-idle-ratio: seconds the core task waited for input, and the seconds it worked in between."""
+        now = time.perf_counter()
+        idle, busy = self.poll_times
+        self.poll_times = (idle + now - waited_since, busy + max(0.0, waited_since - self._busy_since))
+        self._busy_since = now
+
+    def _poll_if_due(self) -> bool:
+        now = self.clock()
+        if now < self._wakeup_ms:
+            return False
+        self._apply(self.core.poll(now), now)
+        return True
+
+    def _apply(self, ready: Ready | None, now: int) -> None:
+        if ready is not None:
+            self._wakeup_ms = ready.wakeup_ms
+            self.runner.run(ready)
+        core = self.core
+        leader = core.leader_state()
+        self.waiters.check(core.high_watermark, leader.epoch if leader is not None else None)
+        self.snapshots.maybe_snapshot(core, self.state_machine, now)
+        self.snapshots.maybe_clean(core.log, now)
+        for observe in self.observers:
+            observe(core, now)
+
+    # ---- inputs from the outside -----------------------------------------------------------------------------
+    async def core_request(self, request: Any) -> Any | None:
+        """Hand a raft request to the core; the answer, or None if the node stopped first."""
+        if self._stopping:
+            return None
+        self._next_ref += 1
+        ref = self._next_ref
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[ref] = future
+        self._submit(contained(lambda now: self.core.handle_request(ref, request, now),
+                               fail_answer(future, recorder(self.handler_errors, request, "request"))))
+        try:
+            response = await future
+        finally:
+            self._pending.pop(ref, None)
+        if response is not None:
+            self.cluster_ids.check_refusal(request, response)
+        return response
+
+    def _deliver(self, source_id: int, correlation_id: int, response: Any) -> None:
+        if not self._stopping:
+            self._submit(contained(lambda now: self.core.handle_response(source_id, correlation_id, response, now),
+                                   recorder(self.handler_errors, response, f"response from node {source_id}")))
+
+    def _peer_unreachable(self, node_id: int) -> None:
+        """A raft request's connection to `node_id` was refused or reset: the core may start a pre-vote at once."""
+        if not self._stopping:
+            self._submit(lambda now: self.core.on_peer_unreachable(node_id, now))
+
+    def _follows(self) -> bool:
+        """Whether this node follows a leader now: its log flushes run on the loop (flusher.py says why)."""
+        return self.core.quorum.role is Role.FOLLOWER
+
+    def _on_flushed(self) -> None:
+        if self._flush_input_queued:
+            return  # one pending notification reads the newest flushed offset when it runs
+        self._flush_input_queued = True
+
+        def flushed(now: int) -> Ready:
+            self._flush_input_queued = False
+            return self.core.on_log_flushed(self.core.log.flushed_end_offset(), now)
+
+        self._submit(flushed)
+
+    async def append_committed(self, values: list[bytes]) -> int:
+        """Append on the leader and wait until committed; the base offset. Raises WriteFailed."""
+        last = await self._append_and_wait(lambda now: self.core.append(values, now))
+        return last - len(values) + 1
+
+    async def append_encoded_committed(self, batches: list[tuple[memoryview, int]]) -> int:
+        """`append_committed` for (batch, record count) pairs a client encoded, appended as they are."""
+        last = await self._append_and_wait(lambda now: self.core.append_encoded(batches, now))
+        return last - sum(count for _, count in batches) + 1
+
+    async def _append_and_wait(self, append_on_core: Callable[[int], tuple[int, Ready]]) -> int:
+        """Run `append_on_core(now)` on the core task, then wait until the high watermark passes the last offset it
+        returns (which this returns). Raises WriteFailed."""
+        if self._stopping:
+            raise WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER, "the node is stopping")
+        accepted: asyncio.Future[asyncio.Future[None]] = asyncio.get_running_loop().create_future()
+        last_offset = -1
+
+        def append(now: int) -> Ready | None:
+            nonlocal last_offset
+            try:
+                last_offset, ready = append_on_core(now)
+            except NotLeaderError as exc:
+                accepted.set_exception(WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER, str(exc)))
+                return None
+            except RecordBatchTooLargeError as exc:
+                accepted.set_exception(WriteFailed(ErrorCode.MESSAGE_TOO_LARGE, str(exc)))
+                return None
+            accepted.set_result(self.waiters.add(last_offset, self.core.quorum.epoch))
+            return ready
+
+        self._submit(contained(append, fail_answer(accepted)))  # a bug fails the writer's caller (Produce)
+        await (await accepted)  # append-records and commit-latency: NodeMetrics counts every leader write
+        return last_offset
+
+    # ---- EffectSink: what the EffectRunner hands over ----------------------------------------------------------
+    def transmit(self, send: Any) -> None:
+        self.outbound.transmit(send)
+
+    def respond(self, respond: Respond) -> None:
+        future = self._pending.pop(respond.ref, None)  # type: ignore[call-overload]
+        if future is not None and not future.done():
+            future.set_result(respond.response)
+
+    def commit(self, effect: CommitBatches) -> None:
+        self.state_machine.apply(memoryview(effect.records), effect.base_offset, effect.last_offset)
+        self.snapshots.on_commit(effect)
+
+    def load_snapshot(self, effect: LoadSnapshot) -> None:
+        reader = self.core.log.read_snapshot(effect.snapshot_id)
+        assert reader is not None, f"the core asked to load a missing snapshot {effect.snapshot_id}"
+        self.state_machine.load_snapshot(reader)
+        self.snapshots.on_snapshot_loaded(effect.snapshot_id, self.clock())
+
+    def leader_changed(self, effect: LeaderChanged) -> None:
+        self.state_machine.leader_changed(effect.leader_id, effect.epoch)
+
+    def shutdown_complete(self, effect: ShutdownComplete) -> None:
+        _log.info("raft shutdown complete (graceful=%s)", effect.graceful)
+        self._shutdown_complete.set()
+
+    def _on_snapshot(self, snapshot_id: Any, size: int) -> None:
+        self.trace.event(self.clock(), "snapshot_taken", offset=snapshot_id.offset, epoch=snapshot_id.epoch,
+                         bytes=size)

@@ -1,0 +1,1 @@
+"""Invariant checkers and the linearizability checker."""

@@ -1,0 +1,1 @@
+"""The simulated machine: scheduler, network, disks, the simulated node, runs and sweeps."""

@@ -1,0 +1,1 @@
+"""Simulated controllers and brokers hosting the same pure parts as the node."""
