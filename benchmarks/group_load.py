@@ -1,5 +1,5 @@
-"""Loading a large `__consumer_offsets` partition: how long the event loop stalls, sliced (node/hosts/group_host.py) against
-one synchronous replay of the whole partition (what the load did before), on the same log in the same run.
+"""Loading a large `__consumer_offsets` partition: how long the event loop stalls, sliced (node/hosts/group_host.py)
+against one synchronous replay of the whole partition (what the load did before), on the same log in the same run.
 
 Run: .venv/bin/python benchmarks/group_load.py [--groups G] [--partitions P] [--rounds R] [--slice-kib K] [--dir D]
 

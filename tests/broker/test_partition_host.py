@@ -1,4 +1,5 @@
-"""PartitionHost (node/hosts/partitions.py) in one process: real logs, the real metadata cache and ISR manager, no sockets."""
+"""PartitionHost (node/hosts/partitions.py) in one process: real logs, the real metadata cache and ISR manager, no
+sockets."""
 
 from __future__ import annotations
 

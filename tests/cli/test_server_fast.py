@@ -31,8 +31,8 @@ def test_only_a_plain_server_start_takes_the_fast_path(argv, expected):
 
 PROBE = """
 import atexit, sys
-atexit.register(lambda: print(sorted(m for m in ("typer", "pydantic", "hypothesis", "rich", "pykraft.node.runtime.runtime")
-                                     if sys.modules.get(m))))
+PROBED = ("typer", "pydantic", "hypothesis", "rich", "pykraft.node.runtime.runtime")
+atexit.register(lambda: print(sorted(m for m in PROBED if sys.modules.get(m))))
 sys.argv = [sys.argv[0].rsplit("/", 1)[0] + "/main.py", *sys.argv[1:]]
 import pykraft.cli.main
 """

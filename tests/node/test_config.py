@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pykraft.node.config.node_config import ConfigError, Listener, NodeConfig, TlsConfig, VoterAddress, load_config, parse_config
+from pykraft.node.config.node_config import (
+    ConfigError,
+    Listener,
+    NodeConfig,
+    TlsConfig,
+    VoterAddress,
+    load_config,
+    parse_config,
+)
 from pykraft.raft.config import QuorumConfig
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 

@@ -29,7 +29,8 @@ IMPLEMENTED_KEYS = frozenset({
     "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
     "broker.rack", "replica.lag.time.max.ms", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
     "num.partitions", "default.replication.factor",
-    # a broker's data plane (node/hosts/replica_settings.py DataPlaneSettings, node/apis/auto_create.py, node/hosts/data_plane.py)
+    # a broker's data plane (node/hosts/replica_settings.py DataPlaneSettings, node/apis/auto_create.py,
+    # node/hosts/data_plane.py)
     "min.insync.replicas", "message.max.bytes", "log.segment.bytes", "log.retention.ms", "log.retention.bytes",
     "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "auto.create.topics.enable",
     "inter.broker.listener.name", "log.roll.ms", "log.roll.hours", "log.retention.minutes", "log.retention.hours",

@@ -25,7 +25,8 @@ Traced = tuple[int | None, str, str]
 
 
 def leader_id(world: World) -> int | None:
-    from pykraft.sim.scenarios.workload import newest_leader  # noqa: PLC0415 - workload imports node, which imports us not
+    # workload imports node, which imports us not
+    from pykraft.sim.scenarios.workload import newest_leader  # noqa: PLC0415
 
     leader = newest_leader(world)
     return None if leader is None else leader.node_id
