@@ -148,7 +148,7 @@ class RaftCore:
     def append(self, values: Sequence[bytes], now_ms: int, epoch: int | None = None) -> tuple[int, Ready]:
         leader = self._writable_leader(epoch)
         offset = leader.accumulator.append(values, now_ms)
-        self._maybe_drain(leader, now_ms)
+        self.drain_accumulator(leader, now_ms)
         return offset, self._ready(now_ms)
 
     def append_encoded(self, batches: Sequence[tuple[bytes | memoryview, int]], now_ms: int,
@@ -162,7 +162,7 @@ class RaftCore:
         offset = -1
         for batch, count in batches:
             offset = leader.accumulator.append_encoded(batch, count, now_ms)
-        self._maybe_drain(leader, now_ms)
+        self.drain_accumulator(leader, now_ms)
         return offset, self._ready(now_ms)
 
     def _writable_leader(self, epoch: int | None) -> LeaderState:
@@ -308,9 +308,9 @@ class RaftCore:
             control.append(KRaftVersionRecord(version=i16(0), k_raft_version=i16(kraft)))
             control.append(updated.to_voters_record())
         leader.accumulator.append_control(control, now_ms)
-        self._maybe_drain(leader, now_ms, force=True)
+        self.drain_accumulator(leader, now_ms, force=True)
 
-    def _maybe_drain(self, leader: LeaderState, now_ms: int, force: bool = False) -> None:
+    def drain_accumulator(self, leader: LeaderState, now_ms: int, force: bool = False) -> None:
         batches = leader.accumulator.drain(now_ms, force=force)
         if not batches:
             return
@@ -325,7 +325,7 @@ class RaftCore:
     def drain_if_due(self, now_ms: int) -> None:
         leader = self.leader_state()
         if leader is not None:
-            self._maybe_drain(leader, now_ms)
+            self.drain_accumulator(leader, now_ms)
 
     def on_high_watermark_advanced(self, now_ms: int) -> None:
         hwm = self.high_watermark

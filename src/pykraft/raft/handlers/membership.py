@@ -64,7 +64,7 @@ def append_voters_record(core: RaftCore, leader: LeaderState, voters: VoterSet, 
     """Append a control batch holding `extra_first` then the VotersRecord; returns the VotersRecord's offset.
     The new set takes effect at once (VoterHistory reads it on append), before it commits."""
     base = leader.accumulator.append_control([*extra_first, voters.to_voters_record()], now_ms)
-    core._maybe_drain(leader, now_ms, force=True)
+    core.drain_accumulator(leader, now_ms, force=True)
     return base + len(extra_first)
 
 
