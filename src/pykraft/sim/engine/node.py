@@ -19,7 +19,7 @@ import enum
 import random
 from collections import deque
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
 
@@ -44,6 +44,8 @@ from pykraft.sim.engine.wire import (
 from pykraft.sim.engine.writes import PendingWrites
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pykraft.sim.engine.network import Envelope
     from pykraft.sim.engine.world import World
 
@@ -189,28 +191,49 @@ class SimNode:
         return self.node_id, "recv", f"{envelope.label} from {envelope.src}"
 
     def _handle_message(self, envelope: Envelope) -> None:
+        # Keyed by exact type: the payloads are frozen dataclasses nobody subclasses; anything else is dropped.
+        handler = self.PAYLOAD_HANDLERS.get(type(envelope.payload))
+        if handler is not None:
+            handler(self, envelope)
+
+    def _on_raft_response(self, envelope: Envelope) -> None:
         payload, now = envelope.payload, self.now()
-        if isinstance(payload, RaftResponse):
-            self._input(lambda core: core.handle_response(payload.addressed_as, payload.correlation_id,
-                                                          payload.response, now))
-        elif isinstance(payload, RaftRequest):
-            ref = RequestRef(envelope.src, envelope.src_incarnation, payload.correlation_id, payload.addressed_as)
-            if isinstance(payload.request, ApiVersionsRequest):
-                answer = rm.api_versions_response(ErrorCode.NONE, SupportedVersionRange(0, 1))
-                self._respond(ref, answer)
-            else:
-                self._input(lambda core: core.handle_request(ref, payload.request, now))
-        elif isinstance(payload, ConnectionRefused):
-            self._input(lambda core: core.on_peer_unreachable(payload.node_id, now))
-        elif isinstance(payload, ClientRequest):
-            self.writes.on_client_request(envelope, payload)
-        elif isinstance(payload, AdminRequest):
-            ref = RequestRef(envelope.src, envelope.src_incarnation, payload.op_id, self.node_id, admin=True)
-            if isinstance(payload.request, Resign):
-                self._input(lambda core: core.resign(now))
-                self._respond(ref, None)
-            else:
-                self._input(lambda core: core.handle_request(ref, payload.request, now))
+        self._input(lambda core: core.handle_response(payload.addressed_as, payload.correlation_id,
+                                                      payload.response, now))
+
+    def _on_raft_request(self, envelope: Envelope) -> None:
+        payload, now = envelope.payload, self.now()
+        ref = RequestRef(envelope.src, envelope.src_incarnation, payload.correlation_id, payload.addressed_as)
+        if isinstance(payload.request, ApiVersionsRequest):
+            answer = rm.api_versions_response(ErrorCode.NONE, SupportedVersionRange(0, 1))
+            self._respond(ref, answer)
+        else:
+            self._input(lambda core: core.handle_request(ref, payload.request, now))
+
+    def _on_connection_refused(self, envelope: Envelope) -> None:
+        payload, now = envelope.payload, self.now()
+        self._input(lambda core: core.on_peer_unreachable(payload.node_id, now))
+
+    def _on_client_request(self, envelope: Envelope) -> None:
+        self.writes.on_client_request(envelope, envelope.payload)
+
+    def _on_admin_request(self, envelope: Envelope) -> None:
+        payload, now = envelope.payload, self.now()
+        ref = RequestRef(envelope.src, envelope.src_incarnation, payload.op_id, self.node_id, admin=True)
+        if isinstance(payload.request, Resign):
+            self._input(lambda core: core.resign(now))
+            self._respond(ref, None)
+        else:
+            self._input(lambda core: core.handle_request(ref, payload.request, now))
+
+    # payload type -> how this node takes it in; the hosts (sim/hosts/) extend it with their own payloads
+    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[SimNode, Envelope], None]]] = {
+        RaftResponse: _on_raft_response,
+        RaftRequest: _on_raft_request,
+        ConnectionRefused: _on_connection_refused,
+        ClientRequest: _on_client_request,
+        AdminRequest: _on_admin_request,
+    }
 
     def on_poll(self, incarnation: int, when: int) -> tuple[int, str, str] | None:
         if incarnation != self.incarnation or when != self.wakeup_ms:

@@ -21,8 +21,9 @@ the leader's IsrManager every `PROGRESS_EVERY_MS`.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pykraft.broker.actions import BrokerState, FindController, Ready, SendToController, ShutdownComplete, StateChanged
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
@@ -184,22 +185,26 @@ class BrokerNode(SimNode):
 
     def _collect(self, component: Component, ready: Ready) -> None:
         for action in ready.actions:
-            if isinstance(action, SendToController):
-                self._send_to_controller(component, action)
-            elif isinstance(action, FindController):
-                self.controller_hint = None
-            elif isinstance(action, StateChanged):
-                self.states.append(action.new)
-                if action.new is BrokerState.RECOVERY and self.lifecycle is not None:
-                    # Nothing of its own to recover (no partition logs): ready to be unfenced at once.
-                    self._collect(Component.LIFECYCLE, self.lifecycle.set_ready_to_unfence(self.now()))
-            elif isinstance(action, ShutdownComplete):
-                self.world.scheduler.after(0, self._finish_shutdown, self.incarnation, action.clean)
+            handler = self.ACTION_HANDLERS.get(type(action))
+            if handler is not None:
+                handler(self, component, action)
         if ready.wakeup_ms is not None:
             self._wake_generation[component] += 1
             when = max(self.clock.to_global(ready.wakeup_ms), self.world.scheduler.now_ms + 1)
             self.world.scheduler.at(when, self._wake_event, self.incarnation, component,
                                     self._wake_generation[component])
+
+    def _forget_controller(self, component: Component, action: FindController) -> None:
+        self.controller_hint = None
+
+    def _on_state_changed(self, component: Component, action: StateChanged) -> None:
+        self.states.append(action.new)
+        if action.new is BrokerState.RECOVERY and self.lifecycle is not None:
+            # Nothing of its own to recover (no partition logs): ready to be unfenced at once.
+            self._collect(Component.LIFECYCLE, self.lifecycle.set_ready_to_unfence(self.now()))
+
+    def _on_shutdown_complete(self, component: Component, action: ShutdownComplete) -> None:
+        self.world.scheduler.after(0, self._finish_shutdown, self.incarnation, action.clean)
 
     def _send_to_controller(self, component: Component, send: SendToController) -> None:
         if self.controller_hint is None and self.core is not None:
@@ -210,6 +215,14 @@ class BrokerNode(SimNode):
             return
         payload = ControllerRequest(send.request_id, component, send.api_key, send.request)
         self.world.send(self.node_id, target, payload, type(send.request).__name__)
+
+    # a broker part's action type -> what the simulated broker does with it (the actions are exact frozen types)
+    ACTION_HANDLERS: ClassVar[dict[type, Callable[[BrokerNode, Component, Any], None]]] = {
+        SendToController: _send_to_controller,
+        FindController: _forget_controller,
+        StateChanged: _on_state_changed,
+        ShutdownComplete: _on_shutdown_complete,
+    }
 
     def _live(self, incarnation: int, retry: Any, *args: Any) -> bool:
         if incarnation != self.incarnation or self.status not in (Status.UP, Status.PAUSED) or self.lifecycle is None:
@@ -242,12 +255,13 @@ class BrokerNode(SimNode):
             self._collect(Component.ISR, self.isr.update_progress(progress, self.now()))
         return None
 
-    def _handle_message(self, envelope: Any) -> None:
+    def _on_controller_response(self, envelope: Any) -> None:
         payload = envelope.payload
-        if isinstance(payload, ControllerResponse):
-            if self.lifecycle is None:
-                return
-            target = self._component(payload.component)
-            self._collect(payload.component, target.handle_response(payload.request_id, payload.response, self.now()))
+        if self.lifecycle is None:
             return
-        super()._handle_message(envelope)
+        target = self._component(payload.component)
+        self._collect(payload.component, target.handle_response(payload.request_id, payload.response, self.now()))
+
+    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[SimNode, Any], None]]] = {
+        **SimNode.PAYLOAD_HANDLERS, ControllerResponse: _on_controller_response,
+    }

@@ -19,8 +19,9 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pykraft.controller.controller import ControllerConfig, QuorumController
 from pykraft.controller.host import ControllerHostView, HostedController, Refusal, Written, error_reply
@@ -120,11 +121,8 @@ class ControllerNode(ControllerHostView, SimNode):
         super()._stop(status)
 
     # ---- requests ----------------------------------------------------------------------------------------------
-    def _handle_message(self, envelope: Any) -> None:
+    def _on_controller_request(self, envelope: Any) -> None:
         payload = envelope.payload
-        if not isinstance(payload, ControllerRequest):
-            super()._handle_message(envelope)
-            return
         reply = ReplyTo(envelope.src, envelope.src_incarnation, payload.request_id, payload.component)
         now = self.now()
         try:
@@ -138,6 +136,10 @@ class ControllerNode(ControllerHostView, SimNode):
         result, next_offset = accepted
         self._write(result, now, next_offset, (reply, payload.api_key, payload.request))
         self._schedule_tick()
+
+    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[SimNode, Any], None]]] = {
+        **SimNode.PAYLOAD_HANDLERS, ControllerRequest: _on_controller_request,
+    }
 
     def _write(self, result: ControllerResult, now: int, next_offset: int,
                caller: tuple[ReplyTo, int, Any] | None) -> bool:
