@@ -106,6 +106,55 @@ def test_the_layers_are_a_dag() -> None:
     assert set(order[:1]) <= BOTTOM | {""}
 
 
+# The sub-folders of node/ and sim/ (issue 17's folder moves) are not a strict order yet: node/apis and node/hosts
+# import each other, as do sim/engine and sim/checks or sim/scenarios, sim/hosts and sim/scenarios. What is enforced
+# is the direct imports that no file makes today and that would tangle the roles further. (Each set lists what the
+# key may NOT import; "node/" means node's own top-level modules: serve.py and its helpers assemble the sub-folders.)
+SUBFOLDERS_MAY_NOT_IMPORT: dict[str, frozenset[str]] = {
+    "node/config": frozenset({"node/", "node/runtime", "node/hosts", "node/apis"}),  # properties only: the leaf
+    "node/runtime": frozenset({"node/", "node/hosts"}),  # drives the core; the hosts are built on it
+    "node/apis": frozenset({"node/", "node/runtime", "node/config"}),  # answer requests from what the host passes
+    "node/hosts": frozenset({"node/"}),
+    "sim/engine": frozenset({"sim/hosts"}),  # the simulated raft node; the controller and broker hosts extend it
+    "sim/scenarios": frozenset({"sim/checks"}),  # scenarios say what happens, checks judge it
+}
+
+
+def subfolder_of(parts: tuple[str, ...]) -> str:
+    """"node/hosts" for ("node", "hosts", ...), "node/" for a top-level module of node ("node", "serve")."""
+    return f"{parts[0]}/{parts[1]}" if len(parts) > 1 and (SRC / parts[0] / parts[1]).is_dir() else f"{parts[0]}/"
+
+
+def subfolder_offences(src: pathlib.Path = SRC) -> list[str]:
+    offenders = []
+    for path in sorted(src.rglob("*.py")):
+        source = subfolder_of(path.relative_to(src).with_suffix("").parts)
+        forbidden = SUBFOLDERS_MAY_NOT_IMPORT.get(source, frozenset())
+        for line, module in imported_modules(path):
+            parts = module.split(".")
+            if parts[0] == "pykraft" and len(parts) > 2 and subfolder_of(tuple(parts[1:])) in forbidden:
+                offenders.append(f"{path.relative_to(src.parent)}:{line}: {source} imports {module}")
+    return offenders
+
+
+def test_node_and_sim_subfolders_keep_their_roles() -> None:
+    assert subfolder_offences() == []
+
+
+def test_the_subfolder_check_names_file_and_line(tmp_path: pathlib.Path, monkeypatch) -> None:
+    fake = tmp_path / "pykraft"
+    for folder in ("node/config", "node/hosts", "sim/engine", "sim/hosts"):
+        (fake / folder).mkdir(parents=True)
+    (fake / "node" / "config" / "props.py").write_text("import os\nfrom pykraft.node.hosts import fake_host\n")
+    (fake / "sim" / "engine" / "core.py").write_text("def f():\n    from ..hosts.fake_broker import B\n")
+    (fake / "sim" / "hosts" / "fake_broker.py").write_text("from pykraft.sim.engine import core\n")  # allowed
+    monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
+    assert subfolder_offences(fake) == [
+        "pykraft/node/config/props.py:2: node/config imports pykraft.node.hosts",
+        "pykraft/sim/engine/core.py:2: sim/engine imports pykraft.sim.hosts.fake_broker",
+    ]
+
+
 # Module cycles through imports that run at import time (not in functions, not under TYPE_CHECKING) that are
 # known and left for later. Any other cycle fails. (Issue 17 broke the last ones: raft/handlers/fetch.py <->
 # follower_membership.py, and node runtime -> metrics -> combined_host -> controller_host -> runtime through an
