@@ -50,6 +50,18 @@ def test_crash_after_a_snapshot_dropped_every_unflushed_batch() -> None:
     assert (log.start_offset(), log.end_offset()) == (4, 4)
 
 
+def test_a_crash_below_a_snapshot_of_applied_state_restarts_the_log_at_the_snapshot() -> None:
+    """Swarm seed 6006527: a follower applied (and snapshotted) committed batches it had not flushed yet, then
+    crashed; the recovered log must not end below the snapshot the state machine loads (storage/log_open.py)."""
+    log = log_with(6, flushed=2)
+    log.update_high_watermark(6)
+    writer = log.create_new_snapshot(OffsetAndEpoch(6, 1))
+    assert writer is not None
+    writer.freeze()
+    log.crash(random.Random(0), torn_probability=0.0)
+    assert (log.start_offset(), log.end_offset()) == (6, 6)
+
+
 def test_bit_flip_is_detected_on_read_and_survives_a_crash() -> None:
     log = log_with(4, flushed=4)
     base = log.flip_bit(random.Random(3))

@@ -101,6 +101,10 @@ class SimLog(MemoryLog):
             self.simulate_crash()
         finally:
             self._crashing = False
+        # Recovery on the next open, as storage/log_open.py does: a snapshot taken of applied state can be ahead
+        # of the flushed log (a follower applies what the quorum committed before its own flush), and then the
+        # log restarts at that snapshot instead of keeping a tail below what the state machine will load.
+        self.truncate_to_latest_snapshot()
 
     def _recover_torn_tail(self, rng: random.Random) -> int:
         unflushed = [b for b in self._batches if b.base_offset >= self._flushed]
