@@ -105,15 +105,26 @@ def committed(tables: Tables, hwm: DataFrame) -> DataFrame:
 
 
 def chosen_snapshot(tables: Tables, stops: DataFrame) -> DataFrame:
-    """The records of the latest snapshot within each cluster's stop offset (as log_replay.load_committed
-    takes it), from the lowest node id holding it; the bootstrap snapshot (end offset 0) holds no image."""
+    """The records of the snapshot each cluster's replay starts from, from the lowest node id holding it.
+
+    None when the committed log reaches back to offset 0: the replay then applies every record, so the histories
+    keep what happened below a snapshot (brokers registered and unfenced before it). Otherwise the earliest
+    snapshot within the stop offset that the committed log continues from (its end at or after the log's first
+    offset), and failing that the latest one within the stop offset (as log_replay.load_committed takes it). The
+    bootstrap snapshot (end offset 0) holds no image."""
+    first = (committed(tables, stops.select("cluster_id", "hwm")).groupBy("cluster_id")
+             .agg(F.min("offset").alias("log_first")))
     snaps = (tables.snapshots.filter(F.col("error").isNull() & (F.col("snapshot_end_offset") > 0))
-             .join(stops, "cluster_id").filter(F.col("snapshot_end_offset") <= F.col("stop_offset") + 1))
-    latest_lowest_node = F.struct(F.col("snapshot_end_offset").alias("end"), (-F.col("node_id")).alias("node"))
-    best = snaps.groupBy("cluster_id").agg(F.max(latest_lowest_node).alias("b"))
-    return (snaps.join(best, "cluster_id")
-            .filter((F.col("snapshot_end_offset") == F.col("b.end")) & (F.col("node_id") == -F.col("b.node")))
-            .drop("b"))
+             .join(stops, "cluster_id").filter(F.col("snapshot_end_offset") <= F.col("stop_offset") + 1)
+             .join(first, "cluster_id", "left").filter(F.coalesce("log_first", F.lit(1)) > 0))
+    end = F.col("snapshot_end_offset")
+    continues = end >= F.coalesce("log_first", F.lit(2**62))
+    # max over (continues, end ranked, lowest node): the earliest continued-from snapshot, else the latest.
+    rank = F.struct(continues.alias("c"), F.when(continues, -end).otherwise(end).alias("e"),
+                    (-F.col("node_id")).alias("node"))
+    best = snaps.withColumn("rank", rank).groupBy("cluster_id").agg(F.max("rank").alias("b"))
+    return (snaps.withColumn("rank", rank).join(best, "cluster_id")
+            .filter(F.col("rank") == F.col("b")).drop("rank", "b", "log_first"))
 
 
 def replay_input(tables: Tables, stops: DataFrame) -> DataFrame:
