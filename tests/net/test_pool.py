@@ -143,3 +143,18 @@ async def test_cancelled_caller_does_not_abort_a_shared_connect(echo: Running) -
     assert correlation_of(await second) in (0, 1)
     assert echo.server.stats.connections_accepted == 1
     await pool.close()
+
+
+@pytest.mark.asyncio
+async def test_send_now_uses_a_live_connection_only(echo: Running) -> None:
+    pool = ConnectionPool()
+    assert pool.send_now(echo.host, echo.port, request_bytes(OP_ECHO), timeout_ms=5000) is None  # never connects
+    assert not pool.is_connected(echo.host, echo.port)
+    first = await pool.request(echo.host, echo.port, request_bytes(OP_ECHO), timeout_ms=5000)
+    futures = [pool.send_now(echo.host, echo.port, request_bytes(OP_ECHO), timeout_ms=5000) for _ in range(3)]
+    assert all(isinstance(f, asyncio.Future) for f in futures)
+    answers = await asyncio.gather(*futures)  # type: ignore[arg-type]
+    assert [correlation_of(a) for a in answers] == [correlation_of(first) + i for i in (1, 2, 3)]
+    assert echo.server.stats.connections_accepted == 1
+    await pool.close()
+    assert pool.send_now(echo.host, echo.port, request_bytes(OP_ECHO), timeout_ms=5000) is None

@@ -104,6 +104,14 @@ class Connection:
 
     async def request(self, build: Callable[[int], bytes], *, timeout_ms: int) -> bytes:
         """Send `build(correlation_id)` and return the whole payload of its response."""
+        future = self.send_now(build, timeout_ms=timeout_ms)
+        if self._write_paused:
+            await self._drained()
+        return await future
+
+    def send_now(self, build: Callable[[int], bytes], *, timeout_ms: int) -> asyncio.Future[bytes]:
+        """The synchronous half of `request`: the request is on its way (or queued for this loop iteration's
+        send) when this returns; the future completes with the response's payload. No write back-pressure."""
         if self._failure is not None:
             raise ConnectionClosedError(f"connection to {self.host}:{self.port} is closed: {self._failure}")
         correlation_id = self._next_id
@@ -124,9 +132,7 @@ class Connection:
             if not self._out:
                 self._loop.call_soon(self._send_out)
             self._out.append(frame)
-        if self._write_paused:
-            await self._drained()
-        return await future
+        return future
 
     async def close(self) -> None:
         """Close the connection; pending requests fail with ConnectionClosedError."""

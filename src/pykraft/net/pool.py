@@ -79,6 +79,15 @@ class ConnectionPool:
         connection = await self._connection_for(host, port)
         return await connection.request(build, timeout_ms=timeout_ms)
 
+    def send_now(self, host: str, port: int, build: Callable[[int], bytes], *,
+                 timeout_ms: int) -> asyncio.Future[bytes] | None:
+        """`request` without waiting a loop turn: sent at once over a live connection to `host:port` (see
+        `Connection.send_now`); None when there is none (then `request` connects). Raises what `build` raises."""
+        endpoint = self._endpoints.get((host, port))
+        if self._closed or endpoint is None or endpoint.connection is None or endpoint.connection.closed:
+            return None
+        return endpoint.connection.send_now(build, timeout_ms=timeout_ms)
+
     def connection_delay_ms(self, host: str, port: int) -> float:
         """How long before a connect attempt to `host:port` is allowed (0 if now or already connected)."""
         endpoint = self._endpoints.get((host, port))

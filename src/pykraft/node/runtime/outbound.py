@@ -72,18 +72,29 @@ class Outbound:
             self.stats.unroutable += 1  # the core times it out and tries elsewhere
             return
         self.stats.requests += 1
-        task = asyncio.get_running_loop().create_task(self._exchange(send))
+        task = asyncio.get_running_loop().create_task(self._exchange(send, self._send_now(send)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _exchange(self, send: Send) -> None:
+    def _send_now(self, send: Send) -> asyncio.Future[bytes] | None:
+        """Over a live connection the request leaves now, not when the task first runs: that is a loop turn later,
+        after the rest of the core's Ready (a follower's next Fetch would wait for its replay of committed
+        records). None: no live connection, or a failure `_exchange` meets again and reports."""
+        message, destination = send.request, send.destination
+        try:
+            return self._pool.send_now(destination.host, destination.port,
+                                       lambda wire_id: self._encode(message, wire_id), timeout_ms=self._timeout_ms)
+        except Exception:
+            return None
+
+    async def _exchange(self, send: Send, started: asyncio.Future[bytes] | None = None) -> None:
         message = send.request
         key, version = int(message.__api_key__), int(message.__version__)
         destination = send.destination
         try:
-            payload = await self._pool.request(
+            payload = await (started if started is not None else self._pool.request(
                 destination.host, destination.port, lambda wire_id: self._encode(message, wire_id),
-                timeout_ms=self._timeout_ms)
+                timeout_ms=self._timeout_ms))
             decoded = decode_response(payload, key, version)
             response = to_request_version(decoded.message, version)
             self.stats.responses += 1

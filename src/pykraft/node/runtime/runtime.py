@@ -91,6 +91,10 @@ class _TlsFailureLog:
                 _log.warning("TLS handshake with %s:%s failed: %s", host, port, " ".join(str(exc).split()))
             raise
 
+    def send_now(self, host: str, port: int, build: Callable[[int], bytes], *,
+                 timeout_ms: int) -> asyncio.Future[bytes] | None:
+        return self._pool.send_now(host, port, build, timeout_ms=timeout_ms)  # a live connection: no handshake
+
     async def close(self) -> None:
         await self._pool.close()
 
