@@ -27,9 +27,10 @@ test: $(STAMP)
 
 # The fast tier for a quick check of a change (pure core, hosts, sim scenarios): everything but the e2e processes,
 # the simulator sweeps, the exhaustive schema fuzzing and Spark (markers: tests/conftest.py, pyproject.toml).
+# Two workers (pytest-xdist): the tier is CPU-bound and this machine has two cores.
 FAST_TIER := not e2e and not sim_sweep and not exhaustive and not spark and not standalone
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "$(FAST_TIER)"
+	$(PY) -m pytest -q -n 2 -m "$(FAST_TIER)"
 
 BENCH_STAMP := $(VENV)/.bench-installed
 
