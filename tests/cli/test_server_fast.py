@@ -60,10 +60,10 @@ def test_any_other_server_command_line_still_gets_typers_help_and_errors():
 # What a running controller-only node must not hold (cli/server_fast.py, node/lean_imports.py, records/crc.py,
 # node/runtime/metrics.py): the broker, pipeline, simulator and admin client; prometheus_client and what it drags in
 # (http.server, email, urllib.request) while nobody reads the metrics; crc32c's package __init__ (importlib.metadata,
-# argparse); gzip until a gzip batch arrives.
+# argparse); gzip until a gzip batch arrives; structlog, which only renders the `text` log format (node/logs.py).
 NOT_IN_A_CONTROLLER = ("pykraft.broker", "pykraft.pipeline", "pykraft.sim", "pykraft.admin", "typer", "pydantic",
                        "hypothesis", "rich", "prometheus_client", "http.server", "email", "urllib.request",
-                       "importlib.metadata", "argparse", "crc32c", "gzip")
+                       "importlib.metadata", "argparse", "crc32c", "gzip", "structlog")
 RUNNING_PROBE = """
 import json, sys, threading
 def answer():  # a line on stdin: print the loaded modules now (the node runs on)
