@@ -22,12 +22,13 @@ from .test_controller_host import create_topic
 # What a running controller-only node must not hold (cli/server_fast.py, node/lean_imports.py, records/crc.py,
 # node/logs.py, node/runtime/metrics.py, protocol/lazy_schema.py): the broker, pipeline, simulator and admin client;
 # prometheus_client and what it drags in (http.server, email, urllib.request) while nobody reads the metrics;
-# crc32c's package __init__ (importlib.metadata, argparse); gzip until a gzip batch arrives; structlog (the `text`
-# log format only); the kio schemas of RPCs from brokers and admin clients until one arrives.
+# crc32c's package __init__ (importlib.metadata, argparse); gzip until a gzip batch arrives; decimal (dump-log's
+# float fields); structlog (the `text` log format only); the kio schemas of RPCs from brokers and admin clients
+# until one arrives.
 NOT_IN_AN_IDLE_CONTROLLER = (
     "pykraft.broker", "pykraft.pipeline", "pykraft.sim", "pykraft.admin", "typer", "pydantic", "hypothesis", "rich",
     "prometheus_client", "http.server", "email", "urllib.request", "importlib.metadata", "argparse", "crc32c", "gzip",
-    "structlog", "kio.schema.broker_registration", "kio.schema.broker_heartbeat", "kio.schema.create_topics",
+    "decimal", "structlog", "kio.schema.broker_registration", "kio.schema.broker_heartbeat", "kio.schema.create_topics",
     "kio.schema.describe_configs", "kio.schema.elect_leaders", "kio.schema.update_features",
     "kio.schema.alter_partition")
 
@@ -48,16 +49,20 @@ def held(loaded: list[str]) -> list[str]:
     return [name for name in loaded if name in NOT_IN_AN_IDLE_CONTROLLER or name.startswith(prefixes)]
 
 
-def line_with(text: str, process: subprocess.Popen, timeout_s: float = 60) -> str:
-    """The first line of the process' output containing `text` (a liveness bound, not a timing assertion)."""
+def line_with(text: str, process: subprocess.Popen, *also: str, timeout_s: float = 60) -> str:
+    """The first line of the process' output containing `text`, read on until lines with each of `also` went by
+    too, in any order (a liveness bound, not a timing assertion)."""
     deadline = time.monotonic() + timeout_s
+    wanted, found = {text, *also}, None
     while time.monotonic() < deadline:
         line = process.stdout.readline()
         if not line:
             break
-        if text in line:
-            return line
-    raise AssertionError(f"the server never printed {text!r}")
+        wanted -= {want for want in wanted if want in line}
+        found = line if found is None and text in line else found
+        if not wanted:
+            return found
+    raise AssertionError(f"the server never printed {sorted(wanted)}")
 
 
 def loaded_modules(process: subprocess.Popen) -> list[str]:
@@ -81,7 +86,8 @@ async def test_an_idle_controller_process_holds_only_what_it_uses_and_answers_th
     server = subprocess.Popen([sys.executable, str(probe), "server", "start", "--config", str(node.config_path)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        await asyncio.to_thread(line_with, "is the active controller", server)  # elected, replayed, wrote
+        # elected, replayed, wrote; and listening (the two lines come in either order)
+        await asyncio.to_thread(line_with, "is the active controller", server, "listening on")
         loaded = await asyncio.to_thread(loaded_modules, server)
         assert "pykraft.controller.controller" in loaded and "pykraft.records.crc" in loaded  # it did run
         assert held(loaded) == []
