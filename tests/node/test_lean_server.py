@@ -112,3 +112,17 @@ async def test_an_idle_controller_process_holds_only_what_it_uses_and_answers_th
     assert lean_versions.error_code == full_versions.error_code == ErrorCode.NONE
     assert version_table(lean_versions) == version_table(full_versions)
     assert len(version_table(lean_versions)) > 10
+
+
+def test_prometheus_client_loads_on_first_use_without_snappy_which_stays_importable():
+    script = """
+import sys
+from pykraft.node.runtime import metrics
+assert "prometheus_client" not in sys.modules
+metrics.prometheus_client().CollectorRegistry()
+held = "snappy" in sys.modules
+import snappy
+print(held, snappy.decompress(snappy.compress(b"abc")))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "False b'abc'"), done.stderr

@@ -47,11 +47,13 @@ raft histograms are plain MsHistograms; their exposition is the same as a promet
 from __future__ import annotations
 
 import collections
+import importlib
+import sys
 import time
 import uuid
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pykraft.node.lean_imports import prometheus_client
 from pykraft.records.uuids import uuid_to_kafka_str
 
 from pykraft.raft.states import Role
@@ -64,6 +66,22 @@ if TYPE_CHECKING:
 
 STATES = ("leader", "candidate", "voted", "follower", "unattached", "observer", "prospective", "resigned")
 _LATENCY_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+
+
+def prometheus_client() -> ModuleType:
+    """prometheus_client, imported on first use; python-snappy, which its `exposition` imports for a push-gateway
+    option a node does not use (~2 MiB), is hidden while it loads unless something imported it already (pykraft's
+    record codec imports snappy itself when a snappy batch arrives)."""
+    if "prometheus_client" in sys.modules:
+        return sys.modules["prometheus_client"]
+    hide_snappy = "snappy" not in sys.modules
+    if hide_snappy:
+        sys.modules["snappy"] = None  # type: ignore[assignment]  # makes `import snappy` raise ImportError
+    try:
+        return importlib.import_module("prometheus_client")
+    finally:
+        if hide_snappy:
+            del sys.modules["snappy"]
 
 
 def state_name(core: Any) -> str:
