@@ -52,4 +52,3 @@ def test_any_other_server_command_line_still_gets_typers_help_and_errors():
     done = subprocess.run([sys.executable, "-m", "pykraft.cli.main", "server", "start", "--bogus"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--bogus" in done.stderr
-
