@@ -4,16 +4,18 @@ controller host's counters, and none of them on a node without a controller host
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 import urllib.request
 
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pykraft.controller.controller import CREATE_TOPICS
 from pykraft.controller.metrics import KAFKA_NAMES
 from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
-from pykraft.node.runtime.metrics import controller_metric_name
+from pykraft.node.runtime.metrics import _LATENCY_BUCKETS_MS, MsHistogram, controller_metric_name
 from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 
@@ -28,6 +30,31 @@ def samples(text: str) -> dict[str, float]:
 def scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
         return answer.read().decode()
+
+
+class _Families:
+    def __init__(self, *families):
+        self.families = families
+
+    def collect(self):
+        return self.families
+
+
+def test_the_raft_histograms_expose_what_a_prometheus_histogram_did():
+    # NodeMetrics keeps commit/election latency in MsHistograms so that prometheus_client loads only when read;
+    # the scrape must not change: same buckets (le="1.0"), count, sum, and the `_created` sample.
+    before = CollectorRegistry()
+    reference = Histogram("kafka_raft_commit_latency_ms", "Client append to commit (ms)",
+                          buckets=_LATENCY_BUCKETS_MS, registry=before)
+    ours = MsHistogram(float_labels=True, created=time.time())
+    for value in (0, 1, 2.5, 7, 1000, 10000, 20000):
+        reference.observe(value)
+        ours.observe(value)
+    after = CollectorRegistry()
+    after.register(_Families(ours.family("kafka_raft_commit_latency_ms", "Client append to commit (ms)")))
+    created = re.compile(r"(_created) \S+")
+    assert created.sub(r"\1 T", generate_latest(after).decode()) == created.sub(r"\1 T", generate_latest(before).decode())
+    assert ours.count == 7
 
 
 def test_controller_metric_names_follow_the_jmx_exporter_convention():
@@ -99,7 +126,7 @@ async def test_commit_latency_and_event_queue_count_the_controllers_own_writes(t
         answer = await call(port, registration())
         await call(port, heartbeat(int(answer.broker_epoch), runtime.core.high_watermark))
         assert (await host.request(CREATE_TOPICS, create_topic("own", 2))).topics[0].error_code == ErrorCode.NONE
-        await wait_for(lambda: runtime.metrics.commit_latency.collect()[0].samples[-2].value >= 3)  # _count
+        await wait_for(lambda: runtime.metrics.commit_latency.count >= 3)
         values = samples(generate_latest(runtime.metrics.registry).decode())
         assert values["kafka_raft_commit_latency_ms_count"] >= 3  # registration, heartbeat, topic (and no-ops)
         assert values["kafka_raft_append_records_total"] >= 4  # the topic alone is 3 records

@@ -24,18 +24,20 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kio.schema.alter_partition.v2 import response as response_v2
-from kio.schema.alter_partition.v3 import response as response_v3
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.throttle import ZERO_THROTTLE
 
 from .eligibility import BrokerEligibility
 from .partition_change import Election, PartitionChangeBuilder
 from .partitions import NO_LEADER_CHANGE, LeaderRecoveryState, PartitionRegistration
 from .result import ControllerResult
+
+response_v2 = schema_module("kio.schema.alter_partition.v2.response")
+response_v3 = schema_module("kio.schema.alter_partition.v3.response")
 
 if TYPE_CHECKING:
     from .replication import ReplicationControl

@@ -19,20 +19,11 @@ import enum
 import uuid
 from typing import Any, Protocol
 
-from kio.schema.broker_heartbeat.v0 import response as hb_v0
-from kio.schema.broker_heartbeat.v1 import response as hb_v1
-from kio.schema.broker_heartbeat.v2 import response as hb_v2
-from kio.schema.broker_registration.v0 import response as reg_v0
-from kio.schema.broker_registration.v1 import response as reg_v1
-from kio.schema.broker_registration.v2 import response as reg_v2
-from kio.schema.broker_registration.v3 import response as reg_v3
-from kio.schema.broker_registration.v4 import response as reg_v4
-from kio.schema.controller_registration.v0.response import ControllerRegistrationResponse
 from kio.schema.types import BrokerId
-from kio.schema.unregister_broker.v0.response import UnregisterBrokerResponse
 from kio.static.primitive import i8, i64
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.broker_registration_change_record import BrokerRegistrationChangeRecordV2
 from pykraft.records.metadata.schema.unregister_broker_record import UnregisterBrokerRecordV0
@@ -53,6 +44,17 @@ from .eligibility import BrokerEligibility, ExcludingEligibility
 from .features import FeatureControl
 from .heartbeats import HeartbeatManager
 from .result import ControllerResult
+
+hb_v0 = schema_module("kio.schema.broker_heartbeat.v0.response")
+hb_v1 = schema_module("kio.schema.broker_heartbeat.v1.response")
+hb_v2 = schema_module("kio.schema.broker_heartbeat.v2.response")
+reg_v0 = schema_module("kio.schema.broker_registration.v0.response")
+reg_v1 = schema_module("kio.schema.broker_registration.v1.response")
+reg_v2 = schema_module("kio.schema.broker_registration.v2.response")
+reg_v3 = schema_module("kio.schema.broker_registration.v3.response")
+reg_v4 = schema_module("kio.schema.broker_registration.v4.response")
+controller_registration = schema_module("kio.schema.controller_registration.v0.response")
+unregister = schema_module("kio.schema.unregister_broker.v0.response")
 
 _REGISTRATION_RESPONSES = {0: reg_v0, 1: reg_v1, 2: reg_v2, 3: reg_v3, 4: reg_v4}
 _HEARTBEAT_RESPONSES = {0: hb_v0, 1: hb_v1, 2: hb_v2}
@@ -246,14 +248,14 @@ class BrokerLifecycle:
         broker_id = int(request.broker_id)
         registration = self.cluster.registration(broker_id)
         if registration is None:
-            return ControllerResult((), UnregisterBrokerResponse(
+            return ControllerResult((), unregister.UnregisterBrokerResponse(
                 throttle_time=ZERO_THROTTLE, error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
                 error_message=f"Broker ID {broker_id} is not currently registered"))
         records = list(self.partitions.records_for_unregister(broker_id,
                                                               ExcludingEligibility(self.cluster, broker_id)))
         records.append(UnregisterBrokerRecordV0(broker_id=BrokerId(broker_id), broker_epoch=i64(registration.epoch)))
         self.heartbeats.remove(broker_id)
-        return ControllerResult(tuple(records), UnregisterBrokerResponse(
+        return ControllerResult(tuple(records), unregister.UnregisterBrokerResponse(
             throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE, error_message=None))
 
 
@@ -293,12 +295,12 @@ def handle_controller_registration(request: Any, features: FeatureControl) -> Co
     """Write the controller's listeners and supported features (RegisterControllerRecord); no other checks."""
     metadata_version = features.metadata_version
     if metadata_version is not None and metadata_version < CONTROLLER_REGISTRATION_MIN_METADATA_VERSION:
-        return ControllerResult((), ControllerRegistrationResponse(
+        return ControllerResult((), controller_registration.ControllerRegistrationResponse(
             throttle_time=ZERO_THROTTLE, error_code=ErrorCode.UNSUPPORTED_VERSION,
             error_message="The current MetadataVersion is too old to support controller registrations."))
     registration = ControllerRegistration(
         controller_id=int(request.controller_id), incarnation_id=request.incarnation_id,
         zk_migration_ready=bool(request.zk_migration_ready), listeners=endpoints_of(request.listeners),
         features=features_of(request.features))
-    return ControllerResult((registration.to_record(),), ControllerRegistrationResponse(
+    return ControllerResult((registration.to_record(),), controller_registration.ControllerRegistrationResponse(
         throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE, error_message=None))

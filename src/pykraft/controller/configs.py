@@ -21,17 +21,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.alter_configs.v2 import response as legacy_alter_response
-from kio.schema.describe_configs.v4 import response as describe_response
-from kio.schema.incremental_alter_configs.v1 import response as alter_response
 from kio.static.primitive import i8
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.config_record import ConfigRecordV0
 
 from .config_defs import TOPIC_CONFIGS, ConfigType, check_topic_configs
 from .result import ControllerResult
+
+legacy_alter_response = schema_module("kio.schema.alter_configs.v2.response")
+describe_response = schema_module("kio.schema.describe_configs.v4.response")
+alter_response = schema_module("kio.schema.incremental_alter_configs.v1.response")
 
 if TYPE_CHECKING:
     from .replication import ReplicationControl

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.create_partitions.v3 import response as cp_response
 from kio.schema.types import TopicName
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.throttle import ZERO_THROTTLE
 
 from .eligibility import BrokerEligibility
@@ -23,6 +23,8 @@ from .partitions import PartitionRegistration, new_partition
 from .result import ControllerResult
 from .topics import (TopicError, bad_assignment, check_manual_replicas, manual_partitions,
                      place_replicas, too_large)
+
+cp_response = schema_module("kio.schema.create_partitions.v3.response")
 
 if TYPE_CHECKING:
     from .replication import ReplicationControl

@@ -13,16 +13,18 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kio.schema.elect_leaders.v2 import response as elect_response
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.throttle import ZERO_THROTTLE
 
 from .eligibility import BrokerEligibility, ExcludingEligibility
 from .partition_change import Election, PartitionChangeBuilder
 from .result import ControllerResult
+
+elect_response = schema_module("kio.schema.elect_leaders.v2.response")
 
 if TYPE_CHECKING:
     from .replication import ReplicationControl, TopicPartition

@@ -19,17 +19,19 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.update_features.v0 import response as uf_v0
-from kio.schema.update_features.v1 import response as uf_v1
-from kio.schema.update_features.v2 import response as uf_v2
 from kio.static.primitive import i16
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.feature_level_record import FeatureLevelRecordV0
 
 from .cluster import ClusterControl, FeatureRange
 from .result import ControllerResult, KRaftVersionUpgrade
+
+uf_v0 = schema_module("kio.schema.update_features.v0.response")
+uf_v1 = schema_module("kio.schema.update_features.v1.response")
+uf_v2 = schema_module("kio.schema.update_features.v2.response")
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
@@ -193,8 +195,7 @@ def _not_supported_by_brokers(feature: str, level: int, cluster: ClusterControl)
     return None
 
 
-_RESPONSES = {0: uf_v0.UpdateFeaturesResponse, 1: uf_v1.UpdateFeaturesResponse, 2: uf_v2.UpdateFeaturesResponse}
-_RESULTS = {0: uf_v0.UpdatableFeatureResult, 1: uf_v1.UpdatableFeatureResult}
+_RESPONSES = {0: uf_v0, 1: uf_v1, 2: uf_v2}  # version -> response module
 
 
 def handle_update_features(features: FeatureControl, request: Any, cluster: ClusterControl) -> ControllerResult:
@@ -220,9 +221,9 @@ def update_features_response(version: int, features: list[str], error: FeatureUp
     """The top-level error answers for the whole (atomic) request; v0-v1 also list each feature with it."""
     code = ErrorCode.NONE if error is None else error.code
     message = None if error is None else error.message
-    response_class = _RESPONSES[version]
+    module = _RESPONSES[version]
     if version >= 2:
-        return response_class(throttle_time=ZERO_THROTTLE, error_code=code, error_message=message)
-    result_class = _RESULTS[version]
-    results = tuple(result_class(feature=name, error_code=code, error_message=message) for name in features)
-    return response_class(throttle_time=ZERO_THROTTLE, error_code=code, error_message=message, results=results)
+        return module.UpdateFeaturesResponse(throttle_time=ZERO_THROTTLE, error_code=code, error_message=message)
+    results = tuple(module.UpdatableFeatureResult(feature=name, error_code=code, error_message=message) for name in features)
+    return module.UpdateFeaturesResponse(throttle_time=ZERO_THROTTLE, error_code=code, error_message=message,
+                                         results=results)

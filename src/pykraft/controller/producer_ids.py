@@ -11,15 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kio.schema.allocate_producer_ids.v0 import response as apr
 from kio.static.primitive import i32, i64
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.producer_ids_record import ProducerIdsRecordV0
 
 from .cluster import ClusterControl
 from .result import ControllerResult
+
+apr = schema_module("kio.schema.allocate_producer_ids.v0.response")
 
 PRODUCER_IDS_RECORD = 15
 BLOCK_SIZE = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE

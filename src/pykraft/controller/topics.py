@@ -18,12 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kio.schema.create_topics.v7 import response as create_response
-from kio.schema.delete_topics.v6 import response as delete_response
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i16, i32
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.config_record import ConfigRecordV0
 from pykraft.records.metadata.schema.remove_topic_record import RemoveTopicRecordV0
@@ -33,6 +32,9 @@ from .config_defs import check_topic_configs
 from .eligibility import BrokerEligibility
 from .partitions import PartitionRegistration, new_partition
 from .result import ControllerResult
+
+create_response = schema_module("kio.schema.create_topics.v7.response")
+delete_response = schema_module("kio.schema.delete_topics.v6.response")
 
 if TYPE_CHECKING:
     from .replication import ReplicationControl

@@ -6,8 +6,8 @@ Three installed libraries pull big optional modules in at import time:
 - structlog (`structlog.tracebacks`) imports rich and pygments to pretty-print exceptions: ~3 MiB; without them
   it formats tracebacks plainly, which is what a log file wants anyway;
 - prometheus_client (`exposition`) imports python-snappy for a push-gateway option the node does not use: ~2 MiB.
-  pykraft's own record codec still imports snappy when a snappy batch arrives, so it is hidden only while
-  prometheus_client loads.
+  prometheus_client itself is imported only when a node's metrics are read, with snappy hidden only while it
+  loads (node/runtime/metrics.py): pykraft's own record codec still imports snappy when a snappy batch arrives.
 `hide_optional_imports()` must run before those libraries are imported. Only a process that exists to be a server
 calls it (cli/server_fast.py, before it imports the node): hiding rich or hypothesis inside a process that goes on
 to run other commands or tests would change them. It leaves alone anything already imported.
@@ -15,24 +15,11 @@ to run other commands or tests would change them. It leaves alone anything alrea
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 HIDDEN_FOR_GOOD = ("hypothesis", "rich")
-HIDDEN_WHILE_IMPORTING = {"prometheus_client": ("snappy",)}
 
 
 def hide_optional_imports() -> None:
     for name in HIDDEN_FOR_GOOD:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None makes `import name` raise ImportError
-    for module, hidden in HIDDEN_WHILE_IMPORTING.items():
-        if module in sys.modules:
-            continue
-        added = [name for name in hidden if name not in sys.modules]
-        for name in added:
-            sys.modules[name] = None  # type: ignore[assignment]
-        try:
-            importlib.import_module(module)
-        finally:
-            for name in added:
-                del sys.modules[name]

@@ -8,7 +8,6 @@ and the error then names the package to install.
 from __future__ import annotations
 
 import enum
-import gzip
 import importlib
 import struct
 from collections.abc import Callable
@@ -51,6 +50,8 @@ def _library(codec: Compression) -> ModuleType:
 
 
 def _gunzip(data: bytes) -> bytes:
+    import gzip  # here: a node that never sees a gzip batch does not load it
+
     return gzip.decompress(data)
 
 
@@ -108,6 +109,8 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
 def compress(codec: int, data: bytes) -> bytes:
     """Compress a records section. Only used by tests and tools to produce batches other producers would write."""
     if codec == Compression.GZIP:
+        import gzip
+
         return gzip.compress(data)
     if codec == Compression.SNAPPY:
         return _library(Compression.SNAPPY).compress(data)

@@ -37,26 +37,51 @@ Broker metrics, when the node runs a broker (alone or combined): `pykraft_broker
 states), `pykraft_broker_epoch`, `pykraft_broker_isr_shrinks_total`, `..._isr_expands_total`,
 `..._failed_isr_updates_total`.
 Each runtime has its own registry, so several nodes can live in one process (tests).
+
+prometheus_client is imported only when something reads the metrics (the registry, the HTTP endpoint, a scrape):
+its package imports http.server, urllib.request, email and ssl (which maps OpenSSL's libcrypto), ~6 MiB of a
+node's idle RSS (benchmarks/quorum.py) that a node without `pykraft.metrics.port` never uses. Until then the two
+raft histograms are plain MsHistograms; their exposition is the same as a prometheus_client Histogram's.
 """
 
 from __future__ import annotations
 
 import collections
+import importlib
+import sys
+import time
 import uuid
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
-
-from prometheus_client import CollectorRegistry, Histogram, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, StateSetMetricFamily
 
 from pykraft.records.uuids import uuid_to_kafka_str
 
 from pykraft.raft.states import Role
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import HistogramMetricFamily
+
     from pykraft.node.runtime.runtime import NodeRuntime
 
 STATES = ("leader", "candidate", "voted", "follower", "unattached", "observer", "prospective", "resigned")
 _LATENCY_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+
+
+def prometheus_client() -> ModuleType:
+    """prometheus_client, imported on first use; python-snappy, which its `exposition` imports for a push-gateway
+    option a node does not use (~2 MiB), is hidden while it loads unless something imported it already (pykraft's
+    record codec imports snappy itself when a snappy batch arrives)."""
+    if "prometheus_client" in sys.modules:
+        return sys.modules["prometheus_client"]
+    hide_snappy = "snappy" not in sys.modules
+    if hide_snappy:
+        sys.modules["snappy"] = None  # type: ignore[assignment]  # makes `import snappy` raise ImportError
+    try:
+        return importlib.import_module("prometheus_client")
+    finally:
+        if hide_snappy:
+            del sys.modules["snappy"]
 
 
 def state_name(core: Any) -> str:
@@ -73,11 +98,10 @@ def state_name(core: Any) -> str:
 class NodeMetrics:
     def __init__(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
-        self.registry = CollectorRegistry(auto_describe=True)
-        self.commit_latency = Histogram("kafka_raft_commit_latency_ms", "Client append to commit (ms)",
-                                        buckets=_LATENCY_BUCKETS_MS, registry=self.registry)
-        self.election_latency = Histogram("kafka_raft_election_latency_ms", "Leader unknown to leader known (ms)",
-                                          buckets=_LATENCY_BUCKETS_MS, registry=self.registry)
+        self._registry: CollectorRegistry | None = None
+        # labelled like prometheus_client's Histogram ("1.0"), with its `_created` sample
+        self.commit_latency = MsHistogram(float_labels=True, created=time.time())
+        self.election_latency = MsHistogram(float_labels=True, created=time.time())
         self.append_records = 0
         self.fetch_records = 0
         self._leaderless_since: int | None = runtime.clock()  # a node starts without a known leader
@@ -85,11 +109,18 @@ class NodeMetrics:
         self._appended_end: int | None = None  # the leader's appended end offset at the previous input
         self._uncommitted: collections.deque[tuple[int, int]] = collections.deque()  # (last offset, append ms)
         self._idle_seen = (0.0, 0.0)  # the core task's (idle, busy) seconds at the previous scrape
-        self.registry.register(self)
         self._server: Any = None
 
+    @property
+    def registry(self) -> CollectorRegistry:
+        """This node's registry, made (and prometheus_client imported) on first use."""
+        if self._registry is None:
+            self._registry = prometheus_client().CollectorRegistry(auto_describe=True)
+            self._registry.register(self)
+        return self._registry
+
     def serve(self, port: int, host: str = "0.0.0.0") -> None:
-        server = start_http_server(port, addr=host, registry=self.registry)
+        server = prometheus_client().start_http_server(port, addr=host, registry=self.registry)
         self._server = server[0] if isinstance(server, tuple) else server
 
     def close(self) -> None:
@@ -129,6 +160,10 @@ class NodeMetrics:
             self.commit_latency.observe(max(0, now_ms - self._uncommitted.popleft()[1]))
 
     def collect(self) -> Any:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, StateSetMetricFamily
+
+        yield self.commit_latency.family("kafka_raft_commit_latency_ms", "Client append to commit (ms)")
+        yield self.election_latency.family("kafka_raft_election_latency_ms", "Leader unknown to leader known (ms)")
         runtime = self.runtime
         core = runtime.core
         if core is None:
@@ -202,6 +237,8 @@ def controller_metric_name(kafka_name: str) -> str:
 
 
 def _controller_families(state_machine: Any, now_ms: int) -> Any:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
     values = state_machine.controller.metrics().by_kafka_name()
     stamp = state_machine.last_applied_timestamp_ms
     values["LastCommittedRecordOffset"] = state_machine.committed_offset
@@ -228,6 +265,8 @@ def _controller_families(state_machine: Any, now_ms: int) -> Any:
 def _broker_families(broker: Any) -> Any:
     """`pykraft_broker_state` (the lifecycle state as a state set), `pykraft_broker_epoch` (-1 before the first
     registration) and the ISR manager's counters (Kafka's ReplicaManager IsrShrinks/IsrExpands/FailedIsrUpdates)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, StateSetMetricFamily
+
     from pykraft.broker.actions import BrokerState
 
     current = broker.lifecycle.state
@@ -259,12 +298,20 @@ def _or_minus_one(value: int | None) -> int:
 
 
 class MsHistogram:
-    """A histogram of milliseconds kept by a host without a registry (collected by NodeMetrics)."""
+    """A histogram of milliseconds kept without a registry (collected by NodeMetrics). `float_labels` and `created`
+    (seconds since the epoch) make its exposition that of a prometheus_client Histogram: le="1.0" and `_created`."""
 
-    def __init__(self, buckets: tuple[int, ...] = _LATENCY_BUCKETS_MS) -> None:
+    def __init__(self, buckets: tuple[int, ...] = _LATENCY_BUCKETS_MS, *, float_labels: bool = False,
+                 created: float | None = None) -> None:
         self.bounds = buckets
+        self.labels = (*(str(float(b)) if float_labels else str(b) for b in buckets), "+Inf")
         self.counts = [0] * (len(buckets) + 1)
         self.total = 0.0
+        self.created = created
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
 
     def observe(self, value_ms: float) -> None:
         index = next((i for i, bound in enumerate(self.bounds) if value_ms <= bound), len(self.bounds))
@@ -272,11 +319,16 @@ class MsHistogram:
         self.total += value_ms
 
     def family(self, name: str, documentation: str) -> HistogramMetricFamily:
+        from prometheus_client.core import HistogramMetricFamily
+
         cumulative, running = [], 0
-        for bound, count in zip((*map(str, self.bounds), "+Inf"), self.counts):
+        for label, count in zip(self.labels, self.counts):
             running += count
-            cumulative.append((bound, running))
-        return HistogramMetricFamily(name, documentation, buckets=cumulative, sum_value=self.total)
+            cumulative.append((label, running))
+        family = HistogramMetricFamily(name, documentation, buckets=cumulative, sum_value=self.total)
+        if self.created is not None:
+            family.add_sample(f"{name}_created", {}, self.created)
+        return family
 
 
 class EventQueueStats:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import decimal
 import functools
 import math
 from typing import Any
@@ -184,6 +183,8 @@ def _shortest_digits(magnitude: float) -> tuple[str, int]:
 
 def _closer_two_digits(magnitude: float, digit: str, point: int) -> tuple[str, int]:
     """The two-digit decimal nearest to the exact value, if it also rounds to `magnitude` and is closer."""
+    import decimal  # here: only dump-log's rare float fields need it, and a server never renders JSON
+
     with decimal.localcontext() as context:
         context.prec = 1200  # enough for the exact value of every double
         exact = decimal.Decimal(magnitude)
