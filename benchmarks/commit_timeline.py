@@ -74,7 +74,8 @@ CHAIN = [  # (label, process, event) in the order of the critical path; "F" is t
     ("leader: appended -> parked Fetch answered", "L", "appended"),
     ("leader -> follower: answer to the follower's read", "L", "fetch_answer"),
     ("follower: read -> core input runs (decode, queue)", "F", "fetch_resp"),
-    ("follower: core input -> fsync starts", "F", "resp_run"),
+    ("follower: core handles the answer", "F", "resp_run"),
+    ("follower: core's Ready -> fsync starts", "F", "resp_done"),
     ("follower: fsync", "F", "flush_start"),
     ("follower: fsync done -> next Fetch sent", "F", "flush_done"),
     ("follower -> leader: next Fetch read", "F", "fetch_sent"),
@@ -118,6 +119,7 @@ def timeline(client: Stamps, leader: Stamps, followers: dict[int, Stamps], leade
         t["L.fetch_answer"] = leader.first("fetch_answer", appended, offset_at_most=base, peer=node_id)
         t["F.fetch_resp"] = follower.first("fetch_resp", t["L.fetch_answer"] or appended, offset_at_most=base)
         t["F.resp_run"] = follower.first("resp_run", t["F.fetch_resp"] or appended, peer=leader_id)
+        t["F.resp_done"] = follower.first("resp_done", t["F.resp_run"] or appended, peer=leader_id)
         for key, event in (("F.flush_start", "flush_start"), ("F.flush_done", "flush_done"),
                            ("F.fetch_sent", "fetch_sent")):
             t[key] = follower.first(event, appended, offset_at_least=end)
