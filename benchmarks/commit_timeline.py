@@ -152,6 +152,9 @@ def report(commits: list[dict[str, int | None]]) -> list[str]:
     for (label, _, _), a, b in zip(CHAIN, keys, keys[1:], strict=False):
         row(label, a, b)
     row("TOTAL (client start -> decoded)", "C.c_start", "C.c_decoded")
+    # PySyncObj's latency in benchmarks/quorum.py is timed inside its leader (no client process, no client hops):
+    # this row is pykraft's counterpart, the commit as the leader sees it.
+    row("IN THE LEADER (Produce read -> answer write starts)", "L.srv_in", "L.srv_out")
     lines.append("beside the chain (the leader's own fsync):")
     row("leader: appended -> fsync issued", "L.appended", "L.flush_start")
     row("leader: issued -> worker thread starts fsync", "L.flush_start", "L.fsync_thread_start")
