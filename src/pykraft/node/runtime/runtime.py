@@ -32,7 +32,7 @@ from pykraft.net.errors import ConnectError
 from pykraft.net.pool import ConnectionPool
 from pykraft.net.server import FrameServer
 from pykraft.net.tls import client_context, server_context
-from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiRegistry
+from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.accumulator import RecordBatchTooLargeError
 from pykraft.raft.client import NotLeaderError, RaftCore
@@ -433,7 +433,7 @@ class NodeRuntime:
     def _probe_fetch_in(self, ref: int, request: Any) -> None:
         """PROBE: a Fetch reached the leader (its fetch offset, from which replica)."""
         assert PROBE is not None
-        if int(request.__api_key__) == 1 and request.topics and request.topics[0].partitions:
+        if int(request.__api_key__) == ApiKey.FETCH and request.topics and request.topics[0].partitions:
             fetch = (int(request.topics[0].partitions[0].fetch_offset), int(request.replica_state.replica_id))
             self._probe_fetches[ref] = fetch
             PROBE.stamp("fetch_in", *fetch)
