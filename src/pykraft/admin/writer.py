@@ -22,6 +22,7 @@ from kio.schema.produce.v9 import request as produce_req
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32
 
+from pykraft.net.commit_probe import PROBE
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode, ProtocolError
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
@@ -73,6 +74,8 @@ class MetadataLogWriter:
         await self._admin.close()  # closes the shared transport
 
     async def write(self, values: Sequence[bytes]) -> WriteResult:
+        if PROBE is not None:
+            PROBE.stamp("c_start")
         batch = encode_batch([SimpleRecord(value=v) for v in values], base_offset=0, partition_leader_epoch=-1,
                              timestamp_ms=int(time.time() * 1000))
         message = produce_req.ProduceRequest(
@@ -94,9 +97,10 @@ class MetadataLogWriter:
     async def _attempt(self, message: produce_req.ProduceRequest) -> int:
         address = await self._leader_address()
         try:
-            payload = await self._transport.request(*address, lambda correlation_id: encode_request(
-                message, correlation_id=correlation_id, client_id="pykraft-writer")[4:],
-                timeout_ms=self._request_timeout_ms)
+            payload = await self._transport.request(*address, lambda correlation_id: _encoded(
+                message, correlation_id), timeout_ms=self._request_timeout_ms)
+            if PROBE is not None:
+                PROBE.stamp("c_recv")
             response = decode_response(payload, int(message.__api_key__), int(message.__version__)).message
         except (TransportError, ProtocolError) as exc:
             self._leader = None
@@ -104,6 +108,8 @@ class MetadataLogWriter:
         partition = response.responses[0].partition_responses[0]
         code = ErrorCode(int(partition.error_code))
         if code == ErrorCode.NONE:
+            if PROBE is not None:
+                PROBE.stamp("c_decoded", int(partition.base_offset))
             return int(partition.base_offset)
         if code in RETRIABLE_WRITE:
             self._leader = None
@@ -128,3 +134,10 @@ class MetadataLogWriter:
 
 class _Retry(Exception):
     pass
+
+
+def _encoded(message: produce_req.ProduceRequest, correlation_id: int) -> bytes:
+    frame = encode_request(message, correlation_id=correlation_id, client_id="pykraft-writer")[4:]
+    if PROBE is not None:
+        PROBE.stamp("c_encoded")
+    return frame

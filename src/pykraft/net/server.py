@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import cast
 
+from pykraft.net.commit_probe import PROBE
 from pykraft.net.tls import peer_subject
 from pykraft.protocol.errors import InvalidFrameError
 from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameBody, FrameDecoder
@@ -220,6 +221,9 @@ class _ServerProtocol(asyncio.Protocol):
             self.abort()
             return
         if frames:
+            if PROBE is not None:  # offset: the connection; peer: the api key
+                for frame in frames:
+                    PROBE.stamp("srv_in", self._id, int.from_bytes(frame[:2], "big", signed=True))
             self._counters.requests += len(frames)
             self._backlog.extend(frames)
             self._start_backlog()
@@ -318,6 +322,8 @@ class _ServerProtocol(asyncio.Protocol):
             answered += 1
         if out:
             self._counters.responses += answered
+            if PROBE is not None:
+                PROBE.stamp("srv_out", self._id, answered)
             self._write(out)
         if self._close_when_flushed:
             self._close_gracefully()

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pykraft.net.commit_probe import PROBE
 from pykraft.storage import QuorumStateData
 
 _log = logging.getLogger("pykraft.node")
@@ -111,6 +112,8 @@ class DurabilityLane:
         assert self.failure is None, "durability lane failed"
         self._next_seq += 1
         ticket = self._log.prepare_flush()
+        if PROBE is not None:
+            PROBE.stamp("flush_start", self._log.end_offset(), 0)
         try:
             ticket.sync()
         except BaseException as exc:  # as in _run: nothing after it may be sent; the node must stop
@@ -118,6 +121,8 @@ class DurabilityLane:
             _log.critical("durable write failed: %s", exc)
             raise
         self._log.complete_flush(ticket)
+        if PROBE is not None:
+            PROBE.stamp("flush_done", self._log.flushed_end_offset(), 0)
         self.stats.fsyncs += 1
         self._complete([self._next_seq])
         self._on_flushed()
@@ -172,11 +177,15 @@ class DurabilityLane:
         # Only the flushes issued so far are covered: ones issued while the fsync runs appended data it may miss.
         covered = {op.seq for op in self._pending if op.state is None}
         ticket = self._log.prepare_flush()
+        if PROBE is not None:
+            PROBE.stamp("flush_start", self._log.end_offset(), 1)
         if self._sync_inline is not None and self._sync_inline():
             ticket.sync()
         else:
-            await self._run_blocking(ticket.sync)
+            await self._run_blocking(ticket.sync if PROBE is None else _probed(ticket.sync))
         self._log.complete_flush(ticket)
+        if PROBE is not None:
+            PROBE.stamp("flush_done", self._log.flushed_end_offset(), 1)
         self.stats.fsyncs += 1
         self._pending = deque(op for op in self._pending if op.seq not in covered)
         self._complete(covered)
@@ -201,3 +210,15 @@ class DurabilityLane:
         if done != self.done_seq:
             self.done_seq = done
             self._on_done(done)
+
+
+def _probed(sync: Callable[[], None]) -> Callable[[], None]:
+    """PROBE: the fsync's own start and end inside the worker thread (the hand-overs are the rest)."""
+
+    def run() -> None:
+        assert PROBE is not None
+        PROBE.stamp("fsync_thread_start")
+        sync()
+        PROBE.stamp("fsync_thread_done")
+
+    return run

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pykraft.net.commit_probe import PROBE
 from pykraft.net.errors import ConnectError, ConnectionClosedError, NetError
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request
@@ -72,6 +73,8 @@ class Outbound:
             self.stats.unroutable += 1  # the core times it out and tries elsewhere
             return
         self.stats.requests += 1
+        if PROBE is not None and int(send.request.__api_key__) == ApiKey.FETCH:
+            PROBE.stamp("fetch_sent", _fetch_offset(send.request), destination.node_id)
         task = asyncio.get_running_loop().create_task(self._exchange(send, self._send_now(send)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -95,6 +98,8 @@ class Outbound:
             payload = await (started if started is not None else self._pool.request(
                 destination.host, destination.port, lambda wire_id: self._encode(message, wire_id),
                 timeout_ms=self._timeout_ms))
+            if PROBE is not None and key == ApiKey.FETCH:
+                PROBE.stamp("fetch_resp", _fetch_offset(message), len(payload))
             decoded = decode_response(payload, key, version)
             response = to_request_version(decoded.message, version)
             self.stats.responses += 1
@@ -147,3 +152,9 @@ class Outbound:
         await self._pool.close()
         if self._forward_pool is not self._pool:
             await self._forward_pool.close()
+
+
+def _fetch_offset(request: Any) -> int:
+    """PROBE: the fetch offset of a raft Fetch (one partition)."""
+    topics = request.topics
+    return int(topics[0].partitions[0].fetch_offset) if topics and topics[0].partitions else -1

@@ -27,11 +27,12 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pykraft.net.commit_probe import PROBE
 from pykraft.net.errors import ConnectError
 from pykraft.net.pool import ConnectionPool
 from pykraft.net.server import FrameServer
 from pykraft.net.tls import client_context, server_context
-from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiRegistry
+from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.accumulator import RecordBatchTooLargeError
 from pykraft.raft.client import NotLeaderError, RaftCore
@@ -147,6 +148,8 @@ class NodeRuntime:
         self._busy_since = time.perf_counter()
         self.observers: list[Callable[[RaftCore, int], None]] = []
         self.handler_errors = HandlerErrors()  # requests and responses whose handling raised (contained)
+        self._probe_fetches: dict[int, tuple[int, int]] = {}  # with PROBE only: ref -> (fetch offset, replica)
+        self._probe_hwm: int | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -384,6 +387,9 @@ class NodeRuntime:
             self.runner.run(ready)
         core = self.core
         leader = core.leader_state()
+        if PROBE is not None and core.high_watermark != self._probe_hwm:
+            self._probe_hwm = core.high_watermark
+            PROBE.stamp("hwm", -1 if core.high_watermark is None else core.high_watermark)
         self.waiters.check(core.high_watermark, leader.epoch if leader is not None else None)
         self.snapshots.maybe_snapshot(core, self.state_machine, now)
         self.snapshots.maybe_clean(core.log, now)
@@ -399,6 +405,8 @@ class NodeRuntime:
         ref = self._next_ref
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[ref] = future
+        if PROBE is not None:
+            self._probe_fetch_in(ref, request)
         self._submit(contained(lambda now: self.core.handle_request(ref, request, now),
                                fail_answer(future, recorder(self.handler_errors, request, "request"))))
         try:
@@ -411,8 +419,24 @@ class NodeRuntime:
 
     def _deliver(self, source_id: int, correlation_id: int, response: Any) -> None:
         if not self._stopping:
-            self._submit(contained(lambda now: self.core.handle_response(source_id, correlation_id, response, now),
+            handle = self.core.handle_response if PROBE is None else self._probe_handle_response
+            self._submit(contained(lambda now: handle(source_id, correlation_id, response, now),
                                    recorder(self.handler_errors, response, f"response from node {source_id}")))
+
+    def _probe_handle_response(self, source_id: int, correlation_id: int, response: Any, now: int) -> Ready:
+        assert PROBE is not None
+        PROBE.stamp("resp_run", self.core.log.end_offset(), source_id)
+        ready = self.core.handle_response(source_id, correlation_id, response, now)
+        PROBE.stamp("resp_done", self.core.log.end_offset(), source_id)
+        return ready
+
+    def _probe_fetch_in(self, ref: int, request: Any) -> None:
+        """PROBE: a Fetch reached the leader (its fetch offset, from which replica)."""
+        assert PROBE is not None
+        if int(request.__api_key__) == ApiKey.FETCH and request.topics and request.topics[0].partitions:
+            fetch = (int(request.topics[0].partitions[0].fetch_offset), int(request.replica_state.replica_id))
+            self._probe_fetches[ref] = fetch
+            PROBE.stamp("fetch_in", *fetch)
 
     def _peer_unreachable(self, node_id: int) -> None:
         """A raft request's connection to `node_id` was refused or reset: the core may start a pre-vote at once."""
@@ -441,7 +465,11 @@ class NodeRuntime:
 
     async def append_encoded_committed(self, batches: list[tuple[memoryview, int]]) -> int:
         """`append_committed` for (batch, record count) pairs a client encoded, appended as they are."""
+        if PROBE is not None:
+            PROBE.stamp("produce_in")
         last = await self._append_and_wait(lambda now: self.core.append_encoded(batches, now))
+        if PROBE is not None:
+            PROBE.stamp("produce_done", last + 1)
         return last - sum(count for _, count in batches) + 1
 
     async def _append_and_wait(self, append_on_core: Callable[[int], tuple[int, Ready]]) -> int:
@@ -463,6 +491,8 @@ class NodeRuntime:
                 accepted.set_exception(WriteFailed(ErrorCode.MESSAGE_TOO_LARGE, str(exc)))
                 return None
             accepted.set_result(self.waiters.add(last_offset, self.core.quorum.epoch))
+            if PROBE is not None:
+                PROBE.stamp("appended", last_offset + 1)
             return ready
 
         self._submit(contained(append, fail_answer(accepted)))  # a bug fails the writer's caller (Produce)
@@ -474,6 +504,8 @@ class NodeRuntime:
         self.outbound.transmit(send)
 
     def respond(self, respond: Respond) -> None:
+        if PROBE is not None and respond.ref in self._probe_fetches:
+            PROBE.stamp("fetch_answer", *self._probe_fetches.pop(respond.ref))  # type: ignore[arg-type]
         future = self._pending.pop(respond.ref, None)  # type: ignore[call-overload]
         if future is not None and not future.done():
             future.set_result(respond.response)
