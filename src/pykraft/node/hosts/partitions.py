@@ -209,7 +209,7 @@ class PartitionHost:
             append_time = self._now_ms()
             stamp_log_append_time(buffer, append_time)
         try:
-            log.append_as_leader(buffer, replica.leader_epoch)
+            log.append_as_leader(buffer, replica.leader_epoch, keep=True)  # followers fetch it from memory
         except InvalidAppendError as exc:  # a bug, not client input: validation passed
             _log.error("append to %s-%d failed: %s", topic, partition, exc)
             return AppendResult(ErrorCode.UNKNOWN_SERVER_ERROR, message=str(exc))
