@@ -127,3 +127,15 @@ def test_random_appends_truncations_and_reads_match_a_log_read_from_its_file(tmp
             assert bytes(log.read(offset, max_bytes).records) == bytes(reference.read(offset, max_bytes).records)
     log.close()
     reference.close()
+
+
+def test_released_chunks_are_read_from_the_file_and_the_rest_from_memory(tmp_path, preads) -> None:
+    log = open_log(tmp_path, LogConfig())
+    for _ in range(3):
+        log.append_as_leader(_chunk(log.end_offset(), 1, 1), 1, keep=True)
+    log.release_cached_below(20)  # the followers fetched the first two chunks
+    assert [b.base_offset for b in iter_batches(log.read(20, 1 << 20).records)] == [20]
+    assert preads == []
+    assert [b.base_offset for b in iter_batches(log.read(10, 1 << 20).records)] == [10, 20]
+    assert preads
+    log.close()

@@ -11,7 +11,8 @@ owned by nobody else: never written again) or over `bytes` (a small one).
 The size prefix is checked (negative, or over `max_frame_size`: Kafka's `socket.request.max.bytes`) as soon as its
 four bytes are in, before anything is allocated. A frame's own buffer is allocated from its announced size, as
 Kafka's `NetworkReceive` does, but only up to `EAGER_LIMIT` and only once part of its body has arrived; a larger
-frame gets pieces of `EAGER_LIMIT` as its bytes arrive, joined once at its end. After an error the reader stays failed, like `FrameDecoder`.
+frame gets pieces of `EAGER_LIMIT` as its bytes arrive, joined once at its end. After an error the reader stays
+failed, like `FrameDecoder`.
 """
 
 from __future__ import annotations

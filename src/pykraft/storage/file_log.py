@@ -190,6 +190,11 @@ class FileLog(EpochIndexedLog):
         records = memoryview(pieces[0]).toreadonly() if len(pieces) == 1 else b"".join(pieces)
         return LogFetchInfo(records, first_base)
 
+    def release_cached_below(self, offset: int) -> None:
+        """The batches below `offset` kept in memory by `append_as_leader(keep=True)` will not be read again soon
+        (every follower fetched past them): free them."""
+        self._segments[-1].tail.release_below(offset)
+
     def start_offset(self) -> int:
         return self._start_offset
 

@@ -9,7 +9,7 @@ gets is exactly what was written.
 The cached chunks are always the last bytes of the file, contiguous (an append that is not kept, a truncation, a
 seal or a close empties the cache), so a read served from them returns exactly what a read of the file would:
 whole batches from the one holding the offset, up to `max_bytes` (at least one), to the file's end at most. The
-cache is bounded in bytes: the oldest chunks go first.
+cache is bounded in bytes (the oldest chunks go first), and its owner releases what its readers have read.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .segment import BatchInfo
 
-TAIL_CACHE_BYTES = 2 << 20  # per active segment: two ~1 MB produce requests, what followers fetch next
+# Per active segment. A leader releases what every follower has fetched (`release_below`), so this bounds only a
+# partition whose follower lags or is gone: with 5 produce requests of ~1 MB in flight, followers fetch from up to
+# ~5 MB back (a 2 MiB bound missed about one fetch in five in benchmarks/produce.py's pipelined mode).
+TAIL_CACHE_BYTES = 8 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,11 @@ class TailCache:
         position = chunk.position + end
         records = pieces[0] if len(pieces) == 1 else b"".join(pieces)  # several small appends: one copy
         return records, first.base_offset, position
+
+    def release_below(self, offset: int) -> None:
+        """Every reader this cache is for has read below `offset`: the chunks that end below it go."""
+        while self._chunks and self._chunks[0].last_offsets[-1] < offset:
+            self._bytes -= len(self._chunks.popleft().data)
 
     def truncate(self, position: int) -> None:
         """The file was cut at `position`: the cache must end where the file ends, so it is emptied."""
