@@ -280,3 +280,24 @@ def test_maintenance_flushes_only_what_flush_ms_or_flush_messages_make_due(tmp_p
         host.close()
 
     asyncio.run(scenario())
+
+
+def test_the_leader_keeps_appended_batches_in_memory_until_every_follower_fetched_them(tmp_path, monkeypatch) -> None:
+    import pykraft.storage.segment as segment
+
+    async def scenario() -> None:
+        host = _host(tmp_path, me=1, leader=1, isr=[1, 2, 3])
+        preads: list[int] = []
+        real = segment.pread_exact
+        monkeypatch.setattr(segment, "pread_exact", lambda fd, size, pos: preads.append(size) or real(fd, size, pos))
+        for _ in range(3):
+            host.append_as_leader("t", 0, _records(2), acks=1)
+        assert len(list(iter_batches(_fetch(host, 2, 0).records))) == 3  # from memory
+        _fetch(host, 2, 4)
+        assert preads == []
+        _fetch(host, 3, 2)  # both followers are past the first batch now
+        assert len(list(iter_batches(_fetch(host, 3, 2).records))) == 2 and preads == []
+        assert len(list(iter_batches(_fetch(host, 3, 0).records))) == 3 and preads  # released: from the file
+        host.close()
+
+    asyncio.run(scenario())

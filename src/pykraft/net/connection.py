@@ -10,8 +10,8 @@ A request that times out closes the connection (Kafka's NetworkClient disconnect
 request fails with `RequestTimeoutError`, every other pending one with `ConnectionClosedError`. A caller that
 is cancelled while waiting does not disturb the connection: its response, when it comes, is dropped.
 
-Built on `asyncio.Protocol` for the same reasons as the server (one read = one decoder feed, one write per
-request, no stream buffer copies); see benchmarks/net.py.
+Built on `asyncio.BufferedProtocol` for the same reasons as the server (a large answer, a follower's 1 MB Fetch,
+is read straight into its own buffer; one write per request, no stream buffer copies); see benchmarks/net.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from typing import cast
 from pykraft.net.errors import ConnectError, ConnectionClosedError, FrameTooLargeError, NetError, RequestTimeoutError
 from pykraft.protocol.errors import FrameTooLargeError as FrameSizeError
 from pykraft.protocol.errors import InvalidFrameError
-from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from pykraft.protocol.frame_reader import FrameReader
+from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 
 __all__ = ["Connection"]
 
@@ -48,7 +49,7 @@ class Connection:
         self.host = host
         self.port = port
         self._loop = asyncio.get_running_loop()
-        self._decoder = FrameDecoder(max_frame_bytes)
+        self._reader = FrameReader(max_frame_bytes)
         self._transport: asyncio.Transport | None = None
         self._pending: deque[_Pending] = deque()
         # One timer for the earliest deadline instead of one per request: arming and cancelling a timer per
@@ -153,11 +154,11 @@ class Connection:
     def _connection_made(self, transport: asyncio.Transport) -> None:
         self._transport = transport
 
-    def _data_received(self, data: bytes) -> None:
+    def _buffer_updated(self, nbytes: int) -> None:
         if self._failure is not None:
             return
         try:
-            frames = self._decoder.feed(data)
+            frames = self._reader.buffer_updated(nbytes)
         except FrameSizeError as exc:
             self._fail(FrameTooLargeError(f"response from {self.host}:{self.port}: {exc}",
                                           size=exc.size, limit=exc.limit))
@@ -310,16 +311,16 @@ def _frame(payload: bytes | bytearray | memoryview) -> bytes:
     return _SIZE.pack(size) + payload
 
 
-def _as_bytes(frame: memoryview) -> bytes:
-    """The frame as bytes, without a copy when it already is a whole `bytes` object (large frames that
-    straddled socket reads are assembled that way by the decoder)."""
+def _as_bytes(frame: memoryview) -> bytes | bytearray:
+    """The frame's own buffer, without a copy when the frame is all of it (`FrameReader` gives every frame its
+    own `bytes`, or for a large one its own `bytearray`, which nothing else holds or writes)."""
     owner = frame.obj
-    if type(owner) is bytes and frame.nbytes == len(owner):
-        return owner
+    if type(owner) in (bytes, bytearray) and frame.nbytes == len(owner):
+        return owner  # type: ignore[return-value]
     return bytes(frame)
 
 
-class _ClientProtocol(asyncio.Protocol):
+class _ClientProtocol(asyncio.BufferedProtocol):
     """Forwards the event loop's callbacks to its Connection (kept apart so Connection's API stays small)."""
 
     __slots__ = ("_conn",)
@@ -331,8 +332,11 @@ class _ClientProtocol(asyncio.Protocol):
         # A stream transport; not checked with isinstance: uvloop's transports do not subclass asyncio.Transport.
         self._conn._connection_made(cast(asyncio.Transport, transport))
 
-    def data_received(self, data: bytes) -> None:
-        self._conn._data_received(data)
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._conn._reader.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._conn._buffer_updated(nbytes)
 
     def eof_received(self) -> bool | None:
         return None  # close our side too; connection_lost follows

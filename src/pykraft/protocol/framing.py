@@ -64,7 +64,8 @@ def check_frame_size(size: int) -> None:
         raise FrameTooLargeError(f"frame of {size} bytes does not fit an int32 size", size=size, limit=_INT32_MAX)
 
 
-def _check_size(size: int, limit: int) -> None:
+def check_peer_frame_size(size: int, limit: int) -> None:
+    """A size prefix read from a peer: InvalidFrameError if negative, FrameTooLargeError if over `limit`."""
     if size < 0:
         raise InvalidFrameError(f"negative frame size {size}", size=size)
     if size > limit:
@@ -129,7 +130,7 @@ class FrameDecoder:
             if len(self._pending) < SIZE_PREFIX_BYTES:
                 return pos
             (size,) = _SIZE.unpack_from(self._pending)
-            _check_size(size, self._limit)
+            check_peer_frame_size(size, self._limit)
             self._size = size
         missing = self._size - self._body_bytes
         take = min(missing, len(chunk) - pos)
@@ -152,7 +153,7 @@ class FrameDecoder:
         end = len(chunk)
         while end - pos >= SIZE_PREFIX_BYTES:
             (size,) = _SIZE.unpack_from(chunk, pos)
-            _check_size(size, self._limit)
+            check_peer_frame_size(size, self._limit)
             start = pos + SIZE_PREFIX_BYTES
             if end - start < size:
                 self._size = size

@@ -105,18 +105,21 @@ class FileLog(EpochIndexedLog):
         self._closed = False
 
     # ---- appends -----------------------------------------------------------------------------------------
-    def append_as_leader(self, records: bytes | memoryview, epoch: int) -> LogAppendInfo:
+    def append_as_leader(self, records: bytes | bytearray | memoryview, epoch: int, *,
+                         keep: bool = False) -> LogAppendInfo:
+        """`keep`: the caller hands `records` over (never changes them again), so the next reads of them are
+        served from memory (segment.py, tail_cache.py): the followers' fetches of what a leader just appended."""
         view, batches = parse_batches(records, verify_crc=False)  # built by this node's accumulator
         for batch in batches:
             if batch.epoch != epoch:
                 raise InvalidAppendError(f"leader batch epoch {batch.epoch} != leader epoch {epoch}")
-        return self._append(view, batches)
+        return self._append(view, batches, keep)
 
     def append_as_follower(self, records: bytes | memoryview, epoch: int) -> LogAppendInfo:
         view, batches = parse_batches(records, verify_crc=self.config.verify_follower_crc)
         return self._append(view, batches)
 
-    def _append(self, view: memoryview, batches: list[BatchInfo]) -> LogAppendInfo:
+    def _append(self, view: memoryview, batches: list[BatchInfo], keep: bool = False) -> LogAppendInfo:
         expected = self.end_offset()
         last_epoch = self.last_fetched_epoch()
         for batch in batches:  # validate everything before writing anything
@@ -126,7 +129,7 @@ class FileLog(EpochIndexedLog):
                 raise InvalidAppendError(f"batch epoch {batch.epoch} < last epoch {last_epoch}")
             expected, last_epoch = batch.last_offset + 1, batch.epoch
         self._maybe_roll(len(view), batches)
-        self._segments[-1].append(view, batches)
+        self._segments[-1].append(view, batches, keep)
         for batch in batches:
             self._note_epoch(batch.epoch, batch.base_offset)
         self._last_batch_epoch = batches[-1].epoch
@@ -186,6 +189,11 @@ class FileLog(EpochIndexedLog):
         # Read-only: a reader must not be able to write into the segment's buffer (and kio refuses writable ones).
         records = memoryview(pieces[0]).toreadonly() if len(pieces) == 1 else b"".join(pieces)
         return LogFetchInfo(records, first_base)
+
+    def release_cached_below(self, offset: int) -> None:
+        """The batches below `offset` kept in memory by `append_as_leader(keep=True)` will not be read again soon
+        (every follower fetched past them): free them."""
+        self._segments[-1].tail.release_below(offset)
 
     def start_offset(self) -> int:
         return self._start_offset

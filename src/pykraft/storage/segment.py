@@ -1,7 +1,8 @@
 """One log segment: a `.log` file of whole record batches plus its sparse indexes.
 
 Appends go to the page cache with one `os.write` per append call; `sync()` makes them durable. Reads use
-`os.preadv` into one buffer and return memoryview slices of it. The log files are deliberately not mmapped:
+`os.preadv` into one buffer and return memoryview slices of it, except reads of the last chunks appended with
+`keep=True`, served from memory (tail_cache.py). The log files are deliberately not mmapped:
 truncating a file under a live mapping turns a later access into SIGBUS, and callers may hold a read's
 memoryview across a truncation.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from .files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, pread_exact, segment_name, sync_data
 from .index import SegmentIndex
+from .tail_cache import TailCache
 
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta, base ts, max ts
 HEADER = struct.Struct(">qiibIhiqq")
@@ -55,10 +57,12 @@ class Segment:
         self.next_offset = base_offset
         self.first_timestamp = -1  # max timestamp of the first batch: the age used for time-based roll
         self.dirty = False
+        self.tail = TailCache()
 
     # ---- writing ---------------------------------------------------------------------------------------------
-    def append(self, data: memoryview, batches: list[BatchInfo]) -> None:
-        """Write whole batches (already validated) at the end of the file, and index them."""
+    def append(self, data: memoryview, batches: list[BatchInfo], keep: bool = False) -> None:
+        """Write whole batches (already validated) at the end of the file, and index them. `keep`: the caller
+        never changes `data` again, so reads of it may be served from memory (tail_cache.py)."""
         offset_entries = bytearray()
         time_entries = bytearray()
         position = self.size
@@ -72,6 +76,10 @@ class Segment:
         while written < len(data):
             written += os.pwrite(self.fd, data[written:], self.size + written)
         self.index.write(offset_entries, time_entries)
+        if keep:
+            self.tail.add(self.size, data, batches)
+        else:
+            self.tail.clear()  # the cache holds the file's last bytes only
         if self.size == 0:
             self.first_timestamp = batches[0].max_timestamp
         self.size = position
@@ -81,6 +89,7 @@ class Segment:
     def seal(self) -> None:
         """This segment stops being the active one: make it and its indexes durable before a newer one exists,
         so that a damaged batch in any segment but the last can never be a torn write."""
+        self.tail.clear()
         self.index.write(b"", self.index.seal_entry())
         sync_data(self.fd)
         self.index.sync()
@@ -89,6 +98,7 @@ class Segment:
     def truncate_to(self, position: int, next_offset: int) -> None:
         """Cut the file at `position` (a batch boundary) and repair the indexes."""
         os.ftruncate(self.fd, position)
+        self.tail.truncate(position)
         self.size = position
         self.next_offset = next_offset
         self.index.truncate_to(position, next_offset)
@@ -125,8 +135,13 @@ class Segment:
         """Whole batches from the one holding `offset`, up to `max_bytes` (at least one batch).
 
         Returns the bytes, the base offset of the first batch and whether the read reached the segment's end.
-        The first batch is found from headers alone (`_batch_holding`), then one pread takes the data.
+        The first batch is found from headers alone (`_batch_holding`), then one pread takes the data; or, for
+        the chunks just appended with `keep`, no syscall at all (from that one chunk).
         """
+        cached = self.tail.read(offset, max_bytes)
+        if cached is not None:
+            view, base, end_position = cached
+            return view, base, end_position == self.size
         position, first = self._batch_holding(offset)
         buffer = pread_exact(self.fd, min(self.size - position, max(max_bytes, first.size)), position)
         end = first.size
@@ -155,10 +170,12 @@ class Segment:
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def close(self) -> None:
+        self.tail.clear()
         self.index.close()
         os.close(self.fd)
 
     def delete(self) -> None:
+        self.tail.clear()
         self.index.delete_files()
         os.close(self.fd)
         os.unlink(self.path)

@@ -2,7 +2,8 @@
 
 - `handlers()`: Produce v3-v12, Fetch v4-v18, ListOffsets v1-v10, OffsetsForLeaderEpoch v2-v4, InitProducerId
   v0-v5 (Kafka 4.x's ranges; producer-id blocks from the controller, producer_id_api.py). Produce and Fetch naming `__cluster_metadata` go to the metadata log's paths as before.
-- `open()` runs when the broker caught up with the metadata log: recover the partition logs (the metadata log's
+- `open()` runs when the broker caught up with the metadata log: fix glibc's allocator thresholds for megabyte
+  frames (runtime/allocator.py), recover the partition logs (the metadata log's
   directory lock is shared when metadata.log.dir is one of log.dirs), follow the metadata, start the fetchers
   and the maintenance timer (partition_maintenance.py: flush what flush.ms/flush.messages make due, never by
   default as in Kafka, in a worker thread; then retention and checkpoint files; every `MAINTENANCE_INTERVAL_S`).
@@ -24,6 +25,7 @@ from pykraft.storage import PartitionLogs
 
 from pykraft.node.apis import auto_create, fetch_api, offsets_api, produce_api
 from pykraft.node.apis.producer_id_api import ProducerIdBlocks, init_producer_id
+from pykraft.node.runtime.allocator import tune_for_large_frames
 from pykraft.node.runtime.flusher import thread_runner
 from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
 from pykraft.node.hosts.replica_fetcher import ReplicaFetchers
@@ -56,6 +58,7 @@ class DataPlane:
 
     # ---- opening and closing -----------------------------------------------------------------------------------
     def open(self, now_ms: int) -> None:
+        tune_for_large_frames()  # megabyte frames reuse freed heap instead of faulting in fresh pages
         runtime = self.broker.runtime
         assert runtime is not None and runtime.storage is not None
         config = self.node_config

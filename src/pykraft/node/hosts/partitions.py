@@ -209,7 +209,8 @@ class PartitionHost:
             append_time = self._now_ms()
             stamp_log_append_time(buffer, append_time)
         try:
-            log.append_as_leader(buffer, replica.leader_epoch)
+            # Kept in memory for the followers' fetches (released once they all fetched it, on_follower_fetch).
+            log.append_as_leader(buffer, replica.leader_epoch, keep=len(leading.replicas) > 1)
         except InvalidAppendError as exc:  # a bug, not client input: validation passed
             _log.error("append to %s-%d failed: %s", topic, partition, exc)
             return AppendResult(ErrorCode.UNKNOWN_SERVER_ERROR, message=str(exc))
@@ -243,6 +244,8 @@ class PartitionHost:
         before = leading.follower_log_end_offset(follower)
         if leading.on_follower_fetch(follower, fetch_offset, broker_epoch, replica.log.end_offset(), now_ms) \
                 and before != fetch_offset:
+            followers = (r for r in leading.replicas if r != leading.leader_id)
+            replica.log.release_cached_below(min(leading.follower_log_end_offset(r) for r in followers))
             self._after_leader_change(replica)
 
     def _after_leader_change(self, replica: Replica) -> None:

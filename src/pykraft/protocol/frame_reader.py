@@ -1,0 +1,123 @@
+"""Kafka frames received straight into their own buffers, for `asyncio.BufferedProtocol` (`get_buffer` /
+`buffer_updated`): the reader of the server and of client connections.
+
+With `data_received`, uvloop hands a 1 MB Produce or Fetch frame over in chunks of at most 256 KiB, each a new
+`bytes` object, and `FrameDecoder` joins them: the frame was copied once more than needed and four chunk buffers
+were allocated and freed per frame. Here, once a frame's size prefix is in, a frame larger than half the scratch
+buffer gets a buffer of exactly its size and the socket is read into the rest of it; small frames are read into one
+reused scratch buffer and copied out (they are small). A frame is a `memoryview` over a `bytearray` (a large frame,
+owned by nobody else: never written again) or over `bytes` (a small one).
+
+The size prefix is checked (negative, or over `max_frame_size`: Kafka's `socket.request.max.bytes`) as soon as its
+four bytes are in, before anything is allocated. A frame's own buffer is allocated from its announced size, as
+Kafka's `NetworkReceive` does, but only up to `EAGER_LIMIT` and only once part of its body has arrived; a larger
+frame gets pieces of `EAGER_LIMIT` as its bytes arrive, joined once at its end. After an error the reader stays
+failed, like `FrameDecoder`.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from pykraft.protocol.errors import InvalidFrameError
+from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_BYTES, check_peer_frame_size
+
+__all__ = ["EAGER_LIMIT", "FrameReader"]
+
+SCRATCH_BYTES = 32 * 1024  # per connection; frames over half of it get their own buffer
+EAGER_LIMIT = 16 << 20  # frames up to this size get their whole buffer at once (a Produce of 1 MB batches)
+_SIZE = struct.Struct(">i")
+
+
+class FrameReader:
+    __slots__ = ("_end", "_failure", "_filled", "_limit", "_piece", "_piece_view", "_pieces", "_remaining",
+                 "_scratch", "_start", "_view")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self._limit = max_frame_size
+        self._scratch = bytearray(SCRATCH_BYTES)
+        self._view = memoryview(self._scratch)
+        self._start = self._end = 0  # unparsed bytes in the scratch buffer
+        # A large frame being received: its buffer (one piece, or several when over EAGER_LIMIT), the bytes in the
+        # current piece and the bytes still missing after it.
+        self._piece: bytearray | None = None
+        self._piece_view: memoryview | None = None
+        self._pieces: list[bytearray] = []
+        self._filled = 0
+        self._remaining = 0
+        self._failure: InvalidFrameError | None = None
+
+    def get_buffer(self, _sizehint: int = -1) -> memoryview:
+        """Where the next socket read goes: the rest of the large frame's own buffer, or the scratch buffer."""
+        if self._piece_view is not None:
+            return self._piece_view[self._filled:]
+        if self._end == SCRATCH_BYTES:  # make room: move the partial frame to the front
+            kept = self._end - self._start
+            self._scratch[:kept] = self._view[self._start:self._end]
+            self._start, self._end = 0, kept
+        return self._view[self._end:]
+
+    def buffer_updated(self, nbytes: int) -> list[memoryview]:
+        """`nbytes` were read into the last `get_buffer`; return every frame they completed, in order."""
+        if self._failure is not None:
+            raise self._failure
+        try:
+            if self._piece is not None:
+                return self._piece_received(nbytes)
+            self._end += nbytes
+            return self._split_scratch()
+        except InvalidFrameError as failure:
+            self._failure = failure
+            raise
+
+    def _piece_received(self, nbytes: int) -> list[memoryview]:
+        self._filled += nbytes
+        piece = self._piece
+        assert piece is not None
+        if self._filled < len(piece):
+            return []
+        self._pieces.append(piece)
+        if self._remaining:
+            self._next_piece()
+            return []
+        pieces, self._pieces = self._pieces, []
+        self._piece = self._piece_view = None
+        return [memoryview(pieces[0] if len(pieces) == 1 else b"".join(pieces))]
+
+    def _next_piece(self) -> None:
+        """The next buffer of a large frame: all of it up to EAGER_LIMIT, so a frame over it is held only as far
+        as its bytes arrived (and joined once at its end)."""
+        size = min(self._remaining, EAGER_LIMIT)
+        self._remaining -= size
+        self._piece = bytearray(size)
+        self._piece_view = memoryview(self._piece)
+        self._filled = 0
+
+    def _split_scratch(self) -> list[memoryview]:
+        frames: list[memoryview] = []
+        view = self._view
+        while self._end - self._start >= SIZE_PREFIX_BYTES:
+            (size,) = _SIZE.unpack_from(view, self._start)
+            check_peer_frame_size(size, self._limit)
+            body = self._start + SIZE_PREFIX_BYTES
+            available = self._end - body
+            if available >= size:
+                frames.append(memoryview(bytes(view[body:body + size])))
+                self._start = body + size
+                continue
+            if size > SCRATCH_BYTES // 2 and available > 0:
+                self._start_large(size, view[body:self._end])
+                self._start = self._end = 0
+                return frames
+            break
+        if self._start == self._end:
+            self._start = self._end = 0
+        return frames
+
+    def _start_large(self, size: int, first: memoryview) -> None:
+        """A large frame whose first body bytes are in (never more than a piece: the scratch is smaller)."""
+        self._remaining = size
+        self._next_piece()
+        assert self._piece is not None
+        self._piece[:len(first)] = first
+        self._filled = len(first)
