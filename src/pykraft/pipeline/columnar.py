@@ -4,7 +4,7 @@ The per-record Python path (`records.batch`: a `Record` tuple per record, then o
 far more than the bytes it reads. Here the only per-record Python step is the walk over the record lengths (each
 record's start depends on the previous one's length varint); every other field (timestamp and offset deltas, key
 and value lengths, the header count) is read with numpy at all records' positions at once, and keys and values
-become Arrow binary columns built from one gathered buffer, never a Python `bytes` each.
+become Arrow binary columns copied out of one zero-copy view of the buffer, never a Python `bytes` each.
 
 Anything this path does not handle the way `records.batch` would (an impossible length, an over-long varint, a
 record with headers, a field running past its record) makes `decode_run` return None: the caller then decodes
@@ -84,26 +84,25 @@ def _varints(buf: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarr
 
 
 def binary_column(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> pa.Array:
-    """An Arrow binary array of buf[start:start+length] per row (length -1 = null), gathered in bulk."""
+    """An Arrow binary array of buf[start:start+length] per row (length -1 = null), the ranges in ascending order
+    and not overlapping (as records lie in a run). One zero-copy array over the buffer covers row i's bytes as
+    element 2i and the gap before row i+1 as element 2i+1; taking the even elements copies every row's bytes in
+    one C loop (a byte mask over the whole range, as before, cost ten times more: numpy work per byte)."""
     count = len(start)
+    if count == 0:
+        return pa.array([], pa.binary())
     present = length >= 0
-    sizes = np.where(present, length, 0)
-    offsets = np.zeros(count + 1, dtype=np.int32)
-    np.cumsum(sizes, out=offsets[1:])
-    nonempty = sizes > 0
-    if nonempty.any():
-        lo = int(start[nonempty].min())
-        hi = int((start + sizes)[nonempty].max())
-        marks = np.zeros(hi - lo + 1, dtype=np.int8)
-        marks[start[nonempty] - lo] += 1
-        marks[(start + sizes)[nonempty] - lo] -= 1
-        data = buf[lo:hi][np.cumsum(marks[:-1], dtype=np.int8) > 0]
-    else:
-        data = np.zeros(0, dtype=np.uint8)
-    nulls = count - int(present.sum())
-    validity = None if nulls == 0 else pa.py_buffer(np.packbits(present, bitorder="little"))
-    return pa.BinaryArray.from_buffers(pa.binary(), count, [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
-                                       null_count=nulls)
+    bounds = np.empty(2 * count, dtype=np.int64)
+    bounds[0::2] = start
+    bounds[1::2] = start + np.where(present, length, 0)
+    lo, hi = int(bounds[0]), int(bounds[-1])
+    offsets = bounds - lo
+    if (np.diff(offsets) < 0).any() or hi - lo > np.iinfo(np.int32).max:
+        raise ValueError("binary_column: ranges out of order, overlapping or over 2 GiB")
+    spans = pa.BinaryArray.from_buffers(pa.binary(), 2 * count - 1,
+                                        [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(buf[lo:hi])])
+    rows = np.arange(0, 2 * count, 2, dtype=np.int32)
+    return spans.take(pa.array(rows, mask=None if present.all() else ~present))
 
 
 def decode_run(buf: np.ndarray, raw: bytes | memoryview, batches: list[tuple[int, RecordBatch]]) -> RunColumns | None:

@@ -43,11 +43,15 @@ METADATA_FIELDS: list[tuple[str, pa.DataType]] = [
     ("record_type", pa.string()), ("record_version", pa.int32()), ("payload", pa.string()),
 ]
 SNAPSHOT_FIELDS: list[tuple[str, pa.DataType]] = [("snapshot_end_offset", pa.int64()), ("snapshot_epoch", pa.int32())]
+# Columns every row has, an error row too: declared NOT NULL, so that Spark's row copies skip their null checks and
+# Parquet stores them as required columns (no definition level per value).
+NOT_NULL = frozenset({"cluster_id", "node_id", "topic", "partition", "file", "position", "offset",
+                      "snapshot_end_offset", "snapshot_epoch"})
 
 
 def arrow_schema(*, metadata: bool, snapshot: bool = False) -> pa.Schema:
     fields = LOG_FIELDS + (METADATA_FIELDS if metadata else []) + (SNAPSHOT_FIELDS if snapshot else [])
-    return pa.schema([pa.field(n, t) for n, t in fields])
+    return pa.schema([pa.field(n, t, nullable=n not in NOT_NULL) for n, t in fields])
 
 
 def spark_ddl(*, metadata: bool, snapshot: bool = False) -> str:
@@ -55,7 +59,7 @@ def spark_ddl(*, metadata: bool, snapshot: bool = False) -> str:
     names = {pa.string(): "STRING", pa.int32(): "INT", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN",
              pa.binary(): "BINARY"}
     schema = arrow_schema(metadata=metadata, snapshot=snapshot)
-    return ", ".join(f"`{f.name}` {names[f.type]}" for f in schema)
+    return ", ".join(f"`{f.name}` {names[f.type]}{'' if f.nullable else ' NOT NULL'}" for f in schema)
 
 
 class _Columns:

@@ -22,6 +22,19 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 """
 
 
+# Spark reads the Python workers' Arrow batches through Arrow Java, which by default checks the bounds and the
+# reference count of its buffer on every value read (about 5% of the JVM's samples, measured with JFR on the
+# kafka-log -> Parquet job). Spark's accessors already test for null and stay within the vectors: skip the checks.
+ARROW_JAVA_OPTIONS = "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
+
+
+# Record keys and values are opaque bytes: Parquet's min/max statistics on them prune nothing a reader asks, and a
+# dictionary pays only where values repeat. Both cost per value in the writer: measured A/B in one session on the
+# kafka-log -> Parquet job (5 M records, local[2]), 2.61 against 2.87 CPU us a record, the writer being ~60% of it.
+PARQUET_SETTINGS = {f"spark.hadoop.parquet.{setting}#{column}": "false"
+                    for setting in ("enable.dictionary", "column.statistics.enabled") for column in ("key", "value")}
+
+
 class JavaMissingError(RuntimeError):
     """No `java` to start Spark with: the CLI prints this one line and exits 2."""
 
@@ -53,15 +66,18 @@ def session(master: str = "local[2]", *, app_name: str = "pykraft-analyze", loca
                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.executor.extraJavaOptions", ARROW_JAVA_OPTIONS))
+    java_options = ARROW_JAVA_OPTIONS
     if local_dir:
         os.makedirs(local_dir, exist_ok=True)
         quiet = os.path.join(local_dir, "log4j2.properties")
         with open(quiet, "w", encoding="utf-8") as f:
             f.write(_QUIET_LOG4J)
-        builder = (builder.config("spark.local.dir", local_dir)
-                   .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{quiet}"))
-    for key, value in (extra or {}).items():
+        builder = builder.config("spark.local.dir", local_dir)
+        java_options += f" -Dlog4j2.configurationFile=file:{quiet}"
+    builder = builder.config("spark.driver.extraJavaOptions", java_options)
+    for key, value in {**PARQUET_SETTINGS, **(extra or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

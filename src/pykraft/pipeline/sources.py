@@ -2,7 +2,8 @@
 
 - `kafka-log`: segments of any partition directory (`__cluster_metadata-0`, a user topic's `topic-N`) under the
   given path(s); one input partition per segment, large segments split at `.index` positions (option
-  `splitBytes`; by default about 8 slices in all, 16-64 MiB each, so that every core gets work); Arrow batches.
+  `splitBytes`); by default the input is packed into about 8 partitions of equal bytes, 16-64 MiB each, a
+  partition holding slices of one or two files, so that every core has work to the end (layout.py); Arrow batches.
   Option `metadata=true` adds record_type, record_version and payload (JSON) decoded with the project's codecs.
 - `kafka-snapshot`: `.checkpoint` files, with the snapshot id (end offset, epoch) as columns; always decoded.
 
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .decode import decode_bytes, decode_slice, spark_ddl
-from .layout import FileSlice, LogFile, balanced_split_bytes, find_files, split_segment
+from .layout import FileSlice, LogFile, balanced_partitions, find_files, split_segment
 
 
 def _paths(options: dict) -> list[str]:
@@ -34,9 +35,9 @@ def _flag(options: dict, name: str) -> bool:
 
 
 class _SlicePartition(InputPartition):
-    def __init__(self, piece: FileSlice) -> None:
-        super().__init__(piece)
-        self.piece = piece
+    def __init__(self, pieces: list[FileSlice]) -> None:
+        super().__init__(pieces)
+        self.pieces = pieces
 
 
 class KafkaLogReader(DataSourceReader):
@@ -47,12 +48,13 @@ class KafkaLogReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         files = find_files(self.paths, snapshots=False)
-        split = self.split_bytes or balanced_split_bytes(files)
-        pieces = [p for f in files for p in split_segment(f, split)]
-        return [_SlicePartition(p) for p in pieces]
+        if self.split_bytes is None:
+            return [_SlicePartition(group) for group in balanced_partitions(files)]
+        return [_SlicePartition([p]) for f in files for p in split_segment(f, self.split_bytes)]
 
     def read(self, partition: InputPartition) -> Iterator:
-        yield from decode_slice(partition.piece, metadata=self.metadata)  # type: ignore[attr-defined]
+        for piece in partition.pieces:  # type: ignore[attr-defined]
+            yield from decode_slice(piece, metadata=self.metadata)
 
 
 class KafkaLogDataSource(DataSource):
