@@ -71,6 +71,17 @@ def test_small_input_makes_fewer_groups_of_the_minimum_size(tmp_path: Path) -> N
     assert balanced_partitions(tiny) == [[FileSlice(f, 0, -1, True) for f in tiny]]
 
 
+def test_an_empty_segment_at_the_end_joins_the_last_group(tmp_path: Path) -> None:
+    """A running node's newest segment is often empty: it starts where every byte is already placed."""
+    for name, sizes in (("one", [1000, 500, 0]), ("many", [84 * MIB, 84 * MIB, 0, 0])):
+        root = tmp_path / name
+        root.mkdir()
+        files = _files(root, sizes)
+        groups = balanced_partitions(files)
+        assert groups[-1][-1] == FileSlice(files[-1], 0, -1, True)
+        _covers_every_byte_once(files, groups)
+
+
 def test_huge_input_keeps_the_maximum_group_size(tmp_path: Path) -> None:
     files = _files(tmp_path, [1024 * MIB] * 2)
     groups = balanced_partitions(files)

@@ -148,7 +148,9 @@ def balanced_partitions(files: list[LogFile], grain: int = GRAIN_BYTES) -> list[
     groups: list[list[FileSlice]] = [[] for _ in range(count)]
     done = 0
     for piece, length in zip(fine, lengths):
-        group = groups[done * count // total] if total else groups[0]  # the group in which the piece starts
+        # The group in which the piece starts; an empty file at the end (a live node's new active segment) starts
+        # at `total` and joins the last group.
+        group = groups[min(count - 1, done * count // total)] if total else groups[0]
         if group and group[-1].file == piece.file and group[-1].end == piece.start:
             group[-1] = FileSlice(piece.file, group[-1].start, piece.end, piece.last_slice)
         else:

@@ -239,7 +239,8 @@ def _snapshot_rows(data: bytes, r: OffsetRange, snapshot: tuple[int, int]) -> It
                    NodeIdentity(r.point.cluster_id, r.point.leader_id, None), "__cluster_metadata", 0, end)
     for batch in decode_bytes(data, file, metadata=True):
         at_end = pa.array([end - 1] * batch.num_rows, pa.int64())
-        yield batch.set_column(batch.schema.get_field_index("offset"), "offset", at_end)
+        index = batch.schema.get_field_index("offset")
+        yield batch.set_column(index, batch.schema.field(index), at_end)  # the field, NOT NULL as declared
 
 
 class KraftDataSource(DataSource):
