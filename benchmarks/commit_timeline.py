@@ -105,8 +105,8 @@ def timeline(client: Stamps, leader: Stamps, followers: dict[int, Stamps], leade
             continue
         for key, event in (("L.flush_start", "flush_start"), ("L.flush_done", "flush_done")):
             t[key] = leader.first(event, appended, offset_at_least=end)
-        t["L.fsync_thread_start"] = leader.first("fsync_thread_start", t["L.flush_start"] or appended)
-        t["L.fsync_thread_done"] = leader.first("fsync_thread_done", t["L.flush_start"] or appended)
+        t["L.fsync_begin"] = leader.first("fsync_begin", t["L.flush_start"] or appended)
+        t["L.fsync_end"] = leader.first("fsync_end", t["L.flush_start"] or appended)
         best = None
         for node_id, stamps in followers.items():
             ack = leader.first("fetch_in", appended, offset_at_least=end, peer=node_id)
@@ -157,9 +157,9 @@ def report(commits: list[dict[str, int | None]]) -> list[str]:
     row("IN THE LEADER (Produce read -> answer write starts)", "L.srv_in", "L.srv_out")
     lines.append("beside the chain (the leader's own fsync):")
     row("leader: appended -> fsync issued", "L.appended", "L.flush_start")
-    row("leader: issued -> worker thread starts fsync", "L.flush_start", "L.fsync_thread_start")
-    row("leader: fsync in the thread", "L.fsync_thread_start", "L.fsync_thread_done")
-    row("leader: thread done -> loop sees it", "L.fsync_thread_done", "L.flush_done")
+    row("leader: issued -> fsync starts (after the answers)", "L.flush_start", "L.fsync_begin")
+    row("leader: fsync", "L.fsync_begin", "L.fsync_end")
+    row("leader: fsync done -> lane completes it", "L.fsync_end", "L.flush_done")
     row("leader: fsync done - follower's Fetch read (<0: off path)", "L.fetch_in", "L.flush_done")
     return lines
 

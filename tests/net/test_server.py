@@ -271,3 +271,20 @@ async def test_connection_info_names_the_peer(echo: Running) -> None:
     assert first.tls_peer_subject is None
     await conn.close()
     await other.close()
+
+
+async def test_a_call_two_loop_turns_after_an_answer_is_released_runs_once_it_is_written(echo: Running) -> None:
+    """The leader's fsync (node/runtime/flusher.py `on_loop_after_answers`) relies on this: a parked handler whose
+    future is set now has its answer written within two loop turns, so the blocking call made after them does not
+    hold the answer back."""
+    from pykraft.node.runtime.flusher import on_loop_after_answers
+
+    conn = await Connection.open(echo.host, echo.port)
+    request = asyncio.ensure_future(conn.request(request_bytes(OP_WAIT, 0), timeout_ms=5000))
+    await until(lambda: len(echo.app.started) == 1, "the handler is parked")
+    written_before_the_call: list[int] = []
+    echo.app.gate(0).set()  # the same step releases the answer and asks for the blocking call
+    await on_loop_after_answers(lambda: written_before_the_call.append(echo.server.stats.responses))
+    assert written_before_the_call == [1]
+    assert correlation_of(await request) == 0
+    await conn.close()

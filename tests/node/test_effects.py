@@ -198,7 +198,7 @@ async def test_a_failed_fsync_holds_every_later_message_forever():
     async def run_broken(fn):
         broken(fn)
 
-    lane._run_blocking = run_broken
+    lane._run_flush = run_broken
     log.end = 1
     runner.run(Ready((FlushLog(1), send(1)), 0))
     await settle()

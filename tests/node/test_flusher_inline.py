@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from pykraft.node.runtime.effects import EffectRunner, Outbox
-from pykraft.node.runtime.flusher import DurabilityLane
-from pykraft.raft.effects import CommitBatches, FlushLog, Ready
+from pykraft.node.runtime.flusher import DurabilityLane, on_loop_after_answers
+from pykraft.raft.effects import CommitBatches, FlushLog, Ready, Respond
 
 from .test_effects import FakeLog, FakeStore, Gate, Sink, send, settle
 
@@ -78,4 +78,23 @@ async def test_a_follower_flush_behind_queued_work_keeps_the_lanes_order():
     await settle()
     assert sink.events == [("send", 1, 2), ("send", 2, 4)]  # in order, each after its data is durable
     assert lane.done_seq == 2
+    await lane.close()
+
+
+@pytest.mark.asyncio
+async def test_a_leaders_flush_runs_on_the_loop_after_its_fetch_answer_leaves():
+    """The runtime's `run_flush`: no worker thread for a log flush; the Fetch answer leaves first, a message that
+    needs the data durable waits for the fsync, which runs within a few loop turns."""
+    log, gate, outbox = FakeLog(), Gate(), Outbox()
+    lane = DurabilityLane(log, FakeStore(), on_done=outbox.on_done, on_flushed=lambda: None, run_blocking=gate,
+                          run_flush=on_loop_after_answers, sync_inline=lambda: False)
+    sink = Sink(log)
+    lane.start()
+    runner = EffectRunner(lane, outbox, sink)
+    log.end = 3
+    runner.run(Ready((FlushLog(3), send(1), Respond("fetch", object(), after_log_flush=False)), 0))
+    assert sink.events == [("respond", "fetch", 0)] and log.flushed == 0  # not synced inside the effect
+    await settle()
+    assert gate.calls == [] and log.flushed == 3 and lane.stats.fsyncs == 1
+    assert sink.events[1:] == [("send", 1, 3)]
     await lane.close()

@@ -12,10 +12,18 @@ far, so the one fsync also covers every later `FlushLog` already queued; all of 
 queued quorum-state writes in a row collapse into one write of the newest state (the file holds one state; only
 the last one matters). Flushing data earlier than asked is always safe.
 
-`sync_inline()` (the runtime's: "this node follows") makes a log flush run on the event loop instead: a follower
+A log flush goes through `run_flush` (by default `run_blocking`). The node's runtime gives it
+`on_loop_after_answers`: the fsync runs on the event loop two turns after it was asked for, once the Fetch answers
+released by the same append are written. The worker thread's hand-overs cost more than they overlapped: measured
+idle with benchmarks/commit_timeline.py, 0.45-0.7 ms (p50) from submitting the fsync to the thread starting it
+(the woken thread waits for a core: the followers' processes run just then) and 0.1-0.2 ms back to the loop, so
+the leader's own fsync was on the commit path half the time. On the loop it finishes long before the followers'
+next Fetch arrives, and benchmarks/quorum.py's linger-0 commit p50 went from 2.4-2.8 to 1.6-1.7 ms with the same
+throughput. Kafka's raft client also flushes on its one thread. Quorum-state writes stay in the worker thread.
+
+`sync_inline()` (the runtime's: "this node follows") makes a log flush run at once on the loop: a follower
 has nothing to overlap with its fsync (its next Fetch waits for it), and the two thread hand-overs around it cost
-more than the fsync itself on a busy machine (measured: ~0.2-1.2 ms each way under load, ~40 us idle). A leader
-keeps the worker thread, so its Fetch answers and the followers' work go on while it syncs. When nothing is queued
+more than the fsync itself on a busy machine (measured: ~0.2-1.2 ms each way under load, ~40 us idle). When nothing is queued
 ahead of a follower's flush it is synced inside its FlushLog effect (`_flush_now`), before the rest of that Ready is
 carried out (the core lists committed records after the flush; their replay used to delay the fsync) and before
 the loop turns: asked-to-started went from p50 0.10 / p99 0.99 ms to 0.007 / 0.015 ms under load.
@@ -47,6 +55,15 @@ def thread_runner() -> RunBlocking:
     return run
 
 
+async def on_loop_after_answers(fn: Callable[[], None]) -> None:
+    """Run a blocking call on the event loop two turns from now (see the module doc). A Fetch answer that the same
+    Ready released is written two turns after its future is set (the handler task's step, then the server's done
+    callback that writes it), so the fsync starts after the answers are on the wire."""
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    fn()
+
+
 @dataclass(frozen=True, slots=True)
 class _Op:
     seq: int
@@ -66,12 +83,13 @@ class DurabilityLane:
 
     def __init__(self, log: Any, store: Any, *, on_done: Callable[[int], None],
                  on_flushed: Callable[[], None], run_blocking: RunBlocking | None = None,
-                 sync_inline: Callable[[], bool] | None = None) -> None:
+                 run_flush: RunBlocking | None = None, sync_inline: Callable[[], bool] | None = None) -> None:
         self._log = log
         self._store = store
         self._on_done = on_done  # called with the new done_seq
         self._on_flushed = on_flushed  # a flush completed: tell the core (via its input queue)
         self._run_blocking = run_blocking or thread_runner()
+        self._run_flush = run_flush or self._run_blocking  # a log flush that is not synced at once (module doc)
         self._sync_inline = sync_inline  # asked before each log flush: run it on the loop (see the module doc)
         self._pending: deque[_Op] = deque()
         self._completed: set[int] = set()
@@ -182,7 +200,7 @@ class DurabilityLane:
         if self._sync_inline is not None and self._sync_inline():
             ticket.sync()
         else:
-            await self._run_blocking(ticket.sync if PROBE is None else _probed(ticket.sync))
+            await self._run_flush(ticket.sync if PROBE is None else _probed(ticket.sync))
         self._log.complete_flush(ticket)
         if PROBE is not None:
             PROBE.stamp("flush_done", self._log.flushed_end_offset(), 1)
@@ -213,12 +231,12 @@ class DurabilityLane:
 
 
 def _probed(sync: Callable[[], None]) -> Callable[[], None]:
-    """PROBE: the fsync's own start and end inside the worker thread (the hand-overs are the rest)."""
+    """PROBE: the fsync's own start and end, wherever `run_flush` runs it (the hand-overs are the rest)."""
 
     def run() -> None:
         assert PROBE is not None
-        PROBE.stamp("fsync_thread_start")
+        PROBE.stamp("fsync_begin")
         sync()
-        PROBE.stamp("fsync_thread_done")
+        PROBE.stamp("fsync_end")
 
     return run

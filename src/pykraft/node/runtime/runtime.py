@@ -43,7 +43,7 @@ from pykraft.node.runtime.closing import Closer
 from pykraft.node.runtime.cluster_ids import ClusterIdMismatchLog
 from pykraft.node.runtime.disk import NodeStorage, open_node_storage
 from pykraft.node.runtime.effects import EffectRunner, Outbox
-from pykraft.node.runtime.flusher import DurabilityLane, RunBlocking
+from pykraft.node.runtime.flusher import DurabilityLane, RunBlocking, on_loop_after_answers
 from pykraft.node.runtime.handler_errors import HandlerErrors, contained, fail_answer, recorder
 from pykraft.node.runtime.inbound import ExtraHandler, InboundHandler, served_registry
 from pykraft.node.runtime.metrics import NodeMetrics
@@ -208,7 +208,7 @@ class NodeRuntime:
         self.outbox = Outbox()
         self.lane = DurabilityLane(storage.log, storage.store, on_done=self.outbox.on_done,
                                    on_flushed=self._on_flushed, run_blocking=self._run_blocking,
-                                   sync_inline=self._follows)
+                                   run_flush=on_loop_after_answers, sync_inline=self._follows)
         self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
                                         now, on_snapshot=self._on_snapshot)
         self.cluster_ids = ClusterIdMismatchLog(self.cluster_id, lambda h, p, m: self.outbound.forward(h, p, m))
