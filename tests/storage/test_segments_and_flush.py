@@ -97,23 +97,14 @@ def test_reads_stay_valid_after_truncation(tmp_path) -> None:
     log.close()
 
 
-def test_reading_a_large_batch_reads_its_bytes_once(tmp_path, monkeypatch) -> None:
+def test_reading_a_large_batch_reads_its_bytes_once(tmp_path, preads) -> None:
     """The offset index names the batch ending before a fetch offset (a whole batch early when batches are large):
     the read finds the wanted batch from headers, so a 1 MB follower fetch reads about 1 MB, not 2."""
-    import pykraft.storage.segment as segment
-
     log = open_log(tmp_path, LogConfig())
     for _ in range(4):
         log.append_as_follower(batch(log.end_offset(), 1, 1000, size=1000), 1)
-    read_sizes: list[int] = []
-    real_pread = segment.pread_exact
-
-    def counting_pread(fd: int, size: int, position: int) -> bytearray:
-        data = real_pread(fd, size, position)
-        read_sizes.append(len(data))
-        return data
-
-    monkeypatch.setattr(segment, "pread_exact", counting_pread)
+    read_sizes = preads
+    read_sizes.clear()
     for offset in (1000, 1500, 3000):
         records = log.read(offset, 1 << 20).records
         (found,) = iter_batches(records)

@@ -5,27 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-import pykraft.storage.segment as segment
 from pykraft.records import iter_batches
 from pykraft.storage import LogConfig
 from pykraft.storage.tail_cache import TAIL_CACHE_BYTES
 
 from .helpers import batch, open_log
-
-
-@pytest.fixture
-def preads(monkeypatch) -> list[int]:
-    """Sizes of every pread the segments make."""
-    sizes: list[int] = []
-    real = segment.pread_exact
-
-    def counting(fd: int, size: int, position: int) -> bytearray:
-        data = real(fd, size, position)
-        sizes.append(len(data))
-        return data
-
-    monkeypatch.setattr(segment, "pread_exact", counting)
-    return sizes
 
 
 def _chunk(base: int, epoch: int, batches: int, count: int = 10, size: int = 100) -> bytearray:
