@@ -1,11 +1,11 @@
-"""The durability lane: quorum-state writes and log flushes, in order, off the event loop, with group commit.
+"""The durability lane: quorum-state writes and log flushes, in order, with group commit.
 
 Every durable operation the core asks for (`PersistElection`, `FlushLog`) gets a sequence number when its effect
-is executed. The lane performs them in order in one asyncio task; the blocking part (fsync, the four fsyncs of a
-quorum-state write) runs through `run_blocking` (a worker thread by default) so the event loop keeps reading and
-processing inputs meanwhile. `done_seq` is the highest number such that every operation up to it has completed:
-the outbox (effects.py) releases a Send or Respond only when `done_seq` reaches the last durable operation issued
-before it ("persist first, then send").
+is executed. The lane performs them in order in one asyncio task; the four fsyncs of a quorum-state write run
+through `run_blocking` (a worker thread by default) so the event loop keeps reading and processing inputs
+meanwhile, and a log flush runs as described below. `done_seq` is the highest number such that every operation
+up to it has completed: the outbox (effects.py) releases a Send or Respond only when `done_seq` reaches the last
+durable operation issued before it ("persist first, then send").
 
 Group commit: when a flush reaches the head of the lane, `FileLog.prepare_flush()` captures everything appended so
 far, so the one fsync also covers every later `FlushLog` already queued; all of them complete together. Several
@@ -21,12 +21,12 @@ the leader's own fsync was on the commit path half the time. On the loop it fini
 next Fetch arrives, and benchmarks/quorum.py's linger-0 commit p50 went from 2.4-2.8 to 1.6-1.7 ms with the same
 throughput. Kafka's raft client also flushes on its one thread. Quorum-state writes stay in the worker thread.
 
-`sync_inline()` (the runtime's: "this node follows") makes a log flush run at once on the loop: a follower
-has nothing to overlap with its fsync (its next Fetch waits for it), and the two thread hand-overs around it cost
-more than the fsync itself on a busy machine (measured: ~0.2-1.2 ms each way under load, ~40 us idle). When nothing is queued
-ahead of a follower's flush it is synced inside its FlushLog effect (`_flush_now`), before the rest of that Ready is
-carried out (the core lists committed records after the flush; their replay used to delay the fsync) and before
-the loop turns: asked-to-started went from p50 0.10 / p99 0.99 ms to 0.007 / 0.015 ms under load.
+`sync_inline()` (the runtime's: "this node follows") makes a log flush run at once on the loop: a follower has
+nothing to overlap with its fsync (its next Fetch waits for it), and the two thread hand-overs around it cost more
+than the fsync itself on a busy machine (measured: ~0.2-1.2 ms each way under load, ~40 us idle). When nothing is
+queued ahead of a follower's flush it is synced inside its FlushLog effect (`_flush_now`), before the rest of that
+Ready is carried out (the core lists committed records after the flush; their replay used to delay the fsync) and
+before the loop turns: asked-to-started went from p50 0.10 / p99 0.99 ms to 0.007 / 0.015 ms under load.
 """
 
 from __future__ import annotations
