@@ -224,6 +224,7 @@ def update_features_response(version: int, features: list[str], error: FeatureUp
     module = _RESPONSES[version]
     if version >= 2:
         return module.UpdateFeaturesResponse(throttle_time=ZERO_THROTTLE, error_code=code, error_message=message)
-    results = tuple(module.UpdatableFeatureResult(feature=name, error_code=code, error_message=message) for name in features)
+    results = tuple(module.UpdatableFeatureResult(feature=name, error_code=code, error_message=message)
+                    for name in features)
     return module.UpdateFeaturesResponse(throttle_time=ZERO_THROTTLE, error_code=code, error_message=message,
                                          results=results)

@@ -74,7 +74,7 @@ class Outbound:
             return
         self.stats.requests += 1
         if PROBE is not None and int(send.request.__api_key__) == ApiKey.FETCH:
-            PROBE.stamp("fetch_sent", _fetch_offset(send.request), destination.node_id)
+            PROBE.stamp("fetch_sent", probe_fetch_offset(send.request), destination.node_id)
         task = asyncio.get_running_loop().create_task(self._exchange(send, self._send_now(send)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -99,7 +99,7 @@ class Outbound:
                 destination.host, destination.port, lambda wire_id: self._encode(message, wire_id),
                 timeout_ms=self._timeout_ms))
             if PROBE is not None and key == ApiKey.FETCH:
-                PROBE.stamp("fetch_resp", _fetch_offset(message), len(payload))
+                PROBE.stamp("fetch_resp", probe_fetch_offset(message), len(payload))
             decoded = decode_response(payload, key, version)
             response = to_request_version(decoded.message, version)
             self.stats.responses += 1
@@ -154,7 +154,7 @@ class Outbound:
             await self._forward_pool.close()
 
 
-def _fetch_offset(request: Any) -> int:
-    """PROBE: the fetch offset of a raft Fetch (one partition)."""
+def probe_fetch_offset(request: Any) -> int:
+    """PROBE: the fetch offset of a raft Fetch (one partition); -1 when it names none."""
     topics = request.topics
     return int(topics[0].partitions[0].fetch_offset) if topics and topics[0].partitions else -1

@@ -47,7 +47,7 @@ from pykraft.node.runtime.flusher import DurabilityLane, RunBlocking, on_loop_af
 from pykraft.node.runtime.handler_errors import HandlerErrors, contained, fail_answer, recorder
 from pykraft.node.runtime.inbound import ExtraHandler, InboundHandler, served_registry
 from pykraft.node.runtime.metrics import NodeMetrics
-from pykraft.node.runtime.outbound import Outbound
+from pykraft.node.runtime.outbound import Outbound, probe_fetch_offset
 from pykraft.node.config.preflight import check_listeners_bindable
 from pykraft.node.runtime.snapshots import SnapshotPolicy
 from pykraft.node.runtime.state_machine import CountingStateMachine, StateMachine
@@ -433,8 +433,8 @@ class NodeRuntime:
     def _probe_fetch_in(self, ref: int, request: Any) -> None:
         """PROBE: a Fetch reached the leader (its fetch offset, from which replica)."""
         assert PROBE is not None
-        if int(request.__api_key__) == ApiKey.FETCH and request.topics and request.topics[0].partitions:
-            fetch = (int(request.topics[0].partitions[0].fetch_offset), int(request.replica_state.replica_id))
+        if int(request.__api_key__) == ApiKey.FETCH and (offset := probe_fetch_offset(request)) >= 0:
+            fetch = (offset, int(request.replica_state.replica_id))
             self._probe_fetches[ref] = fetch
             PROBE.stamp("fetch_in", *fetch)
 
