@@ -36,7 +36,7 @@ from pykraft.protocol.apis import ApiKey, ApiRegistry
 from pykraft.protocol.codec import decode_request, decode_response, encode_request, encode_response_body
 from pykraft.node.apis.wire_build import make, response_namespace
 from pykraft.protocol.errors import ErrorCode
-from pykraft.protocol.framing import FrameBody, FrameDecoder
+from pykraft.protocol.framing import FrameBody
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.storage import LogConfig, open_file_log
 
@@ -70,6 +70,7 @@ try:
     from pykraft.node.runtime.allocator import tune_for_large_frames
     from pykraft.protocol.frame_reader import FrameReader
 except ImportError:  # an older pykraft: FrameDecoder fed the chunks uvloop's data_received handed over
+    from pykraft.protocol.framing import FrameDecoder  # type: ignore[attr-defined]
     FrameReader = None  # type: ignore[assignment,misc]
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Callable
 
 from hypothesis import strategies as st
 from kio.serial import entity_writer
 
 from pykraft.protocol.apis import KRAFT_NODE_APIS, ApiKey, request_class, response_class
-from pykraft.protocol.framing import FrameDecoder
+from pykraft.protocol.frame_reader import FrameReader
 
 REGISTRY_PAIRS = [
     (key, version)
@@ -34,9 +35,26 @@ def body_bytes(message: object) -> bytes:
     return buffer.getvalue()
 
 
+def receive(reader: FrameReader, stream: bytes,
+            read_size: Callable[[int], int] = lambda room: room) -> list[memoryview]:
+    """What the event loop does with `stream`: reads of `read_size(room)` bytes into the buffer `get_buffer` hands
+    out (`room` bytes long), each followed by `buffer_updated`; returns the frames completed."""
+    frames: list[memoryview] = []
+    view = memoryview(stream)
+    pos = 0
+    while pos < len(view):
+        buffer = reader.get_buffer(-1)
+        assert len(buffer) > 0
+        n = min(read_size(len(buffer)), len(view) - pos)
+        buffer[:n] = view[pos:pos + n]
+        pos += n
+        frames.extend(reader.buffer_updated(n))
+    return frames
+
+
 def unframe(frame: bytes) -> memoryview:
-    """The single frame body inside `frame`, checked with the real decoder."""
-    frames = FrameDecoder().feed(frame)
+    """The single frame body inside `frame`, checked with the real reader."""
+    frames = receive(FrameReader(), frame)
     assert len(frames) == 1
     return frames[0]
 

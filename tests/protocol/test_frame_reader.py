@@ -1,15 +1,22 @@
-"""FrameReader: frames read into buffers it hands out (BufferedProtocol), across any split of the stream."""
+"""FrameReader: frames read into buffers it hands out (BufferedProtocol), across any split of the stream, and
+hostile size prefixes refused as soon as their four bytes are in, before anything is kept for them."""
 
 from __future__ import annotations
 
 import random
 import struct
+import tracemalloc
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pykraft.protocol.frame_reader as frame_reader
-from pykraft.protocol.errors import FrameTooLargeError, InvalidFrameError
+from pykraft.protocol.errors import FrameTooLargeError, InvalidFrameError, ProtocolError
 from pykraft.protocol.frame_reader import SCRATCH_BYTES, FrameReader
+from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE
+
+from .helpers import receive
 
 
 def _frame(body: bytes) -> bytes:
@@ -17,17 +24,8 @@ def _frame(body: bytes) -> bytes:
 
 
 def _receive(reader: FrameReader, stream: bytes, rng: random.Random, max_read: int) -> list[memoryview]:
-    """What the event loop does: recv_into(get_buffer()) of at most `max_read` bytes, then buffer_updated."""
-    frames: list[memoryview] = []
-    pos = 0
-    while pos < len(stream):
-        buffer = reader.get_buffer(-1)
-        assert len(buffer) > 0
-        n = min(len(buffer), rng.randint(1, max_read), len(stream) - pos)
-        buffer[:n] = stream[pos:pos + n]
-        pos += n
-        frames.extend(reader.buffer_updated(n))
-    return frames
+    """Reads of a random size up to `max_read`, as a socket under load delivers them."""
+    return receive(reader, stream, lambda room: min(room, rng.randint(1, max_read)))
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -73,3 +71,63 @@ def test_a_large_announced_frame_allocates_nothing_before_its_body_arrives() -> 
     buffer[:4] = struct.pack(">i", 50_000_000)
     assert reader.buffer_updated(4) == []
     assert len(reader.get_buffer(-1)) <= SCRATCH_BYTES  # still the scratch buffer
+
+
+def test_several_frames_in_one_read_and_a_partial_tail() -> None:
+    reader = FrameReader()
+    stream = _frame(b"first") + _frame(b"") + _frame(b"third") + b"\x00\x00\x00\x04ab"
+    assert [bytes(f) for f in receive(reader, stream)] == [b"first", b"", b"third"]
+    assert [bytes(f) for f in receive(reader, b"cd")] == [b"abcd"]
+
+
+@pytest.mark.parametrize("split", [1, 2, 3])
+def test_an_oversize_prefix_is_refused_as_soon_as_it_is_complete(split: int) -> None:
+    reader = FrameReader(max_frame_size=1000)
+    prefix = struct.pack(">i", 1001)
+    assert receive(reader, prefix[:split]) == []
+    with pytest.raises(FrameTooLargeError) as info:
+        receive(reader, prefix[split:] + b"body bytes that must not be kept")
+    assert (info.value.size, info.value.limit) == (1001, 1000)
+
+
+def test_a_frame_of_exactly_the_limit_is_accepted() -> None:
+    assert [bytes(f) for f in receive(FrameReader(max_frame_size=10), _frame(b"0123456789"))] == [b"0123456789"]
+
+
+def test_an_oversize_frame_after_good_frames_in_the_same_read_still_raises() -> None:
+    with pytest.raises(FrameTooLargeError):
+        receive(FrameReader(max_frame_size=8), _frame(b"fine") + struct.pack(">i", 9))
+
+
+def test_a_size_above_the_default_limit_is_refused_without_allocating() -> None:
+    reader = FrameReader()
+    tracemalloc.start()
+    try:
+        with pytest.raises(FrameTooLargeError):
+            receive(reader, struct.pack(">i", DEFAULT_MAX_FRAME_SIZE + 1) + b"\x00" * 100)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024
+
+
+@settings(max_examples=200)
+@given(payloads=st.lists(st.binary(max_size=200), max_size=8),
+       cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12))
+def test_any_chunking_of_a_stream_yields_its_frames(payloads: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(_frame(p) for p in payloads)
+    points = sorted({0, len(stream), *(c for c in cuts if c <= len(stream))})
+    reader = FrameReader(max_frame_size=200)
+    out = [bytes(f) for start, stop in zip(points, points[1:]) for f in receive(reader, stream[start:stop])]
+    assert out == payloads
+
+
+@settings(max_examples=300)
+@given(chunks=st.lists(st.binary(max_size=64), max_size=10), limit=st.integers(min_value=0, max_value=64))
+def test_random_bytes_only_raise_framing_errors(chunks: list[bytes], limit: int) -> None:
+    reader = FrameReader(max_frame_size=limit)
+    try:
+        for chunk in chunks:
+            assert all(len(frame) <= limit for frame in receive(reader, chunk))
+    except ProtocolError as error:
+        assert isinstance(error, InvalidFrameError)

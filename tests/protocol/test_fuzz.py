@@ -20,9 +20,9 @@ from pykraft.protocol.codec import (
     encode_response,
 )
 from pykraft.protocol.errors import ProtocolError
-from pykraft.protocol.framing import FrameDecoder
+from pykraft.protocol.frame_reader import FrameReader
 
-from .helpers import REGISTRY_PAIRS, REQUEST_CLASSES, RESPONSE_CLASSES, mutated, unframe
+from .helpers import REGISTRY_PAIRS, REQUEST_CLASSES, RESPONSE_CLASSES, mutated, receive, unframe
 
 FUZZ = settings(max_examples=400, suppress_health_check=list(HealthCheck), deadline=None)
 PRE_VOTE_LESS = KRAFT_NODE_APIS.with_range(ApiKey.VOTE, 0, 1)
@@ -37,7 +37,7 @@ def check_request(frame: bytes) -> None:
         assert isinstance(result, DecodedRequest | RequestDecodeFailure)
         if isinstance(result, RequestDecodeFailure):
             # The answer we would send must itself be a well-formed frame.
-            assert len(FrameDecoder().feed(result.response)) == 1
+            assert len(receive(FrameReader(), result.response)) == 1
 
 
 def check_response(frame: bytes, api_key: int, version: int) -> None:
@@ -83,14 +83,14 @@ def test_mutated_valid_responses(data: st.DataObject, cls: type) -> None:
 
 @FUZZ
 @given(data=st.data(), cls=st.sampled_from(REQUEST_CLASSES), cuts=st.lists(st.integers(0, 400), max_size=6))
-def test_mutated_streams_through_the_frame_decoder(data: st.DataObject, cls: type, cuts: list[int]) -> None:
+def test_mutated_streams_through_the_frame_reader(data: st.DataObject, cls: type, cuts: list[int]) -> None:
     frame = encode_request(data.draw(st.from_type(cls)), correlation_id=1, client_id=None)
     stream = data.draw(mutated(frame + frame))
-    decoder = FrameDecoder(max_frame_size=4096)
+    reader = FrameReader(max_frame_size=4096)
     points = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
     try:
         for start, stop in zip(points, points[1:]):
-            for body in decoder.feed(stream[start:stop]):
+            for body in receive(reader, stream[start:stop]):
                 check_request(bytes(body))
     except ProtocolError:
         pass

@@ -22,7 +22,6 @@ from pykraft.protocol.codec import (
     encode_response,
 )
 from pykraft.protocol.errors import ErrorCode
-from pykraft.protocol.framing import FrameDecoder
 
 from .helpers import unframe
 
@@ -41,7 +40,7 @@ def kp_api_versions_request(version: int) -> bytes:
 
 @pytest.mark.parametrize("version", range(5))
 def test_kafka_python_api_versions_request_decodes(version: int) -> None:
-    (frame,) = FrameDecoder().feed(kp_api_versions_request(version))
+    frame = unframe(kp_api_versions_request(version))
     decoded = decode_request(frame, KRAFT_NODE_APIS)
     assert isinstance(decoded, DecodedRequest)
     assert (decoded.api_key, decoded.api_version) == (ApiKey.API_VERSIONS, version)
@@ -59,7 +58,7 @@ def test_kafka_python_describe_quorum_request_decodes(version: int) -> None:
         topics=[topic(topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)])],
     )
     request.with_header(correlation_id=77, client_id="admin")
-    (frame,) = FrameDecoder().feed(bytes(request.encode(header=True, framed=True)))
+    frame = unframe(bytes(request.encode(header=True, framed=True)))
     decoded = decode_request(frame, KRAFT_NODE_APIS)
     assert isinstance(decoded, DecodedRequest)
     assert (decoded.api_key, decoded.api_version, decoded.correlation_id) == (ApiKey.DESCRIBE_QUORUM, version, 77)
@@ -91,7 +90,7 @@ def test_pykraft_api_versions_response_parses_in_kafka_python(version: int) -> N
 def test_kafka_python_reads_our_unsupported_version_answer_and_picks_our_max() -> None:
     # kafka-python 3.0.12 knows ApiVersions up to v4; pretend it tried a node that only knows 0-2.
     registry = KRAFT_NODE_APIS.with_range(ApiKey.API_VERSIONS, 0, 2)
-    (frame,) = FrameDecoder().feed(kp_api_versions_request(4))
+    frame = unframe(kp_api_versions_request(4))
     failure = decode_request(frame, registry)
     assert isinstance(failure, RequestDecodeFailure)
     parsed = ApiVersionsResponse.decode(failure.response, version=4, header=True, framed=True)

@@ -1,8 +1,8 @@
 """Kafka wire protocol for pykraft: frames, headers, the API registry, error codes, request/response codecs.
 
-Messages themselves are kio's dataclasses; this package decides how they travel: framing (framing.py),
-header versions (headers.py), which APIs and versions a node speaks (apis.py, api_versions.py), error
-codes and exceptions (errors.py, error_responses.py), and the guarded decode path (wire_check.py, codec.py).
+Messages themselves are kio's dataclasses; this package decides how they travel: framing (framing.py,
+frame_reader.py), header versions (headers.py), which APIs and versions a node speaks (apis.py, api_versions.py),
+error codes and exceptions (errors.py, error_responses.py), and the guarded decode path (wire_check.py, codec.py).
 """
 
 from pykraft.protocol.api_versions import (
@@ -33,7 +33,8 @@ from pykraft.protocol.errors import (
     UnknownApiKeyError,
     UnsupportedVersionError,
 )
-from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame, encode_frame_parts
+from pykraft.protocol.frame_reader import FrameReader
+from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, encode_frame, encode_frame_parts
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
@@ -43,7 +44,7 @@ __all__ = [
     "DecodedRequest",
     "DecodedResponse",
     "ErrorCode",
-    "FrameDecoder",
+    "FrameReader",
     "FrameTooLargeError",
     "InvalidFrameError",
     "MalformedRequestError",

@@ -2,8 +2,8 @@
 `buffer_updated`): the reader of the server and of client connections.
 
 With `data_received`, uvloop hands a 1 MB Produce or Fetch frame over in chunks of at most 256 KiB, each a new
-`bytes` object, and `FrameDecoder` joins them: the frame was copied once more than needed and four chunk buffers
-were allocated and freed per frame. Here, once a frame's size prefix is in, a frame larger than half the scratch
+`bytes` object, which must then be joined: the frame is copied once more than needed and four chunk buffers are
+allocated and freed per frame. Here, once a frame's size prefix is in, a frame larger than half the scratch
 buffer gets a buffer of exactly its size and the socket is read into the rest of it; small frames are read into one
 reused scratch buffer and copied out (they are small). A frame is a `memoryview` over a `bytearray` (a large frame,
 owned by nobody else: never written again) or over `bytes` (a small one).
@@ -12,7 +12,8 @@ The size prefix is checked (negative, or over `max_frame_size`: Kafka's `socket.
 four bytes are in, before anything is allocated. A frame's own buffer is allocated from its announced size, as
 Kafka's `NetworkReceive` does, but only up to `EAGER_LIMIT` and only once part of its body has arrived; a larger
 frame gets pieces of `EAGER_LIMIT` as its bytes arrive, joined once at its end. After an error the reader stays
-failed, like `FrameDecoder`.
+failed and raises it again on every read: the stream position is lost, so a caller that forgets to close the
+connection cannot resume mid-stream.
 """
 
 from __future__ import annotations
