@@ -7,7 +7,7 @@ In one run and one directory it measures:
 - pykraft: a 1-controller, 3-broker cluster of real processes on 127.0.0.1, one 1-partition topic with
   replication factor 3 and min.insync.replicas 2, and a confluent-kafka producer (acks=all, linger 5 ms) sending
   1 KiB records as fast as it is allowed for `--seconds`: MB/s acknowledged, p50/p99 latency from produce() to
-  the delivery report (librdkafka's own `Message.latency()`), and CPU seconds per MB (from /proc) of every
+  the delivery report (librdkafka's own `Message.latency()`), and CPU milliseconds per MB, user+system (from /proc), of every
   process: the leader, each follower, the controller and this client (librdkafka's threads included). The
   three brokers and the client share the machine's cores, so the sum is the budget that bounds the rate.
   Two producer modes (`--mode`), each on a fresh cluster:
@@ -58,9 +58,11 @@ def raw_bandwidth(directory: str, mib: int) -> float:
     return mib / (time.perf_counter() - start)
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 # librdkafka's defaults except the bounded queue (its default is 1 GiB: the latency figures would only measure how
@@ -72,12 +74,17 @@ MODES = {"idempotent": {"enable.idempotence": True},
          "pipelined": {"enable.idempotence": False, "max.in.flight.requests.per.connection": 5}}
 
 
-def own_cpu_seconds() -> float:
+def own_cpu_seconds() -> tuple[float, float]:
     times = os.times()
-    return times.user + times.system
+    return times.user, times.system
 
 
-def produce_run(directory: str, seconds: float, mode: str) -> tuple[float, float, float, dict[str, float]]:
+def _minus(after: tuple[float, float], before: tuple[float, float]) -> tuple[float, float]:
+    return after[0] - before[0], after[1] - before[1]
+
+
+def produce_run(directory: str, seconds: float, mode: str
+                ) -> tuple[float, float, float, dict[str, tuple[float, float]]]:
     import confluent_kafka
     from e2e.data_plane_checks import partition, start_cluster
 
@@ -111,15 +118,16 @@ def produce_run(directory: str, seconds: float, mode: str) -> tuple[float, float
             producer.poll(0)
         producer.flush(120)
         elapsed = time.perf_counter() - start
-        cpu = {roles[n]: cpu_seconds(cluster.nodes[n].process.pid) - cpu_before[n] for n in sorted(roles)}
-        cpu["client"] = own_cpu_seconds() - client_before
+        cpu = {roles[n]: _minus(cpu_seconds(cluster.nodes[n].process.pid), cpu_before[n]) for n in sorted(roles)}
+        cpu["client"] = _minus(own_cpu_seconds(), client_before)
     finally:
         cluster.stop_all(timeout=20)
     megabytes = acked[0] * len(RECORD) / MIB
     latencies.sort()
     p50 = statistics.median(latencies) * 1000 if latencies else float("nan")
     p99 = latencies[int(len(latencies) * 0.99) - 1] * 1000 if latencies else float("nan")
-    per_mb = {role: seconds_used / megabytes if megabytes else float("nan") for role, seconds_used in cpu.items()}
+    per_mb = {role: (user / megabytes, system / megabytes) if megabytes else (float("nan"),) * 2
+              for role, (user, system) in cpu.items()}
     return megabytes / elapsed, p50, p99, per_mb
 
 
@@ -137,10 +145,13 @@ def main() -> None:
         print("client: " + ", ".join(f"{k}={v}" for k, v in CLIENT.items()))
         for mode in MODES if args.mode == "both" else (args.mode,):
             rate, p50, p99, cpu_per_mb = produce_run(directory, args.seconds, mode)
+            leader_ms = 1000 * sum(cpu_per_mb["leader"])
             print(f"pykraft acks=all RF3 1 KiB {mode:10s} ({MODES[mode]}): {rate:8.1f} MB/s  p50 {p50:.1f} ms  p99 {p99:.1f} ms  "
-                  f"leader CPU {cpu_per_mb['leader']:.4f} s/MB  ratio to raw {rate / raw:6.1%}")
-            shares = "  ".join(f"{role} {value:.4f}" for role, value in cpu_per_mb.items())
-            print(f"    CPU s/MB: {shares}  all {sum(cpu_per_mb.values()):.4f}")
+                  f"leader CPU {leader_ms:.2f} ms/MB  ratio to raw {rate / raw:6.1%}")
+            shares = "  ".join(f"{role} {1000 * (u + s):.2f} ({1000 * u:.2f}+{1000 * s:.2f})"
+                               for role, (u, s) in cpu_per_mb.items())
+            total = 1000 * sum(u + s for u, s in cpu_per_mb.values())
+            print(f"    CPU ms/MB (user+sys): {shares}  all {total:.2f}")
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

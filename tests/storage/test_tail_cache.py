@@ -123,3 +123,15 @@ def test_released_chunks_are_read_from_the_file_and_the_rest_from_memory(tmp_pat
     assert [b.base_offset for b in iter_batches(log.read(10, 1 << 20).records)] == [10, 20]
     assert preads
     log.close()
+
+
+def test_a_read_ending_with_a_whole_chunk_is_a_view_of_it_not_a_copy(tmp_path) -> None:
+    """A follower fetching one ~1 MB Produce batch while the next one is already appended: the read takes the
+    whole first chunk and nothing of the next (over the budget), and must not be joined into a copy of it."""
+    log = open_log(tmp_path, LogConfig())
+    first = batch(0, 1, 1, size=5000)
+    log.append_as_leader(first, 1, keep=True)
+    log.append_as_leader(batch(1, 1, 1, size=5000), 1, keep=True)
+    records = log.read(0, 4000).records
+    assert bytes(records) == bytes(first) and records.obj is first  # the appended buffer itself
+    log.close()

@@ -53,7 +53,8 @@ from pykraft.protocol.errors import (
     UnsupportedVersionError,
 )
 from pykraft.protocol.framing import SIZE_PREFIX_BYTES, FrameBody, check_frame_size
-from pykraft.protocol.wire_check import Guard, WireFormatError, guard_for, kio_input
+from pykraft.protocol.borrowed_records import put_back
+from pykraft.protocol.wire_check import Guard, LiftingEdits, WireFormatError, guard_for, kio_input
 
 __all__ = [
     "DecodedRequest",
@@ -127,10 +128,13 @@ def _guard(entity_type: type) -> Guard:
     return guard_for(entity_type, tuple(load(key, version) for version in schema_name_map[api_key_map[key]]))
 
 
-def _view(frame: bytes | bytearray | memoryview) -> memoryview:
+def _byte_view(frame: bytes | bytearray | memoryview) -> memoryview:
     view = memoryview(frame)
-    view = view if view.format == "B" and view.ndim == 1 else view.cast("B")
-    return view.toreadonly()  # kio's reader refuses writable buffers (a bytearray frame); no copy is made
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+def _view(frame: bytes | bytearray | memoryview) -> memoryview:
+    return _byte_view(frame).toreadonly()  # kio's reader refuses writable buffers (a bytearray frame); no copy
 
 
 def _encode_frame(header: bytes, message: RequestPayload | ResponsePayload) -> bytes:
@@ -210,10 +214,11 @@ class _PartsWriter:
 
 
 def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict,
-               *, allow_trailing: bool = False) -> object:
-    """Walk, then decode one body that must fill the rest of the frame exactly (unless `allow_trailing`)."""
+               *, allow_trailing: bool = False, borrow_from: memoryview | None = None) -> object:
+    """Walk, then decode one body that must fill the rest of the frame exactly (unless `allow_trailing`).
+    With `borrow_from` (the frame, same positions as `view`) the record batches are views of it, not copies."""
     try:
-        end, edits = _guard(entity_type).walk(view, offset, len(view))
+        end, edits = _guard(entity_type).walk(view, offset, len(view), lift_records=borrow_from is not None)
     except WireFormatError as exc:
         raise error(f"malformed body: {exc}", **ids) from exc
     if end != len(view) and not allow_trailing:
@@ -227,6 +232,12 @@ def _read_body(entity_type: type, view: memoryview, offset: int, error: type[Mes
     # something and must not pass silently.
     if start + size != stop:
         raise error(f"kio read {size} body bytes, the walk {stop - start}", **ids)
+    if isinstance(edits, LiftingEdits) and edits.lifted:
+        assert borrow_from is not None
+        try:
+            message = put_back(message, [borrow_from[a:b] for a, b in edits.lifted])
+        except ValueError as exc:  # the walk and the plan disagree about where records are: never silently
+            raise error(f"record batches: {exc}", **ids) from exc
     return message
 
 
@@ -239,9 +250,10 @@ def _read_request_header(view: memoryview, header_class: type, ids: dict) -> tup
 
 
 def decode_request(
-    frame: bytes | bytearray | memoryview, registry: ApiRegistry
+    frame: bytes | bytearray | memoryview, registry: ApiRegistry, *, borrow_records: bool = False
 ) -> DecodedRequest | RequestDecodeFailure:
-    """Decode one request frame body against what `registry` supports (see the module docstring)."""
+    """Decode one request frame body against what `registry` supports (see the module docstring).
+    `borrow_records`: the caller owns `frame`; record batches come as views of it (borrowed_records.py)."""
     view = _view(frame)
     peeked = headers.peek_request_ids(view)
     if peeked is None:
@@ -255,7 +267,7 @@ def decode_request(
         return _refuse_version(view, registry, header_class, ids)
     header, offset = _read_request_header(view, header_class, ids)
     message = _read_body(request_class(key, version), view, offset, MalformedRequestError, ids,
-                         allow_trailing=True)
+                         allow_trailing=True, borrow_from=_byte_view(frame) if borrow_records else None)
     return DecodedRequest(header=header, message=message)
 
 
@@ -285,7 +297,8 @@ def _refuse_version(
 
 
 def decode_response(
-    frame: bytes | bytearray | memoryview, request_api_key: int, request_api_version: int
+    frame: bytes | bytearray | memoryview, request_api_key: int, request_api_version: int, *,
+    borrow_records: bool = False
 ) -> DecodedResponse:
     """Decode the response to a request we sent at (request_api_key, request_api_version).
 
@@ -308,7 +321,8 @@ def decode_response(
     ids["correlation_id"] = correlation_id
     if request_api_key == ApiKey.API_VERSIONS and request_api_version > 0:
         return _decode_api_versions_response(view, offset, ids)
-    message = _read_body(response_type, view, offset, MalformedResponseError, ids)
+    message = _read_body(response_type, view, offset, MalformedResponseError, ids,
+                         borrow_from=_byte_view(frame) if borrow_records else None)
     return DecodedResponse(correlation_id, message, request_api_version)
 
 

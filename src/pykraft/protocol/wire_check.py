@@ -30,8 +30,8 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Union, get_args, get_origin
 
-__all__ = ["MAX_STRING_BYTES", "Edit", "Guard", "TagRules", "WireFormatError", "apply_edits", "guard_for",
-           "kio_input", "read_uvarint", "tag_rules", "uvarint_bytes"]  # fmt: skip
+__all__ = ["MAX_STRING_BYTES", "Edit", "Guard", "LiftingEdits", "TagRules", "WireFormatError", "apply_edits",
+           "guard_for", "kio_input", "read_uvarint", "tag_rules", "uvarint_bytes"]  # fmt: skip
 
 # (start, end, replacement) of a byte range of the walked buffer; edits never overlap.
 Edit = tuple[int, int, bytes]
@@ -46,6 +46,19 @@ _FIXED_SIZES = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "erro
 _INT16, _INT32 = struct.Struct(">h"), struct.Struct(">i")
 # kafka_type -> (legacy length prefix, longest length Kafka reads)
 _SIZED = {"string": (_INT16, MAX_STRING_BYTES), "bytes": (_INT32, _MAX_LENGTH), "records": (_INT32, _MAX_LENGTH)}
+
+
+class LiftingEdits(list):  # type: ignore[type-arg]
+    """The edits of a walk that also lifts record batches out of what kio reads (`Guard.walk(lift_records=True)`):
+    every non-null `records` field is cut to an empty one by an edit, and the range of its bytes in the walked
+    buffer is kept in `lifted`, in wire order. kio then copies only the few bytes around the batches; the caller
+    puts views of the batches back (codec.py), so a 1 MB Produce or Fetch answer is not copied to be decoded."""
+
+    __slots__ = ("lifted",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lifted: list[tuple[int, int]] = []
 
 
 class WireFormatError(ValueError):
@@ -149,13 +162,13 @@ def _struct_of(field: dataclasses.Field | None) -> type | None:
     """The struct class of a struct or struct-array field, else None."""
     if field is None:
         return None
-    annotation, _ = _split_optional(field.type)
+    annotation, _ = split_optional(field.type)
     if get_origin(annotation) is tuple:
-        annotation, _ = _split_optional(get_args(annotation)[0])
+        annotation, _ = split_optional(get_args(annotation)[0])
     return annotation if dataclasses.is_dataclass(annotation) else None
 
 
-def _split_optional(annotation: object) -> tuple[object, bool]:
+def split_optional(annotation: object) -> tuple[object, bool]:
     """(inner type, nullable) of `X | None`."""
     if get_origin(annotation) in (types.UnionType, Union):
         args = [arg for arg in get_args(annotation) if arg is not type(None)]
@@ -172,9 +185,10 @@ class Guard:
     entity_type: type
     step: Step
 
-    def walk(self, buf: memoryview, start: int, end: int) -> tuple[int, list[Edit]]:
-        """(position after the message in buf[start:end], edits cutting its unknown tags). Raises WireFormatError."""
-        edits: list[Edit] = []
+    def walk(self, buf: memoryview, start: int, end: int, *, lift_records: bool = False) -> tuple[int, list[Edit]]:
+        """(position after the message in buf[start:end], edits cutting its unknown tags). Raises WireFormatError.
+        With `lift_records` the edits are a `LiftingEdits`: the record batches are cut out too, their ranges kept."""
+        edits: list[Edit] = LiftingEdits() if lift_records else []
         return self.step(buf, start, end, edits), edits
 
 
@@ -208,10 +222,10 @@ def _entity_step(entity_type: type, rules: TagRules) -> tuple[Step, int | None]:
 
 
 def _field_step(field: dataclasses.Field, flexible: bool, rules: TagRules) -> tuple[Step, int | None]:
-    annotation, nullable = _split_optional(field.type)
+    annotation, nullable = split_optional(field.type)
     name = field.name
     if get_origin(annotation) is tuple:
-        element, _ = _split_optional(get_args(annotation)[0])
+        element, _ = split_optional(get_args(annotation)[0])
         if dataclasses.is_dataclass(element):
             element_step, size = _entity_step(element, rules)
         else:  # array elements are never null in Kafka's schemas
@@ -231,7 +245,8 @@ def _primitive_step(name: str, kafka_type: str, nullable: bool, flexible: bool) 
     if kafka_type not in _SIZED:
         raise TypeError(f"field {name}: no wire rule for kafka_type {kafka_type!r}")
     prefix, max_length = _SIZED[kafka_type]
-    return _sized_step(name, nullable, max_length, None if flexible else prefix), None
+    step = _sized_step(name, nullable, max_length, None if flexible else prefix)
+    return (_records_step(step, None if flexible else prefix) if kafka_type == "records" else step), None
 
 
 def _coalesce(plans: list[tuple[Step, int | None, str]]) -> list[Step]:
@@ -303,6 +318,29 @@ def _sized_step(name: str, nullable: bool, max_length: int, prefix: struct.Struc
         return pos + length
 
     return walk_sized
+
+
+def _records_step(walk_sized: Step, prefix: struct.Struct | None) -> Step:
+    """A `records` field: walked as bytes; in a lifting walk a non-null one is also cut out (see LiftingEdits)."""
+    empty = prefix.pack(0) if prefix is not None else b"\x01"
+
+    def walk_records(buf: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
+        after = walk_sized(buf, pos, end, edits)
+        if type(edits) is not LiftingEdits:
+            return after
+        if prefix is not None:
+            if prefix.unpack_from(buf, pos)[0] < 0:
+                return after  # null: nothing to lift
+            data_start = pos + prefix.size
+        else:
+            stored, data_start = read_uvarint(buf, pos, end)
+            if stored == 0:
+                return after
+        edits.append((pos, after, empty))
+        edits.lifted.append((data_start, after))
+        return after
+
+    return walk_records
 
 
 def _array_step(name: str, element: Step, element_size: int | None, nullable: bool, flexible: bool) -> Step:

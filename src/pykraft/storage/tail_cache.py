@@ -73,7 +73,8 @@ class TailCache:
                     end = batch.position + batch.size
                 elif batch.position >= start:
                     break
-            pieces.append(chunk.data[start:end])
+            if end > start:  # an empty piece (the next chunk's first batch over the budget) must not cause a join
+                pieces.append(chunk.data[start:end])
             taken += end - start
             k += 1
             if end < len(chunk.data) or k == len(chunks):

@@ -120,7 +120,7 @@ class BrokerHost:
         self.finished: asyncio.Future[ShutdownComplete] | None = None
         self.undecodable_records = 0
         self.forward_failures = 0
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._timers: dict[str, tuple[int, asyncio.TimerHandle]] = {}  # name -> (wakeup ms, its timer)
         self._tasks: set[asyncio.Task[None]] = set()
         self._shutdown_requested = False
 
@@ -166,7 +166,7 @@ class BrokerHost:
                                            f"(last error: {self.lifecycle.last_error})")
 
     def close(self) -> None:
-        for handle in self._timers.values():
+        for _, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
         for task in self._tasks:
@@ -208,7 +208,10 @@ class BrokerHost:
     def _component(self, name: str) -> Any:
         return self.lifecycle if name == "lifecycle" else self.isr
 
-    def _run(self, name: str, ready: Ready) -> None:
+    def _run(self, name: str, ready: Ready, *, refresh_partitions: bool = True) -> None:
+        """Carry out a component's actions and schedule its next poll. After the ISR manager ran, every partition
+        adopts its high watermark, unless the caller refreshes the partitions it changed itself
+        (`refresh_partitions=False`: DataPlane's progress reports, one per append and follower fetch)."""
         for action in ready.actions:
             if isinstance(action, SendToController):
                 task = asyncio.get_running_loop().create_task(self._send(name, action))
@@ -221,17 +224,20 @@ class BrokerHost:
             elif isinstance(action, FindController):
                 _log.debug("%s: looking for the active controller again", name)
         self._schedule(name, ready.wakeup_ms)
-        if name == "isr":
+        if name == "isr" and refresh_partitions:
             self.data_plane.isr_changed()
 
     def _schedule(self, name: str, wakeup_ms: int | None) -> None:
-        old = self._timers.pop(name, None)
+        old = self._timers.get(name)
+        if old is not None and old[0] == wakeup_ms:
+            return  # the timer set for that time stays (most progress reports leave the next look where it was)
+        self._timers.pop(name, None)
         if old is not None:
-            old.cancel()
+            old[1].cancel()
         if wakeup_ms is None:
             return
         delay = max(MIN_TIMER_DELAY_S, (wakeup_ms - self._now()) / 1000)
-        self._timers[name] = asyncio.get_running_loop().call_later(delay, self._poll, name)
+        self._timers[name] = (wakeup_ms, asyncio.get_running_loop().call_later(delay, self._poll, name))
 
     def _poll(self, name: str) -> None:
         self._timers.pop(name, None)

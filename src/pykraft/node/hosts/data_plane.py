@@ -117,7 +117,10 @@ class DataPlane:
     def _report_progress(self, progress: dict[TopicPartition, LeaderProgress]) -> None:
         broker = self.broker
         now = broker._now()  # noqa: SLF001
-        broker._run("isr", broker.isr.update_progress(progress, now))  # noqa: SLF001
+        # Progress of some partitions moves the high watermark of those only (the others' inputs did not change,
+        # and a proposal the evaluation makes never lowers the maximal ISR): PartitionHost._after_leader_change
+        # adopts it for its replica right after, so the other partitions are not refreshed on every fetch.
+        broker._run("isr", broker.isr.update_progress(progress, now), refresh_partitions=False)  # noqa: SLF001
 
     def _address_of(self, broker_id: int) -> tuple[str, int] | None:
         registration = self.broker.cache.registration(broker_id)

@@ -201,7 +201,9 @@ class PartitionHost:
                 return AppendResult(seq.error, log_start_offset=log.start_offset())
             if seq.duplicate_of is not None:
                 return self._answer(replica, seq.duplicate_of.base_offset, seq.duplicate_of.last_offset, acks)
-        buffer = bytearray(records)
+        # A writable view is the request frame's own buffer (codec borrow_records, FrameReader): patched in place
+        # and kept as it is; anything else is copied first, as it may be shared or read-only.
+        buffer = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
         base = log.end_offset()
         assign_offsets(buffer, base, replica.leader_epoch)
         append_time = -1

@@ -125,7 +125,7 @@ class Outbound:
         try:
             payload = await self._forward_pool.request(host, port, lambda wire_id: self._encode(message, wire_id),
                                                        timeout_ms=self._timeout_ms)
-            return decode_response(payload, key, version).message
+            return decode_response(payload, key, version, borrow_records=True).message  # a Fetch answer's batches
         except (NetError, ProtocolError) as exc:
             self.stats.failures += 1
             _log.debug("forwarding %s to %s:%s failed: %s", ApiKey(key).name, host, port, exc)
