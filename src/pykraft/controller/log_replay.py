@@ -42,6 +42,10 @@ def may_be_metadata_record(value: bytes | memoryview | None) -> bool:
     return bool(value) and (value[0] == FRAME_VERSION or value[0] >= 0x80)  # type: ignore[index]
 
 
+# may_be_metadata_record of a value, by its first byte (simple_values's `keep`)
+_MAY_BE_METADATA = bytes(may_be_metadata_record(bytes([first])) for first in range(256))
+
+
 def decode_value(value: bytes | memoryview | None) -> Any | None:
     """The metadata record a record value holds, or None when it holds none."""
     if not may_be_metadata_record(value):
@@ -65,10 +69,8 @@ def metadata_records(batches: bytes | memoryview, *, on_undecodable: OnUndecodab
             on_batch(batch)
         if batch.is_control:
             continue
-        values = simple_values(batch)  # the usual shape, walked without building records (~3x cheaper)
-        if values is None:
-            values = [(record.offset, record.value) for record in batch.records()]
-        for offset, value in values:
+        whole = skip is None and (up_to is None or batch.base_offset + batch.record_count - 1 <= up_to)
+        for offset, value in _offsets_values(batch, whole, on_undecodable):
             if up_to is not None and offset > up_to:
                 return
             if skip is not None and skip(offset):
@@ -78,6 +80,24 @@ def metadata_records(batches: bytes | memoryview, *, on_undecodable: OnUndecodab
                 yield offset, decoded
             elif on_undecodable is not None:
                 on_undecodable()
+
+
+def _offsets_values(batch: Any, whole: bool, on_undecodable: OnUndecodable | None) -> list[tuple[int, Any]]:
+    """(offset, value) of a batch's records. `whole`: the caller takes every record of the batch (none skipped,
+    none past its end), so the values that cannot be metadata records are counted here and left out. The usual
+    shape is walked without building records (records/simple_scan.py, ~3x cheaper), anything else decoded."""
+    if whole:
+        values = simple_values(batch, _MAY_BE_METADATA)
+        if values is not None:
+            if on_undecodable is not None:
+                for _ in range(batch.record_count - len(values)):
+                    on_undecodable()
+            return values
+    else:
+        values = simple_values(batch)
+        if values is not None:
+            return values
+    return [(record.offset, record.value) for record in batch.records()]
 
 
 class ReplayedAhead:

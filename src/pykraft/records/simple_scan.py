@@ -15,10 +15,15 @@ from __future__ import annotations
 from .batch import ATTR_COMPRESSION_MASK, BATCH_HEADER_SIZE, RecordBatch
 
 
-def simple_values(batch: RecordBatch) -> list[tuple[int, memoryview]] | None:
+EVERY_VALUE = b"\x01" * 256
+NO_VALUE = bytes(256)  # a check only: the batch has the simple shape when the answer is not None
+
+
+def simple_values(batch: RecordBatch, keep: bytes = EVERY_VALUE) -> list[tuple[int, memoryview]] | None:
     """(offset, value) of every record when the whole batch has the simple shape, else None. A batch it accepts
     is one the full decode accepts too, with the same offsets and values, every timestamp the batch's base
-    timestamp, and no key or header."""
+    timestamp, and no key or header. `keep` (256 flags, by a value's first byte) leaves out the non-empty values
+    whose first byte is not flagged: they are walked and checked, but no slice or pair is made for them."""
     if batch.attributes & ATTR_COMPRESSION_MASK:
         return None
     view = batch.buffer[BATCH_HEADER_SIZE:]
@@ -64,11 +69,12 @@ def simple_values(batch: RecordBatch) -> list[tuple[int, memoryview]] | None:
                 return None
             if stop + 1 != end or body[stop] != 0:  # no headers, and that is where the record's length ends
                 return None
-            append((base_offset + delta, view[start:stop]))
+            if start == stop or keep[body[start]]:
+                append((base_offset + delta, view[start:stop]))
             pos = end
     except IndexError:
         return None
     return values if pos == size else None
 
 
-__all__ = ["simple_values"]
+__all__ = ["EVERY_VALUE", "NO_VALUE", "simple_values"]

@@ -32,7 +32,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.records import RecordBatch, RecordsError, iter_batches
-from pykraft.records.simple_scan import simple_values
+from pykraft.records.simple_scan import NO_VALUE, simple_values
 
 
 PRODUCE_ENABLE_KEY = "pykraft.produce.enable"
@@ -136,7 +136,7 @@ def _is_plain(batch: RecordBatch) -> bool:
     count = batch.record_count
     if count < 1 or batch.last_offset_delta != count - 1:
         return False
-    if simple_values(batch) is not None:  # the common shape, walked without building records
+    if simple_values(batch, NO_VALUE) is not None:  # the common shape, walked without building records
         return True
     base_offset, timestamp = batch.base_offset, batch.base_timestamp
     expected = base_offset
