@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kio.static.primitive import i16
@@ -16,7 +17,7 @@ from pykraft.records import BATCH_HEADER_SIZE, RecordBatch, RecordsError, Simple
 from pykraft.records.crc import crc32c
 from pykraft.records.metadata.frame import encode_metadata_record
 from pykraft.records.metadata.schema.feature_level_record import FeatureLevelRecordV0
-from pykraft.records.simple_scan import simple_values
+from pykraft.records.simple_scan import encode_values, simple_values
 from pykraft.records.varint import read_varint
 
 NOW = 1_700_000_000_000
@@ -197,3 +198,23 @@ def test_anything_else_is_left_to_the_full_decode():
     assert shape(timestamp_ms=NOW + 1) is None  # the second record's timestamp delta is -1... not 0
     assert simple_values(batch_of(encode_batch([SimpleRecord(None)], base_offset=0, partition_leader_epoch=1,
                                                timestamp_ms=NOW))) is None  # a null value
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=70), st.binary(min_size=1000, max_size=1100), st.just(b"y" * 9000)),
+                min_size=1, max_size=40),
+       st.integers(0, 1200), st.integers(-1, 2**31 - 1), st.integers(0, 2**41), st.integers(-(2**40), 2**40))
+def test_encode_values_writes_what_encode_batch_writes(values, repeat_to, epoch, timestamp, base_offset):
+    values = values * max(1, repeat_to // len(values))  # past 1024 records too: deltas beyond the table
+    assert encode_values(values, base_offset=base_offset, partition_leader_epoch=epoch, timestamp_ms=timestamp) == \
+        encode_batch([SimpleRecord(value=v) for v in values], base_offset=base_offset,
+                     partition_leader_epoch=epoch, timestamp_ms=timestamp)
+
+
+def test_encode_values_past_the_two_byte_offset_deltas_and_of_no_value():
+    values = [b"z" * (i % 5) for i in range(17_000)]  # offset deltas of three bytes after 8191
+    encoded = encode_values(values, base_offset=0, partition_leader_epoch=1, timestamp_ms=NOW)
+    assert encoded == encode_batch([SimpleRecord(v) for v in values], base_offset=0, partition_leader_epoch=1,
+                                   timestamp_ms=NOW)
+    with pytest.raises(ValueError):
+        encode_values([], base_offset=0, partition_leader_epoch=1, timestamp_ms=NOW)

@@ -12,7 +12,10 @@ a batch gets the same verdict and the same error either way (tests/records/test_
 
 from __future__ import annotations
 
-from .batch import ATTR_COMPRESSION_MASK, BATCH_HEADER_SIZE, RecordBatch
+from collections.abc import Sequence
+
+from .batch import ATTR_COMPRESSION_MASK, BATCH_HEADER_SIZE, RecordBatch, seal_batch
+from .varint import append_varint
 
 
 EVERY_VALUE = b"\x01" * 256
@@ -77,4 +80,51 @@ def simple_values(batch: RecordBatch, keep: bytes = EVERY_VALUE) -> list[tuple[i
     return values if pos == size else None
 
 
-__all__ = ["EVERY_VALUE", "NO_VALUE", "simple_values"]
+
+
+def _varint_table(size: int) -> list[bytes]:
+    table = []
+    for value in range(size):
+        out = bytearray()
+        append_varint(out, value)
+        table.append(bytes(out))
+    return table
+
+
+_SMALL = _varint_table(1024)  # zig-zag varints of 0..1023 (one or two bytes): lengths and offset deltas
+_SMALL_LIMIT = len(_SMALL)
+
+
+def _varint(value: int) -> bytes:
+    if value < _SMALL_LIMIT:
+        return _SMALL[value]
+    out = bytearray()
+    append_varint(out, value)
+    return bytes(out)
+
+
+def encode_values(values: Sequence[bytes | bytearray | memoryview], *, base_offset: int,
+                  partition_leader_epoch: int, timestamp_ms: int) -> bytes:
+    """`encode_batch([SimpleRecord(v) for v in values], ...)` byte for byte, in the simple shape, without the
+    SimpleRecord objects and without a buffer and five varint calls per record (about 3x cheaper: the writer and
+    the leader's accumulator encode every record once). Values are not None."""
+    if not values:
+        raise ValueError("a record batch holds at least one record")
+    out = bytearray(BATCH_HEADER_SIZE)
+    small, limit = _SMALL, _SMALL_LIMIT
+    for delta, value in enumerate(values):
+        size = len(value)
+        # attributes 0, timestamp delta 0, the offset delta, a null key (zig-zag -1)
+        middle = b"\x00\x00" + (small[delta] if delta < limit else _varint(delta)) + b"\x01"
+        value_length = small[size] if size < limit else _varint(size)
+        length = len(middle) + len(value_length) + size + 1  # + the header count 0
+        out += small[length] if length < limit else _varint(length)
+        out += middle
+        out += value_length
+        out += value
+        out.append(0)
+    return seal_batch(out, len(values), base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
+                      base_timestamp=timestamp_ms, max_timestamp=timestamp_ms)
+
+
+__all__ = ["EVERY_VALUE", "NO_VALUE", "encode_values", "simple_values"]
