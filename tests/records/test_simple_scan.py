@@ -167,7 +167,7 @@ def test_the_replay_sees_the_same_records_and_counts(raw, metadata, up_to, skip_
 
     def new_replay() -> list | str:
         try:
-            return list(metadata_records(raw, on_undecodable=lambda: new_count.__setitem__(0, new_count[0] + 1),
+            return list(metadata_records(raw, on_undecodable=lambda n: new_count.__setitem__(0, new_count[0] + n),
                                          up_to=up_to, skip=(lambda offset: offset % 2 == 1) if skip_odd else None))
         except RecordsError as exc:
             return f"{type(exc).__name__}: {exc}"

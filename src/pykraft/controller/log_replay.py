@@ -23,7 +23,7 @@ from pykraft.records.metadata.errors import MetadataRecordError
 from pykraft.records.metadata.frame import FRAME_VERSION, decode_metadata_record
 from pykraft.records.simple_scan import simple_values
 
-OnUndecodable = Callable[[], None]
+OnUndecodable = Callable[[int], None]  # told how many records held no metadata record
 
 
 class ReplayTarget(Protocol):
@@ -79,7 +79,7 @@ def metadata_records(batches: bytes | memoryview, *, on_undecodable: OnUndecodab
             if decoded is not None:
                 yield offset, decoded
             elif on_undecodable is not None:
-                on_undecodable()
+                on_undecodable(1)
 
 
 def _offsets_values(batch: Any, whole: bool, on_undecodable: OnUndecodable | None) -> list[tuple[int, Any]]:
@@ -89,9 +89,8 @@ def _offsets_values(batch: Any, whole: bool, on_undecodable: OnUndecodable | Non
     if whole:
         values = simple_values(batch, _MAY_BE_METADATA)
         if values is not None:
-            if on_undecodable is not None:
-                for _ in range(batch.record_count - len(values)):
-                    on_undecodable()
+            if on_undecodable is not None and batch.record_count > len(values):
+                on_undecodable(batch.record_count - len(values))
             return values
     else:
         values = simple_values(batch)

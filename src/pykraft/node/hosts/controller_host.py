@@ -384,8 +384,8 @@ class ControllerHost(ControllerHostView):
     def _note_batch(self, batch: Any) -> None:
         self.last_applied_timestamp_ms = batch.max_timestamp  # the lag metric's append time
 
-    def _count_undecodable(self) -> None:
-        self.undecodable_records += 1
+    def _count_undecodable(self, count: int = 1) -> None:
+        self.undecodable_records += count
 
 
 def _ready_of(written: Written | Refusal) -> Ready | None:
