@@ -1,4 +1,4 @@
-"""A fast walk over the records of a batch in the shape KRaft writes them, building no `Record` objects.
+"""The records of a batch in the shape KRaft writes them: a fast walk that builds no `Record` objects, and its encoder.
 
 Nearly every batch of the metadata log, and every batch `MetadataLogWriter` produces, has one shape ("simple"):
 uncompressed; per record a length and a value length of one or two varint bytes, timestamp delta 0, offset delta
@@ -8,6 +8,7 @@ cost of the commit path (benchmarks/quorum.py). `simple_values` walks that shape
 value) pairs; for any other batch, or any byte it does not expect, it answers None and the caller takes the full
 decode. It never raises and never decides that a batch is malformed: the full decode stays the only judge, so
 a batch gets the same verdict and the same error either way (tests/records/test_simple_scan.py checks it).
+`encode_values` writes that shape: `encode_batch` of plain values, byte for byte, at a fraction of its cost.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ offset deltas 0..n-1, every record at the batch timestamp, as `MetadataLogWriter
 leader rewrites its header only (raft/accumulator.py) instead of decoding every record and encoding it again, which
 was most of the leader's CPU under load. Its records are still checked once here, because every node replays the
 metadata log and a record that does not decode must never reach it: walked without building records
-(records/simple_scan.py) in the shape `MetadataLogWriter` sends, fully decoded otherwise. Any other batch takes the old way: its values
-are re-encoded into the leader's own batch (keys and headers dropped).
+(records/simple_scan.py) in the shape `MetadataLogWriter` sends, fully decoded otherwise. Any other batch takes
+the old way: its values are re-encoded into the leader's own batch (keys and headers dropped).
 """
 
 from __future__ import annotations
