@@ -26,7 +26,7 @@ from pykraft.net.commit_probe import PROBE
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode, ProtocolError
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
-from pykraft.records import SimpleRecord, encode_batch
+from pykraft.records import encode_values
 
 from .client import AdminClient
 from .errors import AdminClientError, AdminError
@@ -76,8 +76,7 @@ class MetadataLogWriter:
     async def write(self, values: Sequence[bytes]) -> WriteResult:
         if PROBE is not None:
             PROBE.stamp("c_start")
-        batch = encode_batch([SimpleRecord(value=v) for v in values], base_offset=0, partition_leader_epoch=-1,
-                             timestamp_ms=int(time.time() * 1000))
+        batch = encode_values(values, base_offset=0, partition_leader_epoch=-1, timestamp_ms=int(time.time() * 1000))
         message = produce_req.ProduceRequest(
             transactional_id=None, acks=i16(-1), timeout=datetime.timedelta(milliseconds=self._request_timeout_ms),
             topic_data=(produce_req.TopicProduceData(name=TopicName(METADATA_TOPIC), partition_data=(

@@ -20,6 +20,7 @@ from .errors import (
     TruncatedBatchError,
     UnsupportedCompressionError,
 )
+from .simple_scan import encode_values
 
 __all__ = [
     "BATCH_HEADER_SIZE",
@@ -34,6 +35,7 @@ __all__ = [
     "TruncatedBatchError",
     "UnsupportedCompressionError",
     "encode_batch",
+    "encode_values",
     "iter_batches",
     "restamp_batch",
     "set_base_offset",

@@ -305,11 +305,18 @@ def encode_batch(
     out = bytearray(BATCH_HEADER_SIZE)
     for delta, (record, timestamp) in enumerate(zip(records, timestamps)):
         _encode_record(out, delta, timestamp - base_timestamp, record)
+    return seal_batch(out, len(records), base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
+                      base_timestamp=base_timestamp, max_timestamp=max(timestamps), control=control)
+
+
+def seal_batch(out: bytearray, count: int, *, base_offset: int, partition_leader_epoch: int, base_timestamp: int,
+               max_timestamp: int, control: bool = False) -> bytes:
+    """The batch: `out` is BATCH_HEADER_SIZE bytes of room followed by `count` encoded records; the header
+    (producer fields -1) and the CRC are written into the room."""
     attributes = ATTR_CONTROL if control else 0
     _HEADER.pack_into(
         out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0, attributes,
-        len(records) - 1, base_timestamp, max(timestamps), NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE,
-        len(records),
+        count - 1, base_timestamp, max_timestamp, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, count,
     )  # fmt: skip
     struct.pack_into(">I", out, 17, crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)

@@ -12,9 +12,10 @@ an acknowledgement here means committed.
 A produced batch is appended as it arrived when it is plain (`plain_batches`: uncompressed, no producer id,
 offset deltas 0..n-1, every record at the batch timestamp, as `MetadataLogWriter` and most clients send): the
 leader rewrites its header only (raft/accumulator.py) instead of decoding every record and encoding it again, which
-was most of the leader's CPU under load. Its records are still decoded once here, because every node replays the
-metadata log and a record that does not decode must never reach it. Any other batch takes the old way: its values
-are re-encoded into the leader's own batch (keys and headers dropped).
+was most of the leader's CPU under load. Its records are still checked once here, because every node replays the
+metadata log and a record that does not decode must never reach it: walked without building records
+(records/simple_scan.py) in the shape `MetadataLogWriter` sends, fully decoded otherwise. Any other batch takes
+the old way: its values are re-encoded into the leader's own batch (keys and headers dropped).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.records import RecordBatch, RecordsError, iter_batches
+from pykraft.records.simple_scan import NO_VALUE, simple_values
 
 
 PRODUCE_ENABLE_KEY = "pykraft.produce.enable"
@@ -134,6 +136,8 @@ def _is_plain(batch: RecordBatch) -> bool:
     count = batch.record_count
     if count < 1 or batch.last_offset_delta != count - 1:
         return False
+    if simple_values(batch, NO_VALUE) is not None:  # the common shape, walked without building records
+        return True
     base_offset, timestamp = batch.base_offset, batch.base_timestamp
     expected = base_offset
     for record in batch.records():  # decodes them all: raises RecordsError for a malformed one

@@ -201,8 +201,8 @@ class BrokerHost:
         self._sync_groups()
         self._run("isr", self.isr.update_progress(self.data_plane.progress(self.isr.led_partitions(), now), now))
 
-    def _count_undecodable(self) -> None:
-        self.undecodable_records += 1
+    def _count_undecodable(self, count: int = 1) -> None:
+        self.undecodable_records += count
 
     # ---- the pure components' actions --------------------------------------------------------------------------
     def _component(self, name: str) -> Any:

@@ -212,8 +212,9 @@ class ControllerHost(ControllerHostView):
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
-        records = metadata_records(batches, on_undecodable=self._count_undecodable, skip=self.hosted.ahead.covers,
-                                   on_batch=self._note_batch)
+        ahead = self.hosted.ahead  # asked per record only while it holds offsets: nothing adds to it during a replay
+        records = metadata_records(batches, on_undecodable=self._count_undecodable,
+                                   skip=ahead.covers if ahead else None, on_batch=self._note_batch)
         self.hosted.replay_committed(records, last_offset, self._core())
 
     def load_snapshot(self, reader: RawSnapshotReader) -> None:
@@ -383,8 +384,8 @@ class ControllerHost(ControllerHostView):
     def _note_batch(self, batch: Any) -> None:
         self.last_applied_timestamp_ms = batch.max_timestamp  # the lag metric's append time
 
-    def _count_undecodable(self) -> None:
-        self.undecodable_records += 1
+    def _count_undecodable(self, count: int = 1) -> None:
+        self.undecodable_records += count
 
 
 def _ready_of(written: Written | Refusal) -> Ready | None:

@@ -87,8 +87,8 @@ class MetadataMachine:
             self.on_changed(self, self.next_offset)
         return applied, batches
 
-    def _count_undecodable(self) -> None:
-        self.undecodable += 1  # a record that is not metadata would be a bug of the writer: counted
+    def _count_undecodable(self, count: int = 1) -> None:
+        self.undecodable += count  # a record that is not metadata would be a bug of the writer: counted
 
     # ---- snapshots ---------------------------------------------------------------------------------------------
     def snapshot_values(self) -> list[bytes]:
