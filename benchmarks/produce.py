@@ -4,12 +4,13 @@ Run: .venv/bin/python benchmarks/produce.py [--dir DIR] [--seconds S] [--raw-mib
 
 In one run and one directory it measures:
 - raw: sequential os.write of 1 MiB blocks + os.fdatasync, the disk's physical bandwidth for this workload;
-- pykraft: a 1-controller, 3-broker cluster of real processes on 127.0.0.1, one 1-partition topic with
-  replication factor 3 and min.insync.replicas 2, and a confluent-kafka producer (acks=all, linger 5 ms) sending
-  1 KiB records as fast as it is allowed for `--seconds`: MB/s acknowledged, p50/p99 latency from produce() to
-  the delivery report (librdkafka's own `Message.latency()`), and CPU milliseconds per MB, user+system (from /proc), of every
-  process: the leader, each follower, the controller and this client (librdkafka's threads included). The
-  three brokers and the client share the machine's cores, so the sum is the budget that bounds the rate.
+- pykraft: a 1-controller, 3-broker cluster of real processes on 127.0.0.1, one topic (`--partitions`, 1 by
+  default) with replication factor 3 and min.insync.replicas 2, and a confluent-kafka producer (acks=all,
+  linger 5 ms) sending 1 KiB records as fast as it is allowed for `--seconds`: MB/s acknowledged, p50/p99
+  latency from produce() to the delivery report (librdkafka's own `Message.latency()`), and CPU milliseconds per
+  MB, user+system (from /proc), of every process: the leader, each follower (with several partitions: each
+  broker), the controller and this client (librdkafka's threads included). The three brokers and the client
+  share the machine's cores, so the sum is the budget that bounds the rate.
   Two producer modes (`--mode`), each on a fresh cluster:
   - `idempotent` (librdkafka's default for safe producers): librdkafka counts *messages*, not requests, against
     its per-partition in-flight limit of 5 (rdkafka_broker.c, `RD_KAFKA_IDEMP_MAX_INFLIGHT - rktp_msgs_inflight`),
@@ -83,14 +84,29 @@ def _minus(after: tuple[float, float], before: tuple[float, float]) -> tuple[flo
     return after[0] - before[0], after[1] - before[1]
 
 
-def produce_run(directory: str, seconds: float, mode: str
+def _roles(cluster: LocalCluster, partitions: int) -> dict[int, str]:
+    """What each process is: with one partition its leader and followers, with several how many each broker leads."""
+    from e2e.data_plane_checks import partition
+
+    leaders = [partition(cluster, "bench", index).leader for index in range(partitions)]
+    roles = {}
+    for node_id in cluster.nodes:
+        if node_id in cluster.controller_ids:
+            roles[node_id] = "controller"
+        elif partitions == 1:
+            roles[node_id] = "leader" if node_id == leaders[0] else f"follower {node_id}"
+        else:
+            roles[node_id] = f"broker {node_id} (leads {leaders.count(node_id)})"
+    return roles
+
+
+def produce_run(directory: str, seconds: float, mode: str, partitions: int
                 ) -> tuple[float, float, float, dict[str, tuple[float, float]]]:
     import confluent_kafka
-    from e2e.data_plane_checks import partition, start_cluster
+    from e2e.data_plane_checks import start_cluster
 
-    cluster: LocalCluster = start_cluster(Path(directory) / f"cluster-{mode}", "bench")
+    cluster: LocalCluster = start_cluster(Path(directory) / f"cluster-{mode}", "bench", partitions=partitions)
     try:
-        leader = partition(cluster, "bench").leader
         servers = ",".join(f"127.0.0.1:{cluster.nodes[b].port}" for b in cluster.broker_ids)
         latencies: list[float] = []
         acked = [0]
@@ -104,8 +120,7 @@ def produce_run(directory: str, seconds: float, mode: str
                     latencies.append(latency)
 
         producer.list_topics("bench", timeout=30)  # connected and the leader known before the clock starts
-        roles = {node_id: ("leader" if node_id == leader else "controller" if node_id in cluster.controller_ids
-                           else f"follower {node_id}") for node_id in cluster.nodes}
+        roles = _roles(cluster, partitions)
         cpu_before = {node_id: cpu_seconds(cluster.nodes[node_id].process.pid) for node_id in roles}
         client_before = own_cpu_seconds()
         start = time.perf_counter()
@@ -137,6 +152,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--raw-mib", type=int, default=256)
     parser.add_argument("--mode", choices=(*MODES, "both"), default="both")
+    parser.add_argument("--partitions", type=int, default=1,
+                        help="partitions of the topic (leaders spread over the brokers as Kafka assigns them); "
+                             "with one, the rate is bounded by one follower fetch round trip per MB fetched")
     args = parser.parse_args()
     directory = tempfile.mkdtemp(prefix="pykraft-produce-", dir=args.dir)
     try:
@@ -144,10 +162,12 @@ def main() -> None:
         print(f"raw write+fdatasync (1 MiB blocks): {raw:8.1f} MB/s")
         print("client: " + ", ".join(f"{k}={v}" for k, v in CLIENT.items()))
         for mode in MODES if args.mode == "both" else (args.mode,):
-            rate, p50, p99, cpu_per_mb = produce_run(directory, args.seconds, mode)
-            leader_ms = 1000 * sum(cpu_per_mb["leader"])
-            print(f"pykraft acks=all RF3 1 KiB {mode:10s} ({MODES[mode]}): {rate:8.1f} MB/s  p50 {p50:.1f} ms  p99 {p99:.1f} ms  "
-                  f"leader CPU {leader_ms:.2f} ms/MB  ratio to raw {rate / raw:6.1%}")
+            rate, p50, p99, cpu_per_mb = produce_run(directory, args.seconds, mode, args.partitions)
+            busiest = max((role for role in cpu_per_mb if role not in ("client", "controller")),
+                          key=lambda role: sum(cpu_per_mb[role]))
+            print(f"pykraft acks=all RF3 1 KiB, {args.partitions} partition(s), {mode:10s} ({MODES[mode]}): "
+                  f"{rate:8.1f} MB/s  p50 {p50:.1f} ms  p99 {p99:.1f} ms  {busiest} CPU "
+                  f"{1000 * sum(cpu_per_mb[busiest]):.2f} ms/MB  ratio to raw {rate / raw:6.1%}")
             shares = "  ".join(f"{role} {1000 * (u + s):.2f} ({1000 * u:.2f}+{1000 * s:.2f})"
                                for role, (u, s) in cpu_per_mb.items())
             total = 1000 * sum(u + s for u, s in cpu_per_mb.values())

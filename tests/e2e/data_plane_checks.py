@@ -39,7 +39,9 @@ class QueueCheck:
                    tuple(sorted(v for v, n in counts.items() if n > 1)), reordered)
 
 
-def start_cluster(root, topic: str, properties: dict[str, str] | None = None) -> LocalCluster:
+def start_cluster(root, topic: str, properties: dict[str, str] | None = None, partitions: int = 1) -> LocalCluster:
+    """One controller, three brokers, and `topic` with `partitions` partitions of replication factor 3, each
+    committed with a full ISR."""
     cluster = LocalCluster(root, controllers=1, brokers=3, properties={**DATA_PLANE_TIMING, **(properties or {})})
     cluster.format_all()
     cluster.start_all()
@@ -47,12 +49,16 @@ def start_cluster(root, topic: str, properties: dict[str, str] | None = None) ->
 
     def created() -> bool:
         result = cluster.cli("topics", "create", "--bootstrap-server", f"127.0.0.1:{cluster.nodes[broker].port}",
-                             "--topic", topic, "--partitions", "1", "--replication-factor", "3", check=False)
+                             "--topic", topic, "--partitions", str(partitions), "--replication-factor", "3",
+                             check=False)
         return result.returncode == 0
 
     wait_for(created, "the topic created (every broker unfenced first)")
-    wait_for(lambda: partition(cluster, topic) is not None and len(partition(cluster, topic).isr) == 3,
-             "the partition committed with a full ISR")
+    def full_isr(index: int) -> bool:
+        state = partition(cluster, topic, index)
+        return state is not None and len(state.isr) == 3
+
+    wait_for(lambda: all(full_isr(index) for index in range(partitions)), "the partitions committed with a full ISR")
     return cluster
 
 
