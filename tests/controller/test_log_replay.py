@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
+
 from kio.schema.k_raft_version_record.v0 import KRaftVersionRecord
 from kio.static.primitive import i16
 
-from pykraft.controller.log_replay import ReplayedAhead, decode_value, load_committed, metadata_records
+from pykraft.controller.log_replay import (IncompleteLogError, ReplayedAhead, decode_value, load_committed,
+                                          metadata_records)
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records.control import encode_control_batch
@@ -72,10 +75,12 @@ class _Reader:
 
 @dataclass
 class _Log:
-    """The RaftLog reads load_committed uses: a snapshot ending before offset 2, the log from offset 2."""
+    """The RaftLog reads load_committed uses: a snapshot ending before offset 2, the log from `start` (2 unless
+    the records before the snapshot are still there)."""
 
     snapshot: bytes
     log: bytes
+    start: int = 2
 
     def latest_snapshot_id(self) -> OffsetAndEpoch:
         return OffsetAndEpoch(2, 1)
@@ -84,10 +89,10 @@ class _Log:
         return _Reader(self.snapshot)
 
     def start_offset(self) -> int:
-        return 2
+        return self.start
 
     def read(self, start: int, _max: int) -> _Read:
-        assert start == 2
+        assert start == self.start
         return _Read(self.log)
 
 
@@ -114,10 +119,19 @@ def test_load_committed_is_the_snapshot_then_the_committed_records_only() -> Non
 
 
 def test_load_committed_ignores_a_snapshot_beyond_the_committed_offset() -> None:
-    log = _Log(snapshot=batch(0, encode_metadata_record(level(7))), log=b"")
+    log = _Log(snapshot=batch(0, encode_metadata_record(level(7)), encode_metadata_record(level(8))),
+               log=batch(0, encode_metadata_record(level(7)), encode_metadata_record(level(8))), start=0)
     target = _Target()
     load_committed(target, log, committed_offset=0)
-    assert target.loaded == ([], -1) and target.replayed == []
+    assert target.loaded == ([], -1) and target.replayed == [(0, level(7))]  # from the log, up to offset 0
+
+
+def test_load_committed_refuses_to_rebuild_without_the_records_before_the_log_start() -> None:
+    """metadata_swarm seed 6006749: committed offset 21, snapshot at 23, log from 23; the rebuild was empty."""
+    log = _Log(snapshot=batch(0, encode_metadata_record(level(7)), encode_metadata_record(level(8))), log=b"")
+    target = _Target()
+    with pytest.raises(IncompleteLogError, match="log starts at 2"):
+        load_committed(target, log, committed_offset=0)
 
 
 def test_on_batch_sees_every_batch_header_control_batches_included() -> None:

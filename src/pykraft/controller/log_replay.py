@@ -7,7 +7,8 @@
   log is shared with any client that may write to it.
 - `ReplayedAhead`: the offsets an active controller replayed when it appended them, before they committed. The
   committed replay skips them, and a controller that loses leadership with some still pending is rebuilt.
-- `load_committed`: an image := the latest snapshot + the committed log (that rebuild).
+- `load_committed`: an image := the latest snapshot + the committed log (that rebuild); it refuses to build an
+  image with records missing (IncompleteLogError) rather than return a wrong one.
 
 Pure: the log is the raft core's `RaftLog` interface, nothing here does I/O of its own.
 """
@@ -126,8 +127,15 @@ class ReplayedAhead:
         return False
 
 
+class IncompleteLogError(RuntimeError):
+    """The committed image cannot be rebuilt: records it needs are neither in the usable snapshot nor the log."""
+
+
 def load_committed(target: ReplayTarget, log: Any, committed_offset: int) -> None:
-    """`target` := the latest snapshot within the committed log + the committed records after it."""
+    """`target` := the latest snapshot within the committed log + the committed records after it. Raises
+    IncompleteLogError when records up to `committed_offset` were deleted before the log start and no snapshot
+    within the committed log holds them: a host whose committed offset lags its own snapshots (metadata_swarm seed
+    6006749) would otherwise get a silently emptied image."""
     snapshot_id = log.latest_snapshot_id()
     start = 0
     if snapshot_id is not None and 0 < snapshot_id.offset <= committed_offset + 1:
@@ -137,7 +145,11 @@ def load_committed(target: ReplayTarget, log: Any, committed_offset: int) -> Non
             target.load_snapshot([r for _, r in metadata_records(reader.records())], start - 1)
     if start == 0:
         target.load_snapshot((), -1)
-    start = max(start, log.start_offset())
+    log_start = log.start_offset()
+    if start < log_start and start <= committed_offset:
+        raise IncompleteLogError(f"cannot rebuild the image up to offset {committed_offset}: the log starts at "
+                                 f"{log_start}, the latest snapshot is {snapshot_id}")
+    start = max(start, log_start)
     if start > committed_offset:
         return
     for offset, record in metadata_records(log.read(start, 2**62).records, up_to=committed_offset):

@@ -126,7 +126,7 @@ class BrokerNode(SimNode):
         self.controller_hint = None
         self.states = []
         checker = getattr(self.world, "metadata_checker", None)
-        return MetadataMachine(self.cache, lambda records: self._metadata_applied(),
+        return MetadataMachine(self.cache, lambda records, _last: self._metadata_applied() if records else None,
                                lambda records, last: self._metadata_applied(),
                                None if checker is None else lambda m, offset: checker.on_image(self, m, offset))
 

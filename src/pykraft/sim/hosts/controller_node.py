@@ -73,8 +73,8 @@ class ControllerNode(ControllerHostView, SimNode):
         return self.machine.image
 
     # ---- committed replay ------------------------------------------------------------------------------------
-    def _replay_committed(self, records: Decoded) -> None:
-        self.hosted.replay_committed(records, records[-1][0], self.core)
+    def _replay_committed(self, records: Decoded, last_offset: int) -> None:
+        self.hosted.replay_committed(records, last_offset, self.core)
 
     def _snapshot_loaded(self, records: list[Any], last_contained: int) -> None:
         self.hosted.load_snapshot(records, last_contained)

@@ -6,7 +6,9 @@ SimNode drives both alike).
 or the broker's `MetadataCache` (brokers). It is fed committed records only, so it IS the committed image the
 invariants look at, and the snapshots a node writes are `image.snapshot_records()` encoded with
 `encode_metadata_record`. A controller node's active controller (which also replays its own uncommitted
-records) is a separate object the node feeds through `on_records` / `on_snapshot`.
+records) is a separate object the node feeds through `on_records` / `on_snapshot`. `on_records(decoded, last)`
+runs after every commit, with `last` the last committed offset (as the node runtime's CommitBatches.last_offset)
+even when the batches held no metadata record (a LeaderChange control batch alone).
 
 The digest of the state at an offset is (number of snapshot records, CRC-32 over their encodings), so the
 checker's per-offset comparison (NoDivergence) and the metadata checker's ImageAgreement compare whole images
@@ -31,7 +33,7 @@ Decoded = list[tuple[int, Any]]  # (offset, metadata record object) in log order
 
 
 class MetadataMachine:
-    def __init__(self, image: Any, on_records: Callable[[Decoded], None] | None = None,
+    def __init__(self, image: Any, on_records: Callable[[Decoded, int], None] | None = None,
                  on_snapshot: Callable[[list[Any], int], None] | None = None,
                  on_changed: Callable[[MetadataMachine, int], None] | None = None) -> None:
         self.image = image
@@ -81,8 +83,10 @@ class MetadataMachine:
             self.next_offset = batch.last_offset + 1
             batches.append(CommittedBatch(batch.base_offset, batch.last_offset, batch.partition_leader_epoch,
                                           batch.crc, self.digest()))
-        if decoded and self.on_records is not None:
-            self.on_records(decoded)
+        if batches and self.on_records is not None:
+            # Every commit, control batches alone included: a controller's committed offset is the end of the
+            # committed log, not its last metadata record (a snapshot may end after a trailing LeaderChange).
+            self.on_records(decoded, self.next_offset - 1)
         if changed and self.on_changed is not None:
             self.on_changed(self, self.next_offset)
         return applied, batches
