@@ -60,9 +60,10 @@ def test_fetch_answer_records_are_views_of_the_response_frame() -> None:
     from kio.schema.fetch.v17 import response as fetch
 
     topic_id = uuid.uuid4()
-    parts = tuple(fetch.PartitionData(partition_index=i, error_code=ErrorCode.NONE, high_watermark=5, last_stable_offset=5,
-                                      log_start_offset=0, aborted_transactions=(), preferred_read_replica=-1,
-                                      records=r) for i, r in enumerate([b"x" * 50_000, None, b"yz"]))
+    parts = tuple(fetch.PartitionData(partition_index=i, error_code=ErrorCode.NONE, high_watermark=5,
+                                      last_stable_offset=5, log_start_offset=0, aborted_transactions=(),
+                                      preferred_read_replica=-1, records=r)
+                  for i, r in enumerate([b"x" * 50_000, None, b"yz"]))
     answer = fetch.FetchResponse(throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE, session_id=0,
                                  responses=(fetch.FetchableTopicResponse(topic_id=topic_id, partitions=parts),))
     frame = bytearray(encode_response(4, answer)[4:])
