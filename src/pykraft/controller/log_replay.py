@@ -49,10 +49,13 @@ _MAY_BE_METADATA = bytes(may_be_metadata_record(bytes([first])) for first in ran
 
 def decode_value(value: bytes | memoryview | None) -> Any | None:
     """The metadata record a record value holds, or None when it holds none."""
-    if not may_be_metadata_record(value):
-        return None
+    return _decode_candidate(value) if may_be_metadata_record(value) else None
+
+
+def _decode_candidate(value: bytes | memoryview) -> Any | None:
+    """decode_value of a value that passed `may_be_metadata_record`."""
     try:
-        return decode_metadata_record(bytes(value or b""))
+        return decode_metadata_record(bytes(value))
     except MetadataRecordError:
         return None
 
@@ -76,7 +79,7 @@ def metadata_records(batches: bytes | memoryview, *, on_undecodable: OnUndecodab
                 return
             if skip is not None and skip(offset):
                 continue
-            decoded = decode_value(value) if may_be_metadata_record(value) else None  # the test first: one call less
+            decoded = _decode_candidate(value) if may_be_metadata_record(value) else None  # tested once, here
             if decoded is not None:
                 yield offset, decoded
             elif on_undecodable is not None:
