@@ -204,6 +204,17 @@ def _client_setting(text: str) -> tuple[str, str]:
     return key, value
 
 
+def _client_problem(settings: dict[str, object]) -> str | None:
+    """librdkafka's own complaint about a producer configuration, or None (no cluster needed to ask it)."""
+    import confluent_kafka
+
+    try:
+        confluent_kafka.Producer({**settings, "bootstrap.servers": "127.0.0.1:9", "log_level": 0})
+    except (confluent_kafka.KafkaException, TypeError, ValueError) as exc:
+        return str(exc.args[0] if exc.args else exc)
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default=None)
@@ -218,6 +229,11 @@ def main() -> None:
                         help="a librdkafka property over the defaults printed (repeatable)")
     args = parser.parse_args()
     client = {**CLIENT, **dict(args.client)}
+    modes = tuple(MODES) if args.mode == "both" else (args.mode,)
+    for mode in modes:  # a wrong property fails here, before any cluster is started
+        problem = _client_problem({**client, **MODES[mode]})
+        if problem:
+            parser.error(f"--client: {problem}")
     directory = tempfile.mkdtemp(prefix="pykraft-produce-", dir=args.dir)
     try:
         raw = raw_bandwidth(directory, args.raw_mib)
@@ -225,7 +241,7 @@ def main() -> None:
             print(f"raw write+fdatasync (1 MiB blocks), {label}: {rate:8.1f} MB/s  system CPU {system:.2f} ms/MB")
         fresh, reused = raw["fresh"][1], raw["reused"][1]
         print("client: " + ", ".join(f"{k}={v}" for k, v in client.items()))
-        for mode in MODES if args.mode == "both" else (args.mode,):
+        for mode in modes:
             rate, p50, p99, cpu_per_mb = produce_run(directory, args.seconds, mode, args.partitions, client)
             busiest = max((role for role in cpu_per_mb if role not in ("client", "controller")),
                           key=lambda role: sum(cpu_per_mb[role][:2]))
