@@ -130,6 +130,12 @@ def _minus(after: tuple[float, ...], before: tuple[float, ...]) -> tuple[float, 
     return tuple(a - b for a, b in zip(after, before))
 
 
+def record_budget(directory: Path) -> int:
+    """How many records the brokers' three copies can hold on the disk, keeping a fifth of its free space."""
+    free = shutil.disk_usage(directory).free
+    return int(free * 0.8 / 3 / len(RECORD))
+
+
 def _roles(cluster: LocalCluster, partitions: int) -> dict[int, str]:
     """What each process is: with one partition its leader and followers, with several how many each broker leads."""
     from e2e.data_plane_checks import partition
@@ -170,17 +176,23 @@ def produce_run(directory: str, seconds: float, mode: str, partitions: int, clie
         roles = _roles(cluster, partitions)
         cpu_before = {node_id: usage(cluster.nodes[node_id].process.pid) for node_id in roles}
         client_before = usage(os.getpid())
+        budget = record_budget(root)
         start = time.perf_counter()
         produce = producer.produce
-        while time.perf_counter() - start < seconds:
+        sent = 0
+        while time.perf_counter() - start < seconds and sent < budget:
             # The harness shares the cores with the brokers: one clock read and one poll per 100 records, not per
             # record (every delivery report is still served, by the next poll or the flush).
             for _ in range(100):
                 try:
                     produce("bench", RECORD, on_delivery=on_delivery)
+                    sent += 1
                 except BufferError:
                     producer.poll(0.01)
             producer.poll(0)
+        if sent >= budget:
+            print(f"    (stopped after {time.perf_counter() - start:.1f} s: three copies of more would not fit on "
+                  f"the disk)")
         producer.flush(120)
         elapsed = time.perf_counter() - start
         cpu = {roles[n]: _minus(usage(cluster.nodes[n].process.pid), cpu_before[n]) for n in sorted(roles)}
