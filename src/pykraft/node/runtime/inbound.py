@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pykraft.net.server import CloseConnection, ConnectionInfo
+from pykraft.protocol import raft_fetch
 from pykraft.protocol.apis import ApiKey, ApiRegistry
 from pykraft.protocol.codec import (
     DecodedRequest,
@@ -71,7 +72,8 @@ class InboundHandler:
             response = await self.dispatch(decoded)
             if response is None:
                 return None
-            return encode_response_body(decoded.correlation_id, response)
+            direct = raft_fetch.encode_response_body(decoded.correlation_id, response)  # a raft Fetch answer
+            return direct if direct is not None else encode_response_body(decoded.correlation_id, response)
         except CloseConnection:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary of this one request: fail it, not the node
