@@ -154,27 +154,19 @@ def stuck(samples: list[float]) -> int:
     return sum(1 for v in samples if v == float("inf"))
 
 
+def latency_rows(label: str, mine: list[float], theirs: list[float]) -> list[tuple[str, str, str, float]]:
+    """The p50 and p99 rows of one latency comparison; `label` has a {} for the percentile's name."""
+    return [(label.format(name), f"{percentile(mine, q):.2f}", f"{percentile(theirs, q):.2f}",
+             percentile(mine, q) / percentile(theirs, q)) for name, q in (("p50", .5), ("p99", .99))]
+
+
 def report(pk_out: dict, ps_out: dict) -> dict:
     rows = [
         ("committed records/s", f"{pk_out['rate']:,.0f}", f"{ps_out['rate']:,.0f}", pk_out["rate"] / ps_out["rate"]),
-        ("commit p50 ms (pykraft linger 25)", f"{percentile(pk_out['latency_ms'], .5):.2f}",
-         f"{percentile(ps_out['latency_ms'], .5):.2f}",
-         percentile(pk_out["latency_ms"], .5) / percentile(ps_out["latency_ms"], .5)),
-        ("commit p99 ms (pykraft linger 25)", f"{percentile(pk_out['latency_ms'], .99):.2f}",
-         f"{percentile(ps_out['latency_ms'], .99):.2f}",
-         percentile(pk_out["latency_ms"], .99) / percentile(ps_out["latency_ms"], .99)),
-        ("commit p50 ms (pykraft linger 0)", f"{percentile(pk_out['latency_linger0_ms'], .5):.2f}",
-         f"{percentile(ps_out['latency_ms'], .5):.2f}",
-         percentile(pk_out["latency_linger0_ms"], .5) / percentile(ps_out["latency_ms"], .5)),
-        ("commit p99 ms (pykraft linger 0)", f"{percentile(pk_out['latency_linger0_ms'], .99):.2f}",
-         f"{percentile(ps_out['latency_ms'], .99):.2f}",
-         percentile(pk_out["latency_linger0_ms"], .99) / percentile(ps_out["latency_ms"], .99)),
-        ("  same, inside the leader: p50 ms", f"{percentile(pk_out['latency_linger0_in_leader_ms'], .5):.2f}",
-         f"{percentile(ps_out['latency_ms'], .5):.2f}",
-         percentile(pk_out["latency_linger0_in_leader_ms"], .5) / percentile(ps_out["latency_ms"], .5)),
-        ("  same, inside the leader: p99 ms", f"{percentile(pk_out['latency_linger0_in_leader_ms'], .99):.2f}",
-         f"{percentile(ps_out['latency_ms'], .99):.2f}",
-         percentile(pk_out["latency_linger0_in_leader_ms"], .99) / percentile(ps_out["latency_ms"], .99)),
+        *latency_rows("commit {} ms (pykraft linger 25)", pk_out["latency_ms"], ps_out["latency_ms"]),
+        *latency_rows("commit {} ms (pykraft linger 0)", pk_out["latency_linger0_ms"], ps_out["latency_ms"]),
+        *latency_rows("  same, inside the leader: {} ms", pk_out["latency_linger0_in_leader_ms"],
+                      ps_out["latency_ms"]),
         ("failover median s", fmt_s(median(pk_out["failover_s"])), fmt_s(median(ps_out["failover_s"])),
          median(pk_out["failover_s"]) / median(ps_out["failover_s"])),
         ("failover runs s", " ".join(fmt_s(v) for v in pk_out["failover_s"]),
