@@ -80,8 +80,10 @@ def raft_requests(draw: st.DrawFn) -> fetch_req.FetchRequest:
 def raft_responses(draw: st.DrawFn) -> fetch_resp.FetchResponse:
     offsets = st.one_of(st.none(), st.builds(OffsetAndEpoch, INT64, INT32))
     records = draw(st.one_of(st.none(), st.binary(max_size=300), st.binary(max_size=300).map(memoryview)))
+    endpoints = draw(st.lists(st.builds(fetch_resp.NodeEndpoint, node_id=INT32, host=st.text(max_size=30),
+                                        port=INT32, rack=st.one_of(st.none(), st.text(max_size=10))), max_size=2))
     return messages.fetch_response(
-        draw(st.sampled_from(list(ErrorCode))), partition_error=draw(st.sampled_from(list(ErrorCode))),
+        draw(st.sampled_from(list(ErrorCode))), endpoints=tuple(endpoints), partition_error=draw(st.sampled_from(list(ErrorCode))),
         high_watermark=draw(INT64), log_start=draw(INT64), leader_id=draw(st.one_of(st.none(), INT32)),
         epoch=draw(INT32), diverging=draw(offsets), snapshot_id=draw(offsets), records=records)
 
@@ -160,8 +162,11 @@ def test_a_client_id_too_long_for_int16_is_left_to_kio():
     _response(current_leader=fetch_resp.LeaderIdAndEpoch()),  # the default: no tag
     _response(diverging_epoch=fetch_resp.EpochEndOffset(epoch=2, end_offset=5),
               snapshot_id=fetch_resp.SnapshotId(end_offset=9, epoch=1)),
+    dataclasses.replace(_response(), node_endpoints=(
+        fetch_resp.NodeEndpoint(node_id=1, host="127.0.0.1", port=9092),
+        fetch_resp.NodeEndpoint(node_id=2, host="h" * 200, port=-1, rack="rack-é"))),
 ], ids=["empty-aborted", "null-records", "empty-records", "bytearray-records", "large-records", "default-leader",
-        "diverging-and-snapshot"])
+        "diverging-and-snapshot", "node-endpoints"])
 def test_answer_edges_are_exact(response):
     assert _assert_response_like_kio(11, response) is not None
 
@@ -177,9 +182,8 @@ def test_large_record_batches_are_not_copied_into_the_answer():
     _response(aborted_transactions=(fetch_resp.AbortedTransaction(producer_id=1, first_offset=2),)),
     _response(records="text"),
     _response(high_watermark=2**63),
-    dataclasses.replace(_response(), node_endpoints=(
-        fetch_resp.NodeEndpoint(node_id=1, host="127.0.0.1", port=9092),)),
-], ids=["aborted-transactions", "str-records", "int64-overflow", "node-endpoints"])
+    dataclasses.replace(_response(), node_endpoints=[]),  # kio writes an empty list (not the default ())
+], ids=["aborted-transactions", "str-records", "int64-overflow", "endpoints-list"])
 def test_answer_shapes_outside_the_direct_path_are_left_to_kio(response):
     assert raft_fetch.encode_response_body(11, response) is None
 
