@@ -96,6 +96,9 @@ class FileLog(EpochIndexedLog):
         self._high_watermark = 0
         self._flushed = 0
         self._last_batch_epoch = 0
+        # The default of append_as_leader's `keep`: a node sets it on its metadata log, whose only leader appends
+        # are the raft core's own fresh `bytes` (the followers' fetches then read them from memory).
+        self.keep_leader_appends = False
         self._snapshots = SnapshotFiles(directory)
         self.producer_snapshots = ProducerSnapshotFiles(directory)
         self.on_roll: Callable[[int], None] | None = None  # called with the new segment's base before a roll
@@ -106,9 +109,12 @@ class FileLog(EpochIndexedLog):
 
     # ---- appends -----------------------------------------------------------------------------------------
     def append_as_leader(self, records: bytes | bytearray | memoryview, epoch: int, *,
-                         keep: bool = False) -> LogAppendInfo:
+                         keep: bool | None = None) -> LogAppendInfo:
         """`keep`: the caller hands `records` over (never changes them again), so the next reads of them are
-        served from memory (segment.py, tail_cache.py): the followers' fetches of what a leader just appended."""
+        served from memory (segment.py, tail_cache.py): the followers' fetches of what a leader just appended.
+        None: `keep_leader_appends`."""
+        if keep is None:
+            keep = self.keep_leader_appends
         view, batches = parse_batches(records, verify_crc=False)  # built by this node's accumulator
         for batch in batches:
             if batch.epoch != epoch:

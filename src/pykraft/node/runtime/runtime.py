@@ -61,6 +61,14 @@ SHUTDOWN_TIMEOUT_MS = 5000  # Kafka's raft client is given 5 s to hand leadershi
 Input = Callable[[int], Ready | None]
 
 
+def release_fetched(log: Any, leader: Any) -> None:
+    """A leader's log keeps what it appended in memory for its followers' fetches (disk.py): what every other
+    voter has fetched goes. A voter that lags or is gone leaves it to the cache's own bound (tail_cache.py)."""
+    ends = [p.end_offset for node_id, p in leader.voter_progress.items() if node_id != leader.local_key.id]
+    if ends and None not in ends:
+        log.release_cached_below(min(ends))
+
+
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
@@ -150,6 +158,7 @@ class NodeRuntime:
         self.handler_errors = HandlerErrors()  # requests and responses whose handling raised (contained)
         self._probe_fetches: dict[int, tuple[int, int]] = {}  # with PROBE only: ref -> (fetch offset, replica)
         self._probe_hwm: int | None = None
+        self._released_at_hwm: int | None = None  # the high watermark when the log's tail cache was last trimmed
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -391,6 +400,9 @@ class NodeRuntime:
             self._probe_hwm = core.high_watermark
             PROBE.stamp("hwm", -1 if core.high_watermark is None else core.high_watermark)
         self.waiters.check(core.high_watermark, leader.epoch if leader is not None else None)
+        if leader is not None and core.high_watermark != self._released_at_hwm:
+            self._released_at_hwm = core.high_watermark
+            release_fetched(core.log, leader)
         self.snapshots.maybe_snapshot(core, self.state_machine, now)
         self.snapshots.maybe_clean(core.log, now)
         for observe in self.observers:
