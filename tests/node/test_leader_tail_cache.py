@@ -1,5 +1,5 @@
 """A leader's metadata log keeps what the raft core appends in memory for the followers' fetches (disk.py), and
-the runtime trims it to what every other voter has not fetched yet (runtime.release_fetched)."""
+the runtime trims it to what every other voter has not fetched yet (runtime.release_read)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pykraft.node.runtime.runtime import NodeRuntime, release_fetched
+from pykraft.node.runtime.runtime import NodeRuntime, release_read
 
 from .helpers import free_ports, leader_of, make_config, wait_for
 
@@ -27,23 +27,30 @@ def _leader(local: int, ends: dict[int, int | None]) -> SimpleNamespace:
 
 def test_release_below_the_slowest_other_voter():
     log = _Log()
-    release_fetched(log, _leader(1, {1: 50, 2: 40, 3: 45}))  # the leader's own end does not count
+    release_read(log, _leader(1, {1: 50, 2: 40, 3: 45}), 48)  # the leader's own end does not count
     assert log.released == [40]
 
 
 @pytest.mark.parametrize("ends", [{1: 50, 2: 40, 3: None}, {1: 50}], ids=["a-voter-never-fetched", "alone"])
 def test_nothing_is_released_without_every_other_voters_end(ends):
     log = _Log()
-    release_fetched(log, _leader(1, ends))
+    release_read(log, _leader(1, ends), 48)
     assert log.released == []
 
 
+def test_a_follower_releases_below_the_high_watermark_its_replay_has_read():
+    log = _Log()
+    release_read(log, None, 48)
+    release_read(log, None, None)  # no high watermark known yet: nothing read
+    assert log.released == [48]
+
+
 @pytest.mark.asyncio
-async def test_a_node_keeps_its_leader_appends(tmp_path):
+async def test_a_node_keeps_its_appends(tmp_path):
     runtime = NodeRuntime(make_config(tmp_path, 1, {1: free_ports(1)[0]}))
     await runtime.start()
     try:
         await wait_for(lambda: leader_of([runtime]) is not None)
-        assert runtime.core.log.keep_leader_appends
+        assert runtime.core.log.keep_appends
     finally:
         await runtime.stop()

@@ -65,9 +65,14 @@ SHUTDOWN_TIMEOUT_MS = 5000  # Kafka's raft client is given 5 s to hand leadershi
 Input = Callable[[int], Ready | None]
 
 
-def release_fetched(log: Any, leader: Any) -> None:
-    """A leader's log keeps what it appended in memory for its followers' fetches (disk.py): what every other
-    voter has fetched goes. A voter that lags or is gone leaves it to the cache's own bound (tail_cache.py)."""
+def release_read(log: Any, leader: Any, high_watermark: int | None) -> None:
+    """The log keeps what was just appended in memory (disk.py) for its next readers. On a leader, its followers'
+    fetches: what every other voter has fetched goes (one that lags or is gone leaves it to the cache's own
+    bound, tail_cache.py). Elsewhere, the replay of committed records, which has read up to the high watermark."""
+    if leader is None:
+        if high_watermark is not None:
+            log.release_cached_below(high_watermark)
+        return
     ends = [p.end_offset for node_id, p in leader.voter_progress.items() if node_id != leader.local_key.id]
     if ends and None not in ends:
         log.release_cached_below(min(ends))
@@ -439,9 +444,9 @@ class NodeRuntime:
             self._probe_hwm = core.high_watermark
             PROBE.stamp("hwm", -1 if core.high_watermark is None else core.high_watermark)
         self.waiters.check(core.high_watermark, leader.epoch if leader is not None else None)
-        if leader is not None and core.high_watermark != self._released_at_hwm:
+        if core.high_watermark != self._released_at_hwm:
             self._released_at_hwm = core.high_watermark
-            release_fetched(core.log, leader)
+            release_read(core.log, leader, core.high_watermark)
         self.snapshots.maybe_snapshot(core, self.state_machine, now)
         self.snapshots.maybe_clean(core.log, now)
         for observe in self.observers:
