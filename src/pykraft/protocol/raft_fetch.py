@@ -29,7 +29,7 @@ from pykraft.protocol.codec import KEPT_AS_IS
 from pykraft.protocol.framing import FrameBody
 from pykraft.protocol.wire_check import uvarint_bytes
 
-__all__ = ["encode_request", "encode_response_body"]
+__all__ = ["encode_request", "encode_response_body", "millis", "uvarint"]
 
 FETCH_KEY, VERSION = 1, 17
 _ZERO_UUID = bytes(16)
@@ -57,7 +57,8 @@ class _NotThisShape(Exception):
     """Inside an encoder: the message is not the shape handled here (the caller falls back to kio)."""
 
 
-def _uvarint(value: int) -> bytes:
+def uvarint(value: int) -> bytes:
+    """Kafka's unsigned varint; one byte for the small values these messages hold."""
     return bytes((value,)) if 0 <= value < 0x80 else uvarint_bytes(value)
 
 
@@ -65,7 +66,7 @@ def _uuid_bytes(value: uuid.UUID | None) -> bytes:
     return _ZERO_UUID if value is None else value.bytes
 
 
-def _millis(value: datetime.timedelta) -> int:
+def millis(value: datetime.timedelta) -> int:
     return round(value.total_seconds() * 1000)  # what kio's timedelta_i32 writer does
 
 
@@ -90,13 +91,13 @@ def encode_request(message: Any, correlation_id: int, client_id: str | None) -> 
 def _request_body(message: fetch_req.FetchRequest) -> bytes:
     if message.forgotten_topics_data != () or message.rack_id != "":
         raise _NotThisShape
-    out = [_REQUEST_FIXED.pack(_millis(message.max_wait), message.min_bytes, message.max_bytes,
+    out = [_REQUEST_FIXED.pack(millis(message.max_wait), message.min_bytes, message.max_bytes,
                                message.isolation_level, message.session_id, message.session_epoch),
-           _uvarint(len(message.topics) + 1)]
+           uvarint(len(message.topics) + 1)]
     for topic in message.topics:
         if type(topic) is not fetch_req.FetchTopic:
             raise _NotThisShape
-        out += (_uuid_bytes(topic.topic_id), _uvarint(len(topic.partitions) + 1))
+        out += (_uuid_bytes(topic.topic_id), uvarint(len(topic.partitions) + 1))
         for partition in topic.partitions:
             if type(partition) is not fetch_req.FetchPartition:
                 raise _NotThisShape
@@ -117,15 +118,15 @@ def _request_tags(message: fetch_req.FetchRequest) -> bytes:
         if type(message.cluster_id) is not str:
             raise _NotThisShape
         name = message.cluster_id.encode()
-        value = _uvarint(len(name) + 1) + name
-        tags.append(b"\x00" + _uvarint(len(value)) + value)
+        value = uvarint(len(name) + 1) + name
+        tags.append(b"\x00" + uvarint(len(value)) + value)
     state = message.replica_state
     if state != _REQUEST_DEFAULTS["replica_state"]:
         if type(state) is not fetch_req.ReplicaState:
             raise _NotThisShape
-        tags.append(b"\x01" + _uvarint(_REPLICA_STATE.size) + _REPLICA_STATE.pack(state.replica_id,
+        tags.append(b"\x01" + uvarint(_REPLICA_STATE.size) + _REPLICA_STATE.pack(state.replica_id,
                                                                                    state.replica_epoch, 0))
-    return _uvarint(len(tags)) + b"".join(tags)
+    return uvarint(len(tags)) + b"".join(tags)
 
 
 # --- the leader: encode its FetchResponse -----------------------------------------------------------------------
@@ -137,12 +138,12 @@ def encode_response_body(correlation_id: int, message: Any) -> bytes | FrameBody
         return None
     try:
         parts: list[Any] = [_INT32.pack(correlation_id) + b"\x00" + _RESPONSE_TOP.pack(
-            _millis(message.throttle_time), message.error_code.value, message.session_id)
-            + _uvarint(len(message.responses) + 1)]
+            millis(message.throttle_time), message.error_code.value, message.session_id)
+            + uvarint(len(message.responses) + 1)]
         for topic in message.responses:
             if type(topic) is not fetch_resp.FetchableTopicResponse:
                 return None
-            parts.append(_uuid_bytes(topic.topic_id) + _uvarint(len(topic.partitions) + 1))
+            parts.append(_uuid_bytes(topic.topic_id) + uvarint(len(topic.partitions) + 1))
             for partition in topic.partitions:
                 _partition_data(partition, parts)
             parts.append(b"\x00")  # the topic's tag section
@@ -158,22 +159,22 @@ def _node_endpoints_tag(endpoints: Any) -> bytes:
         raise _NotThisShape
     if not endpoints:
         return b"\x00"
-    value = [_uvarint(len(endpoints) + 1)]
+    value = [uvarint(len(endpoints) + 1)]
     for endpoint in endpoints:
         if type(endpoint) is not fetch_resp.NodeEndpoint or type(endpoint.host) is not str:
             raise _NotThisShape
         host = endpoint.host.encode()
-        value += (_INT32.pack(endpoint.node_id), _uvarint(len(host) + 1), host, _INT32.pack(endpoint.port))
+        value += (_INT32.pack(endpoint.node_id), uvarint(len(host) + 1), host, _INT32.pack(endpoint.port))
         rack = endpoint.rack
         if rack is None:
             value.append(b"\x00\x00")  # null rack, empty tag section
         elif type(rack) is str:
             encoded = rack.encode()
-            value += (_uvarint(len(encoded) + 1), encoded, b"\x00")
+            value += (uvarint(len(encoded) + 1), encoded, b"\x00")
         else:
             raise _NotThisShape
     joined = b"".join(value)
-    return b"\x01\x00" + _uvarint(len(joined)) + joined
+    return b"\x01\x00" + uvarint(len(joined)) + joined
 
 
 def _partition_data(partition: Any, parts: list[Any]) -> None:
@@ -189,7 +190,7 @@ def _partition_data(partition: Any, parts: list[Any]) -> None:
     if records is None:
         parts.append(head + b"\x00")
     elif isinstance(records, bytes | bytearray | memoryview):
-        parts.append(head + _uvarint(len(records) + 1))
+        parts.append(head + uvarint(len(records) + 1))
         parts.append(records)
     else:
         raise _NotThisShape
@@ -203,15 +204,15 @@ def _partition_tags(partition: fetch_resp.PartitionData) -> bytes:
     if diverging != _PARTITION_DEFAULTS["diverging_epoch"]:
         if type(diverging) is not fetch_resp.EpochEndOffset:
             raise _NotThisShape
-        tags.append(b"\x00" + _uvarint(_EPOCH_END.size) + _EPOCH_END.pack(diverging.epoch, diverging.end_offset, 0))
+        tags.append(b"\x00" + uvarint(_EPOCH_END.size) + _EPOCH_END.pack(diverging.epoch, diverging.end_offset, 0))
     if leader != _PARTITION_DEFAULTS["current_leader"]:
         if type(leader) is not fetch_resp.LeaderIdAndEpoch:
             raise _NotThisShape
-        tags.append(b"\x01" + _uvarint(_LEADER.size) + _LEADER.pack(leader.leader_id, leader.leader_epoch, 0))
+        tags.append(b"\x01" + uvarint(_LEADER.size) + _LEADER.pack(leader.leader_id, leader.leader_epoch, 0))
     if snapshot != _PARTITION_DEFAULTS["snapshot_id"]:
         if type(snapshot) is not fetch_resp.SnapshotId:
             raise _NotThisShape
-        tags.append(b"\x02" + _uvarint(_SNAPSHOT_ID.size) + _SNAPSHOT_ID.pack(snapshot.end_offset, snapshot.epoch, 0))
+        tags.append(b"\x02" + uvarint(_SNAPSHOT_ID.size) + _SNAPSHOT_ID.pack(snapshot.end_offset, snapshot.epoch, 0))
     return bytes((len(tags),)) + b"".join(tags)
 
 

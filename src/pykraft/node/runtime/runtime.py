@@ -6,8 +6,8 @@ shutdown) appends a small function to `_inputs` and wakes the task; the task run
 core when its wake-up time has come, and hands each `Ready` to the `EffectRunner`. The core is therefore never
 re-entered, and reading its state from a request handler between inputs is safe (asyncio is cooperative).
 One shortcut (`_run_inline`): an input that arrives while the task is parked with nothing queued runs at once, in
-the caller, exactly as the task would run it next; waking the task first cost a loop turn (~50 us) on each hop of
-a commit (the Produce, each Fetch, each Fetch answer). The task is re-woken when the input queued more inputs or
+the caller, exactly as the task would run it next; waking the task first cost a loop turn (the task's step, its
+timer re-armed) on each hop of a commit (the Produce, each Fetch, each Fetch answer). The task is re-woken when the input queued more inputs or
 moved the core's wake-up time earlier, and a failure goes to the task to fail the node as before.
 An input run on behalf of ONE request or peer response (`submit_request`, `core_request`, `_deliver`, appends) is
 contained (handler_errors.py): its exception fails that request, and the task goes on with the next input.
