@@ -212,6 +212,45 @@ def latency(quorum: PykraftQuorum, count: int) -> list[float]:
     return asyncio.run(main())
 
 
+PROBE_ENV = "PYKRAFT_COMMIT_PROBE"  # net/commit_probe.py; read by each server process at import
+WARMUP_WRITES = 20  # latency()'s warm-up writes, left out of the in-leader figure too
+PRODUCE_API_KEY = 0
+
+
+def latency_in_leader(root: Path, properties: Mapping[str, str], count: int) -> list[float]:
+    """`latency` timed the way PySyncObj's is (inside its leader, quorum_peer_pysyncobj.py): from the leader
+    reading a Produce frame to the leader starting to write its answer, once committed (the commit probe's srv_in
+    and srv_out stamps, net/server.py). A quorum of its own, started with the probe on: the probe's stamps
+    stay out of `latency`'s end-to-end figure, and the client process is not probed at all."""
+    prefix = root / "probe"
+    os.environ[PROBE_ENV] = str(prefix)
+    try:
+        quorum = PykraftQuorum(root / "quorum", properties)
+        quorum.start()  # the servers inherit the variable; this process imported the probe long ago (off)
+    finally:
+        del os.environ[PROBE_ENV]
+    try:
+        leader_pid = quorum.pids()[quorum.leader()]
+        latency(quorum, count)
+    finally:
+        quorum.stop()  # the servers write their probe files at exit
+    return produce_times_ms(Path(f"{prefix}.{leader_pid}"))[WARMUP_WRITES:]
+
+
+def produce_times_ms(probe_file: Path) -> list[float]:
+    """Per Produce the leader read, in order: ms from its frame read (srv_in, offset = connection, peer = api
+    key) to the next answer write on that connection (srv_out, offset = connection)."""
+    rows = sorted((line.split("\t") for line in probe_file.read_text().splitlines()), key=lambda row: int(row[0]))
+    open_since: dict[str, int] = {}
+    times = []
+    for t, event, connection, peer in rows:
+        if event == "srv_in" and int(peer) == PRODUCE_API_KEY:
+            open_since[connection] = int(t)
+        elif event == "srv_out" and connection in open_since:
+            times.append((int(t) - open_since.pop(connection)) / 1e6)
+    return times
+
+
 # ---- failover: SIGKILL (or SIGSTOP) the leader under a sequential writer ----
 
 

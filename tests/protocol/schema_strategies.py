@@ -23,6 +23,8 @@ from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+from kio.serial.readers import tz_aware_from_i64
 from kio.static.primitive import Records, i32Timedelta, i64Timedelta
 
 _INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
@@ -52,6 +54,10 @@ def _scalar(kafka_type: str, max_duration_ms: int) -> st.SearchStrategy[Any]:
     if kafka_type in ("timedelta_i32", "timedelta_i64"):
         parse = i32Timedelta.parse if kafka_type == "timedelta_i32" else i64Timedelta.parse
         return st.integers(0, max_duration_ms).map(lambda ms: parse(datetime.timedelta(milliseconds=ms)))
+    if kafka_type == "datetime_i64":
+        return st.integers(0, 2**41).map(tz_aware_from_i64)
+    if kafka_type == "error_code":
+        return st.sampled_from(list(ErrorCode))
     if kafka_type == "float64":
         return st.floats(allow_nan=False, allow_infinity=False)
     raise NotImplementedError(f"no strategy for the Kafka type {kafka_type!r}")

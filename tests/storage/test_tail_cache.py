@@ -135,3 +135,17 @@ def test_a_read_ending_with_a_whole_chunk_is_a_view_of_it_not_a_copy(tmp_path) -
     records = log.read(0, 4000).records
     assert bytes(records) == bytes(first) and records.obj is first  # the appended buffer itself
     log.close()
+
+
+def test_keep_appends_is_the_default_of_keep(tmp_path, preads) -> None:
+    """A node's metadata log (node/runtime/disk.py) keeps the raft core's appends without it passing `keep`."""
+    log = open_log(tmp_path, LogConfig())
+    log.keep_appends = True
+    log.append_as_leader(bytes(_chunk(0, 1, 2)), 1)
+    log.append_as_follower(bytes(_chunk(20, 1, 1)), 1)  # e.g. the leader became a follower
+    assert [b.base_offset for b in iter_batches(log.read(10, 1 << 20).records)] == [10, 20]
+    assert preads == []
+    log.append_as_follower(bytes(_chunk(30, 1, 1)), 1, keep=False)  # an explicit keep still wins
+    log.read(30, 1 << 20)
+    assert preads
+    log.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import uuid
 
 from kio.schema.begin_quorum_epoch.v1 import request as bqe_req
@@ -39,7 +40,13 @@ def node_endpoints(cls: type, node_id: int | None, endpoints: Endpoints, listene
 
 
 def _port(cls: type, port: int) -> object:
-    return u16(port) if "u16" in str(cls.__dataclass_fields__["port"].type) else i32(port)
+    return u16(port) if _port_is_u16(cls) else i32(port)
+
+
+@functools.cache
+def _port_is_u16(cls: type) -> bool:
+    """Whether `cls.port` is a uint16 (once per class: every Fetch answer names the leader's endpoint)."""
+    return "u16" in str(cls.__dataclass_fields__["port"].type)
 
 
 # ---- Vote ----------------------------------------------------------------------------------------------------

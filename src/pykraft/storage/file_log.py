@@ -96,6 +96,10 @@ class FileLog(EpochIndexedLog):
         self._high_watermark = 0
         self._flushed = 0
         self._last_batch_epoch = 0
+        # The default of `keep` in append_as_leader and append_as_follower: a node sets it on its metadata log,
+        # whose only appends are the raft core's (`bytes` it built, or read from a Fetch answer, never changed):
+        # a leader's followers then fetch, and a follower's replay reads, what was just appended from memory.
+        self.keep_appends = False
         self._snapshots = SnapshotFiles(directory)
         self.producer_snapshots = ProducerSnapshotFiles(directory)
         self.on_roll: Callable[[int], None] | None = None  # called with the new segment's base before a roll
@@ -106,18 +110,22 @@ class FileLog(EpochIndexedLog):
 
     # ---- appends -----------------------------------------------------------------------------------------
     def append_as_leader(self, records: bytes | bytearray | memoryview, epoch: int, *,
-                         keep: bool = False) -> LogAppendInfo:
+                         keep: bool | None = None) -> LogAppendInfo:
         """`keep`: the caller hands `records` over (never changes them again), so the next reads of them are
-        served from memory (segment.py, tail_cache.py): the followers' fetches of what a leader just appended."""
+        served from memory (segment.py, tail_cache.py): the followers' fetches of what a leader just appended.
+        None: `keep_appends`."""
+        if keep is None:
+            keep = self.keep_appends
         view, batches = parse_batches(records, verify_crc=False)  # built by this node's accumulator
         for batch in batches:
             if batch.epoch != epoch:
                 raise InvalidAppendError(f"leader batch epoch {batch.epoch} != leader epoch {epoch}")
         return self._append(view, batches, keep)
 
-    def append_as_follower(self, records: bytes | memoryview, epoch: int) -> LogAppendInfo:
+    def append_as_follower(self, records: bytes | memoryview, epoch: int, *, keep: bool | None = None) -> LogAppendInfo:
+        """`keep`: as in `append_as_leader` (None: `keep_appends`)."""
         view, batches = parse_batches(records, verify_crc=self.config.verify_follower_crc)
-        return self._append(view, batches)
+        return self._append(view, batches, self.keep_appends if keep is None else keep)
 
     def _append(self, view: memoryview, batches: list[BatchInfo], keep: bool = False) -> LogAppendInfo:
         expected = self.end_offset()

@@ -102,6 +102,10 @@ def open_node_storage(config: Any) -> NodeStorage:
         store = QuorumStateStore(os.path.join(config.metadata_log_dir, PARTITION_DIR_NAME))
         data = store.load()
         log, report = open_file_log(config.metadata_log_dir, log_config(config), lock=lock)
+        # The raft core appends only `bytes` it built or decoded and never touches again: a leader's followers then
+        # fetch, and a follower's replay of committed records reads, what was just appended from memory, not by
+        # two preads each (the runtime releases what has been read).
+        log.keep_appends = True
     except BaseException:
         lock.release()
         raise

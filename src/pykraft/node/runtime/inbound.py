@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pykraft.net.server import CloseConnection, ConnectionInfo
+from pykraft.protocol import produce_answer, raft_fetch
 from pykraft.protocol.apis import ApiKey, ApiRegistry
 from pykraft.protocol.codec import (
     DecodedRequest,
@@ -71,7 +72,7 @@ class InboundHandler:
             response = await self.dispatch(decoded)
             if response is None:
                 return None
-            return encode_response_body(decoded.correlation_id, response)
+            return _encode_answer(decoded.correlation_id, response)
         except CloseConnection:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary of this one request: fail it, not the node
@@ -140,6 +141,15 @@ class InboundHandler:
         if destination.host is None or destination.port is None:
             return None
         return await self.runtime.outbound.forward(destination.host, destination.port, message)
+
+
+def _encode_answer(correlation_id: int, response: Any) -> bytes | memoryview | FrameBody:
+    """A raft Fetch answer and a Produce v9 answer (the commit path) are encoded directly, anything else by kio;
+    the bytes are the same (raft_fetch.py, produce_answer.py)."""
+    key = int(response.__api_key__)
+    direct = (raft_fetch.encode_response_body(correlation_id, response) if key == ApiKey.FETCH
+              else produce_answer.encode_response_body(correlation_id, response) if key == ApiKey.PRODUCE else None)
+    return direct if direct is not None else encode_response_body(correlation_id, response)
 
 
 def served_registry(registry: ApiRegistry, extra: Mapping[int, ExtraHandler] | None) -> ApiRegistry:

@@ -22,6 +22,7 @@ from typing import Any
 
 from pykraft.net.commit_probe import PROBE
 from pykraft.net.errors import ConnectError, ConnectionClosedError, NetError
+from pykraft.protocol import raft_fetch
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.error_responses import error_response_for
@@ -142,6 +143,9 @@ class Outbound:
             _log.error("%s to %s v%d failed: %r", what, ApiKey(key).name, version, exc)
 
     def _encode(self, message: Any, wire_id: int) -> bytes:
+        direct = raft_fetch.encode_request(message, wire_id, self._client_id)  # a follower's Fetch: the fast way
+        if direct is not None:
+            return direct
         return encode_request(message, correlation_id=wire_id, client_id=self._client_id)[_SIZE_PREFIX:]
 
     async def close(self) -> None:

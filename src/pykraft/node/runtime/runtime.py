@@ -5,6 +5,10 @@ wants the core to do something (an inbound request, an answer to our request, a 
 shutdown) appends a small function to `_inputs` and wakes the task; the task runs them one at a time, polls the
 core when its wake-up time has come, and hands each `Ready` to the `EffectRunner`. The core is therefore never
 re-entered, and reading its state from a request handler between inputs is safe (asyncio is cooperative).
+One shortcut (`_run_inline`): an input that arrives while the task is parked with nothing queued runs at once, in
+the caller, exactly as the task would run it next; waking the task first cost a loop turn (the task's step, its
+timer re-armed) on each hop of a commit (the Produce, each Fetch, each Fetch answer). The task is re-woken when the input queued more inputs or
+moved the core's wake-up time earlier, and a failure goes to the task to fail the node as before.
 An input run on behalf of ONE request or peer response (`submit_request`, `core_request`, `_deliver`, appends) is
 contained (handler_errors.py): its exception fails that request, and the task goes on with the next input.
 Durable writes run in a worker thread (flusher.py); messages wait for them in the outbox (effects.py).
@@ -59,6 +63,19 @@ _log = logging.getLogger("pykraft.node")
 MIN_WAIT_S = 0.001
 SHUTDOWN_TIMEOUT_MS = 5000  # Kafka's raft client is given 5 s to hand leadership over
 Input = Callable[[int], Ready | None]
+
+
+def release_read(log: Any, leader: Any, high_watermark: int | None) -> None:
+    """The log keeps what was just appended in memory (disk.py) for its next readers. On a leader, its followers'
+    fetches: what every other voter has fetched goes (one that lags or is gone leaves it to the cache's own
+    bound, tail_cache.py). Elsewhere, the replay of committed records, which has read up to the high watermark."""
+    if leader is None:
+        if high_watermark is not None:
+            log.release_cached_below(high_watermark)
+        return
+    ends = [p.end_offset for node_id, p in leader.voter_progress.items() if node_id != leader.local_key.id]
+    if ends and None not in ends:
+        log.release_cached_below(min(ends))
 
 
 def wall_clock_ms() -> int:
@@ -150,6 +167,11 @@ class NodeRuntime:
         self.handler_errors = HandlerErrors()  # requests and responses whose handling raised (contained)
         self._probe_fetches: dict[int, tuple[int, int]] = {}  # with PROBE only: ref -> (fetch offset, replica)
         self._probe_hwm: int | None = None
+        self._parked_until_ms: int | None = None  # while the core task waits: when its timer wakes it
+        self._running_inline = False
+        self._inline_failure: BaseException | None = None  # raised by the task, which fails the node
+        self._inline_busy_s = 0.0  # seconds of inline inputs inside the task's waits (poll-idle-ratio)
+        self._released_at_hwm: int | None = None  # the high watermark when the log's tail cache was last trimmed
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -320,8 +342,31 @@ class NodeRuntime:
 
     # ---- the core task ---------------------------------------------------------------------------------------
     def _submit(self, fn: Input) -> None:
+        if (self._parked_until_ms is not None and not self._running_inline and not self._inputs
+                and not self._stopping and self.lane.failure is None and self._inline_failure is None):
+            self._run_inline(fn)
+            return
         self._inputs.append(fn)
         self._wake.set()
+
+    def _run_inline(self, fn: Input) -> None:
+        """`fn` run now, as the parked core task would run it next (see the module docstring). Inputs submitted
+        meanwhile (a flush completed inside an effect, a state machine's submit) are queued for the task."""
+        started = time.perf_counter()
+        self._running_inline = True
+        try:
+            now = self.clock()
+            self._apply(fn(now), now)
+            self._poll_if_due()
+        except BaseException as exc:  # noqa: BLE001 - handed to the task, which fails the node with it
+            self._inline_failure = exc
+        finally:
+            self._running_inline = False
+            self._inline_busy_s += time.perf_counter() - started
+        parked_until = self._parked_until_ms
+        if (self._inputs or self._inline_failure is not None
+                or (parked_until is not None and self._wakeup_ms < parked_until)):
+            self._wake.set()  # to run them, to fail, or to re-arm its timer for the earlier wake-up
 
     def submit(self, fn: Input) -> None:
         """Run `fn(now_ms)` on the core task (the state machine's way in, e.g. the controller host); a Ready it
@@ -340,6 +385,8 @@ class NodeRuntime:
             while not self._stopping:
                 if self.lane.failure is not None:
                     raise self.lane.failure
+                if self._inline_failure is not None:
+                    raise self._inline_failure
                 while self._inputs and not self._stopping:
                     now = self.clock()
                     self._apply(self._inputs.popleft()(now), now)
@@ -357,7 +404,11 @@ class NodeRuntime:
                     self.stale_wakeups += 1
                 timer = loop.call_later(delay, self._wake.set)
                 waited = time.perf_counter()
-                await self._wake.wait()
+                self._parked_until_ms = self.clock() + int(delay * 1000)
+                try:
+                    await self._wake.wait()
+                finally:
+                    self._parked_until_ms = None
                 self._count_idle(waited)
                 timer.cancel()
         except BaseException as exc:
@@ -371,7 +422,9 @@ class NodeRuntime:
         """poll-idle-ratio: seconds the core task waited for input, and the seconds it worked in between."""
         now = time.perf_counter()
         idle, busy = self.poll_times
-        self.poll_times = (idle + now - waited_since, busy + max(0.0, waited_since - self._busy_since))
+        inline, self._inline_busy_s = self._inline_busy_s, 0.0
+        self.poll_times = (idle + max(0.0, now - waited_since - inline),
+                           busy + max(0.0, waited_since - self._busy_since) + inline)
         self._busy_since = now
 
     def _poll_if_due(self) -> bool:
@@ -391,6 +444,9 @@ class NodeRuntime:
             self._probe_hwm = core.high_watermark
             PROBE.stamp("hwm", -1 if core.high_watermark is None else core.high_watermark)
         self.waiters.check(core.high_watermark, leader.epoch if leader is not None else None)
+        if core.high_watermark != self._released_at_hwm:
+            self._released_at_hwm = core.high_watermark
+            release_read(core.log, leader, core.high_watermark)
         self.snapshots.maybe_snapshot(core, self.state_machine, now)
         self.snapshots.maybe_clean(core.log, now)
         for observe in self.observers:

@@ -1,0 +1,67 @@
+"""An input submitted while the core task is parked with nothing queued runs at once, in the caller (runtime.py
+`_run_inline`); inputs it submits are queued, in order, for the task; a failure still fails the node."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pykraft.node.runtime.runtime import NodeRuntime
+
+from .helpers import free_ports, leader_of, make_config, wait_for
+
+
+async def _idle_leader(tmp_path) -> NodeRuntime:
+    runtime = NodeRuntime(make_config(tmp_path, 1, {1: free_ports(1)[0]}))
+    await runtime.start()
+    await wait_for(lambda: leader_of([runtime]) is not None)
+    await wait_for(lambda: runtime._parked_until_ms is not None)  # the core task waits for input
+    return runtime
+
+
+@pytest.mark.asyncio
+async def test_an_input_to_a_parked_core_runs_before_submit_returns(tmp_path):
+    runtime = await _idle_leader(tmp_path)
+    try:
+        ran: list[str] = []
+
+        def first(now: int) -> None:
+            ran.append("first")
+            runtime.submit(lambda now: ran.append("nested"))  # the core is busy: queued, not re-entered
+            ran.append("first done")
+
+        runtime.submit(first)
+        assert ran == ["first", "first done"]
+        await wait_for(lambda: "nested" in ran)
+        assert ran == ["first", "first done", "nested"]
+    finally:
+        await runtime.stop()
+
+
+@pytest.mark.asyncio
+async def test_an_input_queued_behind_others_keeps_its_place(tmp_path):
+    runtime = await _idle_leader(tmp_path)
+    try:
+        ran: list[int] = []
+        runtime._inputs.append(lambda now: ran.append(1))  # queued, the task not yet run
+        runtime.submit(lambda now: ran.append(2))
+        assert ran == []  # not run ahead of the queued one
+        await wait_for(lambda: ran == [1, 2])
+    finally:
+        await runtime.stop()
+
+
+@pytest.mark.asyncio
+async def test_an_inline_input_that_raises_fails_the_core_task(tmp_path):
+    runtime = await _idle_leader(tmp_path)
+    try:
+        def broken(now: int) -> None:
+            raise RuntimeError("a bug in an uncontained input")
+
+        runtime.submit(broken)  # the caller is not the one to fail
+        await wait_for(lambda: runtime.failure is not None)
+        assert isinstance(runtime.failure, RuntimeError)
+        await asyncio.wait_for(runtime._stopped.wait(), 30)
+    finally:
+        await runtime.stop()
