@@ -163,7 +163,7 @@ class _Output:
         self.buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, np.uint8)
         self.common: dict[str, Any] = {
             "cluster_id": file.node.cluster_id, "node_id": file.node.node_id, "directory_id": file.node.directory_id,
-            "topic": file.topic, "partition": file.partition, "file": file.path,
+            "topic": file.topic, "partition": file.partition, "file": file.column,
         }
         if snapshot:
             self.common.update(snapshot_end_offset=file.base_offset, snapshot_epoch=file.snapshot_epoch)

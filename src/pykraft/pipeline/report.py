@@ -97,6 +97,8 @@ def _audit_section(summary: dict[str, Any]) -> str:
         verdict = audit["verdict"]
         parts.append(f"<h3>{html.escape(name)}: <span class='{verdict}'>{verdict.upper()}</span> "
                      f"({audit['offending']} offending rows)</h3>{_table(audit['first']) if audit['first'] else ''}")
+    parts.append("<h3>data directories</h3><p>a row's <code>file</code> is the path below its node's data "
+                 f"directory:</p>{_table(summary.get('data_directories', []))}")
     return "".join(parts)
 
 
