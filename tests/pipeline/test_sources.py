@@ -42,8 +42,8 @@ def test_kafka_log_rows_equal_a_single_process_decoding(spark, cluster):
         for r in _plain(path):
             kind = r["metadata"]["type"] if "metadata" in r else None
             node = int(path.parts[-4].removeprefix("node-"))
-            expected.add((node, f"{path.parent.name}/{path.name}", r["baseOffset"], r["offset"], r["leaderEpoch"], r["timestamp"], r["isControl"],
-                          r["crcValid"], kind))
+            expected.add((node, f"{path.parent.name}/{path.name}", r["baseOffset"], r["offset"], r["leaderEpoch"],
+                          r["timestamp"], r["isControl"], r["crcValid"], kind))
     got = {(r.node_id, r.file, r.base_offset, r.offset, r.leader_epoch, r.timestamp, r.is_control, r.crc_valid,
             None if r.is_control else r.record_type) for r in rows}
     assert got == expected
