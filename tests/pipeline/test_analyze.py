@@ -114,9 +114,21 @@ def test_flipped_byte_on_a_follower_is_named_by_node_file_position_and_offset(sp
     rows = [r for r in _audit(spark, scene, "replicas") if r["cluster_id"] == FLIPPED]
     first = min(rows, key=lambda r: r["offset"])
     assert (first["node_id"], first["file"], first["position"], first["offset"]) == \
-        (3, str(segment(scene["flipped"][2])), position, offset)
+        (3, "__cluster_metadata-0/00000000000000000000.log", position, offset)
     assert first["crc_valid"] is False
     assert {r["node_id"] for r in rows} == {3}
+
+
+def test_summary_names_the_data_directory_each_row_s_file_is_below(spark, summary, scene):
+    """`file` is the path below the node's data directory; summary.json maps (cluster, node) to that directory,
+    so the flipped batch's row leads back to the very file on disk."""
+    first = min((r for r in _audit(spark, scene, "replicas") if r["cluster_id"] == FLIPPED), key=lambda r: r["offset"])
+    homes = [d["path"] for d in summary["data_directories"]
+             if (d["cluster_id"], d["node_id"]) == (first["cluster_id"], first["node_id"])]
+    assert homes == [str(scene["flipped"][2].resolve())]
+    assert Path(homes[0], first["file"]) == segment(scene["flipped"][2]).resolve()
+    assert len(summary["data_directories"]) == 12  # 4 clusters x 3 nodes
+    assert all(d["directory_id"] for d in summary["data_directories"])
 
 
 def test_divergent_tail_under_the_same_epoch_is_flagged(spark, scene):
@@ -159,3 +171,16 @@ def test_report_has_every_section_and_nothing_to_fetch(summary):
         assert f"<h2>{title}</h2>" in page
     assert "<script" not in page and "src=" not in page and "<link" not in page
     assert page.count("<svg") >= 4  # commit rate, record counts, ISR sizes, broker states (no traces here)
+    for directory in summary["data_directories"]:  # where a row's `file` is: every node's absolute data directory
+        assert f"<td>{directory['path']}</td>" in page
+
+
+def test_report_lists_a_bounded_number_of_data_directories():
+    """Thousands of simulated runs analysed at once: the report names the first ones, summary.json all of them."""
+    from pykraft.pipeline.report import MAX_DIRECTORIES, _audit_section
+
+    directories = [{"cluster_id": "C", "node_id": i, "directory_id": "d", "path": f"/runs/{i}/data"}
+                   for i in range(MAX_DIRECTORIES + 7)]
+    page = _audit_section({"audits": {}, "data_directories": directories})
+    assert "<td>/runs/0/data</td>" in page and f"<td>/runs/{MAX_DIRECTORIES}/data</td>" not in page
+    assert "7 more in summary.json" in page

@@ -41,9 +41,10 @@ def test_kafka_log_rows_equal_a_single_process_decoding(spark, cluster):
     for path in sorted(cluster.glob("node-*/data/__cluster_metadata-0/*.log")):
         for r in _plain(path):
             kind = r["metadata"]["type"] if "metadata" in r else None
-            expected.add((str(path), r["baseOffset"], r["offset"], r["leaderEpoch"], r["timestamp"], r["isControl"],
-                          r["crcValid"], kind))
-    got = {(r.file, r.base_offset, r.offset, r.leader_epoch, r.timestamp, r.is_control, r.crc_valid,
+            node = int(path.parts[-4].removeprefix("node-"))
+            expected.add((node, f"{path.parent.name}/{path.name}", r["baseOffset"], r["offset"], r["leaderEpoch"],
+                          r["timestamp"], r["isControl"], r["crcValid"], kind))
+    got = {(r.node_id, r.file, r.base_offset, r.offset, r.leader_epoch, r.timestamp, r.is_control, r.crc_valid,
             None if r.is_control else r.record_type) for r in rows}
     assert got == expected
     assert len(rows) == len(expected)
@@ -70,8 +71,9 @@ def test_parquet_written_by_the_session_keeps_every_row_and_the_chosen_layout(sp
     source.write.parquet(str(tmp_path / "out"))
     back = spark.read.parquet(str(tmp_path / "out"))
     assert Counter(map(tuple, back.collect())) == Counter(map(tuple, source.collect()))
-    one_file = str(segment(cluster / "node-2" / "data"))
-    assert back.where(back.file == one_file).count() == len(_plain(Path(one_file)))
+    one_file = segment(cluster / "node-2" / "data")
+    relative = f"{one_file.parent.name}/{one_file.name}"  # the `file` column: the path below the data directory
+    assert back.where((back.file == relative) & (back.node_id == 2)).count() == len(_plain(one_file))
     for part in (tmp_path / "out").glob("*.parquet"):
         metadata = pq.ParquetFile(part).metadata
         for group in range(metadata.num_row_groups):

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 SECTIONS = ("Cluster summary", "Leadership timeline", "Commit rate and high watermark", "Metadata records by type",
             "ISR size over time", "Broker state timeline", "Audit verdicts")
+MAX_DIRECTORIES = 30  # listed in the report (thousands of simulated runs: all of them are in summary.json)
 MAX_POINTS = 5000  # rows per plot read to the driver: plots of larger tables show a sample
 _STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:.5em 0}"
           "td,th{border:1px solid #bbb;padding:2px 6px;font-size:13px}.pass{color:#070}.fail{color:#b00}"
@@ -97,6 +98,11 @@ def _audit_section(summary: dict[str, Any]) -> str:
         verdict = audit["verdict"]
         parts.append(f"<h3>{html.escape(name)}: <span class='{verdict}'>{verdict.upper()}</span> "
                      f"({audit['offending']} offending rows)</h3>{_table(audit['first']) if audit['first'] else ''}")
+    directories = summary.get("data_directories", [])
+    more = (f"<p>{len(directories) - MAX_DIRECTORIES} more in summary.json</p>"
+            if len(directories) > MAX_DIRECTORIES else "")
+    parts.append("<h3>data directories</h3><p>a row's <code>file</code> is the path below its node's data "
+                 f"directory:</p>{_table(directories[:MAX_DIRECTORIES])}{more}")
     return "".join(parts)
 
 

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from . import jobs
 from .jobs import Results
-from .layout import find_files
+from .layout import data_directories, find_files
 from .tables import Tables, high_watermarks, load_tables, stop_offsets
 
 FIRST_ROWS = 5
@@ -95,8 +95,9 @@ def build_summary(spark: SparkSession, tables: Tables, stops: DataFrame, results
         count = written.count()
         first = [r.asDict(recursive=True) for r in written.orderBy(*AUDIT_ORDER[name]).limit(FIRST_ROWS).collect()]
         audits[name] = {"verdict": "fail" if count else "pass", "offending": count, "first": first}
+    # The tables' `file` column is the path below the node's data directory: these name the directories.
     return {"clusters": _clusters(spark, options.out, tables, stops), "audits": audits,
-            "tables": sorted(os.listdir(options.out))}
+            "data_directories": data_directories(options.roots), "tables": sorted(os.listdir(options.out))}
 
 
 def _read(spark: SparkSession, out: str, name: str) -> DataFrame:

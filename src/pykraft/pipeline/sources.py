@@ -5,6 +5,8 @@
   `splitBytes`); by default the input is packed into about 8 partitions of equal bytes, 16-64 MiB each, a
   partition holding slices of one or two files, so that every core has work to the end (layout.py); Arrow batches.
   Option `metadata=true` adds record_type, record_version and payload (JSON) decoded with the project's codecs.
+  A row's `file` is the segment's path below its node's data directory (`__cluster_metadata-0/<base>.log`):
+  the node, directory id, topic and partition are columns of their own (layout.LogFile.relative says why).
 - `kafka-snapshot`: `.checkpoint` files, with the snapshot id (end offset, epoch) as columns; always decoded.
 
 Paths: `.load(path)`, or option `paths` holding several joined with os.pathsep. Readers hold only plain values
