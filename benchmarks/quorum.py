@@ -9,9 +9,9 @@ Measured for both, one system after the other, 100-byte commands:
 - commit latency at low load: one writer, one record per request, sequential; p50/p99. pykraft with Kafka's
   defaults (append.linger.ms=25, which every low-load write waits out) and, as a second row, with
   append.linger.ms=0, the counterpart of PySyncObj's appendEntriesUseBatch=False used for its latency run; and
-  the linger-0 run timed as PySyncObj's is, inside the leader (Produce frame read -> answer write; PySyncObj's
-  leader times its own commands), in a quorum of its own with the commit probe on. The end-to-end rows stay the
-  headline (a client process's view); the in-leader rows compare like with like;
+  the same linger-0 writes also timed as PySyncObj's are, inside the leader (Produce frame read -> answer write;
+  PySyncObj's leader times its own commands), from the commit probe, on for that quorum. The end-to-end rows stay
+  the headline (a client process's view); the in-leader rows compare like with like;
 - failover: a sequential writer runs, the leader gets SIGKILL, time to the first write acknowledged by a new
   leader; the killed node is restarted and caught up; median of 5 runs (3 with --quick). pykraft keeps Kafka's
   default raft timeouts (election 1 s, fetch 2 s); PySyncObj keeps its defaults. pykraft again with tuned
@@ -79,16 +79,10 @@ def run_pykraft(args: argparse.Namespace, root: Path) -> dict:
         out["failover_s"] = pk.failover(quorum, args.failovers)
     finally:
         quorum.stop()
-    quorum = pk.PykraftQuorum(root / "pykraft-linger0", {LINGER: "0"})
-    log("pykraft: latency again with append.linger.ms=0")
-    quorum.start()
-    try:
-        out["latency_linger0_ms"] = pk.latency(quorum, args.latency_count)
-    finally:
-        quorum.stop()
-    log("pykraft: linger-0 latency inside the leader (as PySyncObj's is timed), a quorum with the commit probe on")
-    out["latency_linger0_in_leader_ms"] = pk.latency_in_leader(root / "pykraft-linger0-probe", {LINGER: "0"},
-                                                               args.latency_count)
+    log("pykraft: latency again with append.linger.ms=0, timed end to end and inside the leader (as PySyncObj's "
+        "is), on a quorum with the commit probe on")
+    out["latency_linger0_ms"], out["latency_linger0_in_leader_ms"] = pk.latency_with_probe(
+        root / "pykraft-linger0", {LINGER: "0"}, args.latency_count)
     quorum = pk.PykraftQuorum(root / "pykraft-tuned", TUNED)
     log(f"pykraft: failover x{args.tuned_failovers} with tuned timeouts (election 200 ms, fetch 400 ms), then "
         f"x{args.stop_failovers} with SIGSTOP")
@@ -196,7 +190,7 @@ def report(pk_out: dict, ps_out: dict) -> dict:
           f"{ps_out['seconds']:.1f} s, leader node {ps_out['leader']}")
     print("commit latency: pykraft's rows time a client process's write end to end (what a client sees); the "
           "'inside the leader' rows time, like PySyncObj's figure, Produce frame read -> answer write in the leader "
-          "(a separate linger-0 quorum with the commit probe on).")
+          "(the same writes, from the commit probe).")
     print("ratio = pykraft / PySyncObj. RSS ratios compare the largest node. pykraft fsyncs every commit (group "
           "commit); PySyncObj's journal is memory-mapped and never fsynced: it is NOT durable in this comparison.")
     tuned = pk_out["failover_tuned_s"]

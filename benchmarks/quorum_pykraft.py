@@ -217,11 +217,14 @@ WARMUP_WRITES = 20  # latency()'s warm-up writes, left out of the in-leader figu
 PRODUCE_API_KEY = 0
 
 
-def latency_in_leader(root: Path, properties: Mapping[str, str], count: int) -> list[float]:
-    """`latency` timed the way PySyncObj's is (inside its leader, quorum_peer_pysyncobj.py): from the leader
-    reading a Produce frame to the leader starting to write its answer, once committed (the commit probe's srv_in
-    and srv_out stamps, net/server.py). A quorum of its own, started with the probe on: the probe's stamps
-    stay out of `latency`'s end-to-end figure, and the client process is not probed at all."""
+def latency_with_probe(root: Path, properties: Mapping[str, str], count: int) -> tuple[list[float], list[float]]:
+    """`latency` on a quorum started with the commit probe on, timed two ways over the same writes: end to end in
+    the client process (what a client sees), and the way PySyncObj's is timed, inside its leader
+    (quorum_peer_pysyncobj.py): from the leader reading a Produce frame to the leader starting to write its answer,
+    once committed (the probe's srv_in and srv_out stamps, net/server.py). One run for both, so the two figures
+    differ only by the client's side of the path (separate quorums differ by more than that from run to run). The
+    probe costs the servers a clock read and a list append per stamp, a few microseconds per commit; the client
+    process is not probed."""
     prefix = root / "probe"
     os.environ[PROBE_ENV] = str(prefix)
     try:
@@ -231,10 +234,10 @@ def latency_in_leader(root: Path, properties: Mapping[str, str], count: int) -> 
         del os.environ[PROBE_ENV]
     try:
         leader_pid = quorum.pids()[quorum.leader()]
-        latency(quorum, count)
+        end_to_end = latency(quorum, count)
     finally:
         quorum.stop()  # the servers write their probe files at exit
-    return produce_times_ms(Path(f"{prefix}.{leader_pid}"))[WARMUP_WRITES:]
+    return end_to_end, produce_times_ms(Path(f"{prefix}.{leader_pid}"))[WARMUP_WRITES:]
 
 
 def produce_times_ms(probe_file: Path) -> list[float]:
@@ -316,4 +319,5 @@ def top_costs(path: Path, limit: int) -> list[str]:
     return lines
 
 
-__all__ = ["PykraftQuorum", "Throughput", "cpu_seconds", "failover", "latency", "rss_kib", "throughput", "top_costs"]
+__all__ = ["PykraftQuorum", "Throughput", "cpu_seconds", "failover", "latency", "latency_with_probe", "rss_kib",
+           "throughput", "top_costs"]
