@@ -197,6 +197,7 @@ def produce_run(directory: str, seconds: float, mode: str, partitions: int, clie
         elapsed = time.perf_counter() - start
         cpu = {roles[n]: _minus(usage(cluster.nodes[n].process.pid), cpu_before[n]) for n in sorted(roles)}
         cpu["client"] = _minus(usage(os.getpid()), client_before)
+        producer.close()  # before the cluster stops: librdkafka would log each broker's disconnect on stderr
     finally:
         cluster.stop_all(timeout=20)
         shutil.rmtree(root, ignore_errors=True)  # each copy of each MB produced is on disk: 3 GB per 1,000 MB
