@@ -33,7 +33,10 @@ def _dir(directory_id: uuid.UUID | None) -> uuid.UUID:
     return directory_id or ZERO_UUID
 
 
+@functools.lru_cache(maxsize=64)
 def node_endpoints(cls: type, node_id: int | None, endpoints: Endpoints, listener: str) -> tuple:
+    """The leader's entry for an answer's `node_endpoints` (immutable, so one tuple is shared by every answer that
+    names the same endpoints: a leader builds one per Fetch answer, on the commit path)."""
     address = endpoints.address(listener)
     if node_id is None or address is None:
         return ()
@@ -144,6 +147,8 @@ def fetch_request(cluster_id: str | None, replica: ReplicaKey | None, epoch: int
 
 _METADATA_PARTITION_I32 = i32(METADATA_PARTITION)
 _ZERO_I32 = i32(0)
+_NO_DIVERGING_EPOCH = fetch_resp.EpochEndOffset()
+_NO_SNAPSHOT_ID = fetch_resp.SnapshotId()
 
 
 @functools.lru_cache(maxsize=16)
@@ -158,17 +163,19 @@ def fetch_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.N
                    log_start: int = -1, leader_id: int | None = None, epoch: int = -1,
                    diverging: OffsetAndEpoch | None = None, snapshot_id: OffsetAndEpoch | None = None,
                    records: bytes | memoryview | None = None, endpoints: tuple = ()) -> fetch_resp.FetchResponse:
+    # A leader builds one per Fetch answer, on the commit path: the numbers (the core's own, in range) skip kio's
+    # phantom-type checks and the parts that are absent are shared constants, as in `fetch_request`.
     partition = fetch_resp.PartitionData(
-        partition_index=i32(METADATA_PARTITION), error_code=partition_error, high_watermark=i64(high_watermark),
-        log_start_offset=i64(log_start),
+        partition_index=_METADATA_PARTITION_I32, error_code=partition_error,
+        high_watermark=cast(i64, high_watermark), log_start_offset=cast(i64, log_start),
         diverging_epoch=fetch_resp.EpochEndOffset(epoch=i32(diverging.epoch), end_offset=i64(diverging.offset))
-        if diverging else fetch_resp.EpochEndOffset(),
-        current_leader=fetch_resp.LeaderIdAndEpoch(leader_id=BrokerId(-1 if leader_id is None else leader_id),
-                                                   leader_epoch=i32(epoch)),
+        if diverging else _NO_DIVERGING_EPOCH,
+        current_leader=fetch_resp.LeaderIdAndEpoch(leader_id=cast(BrokerId, -1 if leader_id is None else leader_id),
+                                                   leader_epoch=cast(i32, epoch)),
         snapshot_id=fetch_resp.SnapshotId(end_offset=i64(snapshot_id.offset), epoch=i32(snapshot_id.epoch))
-        if snapshot_id else fetch_resp.SnapshotId(),
+        if snapshot_id else _NO_SNAPSHOT_ID,
         aborted_transactions=None,
-        records=None if records is None else Records(bytes(records)),
+        records=None if records is None else cast(Records, bytes(records)),
     )
     return fetch_resp.FetchResponse(
         throttle_time=ZERO_THROTTLE, error_code=error, node_endpoints=endpoints,
