@@ -45,6 +45,15 @@ def test_a_follower_releases_below_the_high_watermark_its_replay_has_read():
     assert log.released == [48]
 
 
+def test_a_follower_keeps_what_its_replay_has_not_read_yet():
+    """A follower's core lists newly committed records when its flush completes, after the high watermark moved:
+    they stay in memory until the replay has read them."""
+    log = _Log()
+    release_read(log, None, 48, replayed=47)
+    release_read(log, None, 48, replayed=48)
+    assert log.released == [47, 48]
+
+
 @pytest.mark.asyncio
 async def test_a_node_keeps_its_appends(tmp_path):
     runtime = NodeRuntime(make_config(tmp_path, 1, {1: free_ports(1)[0]}))

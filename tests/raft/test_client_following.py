@@ -170,6 +170,23 @@ def test_handle_commit_callback_fires_after_follower_high_watermark_advances() -
     assert commits(ctx) == [(0, 2)]
 
 
+def test_follower_lists_commits_of_an_answer_with_records_when_its_flush_completes() -> None:
+    """The answer that brings new records also commits earlier ones: the Ready that asks for the flush does not list
+    them (reading them delayed the follower's fsync); `on_log_flushed` does, and the replay order is kept."""
+    ctx = build(0, [0, 1], stored=ElectionState.with_elected_leader(5, 1))
+    ctx.poll()
+    ctx.respond(ctx.take_sent(FetchRequest)[-1],
+                messages.fetch_response(NONE, leader_id=1, epoch=5, high_watermark=0, records=batch(0, 5, 2)))
+    ready = ctx.core.handle_response(1, ctx.take_sent(FetchRequest)[-1].correlation_id, messages.fetch_response(
+        NONE, leader_id=1, epoch=5, high_watermark=2, records=batch(2, 5)), ctx.now)
+    kinds = [type(e).__name__ for e in ready.effects]
+    assert "FlushLog" in kinds and "CommitBatches" not in kinds
+    ctx._run(ready)  # the harness feeds on_log_flushed inside the flush
+    assert commits(ctx) == [(0, 1)]
+    ctx.respond(ctx.take_sent(FetchRequest)[-1], messages.fetch_response(NONE, leader_id=1, epoch=5, high_watermark=3))
+    assert commits(ctx) == [(0, 1), (2, 2)]  # an answer without records (no flush) lists them at once
+
+
 def test_handle_leader_change_fires_after_listener_reaches_epoch_start_offset() -> None:
     log = MemoryLog()
     append_batch(log, 1, 3)  # uncommitted records of an earlier epoch

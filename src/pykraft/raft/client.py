@@ -72,9 +72,20 @@ class RaftCore:
     def _ready(self, now_ms: int) -> Ready:
         reconfig.after_input(self, now_ms)
         self.maybe_complete_shutdown(now_ms)
-        self.listener.deliver(self, now_ms)
+        if not self._follower_flush_due():
+            self.listener.deliver(self, now_ms)
         effects, self._out[:] = tuple(self._out), []
         return Ready(effects, self._next_wakeup(now_ms))
+
+    def _follower_flush_due(self) -> bool:
+        """Whether this output asks a follower's log to be flushed. Its newly committed records are then listed on
+        the flush's completion (`on_log_flushed`, an input the host always feeds after a FlushLog) instead of now:
+        the follower's next Fetch waits for that fsync, and reading and copying them here delayed it (idle: ~30 us
+        of the ~0.13 ms the core spent on a Fetch answer). The state machine sees them in the same order, only
+        later; they were handed over after the fsync before too. Not while shutting down: the host may stop feeding
+        inputs once the shutdown completes."""
+        return isinstance(self.quorum.state, FollowerState) and self.shutdown_deadline_ms is None \
+            and any(type(effect) is FlushLog for effect in self._out)
 
     def voters(self) -> VoterSet:
         return self.history.last_voter_set()

@@ -65,13 +65,15 @@ SHUTDOWN_TIMEOUT_MS = 5000  # Kafka's raft client is given 5 s to hand leadershi
 Input = Callable[[int], Ready | None]
 
 
-def release_read(log: Any, leader: Any, high_watermark: int | None) -> None:
+def release_read(log: Any, leader: Any, high_watermark: int | None, replayed: int | None = None) -> None:
     """The log keeps what was just appended in memory (disk.py) for its next readers. On a leader, its followers'
     fetches: what every other voter has fetched goes (one that lags or is gone leaves it to the cache's own
-    bound, tail_cache.py). Elsewhere, the replay of committed records, which has read up to the high watermark."""
+    bound, tail_cache.py). Elsewhere, the replay of committed records, which has read up to the high watermark, or
+    only up to `replayed` (where it goes on from) while a follower's flush is under way: the core lists what became
+    committed when that flush completes (RaftCore._follower_flush_due), and must not find it gone from memory."""
     if leader is None:
         if high_watermark is not None:
-            log.release_cached_below(high_watermark)
+            log.release_cached_below(high_watermark if replayed is None else min(high_watermark, replayed))
         return
     ends = [p.end_offset for node_id, p in leader.voter_progress.items() if node_id != leader.local_key.id]
     if ends and None not in ends:
@@ -446,7 +448,7 @@ class NodeRuntime:
         self.waiters.check(core.high_watermark, leader.epoch if leader is not None else None)
         if core.high_watermark != self._released_at_hwm:
             self._released_at_hwm = core.high_watermark
-            release_read(core.log, leader, core.high_watermark)
+            release_read(core.log, leader, core.high_watermark, core.listener.next_offset)
         self.snapshots.maybe_snapshot(core, self.state_machine, now)
         self.snapshots.maybe_clean(core.log, now)
         for observe in self.observers:

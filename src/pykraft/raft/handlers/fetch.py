@@ -167,13 +167,14 @@ def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.F
         return
     p = response.responses[0].partitions[0]
     leader_id, epoch = p.current_leader.leader_id, p.current_leader.leader_epoch
-    endpoints = Endpoints.of(Endpoint(core.local.listener_name, e.host, int(e.port))
-                             for e in response.node_endpoints if e.node_id == leader_id)
     if epoch < core.quorum.epoch:
         core.requests.backoff(source_id, now_ms)  # a stale answer: ask again after the retry backoff
         return
     if epoch > core.quorum.epoch or (leader_id >= 0 and not isinstance(core.quorum.state, FollowerState)
                                      and leader_id != core.local.node_id):
+        # The leader's endpoints matter only on a transition (built here: not on every answer of the commit path).
+        endpoints = Endpoints.of(Endpoint(core.local.listener_name, e.host, int(e.port))
+                                 for e in response.node_endpoints if e.node_id == leader_id)
         core.transition_on_epoch(epoch, leader_id if leader_id >= 0 else None, endpoints, now_ms)
         if not isinstance(core.quorum.state, FollowerState):
             return
