@@ -173,11 +173,16 @@ def encode_response_body(correlation_id: int, message: ResponsePayload) -> memor
     writer = _PartsWriter()
     writer.write(headers.encode_response_header(correlation_id, header_class))
     entity_writer(type(message))(writer, message)
-    check_frame_size(writer.size)
-    parts = writer.finish()
-    if len(parts) == 1:
-        return memoryview(parts[0])
-    return FrameBody(tuple(parts), writer.size)
+    return writer.body()
+
+
+def response_body(parts: list[bytes | bytearray | memoryview]) -> memoryview | FrameBody:
+    """A response body from its encoded pieces in order, as `encode_response_body` gives it: small pieces joined,
+    a record batches buffer of `KEPT_AS_IS` bytes or more kept as it is (for encoders that bypass kio)."""
+    writer = _PartsWriter()
+    for part in parts:
+        writer.write(part)
+    return writer.body()
 
 
 KEPT_AS_IS = 64 * 1024
@@ -211,6 +216,13 @@ class _PartsWriter:
     def finish(self) -> list[bytes | bytearray | memoryview]:
         self._cut()
         return self._parts or [b""]
+
+    def body(self) -> memoryview | FrameBody:
+        check_frame_size(self.size)
+        parts = self.finish()
+        if len(parts) == 1:
+            return memoryview(parts[0])
+        return FrameBody(tuple(parts), self.size)
 
 
 def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict,

@@ -25,7 +25,7 @@ from typing import Any
 from kio.schema.fetch.v17 import request as fetch_req
 from kio.schema.fetch.v17 import response as fetch_resp
 
-from pykraft.protocol.codec import KEPT_AS_IS
+from pykraft.protocol.codec import response_body
 from pykraft.protocol.framing import FrameBody
 from pykraft.protocol.wire_check import uvarint_bytes
 
@@ -130,10 +130,10 @@ def _request_tags(message: fetch_req.FetchRequest) -> bytes:
 
 
 # --- the leader: encode its FetchResponse -----------------------------------------------------------------------
-def encode_response_body(correlation_id: int, message: Any) -> bytes | FrameBody | None:
+def encode_response_body(correlation_id: int, message: Any) -> memoryview | FrameBody | None:
     """The response frame body (header v1 + body, no size prefix) with the bytes codec.encode_response_body
-    writes (record batches of KEPT_AS_IS bytes or more stay a part of their own, as there), or None when
-    `message` is not a v17 FetchResponse of the shape handled here."""
+    writes, joined as there (`codec.response_body`), or None when `message` is not a v17 FetchResponse of the
+    shape handled here."""
     if type(message) is not fetch_resp.FetchResponse:
         return None
     try:
@@ -150,7 +150,7 @@ def encode_response_body(correlation_id: int, message: Any) -> bytes | FrameBody
         parts.append(_node_endpoints_tag(message.node_endpoints))
     except (struct.error, AttributeError, TypeError, ValueError, OverflowError, _NotThisShape):
         return None
-    return _joined(parts)
+    return response_body(parts)
 
 
 def _node_endpoints_tag(endpoints: Any) -> bytes:
@@ -214,23 +214,3 @@ def _partition_tags(partition: fetch_resp.PartitionData) -> bytes:
             raise _NotThisShape
         tags.append(b"\x02" + uvarint(_SNAPSHOT_ID.size) + _SNAPSHOT_ID.pack(snapshot.end_offset, snapshot.epoch, 0))
     return bytes((len(tags),)) + b"".join(tags)
-
-
-def _joined(parts: list[Any]) -> bytes | FrameBody:
-    """One bytes, or a FrameBody keeping every record buffer of KEPT_AS_IS bytes or more as it is."""
-    size = sum(memoryview(part).nbytes for part in parts)
-    if all(memoryview(part).nbytes < KEPT_AS_IS for part in parts):
-        return b"".join(parts)
-    out: list[Any] = []
-    small: list[Any] = []
-    for part in parts:
-        if memoryview(part).nbytes >= KEPT_AS_IS:
-            if small:
-                out.append(b"".join(small))
-                small = []
-            out.append(part)
-        else:
-            small.append(part)
-    if small:
-        out.append(b"".join(small))
-    return FrameBody(tuple(out), size)
