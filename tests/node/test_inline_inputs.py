@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -12,18 +14,21 @@ from pykraft.node.runtime.runtime import NodeRuntime
 from .helpers import free_ports, leader_of, make_config, wait_for
 
 
-async def _idle_leader(tmp_path) -> NodeRuntime:
+@contextlib.asynccontextmanager
+async def _idle_leader(tmp_path) -> AsyncIterator[NodeRuntime]:
     runtime = NodeRuntime(make_config(tmp_path, 1, {1: free_ports(1)[0]}))
     await runtime.start()
-    await wait_for(lambda: leader_of([runtime]) is not None)
-    await wait_for(lambda: runtime._parked_until_ms is not None)  # the core task waits for input
-    return runtime
+    try:
+        await wait_for(lambda: leader_of([runtime]) is not None)
+        await wait_for(lambda: runtime._parked_until_ms is not None)  # the core task waits for input
+        yield runtime
+    finally:
+        await runtime.stop()
 
 
 @pytest.mark.asyncio
 async def test_an_input_to_a_parked_core_runs_before_submit_returns(tmp_path):
-    runtime = await _idle_leader(tmp_path)
-    try:
+    async with _idle_leader(tmp_path) as runtime:
         ran: list[str] = []
 
         def first(now: int) -> None:
@@ -35,27 +40,21 @@ async def test_an_input_to_a_parked_core_runs_before_submit_returns(tmp_path):
         assert ran == ["first", "first done"]
         await wait_for(lambda: "nested" in ran)
         assert ran == ["first", "first done", "nested"]
-    finally:
-        await runtime.stop()
 
 
 @pytest.mark.asyncio
 async def test_an_input_queued_behind_others_keeps_its_place(tmp_path):
-    runtime = await _idle_leader(tmp_path)
-    try:
+    async with _idle_leader(tmp_path) as runtime:
         ran: list[int] = []
         runtime._inputs.append(lambda now: ran.append(1))  # queued, the task not yet run
         runtime.submit(lambda now: ran.append(2))
         assert ran == []  # not run ahead of the queued one
         await wait_for(lambda: ran == [1, 2])
-    finally:
-        await runtime.stop()
 
 
 @pytest.mark.asyncio
 async def test_an_inline_input_that_raises_fails_the_core_task(tmp_path):
-    runtime = await _idle_leader(tmp_path)
-    try:
+    async with _idle_leader(tmp_path) as runtime:
         def broken(now: int) -> None:
             raise RuntimeError("a bug in an uncontained input")
 
@@ -63,5 +62,3 @@ async def test_an_inline_input_that_raises_fails_the_core_task(tmp_path):
         await wait_for(lambda: runtime.failure is not None)
         assert isinstance(runtime.failure, RuntimeError)
         await asyncio.wait_for(runtime._stopped.wait(), 30)
-    finally:
-        await runtime.stop()
