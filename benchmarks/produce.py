@@ -53,7 +53,13 @@ read ~1,000 MB/s idle, 290-920 MB/s in this stop's runs). So the benchmark now p
 GiB, and the ratio to both: "fresh pages" is the one measured as the brokers write; "reused pages" the disk without
 the VM's cost. Nothing in the brokers drops written pages to please this: consumers read the tail from that cache.
 
-It prints the ratio pykraft / raw (issue 14's goal: >= 25%). No thresholds: the numbers are for people.
+The ceiling (`produce_ceiling.py`): the same bytes moved by four bare processes with no protocol (client -> leader ->
+two followers, each appending to a file), measured in the same run after the raw passes, each side after a pause
+that lets freed pages go back to the host. It bounds what any broker can do on the machine of the run: the raw disk
+bounds one process's write+fdatasync loop, the ceiling the copies that three replicas on shared cores pay.
+
+It prints the ratio pykraft / raw (issue 14's goal: >= 25%) and pykraft / ceiling. No thresholds: the numbers are for
+people.
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from pykraft.node.local_cluster import LocalCluster  # noqa: E402
+from produce_ceiling import relay_ceiling  # noqa: E402 - benchmarks/ is on the path as the script's folder
 
 RECORD = b"r" * 1024
 MIB = 1 << 20
@@ -234,6 +241,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--raw-mib", type=int, default=1024,
                         help="MiB written by each of the two long raw passes (fresh pages, then reused pages)")
+    parser.add_argument("--ceiling-seconds", type=float, default=5.0,
+                        help="how long the no-protocol relay (the ceiling) streams")
     parser.add_argument("--mode", choices=(*MODES, "both"), default="both")
     parser.add_argument("--partitions", type=int, default=1,
                         help="partitions of the topic (leaders spread over the brokers as Kafka assigns them); "
@@ -253,6 +262,13 @@ def main() -> None:
         for label, rate, system in raw.values():
             print(f"raw write+fdatasync (1 MiB blocks), {label}: {rate:8.1f} MB/s  system CPU {system:.2f} ms/MB")
         fresh, reused = raw["fresh"][1], raw["reused"][1]
+        time.sleep(RAW_SETTLE_SECONDS)  # the pages the raw passes freed go back to the host: the relay gets fresh ones
+        ceiling, ceiling_cpu = relay_ceiling(directory, args.ceiling_seconds)
+        shares = "  ".join(f"{role} {cpu:.2f}" for role, cpu in ceiling_cpu.items())
+        print(f"ceiling: the same bytes with no protocol (client -> leader -> 2 followers, each appending to a file): "
+              f"{ceiling:8.1f} MB/s, {ceiling / fresh:.1%} of raw (fresh pages), {ceiling / reused:.1%} (reused); "
+              f"CPU ms/MB: {shares}  all {sum(ceiling_cpu.values()):.2f}")
+        time.sleep(RAW_SETTLE_SECONDS)
         print("client: " + ", ".join(f"{k}={v}" for k, v in client.items()))
         for mode in modes:
             rate, p50, p99, cpu_per_mb = produce_run(directory, args.seconds, mode, args.partitions, client)
@@ -261,7 +277,8 @@ def main() -> None:
             print(f"pykraft acks=all RF3 1 KiB, {args.partitions} partition(s), {mode:10s} ({MODES[mode]}): "
                   f"{rate:8.1f} MB/s  p50 {p50:.1f} ms  p99 {p99:.1f} ms  {busiest} CPU "
                   f"{1000 * sum(cpu_per_mb[busiest][:2]):.2f} ms/MB  ratio to raw {rate / fresh:6.1%} "
-                  f"(fresh pages, as the brokers' growing logs get), {rate / reused:6.1%} (reused pages)")
+                  f"(fresh pages, as the brokers' growing logs get), {rate / reused:6.1%} (reused pages), "
+                  f"{rate / ceiling:6.1%} of the ceiling")
             shares = "  ".join(f"{role} {1000 * (u + s):.2f} ({1000 * u:.2f}+{1000 * s:.2f})"
                                for role, (u, s, _) in cpu_per_mb.items())
             total = 1000 * sum(u + s for u, s, _ in cpu_per_mb.values())

@@ -20,6 +20,10 @@ Measured for both, one system after the other, 100-byte commands:
   runs with no new leader's ack within 30 s count as never recovered ("stuck");
 - RSS (VmRSS) of each node after start (idle) and in the middle of the throughput run (loaded), plus each
   process's CPU seconds during the throughput run, to show which side saturates.
+- the floor (`quorum_floor.py`): the same linger-0 commits through four bare processes with no protocol (client,
+  leader, two followers; the same two loopback round trips and two fdatasyncs), end to end and inside the leader:
+  what the machine of the run allows, against which pykraft's latency rows are also printed (machines here vary from
+  day to day: stop 24's PySyncObj p50 was 0.28-0.42 ms, stop 25's 0.67).
 pykraft fsyncs its log (the default); PySyncObj's journal is memory-mapped and NEVER fsynced, so it is not durable.
 `--profile` adds a throughput run whose servers run under cProfile and prints the leader's top costs.
 Prints a table, the ratios pykraft / PySyncObj, and one JSON line.
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import statistics
 import sys
@@ -39,6 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import quorum_pykraft as pk  # noqa: E402 - after the path insert
+from quorum_floor import commit_floor  # noqa: E402
 import quorum_pysyncobj as ps  # noqa: E402
 
 LINGER = "controller.quorum.append.linger.ms"
@@ -81,8 +87,8 @@ def run_pykraft(args: argparse.Namespace, root: Path) -> dict:
         quorum.stop()
     log("pykraft: latency again with append.linger.ms=0, timed end to end and inside the leader (as PySyncObj's "
         "is), on a quorum with the commit probe on")
-    out["latency_linger0_ms"], out["latency_linger0_in_leader_ms"] = pk.latency_with_probe(
-        root / "pykraft-linger0", {LINGER: "0"}, args.latency_count)
+    linger0 = pk.latency_with_probe(root / "pykraft-linger0", {LINGER: "0"}, args.latency_count)
+    out["latency_linger0_ms"], out["latency_linger0_in_leader_ms"], out["linger0_cpu_us_per_commit"] = linger0
     quorum = pk.PykraftQuorum(root / "pykraft-tuned", TUNED)
     log(f"pykraft: failover x{args.tuned_failovers} with tuned timeouts (election 200 ms, fetch 400 ms), then "
         f"x{args.stop_failovers} with SIGSTOP")
@@ -215,6 +221,25 @@ def report(pk_out: dict, ps_out: dict) -> dict:
     return goals
 
 
+def floor_report(pk_out: dict, floor: tuple[list[float], list[float]]) -> dict:
+    """Prints the floor's p50/p99 beside pykraft's linger-0 rows; returns them for the JSON line."""
+    end_to_end, inside = floor
+    rows = {"end_to_end": (end_to_end, pk_out["latency_linger0_ms"]),
+            "in_leader": (inside, pk_out["latency_linger0_in_leader_ms"])}
+    out = {}
+    for name, (bare, mine) in rows.items():
+        p50, p99 = percentile(bare, .5), percentile(bare, .99)
+        out[name] = {"p50": p50, "p99": p99}
+        ratios = f"p50 {percentile(mine, .5) / p50:.2f}x, p99 {percentile(mine, .99) / p99:.2f}x"
+        print(f"floor (bare processes, no protocol), {name.replace('_', ' ')}: p50 {p50:.2f} ms, p99 {p99:.2f} ms; "
+              f"pykraft linger 0 / floor: {ratios}")
+    cpu = pk_out["linger0_cpu_us_per_commit"]
+    shares = ", ".join(f"{role} {us:.0f}" for role, us in cpu.items())
+    print(f"pykraft linger-0 CPU per commit, user+system (us): {shares}; all {sum(cpu.values()):.0f}, "
+          f"on {os.cpu_count()} cores")
+    return out
+
+
 def finite(value: object) -> object:
     """JSON has no infinity: a stuck failover becomes null."""
     if isinstance(value, float) and value == float("inf"):
@@ -255,8 +280,11 @@ def main() -> None:
         root = Path(tmp)
         pk_out = run_pykraft(args, root)
         ps_out = run_pysyncobj(args, root)
+        log(f"floor: {args.latency_count} durable commits through bare processes (no protocol)")
+        floor = commit_floor(tmp, args.latency_count)
         profile = run_profile(args, root) if args.profile else []
     goals = report(pk_out, ps_out)
+    floor_rows = floor_report(pk_out, floor)
     for line in profile:
         print(line)
     summary = {"bench": "quorum", "quick": args.quick, **goals,
@@ -266,7 +294,7 @@ def main() -> None:
                    ("pykraft_linger25", pk_out["latency_ms"]), ("pykraft_linger0", pk_out["latency_linger0_ms"]),
                    ("pykraft_linger0_in_leader", pk_out["latency_linger0_in_leader_ms"]),
                    ("pysyncobj", ps_out["latency_ms"]))},
-               "wall_s": time.monotonic() - started}
+               "floor_ms": floor_rows, "wall_s": time.monotonic() - started}
     print(json.dumps(finite(summary)))
 
 

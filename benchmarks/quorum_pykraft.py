@@ -217,14 +217,17 @@ WARMUP_WRITES = 20  # latency()'s warm-up writes, left out of the in-leader figu
 PRODUCE_API_KEY = 0
 
 
-def latency_with_probe(root: Path, properties: Mapping[str, str], count: int) -> tuple[list[float], list[float]]:
+def latency_with_probe(root: Path, properties: Mapping[str, str], count: int
+                       ) -> tuple[list[float], list[float], dict[str, float]]:
     """`latency` on a quorum started with the commit probe on, timed two ways over the same writes: end to end in
     the client process (what a client sees), and the way PySyncObj's is timed, inside its leader
     (quorum_peer_pysyncobj.py): from the leader reading a Produce frame to the leader starting to write its answer,
     once committed (the probe's srv_in and srv_out stamps, net/server.py). One run for both, so the two figures
     differ only by the client's side of the path (separate quorums differ by more than that from run to run). The
     probe costs the servers a clock read and a list append per stamp, a few microseconds per commit; the client
-    process is not probed."""
+    process is not probed. The third result is the CPU each process spent per commit over those writes (µs, user +
+    system, warm-up included): with four processes on two cores, what one commit costs in all is also what the
+    others wait for, and it moves far less from run to run than the latency does."""
     prefix = root / "probe"
     os.environ[PROBE_ENV] = str(prefix)
     try:
@@ -233,11 +236,19 @@ def latency_with_probe(root: Path, properties: Mapping[str, str], count: int) ->
     finally:
         del os.environ[PROBE_ENV]
     try:
-        leader_pid = quorum.pids()[quorum.leader()]
+        leader = quorum.leader()
+        pids = quorum.pids()
+        cpu_before = {node: cpu_seconds(pid) for node, pid in pids.items()}
+        client_before = _own_cpu_s()
         end_to_end = latency(quorum, count)
+        writes = count + WARMUP_WRITES
+        cpu_us = {("leader" if node == leader else f"follower {node}"):
+                  (cpu_seconds(pid) - cpu_before[node]) * 1e6 / writes for node, pid in pids.items()}
+        cpu_us["client"] = (_own_cpu_s() - client_before) * 1e6 / writes
+        leader_pid = pids[leader]
     finally:
         quorum.stop()  # the servers write their probe files at exit
-    return end_to_end, produce_times_ms(Path(f"{prefix}.{leader_pid}"))[WARMUP_WRITES:]
+    return end_to_end, produce_times_ms(Path(f"{prefix}.{leader_pid}"))[WARMUP_WRITES:], cpu_us
 
 
 def produce_times_ms(probe_file: Path) -> list[float]:
