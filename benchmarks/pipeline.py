@@ -14,7 +14,7 @@ defined here) whose tasks yield one real decoded Arrow batch (the first 65,536 r
 again, as many rows per partition as the real job's partitions hold, written to Parquet the same way. No decoding,
 no file reads: what is left is what Spark adds to any Python source producing these rows (the Arrow stream from the
 worker, Arrow to JVM rows, the Parquet writer). The real job's rate is printed against it: the absolute goal (0.8 M
-records/s) depends on the machine (this benchmark's single-process figure went from 88-93 s at stop 23-24 to 259 s
+records/s) depends on the machine (this benchmark's single-process figure went from 88-93 s at stop 23-24 to 228-259 s
 at stop 25), the ceiling moves with it.
 
 Under load (a shared machine), wall times stretch; the CPU seconds of each path are printed too (this process and

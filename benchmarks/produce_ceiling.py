@@ -7,7 +7,7 @@ three page-cache writes, three TCP receives and two TCP forwards), in the proces
 sharing the same cores. No implementation can move more on the machine of the run, so `benchmarks/produce.py` prints
 pykraft's rate against this one as well as against the raw disk: the raw disk (write+fdatasync, one process) and
 this ceiling (no fsync, four processes) are limited by different things, and which one is lower differs from machine
-to machine (stop 25: raw 258-278 MB/s, this ceiling 201-268; stop 24's disk gave raw 1,197-1,308).
+to machine (stop 25: raw 217-278 MB/s, this ceiling 177; stop 24's disk gave raw 1,197-1,308).
 """
 
 from __future__ import annotations
