@@ -161,15 +161,11 @@ def ceiling_source():
 
 def partition_rows(spark, root: Path) -> list[int]:
     """Rows in each input partition of the real plain job (the ceiling gets the same split)."""
+    from pyspark.sql.functions import spark_partition_id
+
     counts = (spark.read.format("kafka-log").option("metadata", "false").load(str(root))
               .groupBy(spark_partition_id().alias("p")).count().collect())
     return [row["count"] for row in sorted(counts, key=lambda row: row["p"])]
-
-
-def spark_partition_id():
-    from pyspark.sql.functions import spark_partition_id as pid
-
-    return pid()
 
 
 def spark_runs(root: Path, master: str, scratch: Path) -> dict[str, float]:
@@ -237,7 +233,7 @@ def main() -> None:
               f"with metadata {r['metadata_cpu']:.1f} s, plain {r['plain_cpu']:.1f} s)")
         print(f"    ceiling (Spark's own cost of the plain table: one decoded batch repeated, no decoding): "
               f"{r['ceiling']:6.1f} s {total / r['ceiling'] / 1e6:5.2f} M records/s (CPU {r['ceiling_cpu']:.1f} s); "
-              f"plain / ceiling: {r['ceiling'] / r['plain']:.2f}")
+              f"plain's rate / the ceiling's: {r['ceiling'] / r['plain']:.2f}")
     two = results["local[2]"]
     print(f"ratio local[2] (with metadata) / single process: {single / two['metadata']:.2f}x (goal >= 1.6x); "
           f"local[2] / local[1]: {results['local[1]']['metadata'] / two['metadata']:.2f}x; "
