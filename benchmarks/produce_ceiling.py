@@ -17,19 +17,9 @@ import socket
 import time
 from multiprocessing import get_context
 
+from bare_processes import leader_and_followers, own_cpu_seconds
+
 MIB = 1 << 20
-
-
-def _listener() -> socket.socket:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(1)
-    return sock
-
-
-def _cpu_seconds() -> float:
-    times = os.times()
-    return times.user + times.system
 
 
 def _append_all(source: socket.socket, file_path: str, forward: list[socket.socket], report) -> None:
@@ -37,7 +27,7 @@ def _append_all(source: socket.socket, file_path: str, forward: list[socket.sock
     chunk = bytearray(MIB)
     view = memoryview(chunk)
     chunks = 0
-    cpu = _cpu_seconds()
+    cpu = own_cpu_seconds()
     fd = os.open(file_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         while True:
@@ -45,7 +35,7 @@ def _append_all(source: socket.socket, file_path: str, forward: list[socket.sock
             while got < MIB:
                 n = source.recv_into(view[got:])
                 if n == 0:
-                    report.send((chunks, _cpu_seconds() - cpu))
+                    report.send((chunks, own_cpu_seconds() - cpu))
                     return
                 got += n
             for peer in forward:
@@ -72,38 +62,20 @@ def _leader(listener: socket.socket, follower_ports: list[int], file_path: str, 
 def relay_ceiling(directory: str, seconds: float) -> tuple[float, dict[str, float]]:
     """(MB/s moved, CPU ms per MB of each process: leader, follower 1, follower 2, client) over `seconds`; MB are
     MiB here, as in every figure of produce.py."""
-    context = get_context("fork")
-    listeners = [_listener() for _ in range(3)]
-    pipes = [context.Pipe(duplex=False) for _ in range(3)]
+    pipes = [get_context("fork").Pipe(duplex=False) for _ in range(3)]  # leader, follower 1, follower 2
     roles = ("leader", "follower 1", "follower 2")
-    processes = [context.Process(target=_leader, args=(
-        listeners[0], [listeners[1].getsockname()[1], listeners[2].getsockname()[1]],
-        os.path.join(directory, "ceiling-leader"), pipes[0][1]))]
-    processes += [context.Process(target=_follower, args=(
-        listeners[i], os.path.join(directory, f"ceiling-follower-{i}"), pipes[i][1])) for i in (1, 2)]
-    for process in processes:
-        process.start()
-    try:
-        client = socket.create_connection(listeners[0].getsockname())
+    with leader_and_followers(directory, "ceiling", _leader, _follower, leader_args=(pipes[0][1],),
+                              follower_args=lambda index: (pipes[index][1],)) as address:
+        client = socket.create_connection(address)
         block = os.urandom(MIB)
-        cpu = _cpu_seconds()
+        cpu = own_cpu_seconds()
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
             client.sendall(block)
-        client_cpu = _cpu_seconds() - cpu
+        client_cpu = own_cpu_seconds() - cpu
         client.close()
         reports = [receiver.recv() for receiver, _ in pipes]  # each process ends when its source closes
         elapsed = time.perf_counter() - start
-    finally:
-        for process in processes:
-            process.join(timeout=30)
-        for listener in listeners:
-            listener.close()
-        for name in ("ceiling-leader", "ceiling-follower-1", "ceiling-follower-2"):
-            try:
-                os.unlink(os.path.join(directory, name))
-            except FileNotFoundError:
-                pass
     megabytes = min(chunks for chunks, _ in reports)  # MiB, as every figure of produce.py's ("MB")
     per_mb = {role: 1000 * cpu_s / megabytes for role, (_, cpu_s) in zip(roles, reports)}
     per_mb["client"] = 1000 * client_cpu / megabytes

@@ -17,14 +17,9 @@ import socket
 import time
 from multiprocessing import get_context
 
+from bare_processes import leader_and_followers
+
 COMMAND = 100
-
-
-def _listener() -> socket.socket:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(1)
-    return sock
 
 
 def _no_delay(sock: socket.socket) -> socket.socket:
@@ -84,18 +79,10 @@ def _leader(listener: socket.socket, follower_ports: list[int], path: str, repor
 
 def commit_floor(directory: str, commits: int) -> tuple[list[float], list[float]]:
     """(end-to-end ms, inside-the-leader ms) of `commits` sequential durable commits."""
-    context = get_context("fork")
-    listeners = [_listener() for _ in range(3)]
-    receiver, sender = context.Pipe(duplex=False)
-    paths = [os.path.join(directory, f"floor-{name}") for name in ("leader", "follower-1", "follower-2")]
-    processes = [context.Process(target=_leader, args=(
-        listeners[0], [listeners[1].getsockname()[1], listeners[2].getsockname()[1]], paths[0], sender))]
-    processes += [context.Process(target=_follower, args=(listeners[i], paths[i])) for i in (1, 2)]
-    for process in processes:
-        process.start()
+    receiver, sender = get_context("fork").Pipe(duplex=False)
     end_to_end: list[float] = []
-    try:
-        client = _no_delay(socket.create_connection(listeners[0].getsockname()))
+    with leader_and_followers(directory, "floor", _leader, _follower, leader_args=(sender,)) as address:
+        client = _no_delay(socket.create_connection(address))
         command = b"v" * COMMAND
         for _ in range(commits):
             started = time.perf_counter()
@@ -104,14 +91,4 @@ def commit_floor(directory: str, commits: int) -> tuple[list[float], list[float]
             end_to_end.append((time.perf_counter() - started) * 1000)
         client.close()
         inside = receiver.recv()
-    finally:
-        for process in processes:
-            process.join(timeout=30)
-        for listener in listeners:
-            listener.close()
-        for path in paths:
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
     return end_to_end, inside

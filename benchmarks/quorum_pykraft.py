@@ -16,7 +16,6 @@ import asyncio
 import multiprocessing
 import os
 import pstats
-import resource
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from bare_processes import own_cpu_seconds
 from pykraft.admin.client import AdminClient
 from pykraft.admin.errors import AdminClientError
 from pykraft.admin.writer import MetadataLogWriter, WriteError
@@ -131,11 +131,6 @@ async def _writer_task(writer: MetadataLogWriter, batch: int, until: float, coun
         counts[0] += batch
 
 
-def _own_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 async def _client_main(bootstrap: list[Address], tasks: int, batch: int, seconds: float
                        ) -> tuple[int, int, float]:
     """(acked, failed, CPU seconds used while writing: from the clock's start, so the process's start-up, imports
@@ -143,10 +138,10 @@ async def _client_main(bootstrap: list[Address], tasks: int, batch: int, seconds
     async with MetadataLogWriter(bootstrap) as writer:
         await writer.write([PAYLOAD])  # find the leader and open the connection before the clock starts
         counts = [0, 0]
-        cpu_before = _own_cpu_s()
+        cpu_before = own_cpu_seconds()
         until = time.monotonic() + seconds
         await asyncio.gather(*(_writer_task(writer, batch, until, counts) for _ in range(tasks)))
-        cpu_s = _own_cpu_s() - cpu_before
+        cpu_s = own_cpu_seconds() - cpu_before
     return counts[0], counts[1], cpu_s
 
 
@@ -239,12 +234,12 @@ def latency_with_probe(root: Path, properties: Mapping[str, str], count: int
         leader = quorum.leader()
         pids = quorum.pids()
         cpu_before = {node: cpu_seconds(pid) for node, pid in pids.items()}
-        client_before = _own_cpu_s()
+        client_before = own_cpu_seconds()
         end_to_end = latency(quorum, count)
         writes = count + WARMUP_WRITES
         cpu_us = {("leader" if node == leader else f"follower {node}"):
                   (cpu_seconds(pid) - cpu_before[node]) * 1e6 / writes for node, pid in pids.items()}
-        cpu_us["client"] = (_own_cpu_s() - client_before) * 1e6 / writes
+        cpu_us["client"] = (own_cpu_seconds() - client_before) * 1e6 / writes
         leader_pid = pids[leader]
     finally:
         quorum.stop()  # the servers write their probe files at exit
