@@ -62,6 +62,9 @@ class ConnectionInfo:
     peer_port: int
     connection_id: int
     tls_peer_subject: str | None  # RFC 4514 form, e.g. "CN=node-2", when the client presented a certificate
+    # The listener the connection came in on (Kafka's RequestContext.listenerName): handlers answer with that
+    # listener's endpoints (Metadata, DescribeCluster, FindCoordinator) and serve that listener's APIs.
+    listener_name: str | None = None
 
 
 Handler = Callable[[ConnectionInfo, memoryview], Awaitable[bytes | memoryview | FrameBody | None]]
@@ -104,9 +107,11 @@ class FrameServer:
         name: str = "server",
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         ssl_handshake_timeout_ms: int = 10_000,
+        listener_name: str | None = None,
     ) -> None:
         assert max_in_flight >= 1, max_in_flight
         self.handler = handler
+        self.listener_name = listener_name
         self.max_frame_bytes = max_frame_bytes
         self.max_in_flight = max_in_flight
         self.name = name
@@ -186,7 +191,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         self._reader = FrameReader(server.max_frame_bytes)
         self._limit = server.max_in_flight
         self._transport: asyncio.Transport | None = None
-        self._info = ConnectionInfo("", 0, connection_id, None)
+        self._info = ConnectionInfo("", 0, connection_id, None, server.listener_name)
         self._slots: deque[asyncio.Task[bytes | None]] = deque()  # unanswered requests, arrival order
         self._backlog: deque[memoryview] = deque()  # frames read but not started (over max_in_flight)
         self._reading_paused = False
@@ -207,7 +212,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
             return
         peer = transport.get_extra_info("peername") or ("", 0)
         subject = peer_subject(transport.get_extra_info("ssl_object"))
-        self._info = ConnectionInfo(str(peer[0]), int(peer[1]), self._id, subject)
+        self._info = ConnectionInfo(str(peer[0]), int(peer[1]), self._id, subject, self._server.listener_name)
         self._server._connections.add(self)
         self._counters.accepted += 1
 

@@ -66,7 +66,7 @@ class DataPlane:
         self.host.logs = PartitionLogs(tuple(config.log_dirs), self.host.log_config_for, held_locks=held)
         self.host.load()
         self.fetchers = ReplicaFetchers(self.host, broker_epoch=lambda: self.broker.lifecycle.broker_epoch,
-                                        address_of=self._address_of, send=runtime.outbound.forward)
+                                        address_of=self._address_of, send=runtime.outbound.to_broker)
         _log.info("broker %d: %d partition logs recovered", self.settings.broker_id, len(self.host.replicas))
         self.sync_metadata(now_ms)
         self._schedule_maintenance()
@@ -123,12 +123,13 @@ class DataPlane:
         broker._run("isr", broker.isr.update_progress(progress, now), refresh_partitions=False)  # noqa: SLF001
 
     def _address_of(self, broker_id: int) -> tuple[str, int] | None:
+        """The broker's endpoint on the inter-broker listener (Kafka's replica fetchers connect there only: a broker
+        registered without it cannot be fetched from)."""
         registration = self.broker.cache.registration(broker_id)
-        if registration is None or not registration.listeners:
-            return None
-        wanted = self.node_config.raw.get("inter.broker.listener.name")
-        endpoint = next((l for l in registration.listeners if l.name == wanted), registration.listeners[0])
-        return endpoint.host, endpoint.port
+        wanted = self.node_config.inter_broker_listener_name
+        endpoint = None if registration is None else next(
+            (l for l in registration.listeners if l.name == wanted), None)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
 
     # ---- requests ----------------------------------------------------------------------------------------------
     def handlers(self) -> dict[int, Any]:
@@ -152,7 +153,7 @@ class DataPlane:
             return await init_producer_id(self.producer_ids, decoded.message)
 
         async def metadata(decoded: DecodedRequest) -> Any:
-            return await auto_create.metadata(self.broker, decoded.message)
+            return await auto_create.metadata(self.broker, decoded)
 
         return {ApiKey.METADATA: metadata, ApiKey.PRODUCE: produce, ApiKey.FETCH: fetch, ApiKey.LIST_OFFSETS: list_offsets,
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_epoch, ApiKey.INIT_PRODUCER_ID: init_pid}

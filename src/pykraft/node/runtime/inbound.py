@@ -3,7 +3,8 @@
 - A frame that does not decode (unknown api key, malformed header or body, a version no error answer can be built
   for) closes the connection and is counted, as Kafka does.
 - A version the node does not support gets Kafka's UNSUPPORTED_VERSION answer (built by the codec).
-- ApiVersions, Metadata and DescribeCluster are answered here from the core's state (client_apis.py); Produce
+- ApiVersions, Metadata and DescribeCluster are answered here from the core's state, with the endpoints of the
+  listener the request came in on (client_apis.py, metadata_api.py, listeners.py); Produce
   waits for its write to commit (writes.py); UpdateFeatures is the controller host's (an extra handler); the raft
   RPCs go through the core's input queue and come back at the version the request used (versions.py).
 - DescribeQuorum reaching a node that is not the leader is forwarded to the leader (`_forward_to_leader`).
@@ -31,7 +32,8 @@ from pykraft.protocol.framing import FrameBody
 from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode, ProtocolError
 
-from pykraft.node.apis import client_apis, writes
+from pykraft.node.apis import client_apis, metadata_api, writes
+from pykraft.node.apis.listeners import request_listener
 from pykraft.node.apis.versions import CORE_VERSIONS, to_core_request, to_request_version
 
 if TYPE_CHECKING:
@@ -55,7 +57,8 @@ class InboundHandler:
 
     async def __call__(self, info: ConnectionInfo, payload: memoryview) -> memoryview | FrameBody | None:
         try:
-            decoded = decode_request(payload, self.registry, borrow_records=True)  # the server's frame: ours
+            # The server's frame: ours. The connection info rides along (the listener the request came in on).
+            decoded = decode_request(payload, self.registry, borrow_records=True, context=info)
         except ProtocolError as exc:
             self.bad_frames += 1
             _log.warning("closing connection %s from %s:%s: %s", info.connection_id, info.peer_host, info.peer_port,
@@ -100,10 +103,12 @@ class InboundHandler:
         if key == ApiKey.API_VERSIONS:
             return client_apis.api_versions(core, self.registry, message, client_apis.image_of(runtime.state_machine))
         if key == ApiKey.METADATA:
-            return client_apis.metadata(core, runtime.cluster_id, message, client_apis.image_of(runtime.state_machine))
+            return metadata_api.metadata(core, runtime.cluster_id, message, client_apis.image_of(runtime.state_machine),
+                                         request_listener(decoded, runtime.config))
         if key == ApiKey.DESCRIBE_CLUSTER:
             return client_apis.describe_cluster(core, runtime.cluster_id, message,
-                                                client_apis.image_of(runtime.state_machine))
+                                                client_apis.image_of(runtime.state_machine),
+                                                request_listener(decoded, runtime.config))
         if key == ApiKey.PRODUCE:
             return await self.produce_metadata(decoded)
         if key == ApiKey.DESCRIBE_QUORUM:

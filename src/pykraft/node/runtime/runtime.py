@@ -183,6 +183,7 @@ class NodeRuntime:
         config = self.config
         self._tls = {listener.name: self._server_tls(listener.name) for listener in config.served_listeners()}
         self._tls_client = self._client_tls()
+        self._tls_broker = self._client_tls(config.inter_broker_listener_name) if config.is_broker else None
         check_listeners_bindable(config.served_listeners())
         self.storage = open_node_storage(config)
         try:
@@ -240,12 +241,16 @@ class NodeRuntime:
         # Two channels, as Kafka keeps the raft client's apart from the broker-to-controller one: a forwarded
         # request or a heartbeat must not queue behind a Fetch long-poll (answers come in request order).
         raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls) for _ in range(2))
+        broker_tls = self._tls_broker
+        broker_pool = ConnectionPool(ssl_context=broker_tls) if config.is_broker else None
         self.outbound = Outbound(raft_pool if client_tls is None else _TlsFailureLog(raft_pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
                                  on_answer=self.cluster_ids.check_answer, on_error=self.handler_errors.record,
                                  forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool),
-                                 on_unreachable=self._peer_unreachable)
+                                 on_unreachable=self._peer_unreachable,
+                                 broker_pool=broker_pool if broker_tls is None or broker_pool is None
+                                 else _TlsFailureLog(broker_pool))
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.inbound = InboundHandler(self, self.registry, self._extra)
         self.lane.start()
@@ -255,7 +260,7 @@ class NodeRuntime:
         # requests and the broker's forwarding takes over when this node is not the active controller.
         for listener in config.served_listeners():
             server = FrameServer(self.inbound, ssl_context=self._tls[listener.name],
-                                 name=f"node-{config.node_id}-{listener.name}")
+                                 name=f"node-{config.node_id}-{listener.name}", listener_name=listener.name)
             self.servers.append(server)
             address = await server.start(listener.host or "0.0.0.0", listener.port)
             self.address = self.address or address
@@ -269,10 +274,11 @@ class NodeRuntime:
             return None
         return server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=tls.client_auth_required)
 
-    def _client_tls(self) -> Any:
-        """The TLS context for the controller listener this process fetches from; None when it is not SSL."""
+    def _client_tls(self, listener_name: str | None = None) -> Any:
+        """The TLS context for connections to `listener_name` (the controller listener this process fetches from
+        by default); None when it is not SSL."""
         config, tls = self.config, self.config.tls
-        if tls is None or config.security_protocol(config.controller_listener_name) != "SSL":
+        if tls is None or config.security_protocol(listener_name or config.controller_listener_name) != "SSL":
             return None
         return client_context(tls.cert_path, tls.key_path, tls.ca_path)
 
