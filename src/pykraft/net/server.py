@@ -124,8 +124,10 @@ class FrameServer:
         self._next_connection_id = 0
         self._closed = False
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        """Listen on `host:port` (port 0 picks a free one); return the bound address.
+    async def start(self, host: str, port: int, *, serving: bool = True) -> tuple[str, int]:
+        """Bind `host:port` (port 0 picks a free one) and, unless `serving` is False, listen; return the bound
+        address. A server started with serving=False holds its port and refuses connections until
+        `start_serving()` (Kafka's SocketServer.enableRequestProcessing: a broker takes clients once caught up).
 
         Raises OSError when the address cannot be bound (in use, not local).
         """
@@ -137,10 +139,23 @@ class FrameServer:
             port,
             ssl=self._ssl,
             ssl_handshake_timeout=self._handshake_timeout_s if self._ssl is not None else None,
+            start_serving=serving,
         )
         bound = self._server.sockets[0].getsockname()
-        _log.info("%s listening on %s:%s", self.name, bound[0], bound[1])
+        _log.info("%s %s on %s:%s", self.name, "listening" if serving else "bound (not serving yet)", bound[0],
+                  bound[1])
         return bound[0], bound[1]
+
+    async def start_serving(self) -> None:
+        """Begin accepting connections on the port `start(..., serving=False)` bound; nothing if already serving."""
+        assert self._server is not None, "start() first"
+        if not self._closed and not self._server.is_serving():
+            await self._server.start_serving()
+            _log.info("%s listening", self.name)
+
+    @property
+    def serving(self) -> bool:
+        return self._server is not None and self._server.is_serving()
 
     async def close(self) -> None:
         """Stop listening, drop every connection and wait for the handler tasks to finish."""

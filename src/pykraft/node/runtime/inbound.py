@@ -47,9 +47,14 @@ ExtraHandler = Callable[[DecodedRequest], Awaitable[Any | None]]
 
 class InboundHandler:
     def __init__(self, runtime: NodeRuntime, registry: ApiRegistry,
-                 extra: Mapping[int, ExtraHandler] | None = None) -> None:
+                 extra: Mapping[int, ExtraHandler] | None = None, broker_registry: ApiRegistry | None = None) -> None:
         self.runtime = runtime
-        self.registry = registry
+        self.registry = registry  # a controller listener's APIs (every listener's on a node of one role)
+        # A broker listener's APIs on a node with both roles: Kafka serves a combined node's listeners with
+        # ControllerApis and KafkaApis apart, so a client cannot reach the controller RPCs on its broker listener
+        # nor produce through its controller listener.
+        self.broker_registry = broker_registry if broker_registry is not None else registry
+        self._broker_listeners = frozenset(runtime.config.broker_listener_names()) if broker_registry else frozenset()
         self.extra = dict(extra or {})
         self.bad_frames = 0
         self.refused_versions = 0
@@ -58,7 +63,7 @@ class InboundHandler:
     async def __call__(self, info: ConnectionInfo, payload: memoryview) -> memoryview | FrameBody | None:
         try:
             # The server's frame: ours. The connection info rides along (the listener the request came in on).
-            decoded = decode_request(payload, self.registry, borrow_records=True, context=info)
+            decoded = decode_request(payload, self.registry_of(info.listener_name), borrow_records=True, context=info)
         except ProtocolError as exc:
             self.bad_frames += 1
             _log.warning("closing connection %s from %s:%s: %s", info.connection_id, info.peer_host, info.peer_port,
@@ -81,6 +86,10 @@ class InboundHandler:
         except Exception as exc:  # noqa: BLE001 - the boundary of this one request: fail it, not the node
             return self._failed(decoded, exc)
 
+    def registry_of(self, listener_name: str | None) -> ApiRegistry:
+        """The APIs served on `listener_name` (see __init__)."""
+        return self.broker_registry if listener_name in self._broker_listeners else self.registry
+
     def _failed(self, decoded: DecodedRequest, exc: Exception) -> memoryview | FrameBody:
         """UNKNOWN_SERVER_ERROR for a request whose handling raised; the connection closes when even that
         answer cannot be built (a response type with no error field to carry it)."""
@@ -96,19 +105,21 @@ class InboundHandler:
         key, message, runtime = decoded.api_key, decoded.message, self.runtime
         core = runtime.core
         handler = self.extra.get(key)
-        if handler is not None and key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA):
+        listener = request_listener(decoded, runtime.config)
+        if handler is not None and key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA) and listener.serves_brokers:
             # A broker's data plane takes Produce and Fetch (it hands `__cluster_metadata` back: answer_on_core,
-            # produce_metadata) and Metadata (auto.create.topics.enable, then the answer below).
+            # produce_metadata) and Metadata (auto.create.topics.enable, then the answer below); on a combined
+            # node's controller listener these are the controller's, as a controller-only node answers them.
             return await handler(decoded)
         if key == ApiKey.API_VERSIONS:
-            return client_apis.api_versions(core, self.registry, message, client_apis.image_of(runtime.state_machine))
+            registry = self.registry_of(listener.name)
+            return client_apis.api_versions(core, registry, message, client_apis.image_of(runtime.state_machine))
         if key == ApiKey.METADATA:
             return metadata_api.metadata(core, runtime.cluster_id, message, client_apis.image_of(runtime.state_machine),
-                                         request_listener(decoded, runtime.config))
+                                         listener)
         if key == ApiKey.DESCRIBE_CLUSTER:
             return client_apis.describe_cluster(core, runtime.cluster_id, message,
-                                                client_apis.image_of(runtime.state_machine),
-                                                request_listener(decoded, runtime.config))
+                                                client_apis.image_of(runtime.state_machine), listener)
         if key == ApiKey.PRODUCE:
             return await self.produce_metadata(decoded)
         if key == ApiKey.DESCRIBE_QUORUM:
