@@ -1,10 +1,9 @@
 """Several listeners per broker, as Kafka users set them up, with real processes and stock clients.
 
-Two clusters of one controller and two brokers:
-- `split`: each broker has INTERNAL (127.0.0.1, the inter-broker listener) and EXTERNAL, bound on 127.0.0.1 but
-  advertised at 127.0.0.2 on another port, where a forwarder (a NAT, a load balancer) carries connections to the
-  bound port. A client is told the endpoints of the listener it came in on: through EXTERNAL only 127.0.0.2
-  addresses, so its data goes through the forwarders; replication never does (inter.broker.listener.name=INTERNAL).
+Two clusters of one controller and two brokers (listener_clusters.py):
+- `split`: each broker has INTERNAL (the inter-broker listener) and EXTERNAL, advertised at another address and
+  port behind a forwarder. A client is told the endpoints of the listener it came in on: through EXTERNAL only
+  127.0.0.2 addresses, so its data goes through the forwarders; replication never does.
 - `plain_and_ssl`: each broker has PLAINTEXT and SSL listeners, the replica fetchers use SSL.
 kafka-python and confluent-kafka (librdkafka) bootstrap on one broker's listener, and must find the partition's
 leader (the other broker) through the endpoints that listener's Metadata gives them.
@@ -15,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -25,118 +23,30 @@ from kio.schema.metadata.v12 import request as md_v12
 from kio.static.primitive import i8
 
 from pykraft.net.client import Connection
-from pykraft.net.tls import client_context
-from pykraft.node.local_cluster import LocalCluster, free_ports
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode
 
-from .certs import make_cluster_certs
 from .data_plane_checks import partition
-from .forwarder import Forwarder
-from .helpers import FAST_TIMEOUTS, wait_for
+from .helpers import wait_for
+from .listener_clusters import Listeners, plain_and_ssl_cluster, split_cluster
 
 kafka = pytest.importorskip("kafka")
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
-TIMING = {**FAST_TIMEOUTS, "broker.heartbeat.interval.ms": "300", "broker.session.timeout.ms": "3000",
-          "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "2",
-          "group.initial.rebalance.delay.ms": "0"}
 RECORDS = 40
 DEADLINE_S = 60.0
 
 
-@dataclass
-class Listeners:
-    """A running cluster and, per broker id, the (host, port) each listener advertises."""
-
-    cluster: LocalCluster
-    advertised: dict[str, dict[int, tuple[str, int]]]  # listener -> broker id -> advertised address
-    client_config: dict[str, dict[str, dict[str, Any]]]  # listener -> client -> extra client settings
-    forwarders: dict[int, Forwarder] = field(default_factory=dict)  # broker id -> its EXTERNAL forwarder
-    ssl_context: Any = None
-
-
-def _start(cluster: LocalCluster) -> None:
-    cluster.format_all()
-    cluster.start_all()
-
-    def unfenced() -> bool:
-        listed = cluster.cli("brokers", "list", "--json", "--bootstrap-controller", cluster.bootstrap_servers(),
-                             check=False)
-        return listed.returncode == 0 and listed.stdout.count('"fenced": false') == len(cluster.broker_ids)
-
-    wait_for(unfenced, "both brokers registered and unfenced")
-
-
-def _create(setup: Listeners, listener: str, topic: str) -> None:
-    """A 1-partition topic replicated on both brokers, created through `listener`, with a full ISR."""
-    host, port = setup.advertised[listener][setup.cluster.broker_ids[0]]
-    extra = ["--command-config", str(setup.cluster.root / "client-ssl.properties")] if listener == "SSL" else []
-    setup.cluster.cli("topics", "create", "--bootstrap-server", f"{host}:{port}", *extra, "--topic", topic,
-                      "--partitions", "1", "--replication-factor", "2")
-    wait_for(lambda: (p := partition(setup.cluster, topic)) is not None and len(p.isr) == 2, f"{topic} fully in sync")
-
-
 @pytest.fixture(scope="module")
 def split(tmp_path_factory: pytest.TempPathFactory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("split") / "cluster", controllers=1, brokers=2, properties=TIMING)
-    advertised: dict[str, dict[int, tuple[str, int]]] = {"INTERNAL": {}, "EXTERNAL": {}}
-    forwarders = {}
-    for broker in cluster.broker_ids:
-        node = cluster.nodes[broker]
-        bound, public = free_ports(2)
-        node.extra.update({
-            "listeners": f"INTERNAL://127.0.0.1:{node.port},EXTERNAL://127.0.0.1:{bound}",
-            "advertised.listeners": f"INTERNAL://127.0.0.1:{node.port},EXTERNAL://127.0.0.2:{public}",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
-            "inter.broker.listener.name": "INTERNAL",
-        })
-        advertised["INTERNAL"][broker] = ("127.0.0.1", node.port)
-        advertised["EXTERNAL"][broker] = ("127.0.0.2", public)
-        forwarders[broker] = Forwarder(("127.0.0.2", public), ("127.0.0.1", bound)).__enter__()
-    setup = Listeners(cluster, advertised, {"INTERNAL": {}, "EXTERNAL": {}}, forwarders)
-    try:
-        _start(cluster)
-        _create(setup, "INTERNAL", "replicated")
+    with split_cluster(tmp_path_factory.mktemp("split")) as setup:
         yield setup
-    finally:
-        cluster.stop_all(timeout=20)
-        for forwarder in forwarders.values():
-            forwarder.__exit__()
 
 
 @pytest.fixture(scope="module")
 def plain_and_ssl(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("plain-ssl")
-    cluster = LocalCluster(root / "cluster", controllers=1, brokers=2, properties=TIMING)
-    certs = make_cluster_certs(root / "certs", cluster.broker_ids, intruder_id=99)
-    advertised: dict[str, dict[int, tuple[str, int]]] = {"PLAINTEXT": {}, "SSL": {}}
-    for broker in cluster.broker_ids:
-        node = cluster.nodes[broker]
-        (ssl_port,) = free_ports(1)
-        node.extra.update({
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},SSL://127.0.0.1:{ssl_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SSL://127.0.0.1:{ssl_port}",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
-            "inter.broker.listener.name": "SSL",  # the replica fetchers speak TLS
-            "ssl.certificate.location": certs.nodes[broker].cert, "ssl.key.location": certs.nodes[broker].key,
-            "ssl.ca.location": certs.ca, "ssl.client.auth": "none",
-        })
-        advertised["PLAINTEXT"][broker] = ("127.0.0.1", node.port)
-        advertised["SSL"][broker] = ("127.0.0.1", ssl_port)
-    cluster.root.mkdir(parents=True, exist_ok=True)
-    (cluster.root / "client-ssl.properties").write_text(f"security.protocol=SSL\nssl.ca.location={certs.ca}\n")
-    ssl_clients = {"kafka-python": {"security_protocol": "SSL", "ssl_cafile": certs.ca, "ssl_check_hostname": False},
-                   "confluent-kafka": {"security.protocol": "SSL", "ssl.ca.location": certs.ca,
-                                       "ssl.endpoint.identification.algorithm": "none"}}
-    setup = Listeners(cluster, advertised, {"PLAINTEXT": {}, "SSL": ssl_clients},
-                      ssl_context=client_context(None, None, certs.ca))
-    try:
-        _start(cluster)
-        _create(setup, "SSL", "replicated")  # its ISR fills through the SSL replica fetchers
+    with plain_and_ssl_cluster(tmp_path_factory.mktemp("plain-ssl")) as setup:
         yield setup
-    finally:
-        cluster.stop_all(timeout=20)
 
 
 # ---- raw requests --------------------------------------------------------------------------------------------
@@ -257,7 +167,7 @@ CLIENT_RUNS = {"kafka-python": _kafka_python, "confluent-kafka": _confluent}
 
 def _clients_work_on(setup: Listeners, listener: str, client: str) -> tuple[int, int]:
     topic = f"{listener.lower()}-{client}"
-    _create(setup, listener, topic)
+    setup.create(listener, topic)
     leader, other = _leader_and_other(setup, topic)
     host, port = setup.advertised[listener][other]  # bootstrap on the broker that does not lead: it must be found
     seen, acked, read = CLIENT_RUNS[client](f"{host}:{port}", topic, setup.client_config[listener].get(client, {}))
