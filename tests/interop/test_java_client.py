@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from pykraft.controller.log_replay import metadata_records
+from pykraft.records.metadata.written_versions import written_version
+
 from .conftest import brokers_of
 from .java_programs import failures
 
@@ -54,3 +57,21 @@ def test_kafkas_parser_reads_every_file_written(basics, java, java_cluster):
     assert not failures(results)
     leader_changes = sum(r.detail["control"].get("LEADER_CHANGE", 0) for r in results.values())
     assert leader_changes >= 3  # each voter's copy of the first leader's epoch start, at least
+
+
+def test_metadata_records_at_the_versions_kafka_writes(basics, java_cluster):
+    """Every metadata record in the controllers' logs and snapshots is at the version a Kafka controller at the same
+    metadata.version writes it (records/metadata/written_versions.py), e.g. BrokerRegistrationChangeRecord v0 for
+    (un)fencing and v1 for controlled shutdown, where the schema allows v2."""
+    metadata, _ = written_files(java_cluster.root)
+    seen: dict[tuple[str, int], int] = {}
+    level = None
+    for path in metadata:
+        for _, record in metadata_records(path.read_bytes()):
+            if type(record).__name__.startswith("FeatureLevelRecord") and record.name == "metadata.version":
+                level = int(record.feature_level)
+            assert level is not None, f"{path}: a record before metadata.version"
+            assert int(record.__version__) == written_version(record, level), (path, record)
+            name = (type(record).__name__, int(record.__version__))
+            seen[name] = seen.get(name, 0) + 1
+    assert ("BrokerRegistrationChangeRecordV0", 0) in seen  # the brokers' unfencing
