@@ -76,6 +76,7 @@ class CombinedHost:
 
         handlers.update({int(key): forwarded for key in FORWARDED_APIS})
         handlers.update(self.broker.data_plane.handlers())
+        handlers.update(self.broker.group_api.handlers())  # the group coordinator, as on a broker-only node
         return handlers
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
