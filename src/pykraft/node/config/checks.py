@@ -33,7 +33,8 @@ IMPLEMENTED_KEYS = frozenset({
     # node/hosts/data_plane.py)
     "min.insync.replicas", "message.max.bytes", "log.segment.bytes", "log.retention.ms", "log.retention.bytes",
     "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "auto.create.topics.enable",
-    "inter.broker.listener.name", "security.inter.broker.protocol", "log.roll.ms", "log.roll.hours", "log.retention.minutes", "log.retention.hours",
+    "inter.broker.listener.name", "security.inter.broker.protocol", "log.roll.ms", "log.roll.hours",
+    "log.retention.minutes", "log.retention.hours",
     "log.message.timestamp.type", "producer.id.expiration.ms", "log.flush.interval.ms",
     "log.flush.interval.messages",
     # a broker's group coordinator (node/apis/group_api.py, node/hosts/group_host.py)

@@ -1,10 +1,11 @@
 """The listener settings as Kafka reads them (`KafkaConfig`: listeners, advertised.listeners,
 controller.listener.names, listener.security.protocol.map, inter.broker.listener.name).
 
-- `listener.security.protocol.map`: every listener name in use (bound, advertised, or a controller listener name)
-  needs a security protocol. Unset, the map is Kafka's default (each protocol name maps to itself), plus PLAINTEXT
-  for the controller listener names when no SSL or SASL listener is in use (Kafka's effectiveListenerSecurityProtocolMap);
-  any other name, INTERNAL or EXTERNAL say, must then be mapped explicitly. pykraft offers PLAINTEXT and SSL.
+- `listener.security.protocol.map`: every listener name in use (a controller listener name, or a listener the node
+  serves) needs a security protocol. Unset, the map is Kafka's default (each protocol name maps to itself), plus
+  PLAINTEXT for the controller listener names when no SSL or SASL listener is in use (Kafka's
+  effectiveListenerSecurityProtocolMap); any other name, INTERNAL or EXTERNAL say, must then be mapped explicitly.
+  pykraft offers PLAINTEXT and SSL.
 - `advertised.listeners`: what a broker registers (and clients are sent to) is, as in Kafka, its broker entries
   when the key is set (`effectiveAdvertisedBrokerListeners`), and `listeners` otherwise; a controller listener not
   named there is advertised as bound (`effectiveAdvertisedControllerListeners`). Names must be bound listeners,
