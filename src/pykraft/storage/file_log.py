@@ -35,6 +35,7 @@ from .epoch_cache import write_epoch_checkpoint
 from .files import EPOCH_CHECKPOINT, TOPIC_NAME
 from .flush import FlushTicket
 from .locking import DirectoryLock
+from .log_start import increment_log_start
 from .producer_snapshots import ProducerSnapshotFiles
 from .segment import HEADER, LOG_OVERHEAD, BatchInfo, Segment
 from .snapshots import FileSnapshotReader, FileSnapshotWriter, SnapshotFiles
@@ -244,6 +245,11 @@ class FileLog(EpochIndexedLog):
         self._high_watermark = min(self._high_watermark, end)
         for ticket in list(self._tickets):
             ticket.clamp(end)
+
+    def increment_log_start(self, offset: int) -> bool:
+        """DeleteRecords, or a follower adopting its leader's log start: log_start.py. Returns whether it moved;
+        `LogStartBeyondHighWatermarkError` above the high watermark."""
+        return increment_log_start(self, offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Kafka's `truncateFullyAndStartAt`: empty the log and restart it at `offset` (a partition follower

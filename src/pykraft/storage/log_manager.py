@@ -7,7 +7,9 @@ Per log directory:
 - `recovery-point-offset-checkpoint`: the flushed end offset of each partition (written by `checkpoint`);
 - `replication-offset-checkpoint`: each partition's high watermark, read back on open (a restarted leader must
   not hide records consumers already read as committed);
-- `log-start-offset-checkpoint`: written by retention before it deletes a segment (retention.py).
+- `log-start-offset-checkpoint`: written by retention before it deletes a segment (retention.py), and by
+  `checkpoint` for every log whose start lies above its first segment's base (DeleteRecords, log_start.py), as
+  Kafka's `checkpointLogStartOffsetsInDir` does.
 A partition directory is deleted by renaming it `<topic>-<partition>.<uuid>-delete` (durably) and then removing
 it; recovery finishes any such directory it finds. New partitions go to the directory holding the fewest.
 """
@@ -25,6 +27,7 @@ from .errors import LogLayoutError
 from .file_log import FileLog, LogConfig
 from .files import (
     DELETE_DIR_SUFFIX,
+    LOG_START_CHECKPOINT,
     PARTITION_METADATA,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_CHECKPOINT,
@@ -66,6 +69,8 @@ class PartitionLogs:
         self._logs: dict[PartitionKey, FileLog] = {}
         self._dir_of: dict[PartitionKey, str] = {}
         self.topic_ids: dict[PartitionKey, uuid.UUID] = {}
+        self._futures: dict[PartitionKey, FileLog] = {}
+        self._future_dir_of: dict[PartitionKey, str] = {}
         try:
             for directory in log_dirs:
                 if directory not in self._locks:
@@ -126,6 +131,17 @@ class PartitionLogs:
     def __iter__(self) -> Iterator[tuple[PartitionKey, FileLog]]:
         return iter(list(self._logs.items()))
 
+    def future_logs(self) -> dict[PartitionKey, FileLog]:
+        """The `-future` logs AlterReplicaLogDirs is filling (replica_move.py), by partition."""
+        return dict(self._futures)
+
+    def future_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._future_dir_of.get((topic, partition))
+
+    def dir_of(self, topic: str, partition: int) -> str | None:
+        """The log directory (one of `log_dirs`) holding the partition's log."""
+        return self._dir_of.get((topic, partition))
+
     # ---- deletion and checkpoints ------------------------------------------------------------------------------
     def delete(self, topic: str, partition: int) -> bool:
         """Close and remove a partition's log. Returns whether there was one."""
@@ -140,19 +156,22 @@ class PartitionLogs:
         os.rename(log.directory, doomed)
         sync_dir(directory)
         shutil.rmtree(doomed)
-        for name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT):
+        for name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT, LOG_START_CHECKPOINT):
             update_offsets(os.path.join(directory, name), {}, removed=[key])
         _log.info("deleted the log of %s-%d", topic, partition)
         return True
 
     def checkpoint(self) -> None:
-        """Write each directory's recovery points (flushed end offsets) and high watermarks."""
+        """Write each directory's recovery points (flushed end offsets), high watermarks and moved log starts."""
         for directory in self.log_dirs:
             mine = {k: log for k, log in self._logs.items() if self._dir_of[k] == directory}
             update_offsets(os.path.join(directory, RECOVERY_POINT_CHECKPOINT),
                            {k: log.flushed_end_offset() for k, log in mine.items()})
             update_offsets(os.path.join(directory, REPLICATION_CHECKPOINT),
                            {k: log.high_watermark() for k, log in mine.items()})
+            update_offsets(os.path.join(directory, LOG_START_CHECKPOINT),
+                           {k: log.start_offset() for k, log in mine.items()
+                            if log.start_offset() > log.segment_base_offsets()[0]})
 
     def close(self) -> None:
         try:

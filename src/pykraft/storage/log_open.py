@@ -40,6 +40,7 @@ from .files import (
     sync_dir,
 )
 from .locking import DirectoryLock
+from .log_start import truncate_epochs_from_start
 from .offset_checkpoints import read_offsets
 from .recovery import TornTail, cut_torn_tail, scan_segment
 from .retention import reset_to_snapshot
@@ -148,6 +149,8 @@ def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None, key
     earliest = log.earliest_snapshot_id()
     if log._start_offset > 0 and earliest is not None:
         log._epochs = [(e, max(s, log._start_offset)) for e, s in log._epochs if e >= earliest.epoch]
+    elif log._start_offset > log._bases[0]:  # a partition log whose start DeleteRecords moved into a segment
+        log._epochs = truncate_epochs_from_start(log._epochs, log._start_offset)
     log._high_watermark = log._flushed = min(log._start_offset, end)
     latest = log.latest_snapshot_id()
     if log._start_offset > end:

@@ -1,7 +1,8 @@
 """`DataPlane`: the broker host's partition replicas, wired to the node (handlers, fetchers, timers).
 
 - `handlers()`: Produce v3-v12, Fetch v4-v18, ListOffsets v1-v10, OffsetsForLeaderEpoch v2-v4, InitProducerId
-  v0-v5 (Kafka 4.x's ranges; producer-id blocks from the controller, producer_id_api.py). Produce and Fetch naming `__cluster_metadata` go to the metadata log's paths as before.
+  v0-v5, DeleteRecords v0-v2, DescribeLogDirs v1-v4, DescribeProducers v0, DescribeTopicPartitions v0 (Kafka 4.x's
+  ranges; producer-id blocks from the controller, producer_id_api.py). Produce and Fetch naming `__cluster_metadata` go to the metadata log's paths as before.
 - `open()` runs when the broker caught up with the metadata log: fix glibc's allocator thresholds for megabyte
   frames (runtime/allocator.py), recover the partition logs (the metadata log's
   directory lock is shared when metadata.log.dir is one of log.dirs), follow the metadata, start the fetchers
@@ -19,11 +20,21 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.isr_rules import LeaderProgress
+from pykraft.broker.topic_partitions import DEFAULT_PARTITION_SIZE_LIMIT
 from pykraft.broker.metadata_cache import TopicPartition
 from pykraft.protocol.apis import ApiKey
 from pykraft.storage import PartitionLogs
 
-from pykraft.node.apis import auto_create, fetch_api, offsets_api, produce_api
+from pykraft.node.apis import (
+    auto_create,
+    delete_records_api,
+    fetch_api,
+    log_dirs_api,
+    offsets_api,
+    produce_api,
+    producers_api,
+    topic_partitions_api,
+)
 from pykraft.node.apis.producer_id_api import ProducerIdBlocks, init_producer_id
 from pykraft.node.runtime.allocator import tune_for_large_frames
 from pykraft.node.runtime.flusher import thread_runner
@@ -37,8 +48,19 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("pykraft.node.data_plane")
 DATA_PLANE_APIS = {ApiKey.PRODUCE: (3, 12), ApiKey.FETCH: (4, 18), ApiKey.LIST_OFFSETS: (1, 10),
-                   ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4), ApiKey.INIT_PRODUCER_ID: (0, 5)}
+                   ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4), ApiKey.INIT_PRODUCER_ID: (0, 5),
+                   ApiKey.DELETE_RECORDS: (0, 2), ApiKey.DESCRIBE_LOG_DIRS: (1, 4), ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+                   ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0)}
 MAINTENANCE_INTERVAL_S = 5.0
+
+
+def partition_size_limit(raw: Any) -> int:
+    """max.request.partition.size.limit (DescribeTopicPartitions' page size cap); ValueError when not a positive
+    integer."""
+    text = str(raw.get("max.request.partition.size.limit", DEFAULT_PARTITION_SIZE_LIMIT)).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"max.request.partition.size.limit: {text!r} is not a positive integer")
+    return int(text)
 
 
 class DataPlane:
@@ -53,6 +75,7 @@ class DataPlane:
         self.fetchers: ReplicaFetchers | None = None
         self.producer_ids = ProducerIdBlocks(node_config.node_id, lambda: broker.lifecycle.broker_epoch,
                                              self._ask_controller)
+        self.partition_size_limit = partition_size_limit(node_config.raw)
         self._timer: asyncio.TimerHandle | None = None
         self._maintenance: asyncio.Task[None] | None = None
 
@@ -154,8 +177,22 @@ class DataPlane:
         async def metadata(decoded: DecodedRequest) -> Any:
             return await auto_create.metadata(self.broker, decoded.message)
 
+        async def delete_records(decoded: DecodedRequest) -> Any:
+            return await delete_records_api.handle(self.host, decoded.message)
+
+        async def describe_log_dirs(decoded: DecodedRequest) -> Any:
+            return log_dirs_api.describe_log_dirs(self.host, tuple(self.node_config.log_dirs), decoded.message)
+
+        async def describe_producers(decoded: DecodedRequest) -> Any:
+            return producers_api.handle(self.host, decoded.message)
+
+        async def describe_topic_partitions(decoded: DecodedRequest) -> Any:
+            return topic_partitions_api.handle(self.broker.cache, decoded.message, self.partition_size_limit)
+
         return {ApiKey.METADATA: metadata, ApiKey.PRODUCE: produce, ApiKey.FETCH: fetch, ApiKey.LIST_OFFSETS: list_offsets,
-                ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_epoch, ApiKey.INIT_PRODUCER_ID: init_pid}
+                ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_epoch, ApiKey.INIT_PRODUCER_ID: init_pid,
+                ApiKey.DELETE_RECORDS: delete_records, ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs,
+                ApiKey.DESCRIBE_PRODUCERS: describe_producers, ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions}
 
     async def _ask_controller(self, request: Any) -> Any | None:
         address = self.broker._controller_address()  # noqa: SLF001
