@@ -102,7 +102,7 @@ async def delete_records(client: AdminClient, offsets: Mapping[TopicPartition, i
         metadata = await client.metadata(sorted({t for t, _ in pending}))
         leaders, errors = _leaders(metadata, pending)
         for tp, code in errors.items():
-            if code.retriable:
+            if code.retriable and code is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:  # the lookup fails those for good
                 last[tp] = code
             else:
                 results[tp] = AdminError(code)

@@ -233,6 +233,16 @@ class FileLog(EpochIndexedLog):
         self._segments[i].truncate_to(position, new_end)
         self._after_truncation(new_end)
 
+    def forget_epochs_from_end(self) -> None:
+        """Kafka's `UnifiedLog.truncateTo` at or past the log end: nothing is cut, but epochs starting at the log end
+        go (one this replica started as leader without appending anything), or a partition follower would keep
+        sending that epoch as its last fetched one and get the same DivergingEpoch forever."""
+        end = self.end_offset()
+        kept = [(e, s) for e, s in self._epochs if s < end]
+        if kept != self._epochs:
+            self._epochs = kept
+            self._dirty_epochs = True
+
     def _after_truncation(self, end: int) -> None:
         self.producer_snapshots.delete_above(end)
         kept = [(e, s) for e, s in self._epochs if s < end]

@@ -315,6 +315,9 @@ class PartitionHost:
             log.truncate_fully_and_start_at(offset)
             replica.producers.clear()
             return offset
+        if offset >= log.end_offset():
+            log.forget_epochs_from_end()
+            return offset
         log.truncate_to(offset)  # drops the producer snapshots above the new end
         reload_after_truncation(replica)
         return offset
