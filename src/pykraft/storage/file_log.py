@@ -35,7 +35,7 @@ from .epoch_cache import write_epoch_checkpoint
 from .files import EPOCH_CHECKPOINT, TOPIC_NAME
 from .flush import FlushTicket
 from .locking import DirectoryLock
-from .log_start import increment_log_start
+from .log_start import increment_log_start, truncate_epochs_from_start
 from .producer_snapshots import ProducerSnapshotFiles
 from .segment import HEADER, LOG_OVERHEAD, BatchInfo, Segment
 from .snapshots import FileSnapshotReader, FileSnapshotWriter, SnapshotFiles
@@ -232,6 +232,13 @@ class FileLog(EpochIndexedLog):
         del self._bases[i + 1 :]
         self._segments[i].truncate_to(position, new_end)
         self._after_truncation(new_end)
+
+    def adopt_epochs(self, epochs: list[tuple[int, int]]) -> None:
+        """A moved replica's copy takes the epoch cache of the log it copied (the same batches, plus the epochs a
+        leader started without appending), cut at its own start."""
+        self._epochs = truncate_epochs_from_start([(e, s) for e, s in epochs if s <= self.end_offset()],
+                                                  self._start_offset)
+        self._dirty_epochs = True
 
     def forget_epochs_from_end(self) -> None:
         """Kafka's `UnifiedLog.truncateTo` at or past the log end: nothing is cut, but epochs starting at the log end

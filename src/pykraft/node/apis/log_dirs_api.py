@@ -1,5 +1,6 @@
 """DescribeLogDirs (v1-v4, Kafka 4.x's range; v0 was removed in 4.0): the broker's `log.dirs` and the partition
-logs in each, as Kafka's `ReplicaManager.describeLogDirs` answers.
+logs in each, as Kafka's `ReplicaManager.describeLogDirs` answers; and AlterReplicaLogDirs (v1-v2), answered per
+partition by the replica mover (node/hosts/replica_move.py).
 
 - Every directory of `log.dirs` is listed by its absolute path, whatever the request names; a directory that
   cannot be read (statvfs fails) answers KAFKA_STORAGE_ERROR. TotalBytes / UsableBytes (v4) are the volume's
@@ -22,6 +23,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.storage import FileLog
 
 from pykraft.node.hosts.partitions import PartitionHost
+from pykraft.node.hosts.replica_move import ReplicaMover
 from pykraft.node.apis.wire_build import make, response_namespace
 
 INVALID_OFFSET_LAG = -1
@@ -87,3 +89,19 @@ def describe_log_dirs(host: PartitionHost, log_dirs: tuple[str, ...], message: A
         results.append(make(ns.DescribeLogDirsResult, error_code=ErrorCode.NONE, log_dir=path, topics=topics,
                             total_bytes=total, usable_bytes=usable))
     return make(ns.DescribeLogDirsResponse, error_code=ErrorCode.NONE, results=tuple(results))
+
+
+def alter_replica_log_dirs(mover: ReplicaMover, message: Any) -> Any:
+    """Each (path, topic, partition) of the request handed to the mover; a partition named under two paths is
+    answered for each (the last one wins, as Kafka's map of the request does)."""
+    ns = response_namespace(ApiKey.ALTER_REPLICA_LOG_DIRS, int(message.__version__))
+    by_topic: dict[str, list[Any]] = {}
+    for entry in message.dirs:
+        for topic in entry.topics:
+            for index in topic.partitions:
+                error = mover.request(str(topic.name), int(index), str(entry.path))
+                by_topic.setdefault(str(topic.name), []).append(
+                    make(ns.AlterReplicaLogDirPartitionResult, partition_index=int(index), error_code=error))
+    results = tuple(make(ns.AlterReplicaLogDirTopicResult, topic_name=name, partitions=tuple(parts))
+                    for name, parts in by_topic.items())
+    return make(ns.AlterReplicaLogDirsResponse, results=results)

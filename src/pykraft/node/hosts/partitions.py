@@ -62,6 +62,7 @@ class Replica:
     leading: LeaderState[asyncio.Future[Any]] | None = None  # acks=all and DeleteRecords waiters
     settings: TopicSettings = TopicSettings()
     last_flush_ms: int = -1  # when the maintenance round last flushed it (-1: not yet seen by one)
+    generation: int = 0  # bumped when the log is truncated or reset (a copy of it, replica_move.py, starts again)
 
     @property
     def tp(self) -> TopicPartition:
@@ -309,6 +310,7 @@ class PartitionHost:
         offset = truncation_offset(log, OffsetAndEpoch(end_offset, epoch))
         _log.info("truncating %s-%d to %d (leader's epoch %d ends at %d)", replica.topic, replica.partition, offset,
                   epoch, end_offset)
+        replica.generation += 1
         if offset < log.start_offset():
             # Below a log start DeleteRecords moved: Kafka's truncateTo empties the log there; the leader's own
             # log start (above it) then answers OFFSET_OUT_OF_RANGE and we restart at that.
@@ -329,6 +331,7 @@ class PartitionHost:
         _log.info("%s-%d: our log ends at %d, below the leader's log start %d: emptied, restarting there",
                   replica.topic, replica.partition, log.end_offset(), leader_log_start)
         log.truncate_fully_and_start_at(leader_log_start)
+        replica.generation += 1
         replica.producers.clear()
 
     # ---- helpers -----------------------------------------------------------------------------------------------
