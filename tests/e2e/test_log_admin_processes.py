@@ -243,3 +243,44 @@ def test_a_paused_follower_holds_the_answer_until_the_timeout(cluster):
     finally:
         cluster.signal(follower, signal.SIGCONT)
     wait_for(lambda: _log_start_checkpoint(cluster, follower) == end, "the resumed follower's start", timeout=60)
+
+
+def test_bad_input_on_the_wire(cluster):
+    import datetime
+
+    from kio.schema.delete_records.v2 import request as dr
+    from kio.schema.describe_log_dirs.v4 import request as dld
+    from kio.schema.describe_topic_partitions.v0 import request as dtp
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i32, i64
+
+    from .metadata_probe import ask
+
+    state = partition(cluster, TOPIC)
+    follower = next(b for b in state.replicas if b != state.leader)
+
+    def delete(node: int, topic: str, offset: int) -> int:
+        answer = ask(cluster.nodes[node], dr.DeleteRecordsRequest(topics=(dr.DeleteRecordsTopic(
+            name=TopicName(topic), partitions=(dr.DeleteRecordsPartition(partition_index=i32(0), offset=i64(offset)),)),),
+            timeout=datetime.timedelta(milliseconds=5000)))
+        return int(answer.topics[0].partitions[0].error_code)
+
+    assert delete(follower, TOPIC, 1) == 6  # NOT_LEADER_OR_FOLLOWER
+    assert delete(state.leader, TOPIC, -5) == 1  # OFFSET_OUT_OF_RANGE: negative, not -1
+    assert delete(state.leader, "no-such-topic", 1) == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    assert delete(state.leader, "__consumer_offsets", 1) == 17  # INVALID_TOPIC_EXCEPTION: internal topics
+    assert delete(state.leader, TOPIC, 0) == 0  # at or below the start: accepted, nothing moves
+    assert _offsets(cluster, "earliest") > 0
+
+    for topics in ((), (dld.DescribableLogDirTopic(topic=TopicName("no-such-topic"), partitions=(i32(0),)),)):
+        answer = ask(cluster.nodes[follower], dld.DescribeLogDirsRequest(topics=topics))
+        (result,) = answer.results
+        assert int(result.error_code) == 0 and result.topics == ()  # the directory listed, no partition
+
+    page = ask(cluster.nodes[follower], dtp.DescribeTopicPartitionsRequest(
+        topics=(dtp.TopicRequest(name=TopicName("no-such-topic")),), response_partition_limit=i32(10), cursor=None))
+    assert [int(t.error_code) for t in page.topics] == [3]
+    page = ask(cluster.nodes[follower], dtp.DescribeTopicPartitionsRequest(
+        topics=(dtp.TopicRequest(name=TopicName(TOPIC)),), response_partition_limit=i32(10),
+        cursor=dtp.Cursor(topic_name=TopicName("plain"), partition_index=i32(0))))
+    assert [int(t.error_code) for t in page.topics] == [42]  # INVALID_REQUEST: the cursor's topic is not listed
