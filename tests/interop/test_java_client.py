@@ -35,6 +35,23 @@ def test_kafka_java_client(basics, check):
     assert not failures(basics, [check])
 
 
+PATHS = ["produce_acks_0_and_1", "partitions_for", "record_too_large", "offsets_for_times_and_ends",
+         "seek_and_read_committed", "static_member_rejoins_without_rebalance",
+         "cooperative_sticky_incremental_rebalance"]
+
+
+@pytest.fixture(scope="module")
+def paths(java, java_cluster):
+    return java.run("ClientPaths", brokers_of(java_cluster), "java")
+
+
+@pytest.mark.parametrize("check", PATHS)
+def test_kafka_java_client_paths(paths, check):
+    """ClientPaths.java: acks 0/1, partitionsFor, RecordTooLarge, offsetsForTimes, seek, read_committed, static
+    membership, cooperative-sticky rebalancing."""
+    assert not failures(paths, [check])
+
+
 def written_files(root: Path) -> tuple[list[Path], list[Path]]:
     """(metadata log segments and snapshots, partition segments) under every node's data directory."""
     metadata, partitions = [], []
@@ -45,7 +62,7 @@ def written_files(root: Path) -> tuple[list[Path], list[Path]]:
     return metadata, partitions
 
 
-def test_kafkas_parser_reads_every_file_written(basics, java, java_cluster):
+def test_kafkas_parser_reads_every_file_written(basics, paths, java, java_cluster):
     """After the client run and a clean stop: every batch valid (CRC-32C), every record readable, every control
     record decoded at the version Kafka reads, every snapshot framed by its header and footer."""
     java_cluster.stop_all(timeout=30)
