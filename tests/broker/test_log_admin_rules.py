@@ -54,6 +54,8 @@ def test_deletion_waiters_complete_in_order_of_their_offsets_and_abandon_on_lead
     assert state.release_deletions(19) == []
     assert state.release_deletions(25) == ["a"]
     assert state.release_deletions(25) == []
+    state.add_deletion_waiter(40, "c")
+    state.forget_deletions(lambda token: token == "c")  # its request timed out
     assert state.abandon_deletions() == ["b"] and state.release_deletions(100) == []
 
 

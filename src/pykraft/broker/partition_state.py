@@ -107,6 +107,10 @@ class LeaderState(Generic[T]):
             self._deletions = [w for w in self._deletions if w.required_offset > low_watermark]
         return done
 
+    def forget_deletions(self, gone: Callable[[T], bool]) -> None:
+        """Drop the waiters whose request stopped waiting (timed out): nothing will read their answer."""
+        self._deletions = [w for w in self._deletions if not gone(w.token)]
+
     def abandon_deletions(self) -> list[T]:
         """The leadership ended: the waiting DeleteRecords answer NOT_LEADER_OR_FOLLOWER (Kafka's
         DelayedDeleteRecords finds the leader gone)."""

@@ -64,6 +64,7 @@ def delete_records(host: PartitionHost, topic: str, partition: int, requested: i
     if low >= target.offset:
         return DeletionStarted(ErrorCode.NONE, low)
     waiter: asyncio.Future[tuple[ErrorCode, int]] = asyncio.get_running_loop().create_future()
+    leading.forget_deletions(lambda earlier: earlier.done())  # requests that timed out meanwhile
     leading.add_deletion_waiter(target.offset, waiter)
     return DeletionStarted(ErrorCode.NONE, low, waiter)
 
