@@ -72,6 +72,22 @@ def _moved(cluster: LocalCluster, broker: int) -> bool:
         where.get(str(cluster.nodes[broker].data_dir.resolve())) == []
 
 
+def _placements_recorded(cluster: LocalCluster) -> bool:
+    """Every replica's slot in the partition's `directories` names the directory that holds its log."""
+    p = partition(cluster, TOPIC)
+    for broker, recorded in zip(p.replicas, p.directories):
+        node = cluster.nodes[broker]
+        holder = next(d for d in (node.data_dir, _second_dir(cluster, broker)) if (d / f"{TOPIC}-0").is_dir())
+        if recorded != read_meta_properties(str(holder)).directory_id:
+            return False
+    return True
+
+
+def test_brokers_with_several_directories_report_where_replicas_live(cluster):
+    # The controller records a new replica as UNASSIGNED; a broker with several log dirs reports its choice.
+    wait_for(lambda: _placements_recorded(cluster), "every replica's directory id recorded")
+
+
 def test_a_replica_moves_under_load_and_loses_nothing(cluster):
     state = partition(cluster, TOPIC)
     leader = state.leader
@@ -96,13 +112,8 @@ def test_a_replica_moves_under_load_and_loses_nothing(cluster):
         assert (_second_dir(cluster, broker) / f"{TOPIC}-0").is_dir()
         assert not [p for p in _second_dir(cluster, broker).iterdir() if p.name.endswith(("-future", "-delete"))]
 
-    # The controller records each moved replica's directory id (AssignReplicasToDirs).
-    def recorded() -> bool:
-        p = partition(cluster, TOPIC)
-        slots = dict(zip(p.replicas, p.directories))
-        return all(slots[b] == read_meta_properties(str(_second_dir(cluster, b))).directory_id
-                   for b in (leader, follower))
-    wait_for(recorded, "the new directory ids in the partition's metadata")
+    # The controller records each moved replica's new directory id (AssignReplicasToDirs).
+    wait_for(lambda: _placements_recorded(cluster), "the new directory ids in the partition's metadata")
 
     # A restart finds the replica in its new directory, with every record.
     cluster.stop(follower)

@@ -84,7 +84,10 @@ class DataPlane:
                                   now_ms=broker._now)  # noqa: SLF001
         self.fetchers: ReplicaFetchers | None = None
         self.mover: ReplicaMover | None = None
-        self._reports: set[asyncio.Task[bool]] = set()
+        self._reporting: set[tuple[str, int, Any]] = set()  # (topic, partition, directory id) being reported
+        self._reports: set[asyncio.Task[bool | None]] = set()
+        self._assignments_unsupported = False
+        self._dir_ids: dict[str, Any] = {}  # log dir -> its meta.properties directory.id
         self.producer_ids = ProducerIdBlocks(node_config.node_id, lambda: broker.lifecycle.broker_epoch,
                                              self._ask_controller)
         self.partition_size_limit = partition_size_limit(node_config.raw)
@@ -103,6 +106,7 @@ class DataPlane:
         self.fetchers = ReplicaFetchers(self.host, broker_epoch=lambda: self.broker.lifecycle.broker_epoch,
                                         address_of=self._address_of, send=runtime.outbound.forward)
         self.mover = ReplicaMover(self.host, self._moved)
+        self._dir_ids = {d: dir_assignments.directory_id(d) for d in config.log_dirs}
         _log.info("broker %d: %d partition logs recovered", self.settings.broker_id, len(self.host.replicas))
         self.sync_metadata(now_ms)
         self._schedule_maintenance()
@@ -144,6 +148,7 @@ class DataPlane:
         if self.host.logs is None or self.fetchers is None:
             return
         self.fetchers.assign(self.host.sync_metadata(now_ms))
+        self._report_placements()
 
     def progress(self, partitions: list[TopicPartition], now_ms: int) -> dict[TopicPartition, LeaderProgress]:
         return self.host.progress(partitions, now_ms) if self.host.logs is not None else {}
@@ -170,8 +175,27 @@ class DataPlane:
 
     def _moved(self, replica: Any, directory: str) -> None:
         """A replica moved to `directory` (replica_move.py): tell the controller its directory id."""
-        dir_id = dir_assignments.directory_id(directory)
-        if dir_id is None:
+        self._report_directory(replica, directory)
+
+    def _report_placements(self) -> None:
+        """With several log directories, Kafka's broker reports where each replica lives when the metadata says
+        otherwise (its AssignmentsManager: new replicas are recorded UNASSIGNED by the controller then)."""
+        logs = self.host.logs
+        if logs is None or len(logs.log_dirs) < 2 or self._assignments_unsupported:
+            return
+        me = self.settings.broker_id
+        for key, replica in self.host.replicas.items():
+            partition = self.broker.cache.partition(*replica.tp)
+            directory = logs.dir_of(*key)
+            if partition is None or directory is None or me not in partition.replicas:
+                continue
+            if partition.directories[partition.replicas.index(me)] != self._dir_ids.get(directory):
+                self._report_directory(replica, directory)
+
+    def _report_directory(self, replica: Any, directory: str) -> None:
+        dir_id = self._dir_ids.get(directory)
+        key = (replica.topic, replica.partition, dir_id)
+        if dir_id is None or key in self._reporting:
             return
         what = f"{replica.topic}-{replica.partition} in directory {dir_id}"
 
@@ -179,9 +203,17 @@ class DataPlane:
             return dir_assignments.assignment_request(self.settings.broker_id, self.broker.lifecycle.broker_epoch,
                                                       dir_id, replica.topic_id, replica.partition)
 
+        self._reporting.add(key)
         task = asyncio.get_running_loop().create_task(dir_assignments.report(self._ask_controller, build, what))
         self._reports.add(task)
-        task.add_done_callback(self._reports.discard)
+
+        def done(finished: asyncio.Task[bool | None]) -> None:
+            self._reports.discard(finished)
+            self._reporting.discard(key)
+            if not finished.cancelled() and finished.exception() is None and finished.result() is None:
+                self._assignments_unsupported = True  # metadata.version before 3.7-IV2: Kafka assigns none
+
+        task.add_done_callback(done)
 
     # ---- requests ----------------------------------------------------------------------------------------------
     def handlers(self) -> dict[int, Any]:

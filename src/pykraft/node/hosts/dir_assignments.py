@@ -1,6 +1,9 @@
-"""A broker telling the controller where a replica lives (AssignReplicasToDirs v0, KIP-858): after
-AlterReplicaLogDirs moved a replica (replica_move.py), its new directory id (the `directory.id` of that log
-directory's meta.properties) goes to the active controller, which records it in the partition's `directories`.
+"""A broker telling the controller where a replica lives (AssignReplicasToDirs v0, KIP-858): the directory id (the
+`directory.id` of that log directory's meta.properties) goes to the active controller, which records it in the
+partition's `directories`. The data plane reports after AlterReplicaLogDirs moved a replica (replica_move.py) and,
+on a broker with several log directories, whenever the metadata names another directory than the one holding a
+replica (a new replica is recorded UNASSIGNED: Kafka's AssignmentsManager reports it the same way). A broker with
+one log directory reports only moves (it has none to make).
 
 Retried (with a doubling backoff, a few times) while the controller is unreachable or answers a retriable error;
 UNSUPPORTED_VERSION (a metadata.version before 3.7-IV2, which has no directory assignment) ends it quietly, as
@@ -42,9 +45,9 @@ def assignment_request(broker_id: int, broker_epoch: int, dir_id: uuid.UUID, top
             topic_id=topic_id, partitions=(ar_req.PartitionData(partition_index=i32(partition)),)),)),))
 
 
-async def report(ask: Callable[[Any], Awaitable[Any | None]], build: Callable[[], Any], what: str) -> bool:
+async def report(ask: Callable[[Any], Awaitable[Any | None]], build: Callable[[], Any], what: str) -> bool | None:
     """Send `build()` (rebuilt each attempt: the broker epoch may change) until it is accepted. Returns whether
-    the controller recorded it."""
+    the controller recorded it, None when its metadata.version has no directory assignment."""
     backoff = FIRST_BACKOFF_S
     for _ in range(ATTEMPTS):
         response = await ask(build())
@@ -53,7 +56,7 @@ async def report(ask: Callable[[Any], Awaitable[Any | None]], build: Callable[[]
             codes = [ErrorCode.of(int(p.error_code)) for d in response.directories for t in d.topics
                      for p in t.partitions]
             if top is ErrorCode.UNSUPPORTED_VERSION:
-                return False
+                return None
             if top is ErrorCode.NONE and all(c is ErrorCode.NONE for c in codes):
                 _log.info("the controller recorded %s", what)
                 return True
