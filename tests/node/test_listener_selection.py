@@ -156,3 +156,13 @@ def test_request_listener_reads_the_connection_and_the_roles():
     broker_only = parse_config("process.roles=broker\nnode.id=2\nlisteners=PLAINTEXT://h:1\n"
                                "controller.listener.names=CONTROLLER\ncontroller.quorum.voters=1@h:2\n")
     assert request_listener(SimpleNamespace(context=None), broker_only).serves_brokers
+
+
+def test_describe_topic_partitions_on_a_listener_hides_what_cannot_be_reached_there():
+    from pykraft.broker.topic_partitions import describe
+
+    cache = image(*CLUSTER)
+    external = describe(cache, ["t"], None, 100, listener=EXTERNAL).topics[0].partitions
+    assert [(p.index, p.leader, p.offline) for p in external] == [(0, -1, (3,)), (1, 1, (3,))]
+    internal = describe(cache, ["t"], None, 100, listener=INTERNAL).topics[0].partitions
+    assert [(p.index, p.leader, p.offline) for p in internal] == [(0, 3, ()), (1, 1, ())]

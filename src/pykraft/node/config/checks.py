@@ -36,7 +36,7 @@ IMPLEMENTED_KEYS = frozenset({
     "inter.broker.listener.name", "security.inter.broker.protocol", "log.roll.ms", "log.roll.hours",
     "log.retention.minutes", "log.retention.hours",
     "log.message.timestamp.type", "producer.id.expiration.ms", "log.flush.interval.ms",
-    "log.flush.interval.messages",
+    "log.flush.interval.messages", "max.request.partition.size.limit",
     # a broker's group coordinator (node/apis/group_api.py, node/hosts/group_host.py)
     "offsets.topic.num.partitions", "offsets.topic.replication.factor", "group.initial.rebalance.delay.ms",
     "group.min.session.timeout.ms", "group.max.session.timeout.ms",
