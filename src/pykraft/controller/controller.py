@@ -35,6 +35,8 @@ from pykraft.records.metadata.schema.no_op_record import NoOpRecordV0
 from . import cluster as cluster_records
 from .broker_lifecycle import BrokerLifecycle, handle_controller_registration
 from .cluster import ClusterControl, ReplayError
+from .config_schema import effective_topic_configs
+from .configs import BROKER as BROKER_RESOURCE
 from .configs import ConfigControl
 from .create_partitions import create_partitions
 from .features import (
@@ -108,6 +110,9 @@ class ControllerConfig:
     bootstrap_records: tuple[Any, ...] = ()
     # Builds the partition side; a test or the simulator may pass its own (e.g. with other defaults).
     replication_factory: Callable[[random.Random], ReplicationControl] = ReplicationControl
+    # This node's server.properties: the lowest level of the topic configs it resolves (CreateTopics' answer,
+    # unclean.leader.election.enable), below the dynamic configs of the image.
+    static_configs: Mapping[str, str] = field(default_factory=dict)
 
 
 class QuorumController:
@@ -127,11 +132,17 @@ class QuorumController:
         self.features = FeatureControl(config.node_id, config.supported_features)
         self.replication = config.replication_factory(self.rng)
         self.configs = ConfigControl()
+        self.replication.unclean_election_enabled = lambda topic: self.configs.unclean_election_enabled(
+            topic, config.node_id, config.static_configs)
         self.producer_ids = ProducerIdControl()
         self.heartbeats = HeartbeatManager(config.session_timeout_ms)
         self.lifecycle = BrokerLifecycle(config.cluster_id, self.cluster, self.heartbeats, self.features,
                                          self.replication)
         self.last_applied_offset = -1
+
+    def _effective_topic_configs(self, own: Mapping[str, str]) -> list[tuple[str, str | None, int, bool]]:
+        node = self.configs.of(BROKER_RESOURCE, str(self.config.node_id))
+        return effective_topic_configs(own, node, self.configs.of(BROKER_RESOURCE, ""), self.config.static_configs)
 
     # ---- replay (every replica) --------------------------------------------------------------------------------
     def replay(self, record: Any, offset: int) -> None:
@@ -225,7 +236,7 @@ class QuorumController:
         if api_key == ALTER_PARTITION:
             return self.replication.handle_alter_partition(request, int(request.__version__), self.cluster)
         if api_key == CREATE_TOPICS:
-            return self.replication.handle_create_topics(request, self.cluster, now_ms)
+            return self.replication.handle_create_topics(request, self.cluster, now_ms, self._effective_topic_configs)
         if api_key == DELETE_TOPICS:
             return self.replication.handle_delete_topics(request, now_ms)
         if api_key == ELECT_LEADERS:
