@@ -359,6 +359,11 @@ segment.ms                               | LONG     | 604800000 | [1,...] | hono
 unclean.leader.election.enable           | BOOLEAN  | false |  | honoured
 """
 
+# pykraft's own server.properties keys (not Kafka's): TLS from PEM files (node/config/build.py). Every key starting
+# with `pykraft.` is pykraft's own too (pykraft.metrics.port, pykraft.log.format, pykraft.produce.enable).
+PYKRAFT_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
+PYKRAFT_PREFIX = "pykraft."
+
 # Kafka's ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS: a topic config and the broker keys that give its
 # default, highest precedence first; `*N` multiplies the broker key's value into the topic config's unit.
 TOPIC_SYNONYMS = """
