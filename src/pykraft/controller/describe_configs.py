@@ -32,6 +32,7 @@ from pykraft.protocol.throttle import ZERO_THROTTLE
 
 from .config_defs import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigDef, ConfigType, normalized
 from .config_docs import documentation
+from .config_table import PYKRAFT_KEYS, PYKRAFT_PREFIX
 from .config_schema import (DYNAMIC_ONLY, NOT_KAFKA_CONFIG, PRIMARY_SYNONYM, SOURCE_DEFAULT, SOURCE_DYNAMIC_BROKER,
                             SOURCE_DYNAMIC_BROKER_LOGGER, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_STATIC_BROKER,
                             SOURCE_TOPIC, broker_definition, broker_synonyms, effective_topic_config)
@@ -56,6 +57,14 @@ class NodeView:
     node_id: int
     static: Mapping[str, str] = field(default_factory=dict)
     loggers: Callable[[], Mapping[str, str]] = dict
+
+    def __post_init__(self) -> None:
+        # Kafka's KafkaConfig.populateSynonyms: broker.id and node.id name the same id
+        static = dict(self.static)
+        for key, other in (("broker.id", "node.id"), ("node.id", "broker.id")):
+            if key not in static and other in static:
+                static[key] = static[other]
+        object.__setattr__(self, "static", static)
 
 
 class _Refused(Exception):
@@ -91,7 +100,8 @@ def describe_configs(configs: ConfigControl, topic_exists: Callable[[str], bool]
                      node: NodeView) -> Any:
     """DescribeConfigs v4 (the caller lowers it to the request's version)."""
     levels = _Levels(configs.of(BROKER, str(node.node_id)), configs.of(BROKER, ""), node.static)
-    synonyms, docs = bool(request.include_synonyms), bool(request.include_documentation)
+    # v1-v2 requests have no IncludeDocumentation field
+    synonyms, docs = bool(request.include_synonyms), bool(getattr(request, "include_documentation", False))
     results = []
     for resource in request.resources:
         kind, name = int(resource.resource_type), resource.resource_name
@@ -176,7 +186,9 @@ def _broker_entry(name: str, raw: str | None, levels: _Levels, per_broker: bool,
 
 def _describe_type(name: str) -> ConfigType | None:
     """Kafka's KafkaConfig.configType: the key's own type, a dynamic quota's, or its listener base's; None for a
-    key Kafka's broker does not define (then treated as sensitive)."""
+    key Kafka's broker does not define (then treated as sensitive). pykraft's own keys are strings."""
+    if name in PYKRAFT_KEYS or name.startswith(PYKRAFT_PREFIX):
+        return ConfigType.STRING
     definition = broker_definition(name)
     return None if definition is None or definition.name in _AUTHORIZER_KEYS else definition.type
 
