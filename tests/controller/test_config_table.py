@@ -125,3 +125,18 @@ def test_the_effective_configs_of_a_new_topic_list_every_topic_config_by_name():
     assert by_name["cleanup.policy"] == ("compact", SOURCE_TOPIC)
     assert by_name["min.insync.replicas"] == ("2", SOURCE_DYNAMIC_DEFAULT_BROKER)
     assert by_name["segment.bytes"] == ("1073741824", SOURCE_DEFAULT)
+
+
+def test_every_live_broker_key_is_applied_by_the_data_plane_or_named_here():
+    from pykraft.broker.topic_settings import BROKER_KEYS
+    live = {name for name, d in BROKER_CONFIGS.items() if d.status == LIVE}
+    elsewhere = {
+        "num.replica.fetchers", "producer.id.expiration.ms",  # node/hosts: TopicSettingsCache.broker_int
+        "unclean.leader.election.enable",  # controller/configs.py: ConfigControl.unclean_election_enabled
+        # the log cleaner's topic defaults, the compaction work's (read through the topic settings like the others)
+        "log.cleanup.policy", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+        "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio",
+    }
+    assert live - BROKER_KEYS == elsewhere
+    # what the data plane reads from server.properties is honoured (live where Kafka changes it dynamically)
+    assert all(BROKER_CONFIGS[key].status in (HONOURED, LIVE) for key in BROKER_KEYS)
