@@ -49,6 +49,7 @@ _EXCEPTIONS = {
     ErrorCode.POLICY_VIOLATION: ("PolicyViolationException", "Request parameters do not satisfy the configured "
                                                             "policy."),
     ErrorCode.UNSUPPORTED_VERSION: ("UnsupportedVersionException", "The version of API is not supported."),
+    ErrorCode.BROKER_NOT_AVAILABLE: ("BrokerNotAvailableException", "The broker is not available."),
 }
 USAGE = ("Usage: pykraft configs --bootstrap-server H:P | --bootstrap-controller H:P [--command-config FILE] "
          "--entity-type topics|brokers|broker-loggers (--entity-name N | --entity-default) "
