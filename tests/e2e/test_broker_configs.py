@@ -127,6 +127,39 @@ def test_the_cluster_default_applies_live_and_a_broker_override_beats_it(cluster
         alter_default(cluster, log_retention_ms=None)
 
 
+def test_more_replica_fetchers_split_the_partitions_and_replication_goes_on(cluster):
+    """num.replica.fetchers=3 as the cluster default, without a restart: each broker fetches its followed partitions
+    with up to three tasks per leader (Kafka's hash of topic and partition), and every partition still replicates:
+    each acks=all write is acknowledged only once the follower fetched it, the ISRs stay full, every record reads
+    back."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    from .metadata_probe import image_of
+    alter_default(cluster, num_replica_fetchers="3")
+    try:
+        cluster.cli("topics", "--create", "--topic", "fetched", "--partitions", "6", "--replication-factor", "2",
+                    "--bootstrap-server", server(cluster))
+        producer = KafkaProducer(bootstrap_servers=server(cluster), acks="all")
+        try:
+            for i in range(60):
+                producer.send("fetched", str(i).encode(), partition=i % 6).get(timeout=20)
+        finally:
+            producer.close()
+        controller = cluster.nodes[cluster.controller_ids[0]]
+
+        image = image_of(controller)
+        topic_id = image.topic_id("fetched")
+        assert all(len(image.partition(topic_id, p).isr) == 2 for p in range(6))
+        consumer = KafkaConsumer("fetched", bootstrap_servers=server(cluster), auto_offset_reset="earliest",
+                                 consumer_timeout_ms=10_000)
+        try:
+            assert sorted(int(m.value) for m in consumer) == list(range(60))
+        finally:
+            consumer.close()
+    finally:
+        alter_default(cluster, num_replica_fetchers=None)
+
+
 def test_confluent_describes_a_broker_override_over_the_default_with_kafkas_sources(cluster):
     from confluent_kafka.admin import ConfigResource
     a = cluster.broker_ids[0]
