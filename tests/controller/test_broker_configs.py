@@ -218,3 +218,33 @@ def test_unclean_leader_election_follows_the_topic_then_the_brokers_configs():
     assert enabled("t") is True
     quorum.configs.replay(_record(TOPIC, "t", "unclean.leader.election.enable", "false"))
     assert enabled("t") is False and enabled("u") is True
+
+
+def test_a_leaderless_partition_is_elected_uncleanly_once_its_topic_allows_it():
+    """The periodic check (Kafka's electUnclean task): nothing while the topic forbids it; once
+    unclean.leader.election.enable=true (a dynamic topic config), the next check elects the live replica outside the
+    ISR and leaves the partition RECOVERING."""
+    from pykraft.controller.controller import INCREMENTAL_ALTER_CONFIGS
+    from pykraft.controller.partitions import LeaderRecoveryState
+    from pykraft.records.metadata.schema.partition_change_record import PartitionChangeRecordV2
+
+    from .controller_cluster import Quorum
+    q = Quorum(max_idle_interval_ms=0, auto_leader_rebalance=False, unclean_check_interval_ms=60_000)
+    q.activate(0, now_ms=0)
+    q.start_brokers(1, 2)
+    q.create_topic("t", partitions=1, replication=2, assignments=[[1, 2]])
+    assert q.alter_isr("t", 0, [1]).topics[0].partitions[0].error_code == 0
+    q.heartbeat(1, want_fence=True)  # the only ISR member goes: the partition has no leader
+    assert q.partitions()[0].leader == -1
+    q.heartbeat(2, now_ms=59_000)
+    assert q.tick(60_000).records == ()
+    request = iac.IncrementalAlterConfigsRequest(resources=(iac.AlterConfigsResource(
+        resource_type=i8(TOPIC), resource_name="t", configs=(iac.AlterableConfig(
+            name="unclean.leader.election.enable", config_operation=i8(0), value="true"),)),), validate_only=False)
+    assert q.request(INCREMENTAL_ALTER_CONFIGS, request, now_ms=60_000).responses[0].error_code == 0
+    q.heartbeat(2, now_ms=119_000)
+    (change,) = q.tick(120_000).records
+    assert isinstance(change, PartitionChangeRecordV2) and change.leader == 2
+    (partition,) = q.partitions()
+    assert (partition.leader, partition.isr, partition.leader_recovery_state) == (
+        2, (2,), LeaderRecoveryState.RECOVERING)

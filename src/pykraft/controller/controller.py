@@ -106,6 +106,8 @@ class ControllerConfig:
     auto_leader_rebalance: bool = True  # auto.leader.rebalance.enable
     leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds * 1000
     max_elections_per_balance: int = 1000
+    # Kafka's periodic election of leaderless partitions whose topic allows unclean elections (5 minutes; 0: never)
+    unclean_check_interval_ms: int = 300_000
     supported_features: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_SUPPORTED_FEATURES))
     # The metadata records of bootstrap.checkpoint (FeatureLevelRecord metadata.version, ...), written on the
     # first activation of an empty cluster.
@@ -125,6 +127,7 @@ class QuorumController:
         self.new_active_controllers = 0
         self.next_noop_ms = 0
         self.next_balance_ms = 0
+        self.next_unclean_check_ms = 0
         self.metadata_errors = 0  # kept across rebuilds: MetadataErrorCount only grows
         self._reset_image()
 
@@ -199,6 +202,7 @@ class QuorumController:
         self.heartbeats.reseed(((b, r.fenced) for b, r in self.cluster.brokers.items()), now_ms, shutting_down)
         self.next_noop_ms = now_ms + self.config.max_idle_interval_ms
         self.next_balance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
+        self.next_unclean_check_ms = now_ms + self.config.unclean_check_interval_ms
         if self.features.metadata_version is not None:
             return ControllerResult()
         return ControllerResult(self._bootstrap_records())
@@ -258,8 +262,8 @@ class QuorumController:
 
     # ---- periodic work (active controller) ---------------------------------------------------------------------
     def tick(self, now_ms: int, next_offset: int) -> ControllerResult:
-        """Fence at most one stale broker; otherwise, when due, preferred-leader balancing; and a NoOpRecord when
-        due. Balancing is skipped in a tick that fences, because its elections would be built against an image
+        """Fence at most one stale broker; otherwise, when due, preferred-leader balancing and the unclean
+        election of leaderless partitions whose topic allows it; and a NoOpRecord when due. Balancing is skipped in a tick that fences, because its elections would be built against an image
         where the broker being fenced still looks eligible."""
         if not self.active:
             return ControllerResult()
@@ -268,6 +272,9 @@ class QuorumController:
             records += self.replication.records_for_preferred_balance(self.cluster,
                                                                       self.config.max_elections_per_balance)
             self.next_balance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
+        if self.config.unclean_check_interval_ms > 0 and now_ms >= self.next_unclean_check_ms and not records:
+            records += self.replication.records_for_unclean_recovery(self.cluster)
+            self.next_unclean_check_ms = now_ms + self.config.unclean_check_interval_ms
         if self.config.max_idle_interval_ms > 0 and now_ms >= self.next_noop_ms:
             records.append(NoOpRecordV0())
             self.next_noop_ms = now_ms + self.config.max_idle_interval_ms
@@ -278,6 +285,8 @@ class QuorumController:
         if not self.active:
             return None
         times = [self.next_balance_ms] if self.config.auto_leader_rebalance else []
+        if self.config.unclean_check_interval_ms > 0:
+            times.append(self.next_unclean_check_ms)
         if self.config.max_idle_interval_ms > 0:
             times.append(self.next_noop_ms)
         session_check = self.heartbeats.next_check_ms()
