@@ -272,3 +272,43 @@ def test_configs_tool_refusals_are_one_line_and_exit_1(cluster, args, line):
     assert result.returncode == 1 and result.stdout == ""
     (only,) = result.stderr.splitlines()
     assert only.endswith(line)
+
+
+# ---- last: stops and kills the brokers ----------------------------------------------------------------------------
+def test_unclean_election_allowed_dynamically_brings_a_leaderless_partition_back(cluster):
+    """The only ISR member dies; once the topic allows unclean elections (a dynamic topic config), the other
+    replica coming back is elected outside the ISR, reports the partition recovered, and takes writes again."""
+    from kafka import KafkaProducer
+
+    from pykraft.controller.partitions import LeaderRecoveryState
+
+    from .metadata_probe import image_of
+    a, b = cluster.broker_ids
+    controller = cluster.nodes[cluster.controller_ids[0]]
+    cluster.cli("topics", "--create", "--topic", "unclean", "--replica-assignment", f"{a}:{b}",
+                "--bootstrap-server", server(cluster))
+
+    def state():
+        image = image_of(controller)
+        topic_id = image.topic_id("unclean")
+        return None if topic_id is None else image.partition(topic_id, 0)
+    try:
+        wait_for(lambda: state() is not None and state().leader == a, "the partition led by its first replica")
+        cluster.stop(b)  # controlled shutdown: b leaves the ISR
+        wait_for(lambda: state().isr == (a,), "the ISR down to broker a")
+        cluster.kill(a)
+        wait_for(lambda: state().leader == -1, "the partition leaderless once its only ISR member is fenced")
+        cluster.cli("configs", "--bootstrap-controller", cluster.bootstrap_servers(), "--entity-type", "topics",
+                    "--entity-name", "unclean", "--alter", "--add-config", "unclean.leader.election.enable=true")
+        cluster.start(b)
+        wait_for(lambda: state().leader == b and state().leader_recovery_state is LeaderRecoveryState.RECOVERED,
+                 "broker b elected uncleanly and the partition reported recovered", timeout=90)
+        producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{cluster.nodes[b].port}", acks="all")
+        try:
+            producer.send("unclean", b"after").get(timeout=30)
+        finally:
+            producer.close()
+    finally:
+        for node in (a, b):
+            if not cluster.nodes[node].is_running():
+                cluster.start(node)
