@@ -156,7 +156,7 @@ max.connections                                      | INT      | 2147483647 | [
 max.connections.per.ip                               | INT      | 2147483647 | [0,...] | cluster-wide | ignored
 max.connections.per.ip.overrides                     | STRING   |  |  | cluster-wide | ignored
 max.incremental.fetch.session.cache.slots            | INT      | 1000 | [0,...] | read-only | ignored
-max.request.partition.size.limit                     | INT      | 2000 | [1,...] | read-only | ignored
+max.request.partition.size.limit                     | INT      | 2000 | [1,...] | read-only | honoured
 message.max.bytes                                    | INT      | 1048588 | [0,...] | cluster-wide | live
 metadata.log.dir                                     | STRING   | null |  | read-only | honoured
 metadata.log.max.record.bytes.between.snapshots      | LONG     | 20971520 | [1,...] | read-only | honoured
