@@ -116,3 +116,14 @@ def test_a_node_changes_its_loggers_with_kafkas_checks():
         ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed")
     assert configs_api.change_loggers(_logger_change("1", ("root", 2, "INFO")), 1, False) == (
         ErrorCode.INVALID_REQUEST, "APPEND operation is not allowed for the BROKER_LOGGER resource")
+
+
+def test_add_config_file_is_read_as_a_properties_file(tmp_path):
+    from pykraft.cli.configs_cmd import configs_to_add
+    path = tmp_path / "new.properties"
+    path.write_text("# Kafka's example\nlog.retention.ms = 86400000\nmin.insync.replicas=2\n")
+    options = args.parse([*B, "--broker-defaults", "--alter", "--add-config-file", str(path)])
+    assert configs_to_add(options) == {"log.retention.ms": "86400000", "min.insync.replicas": "2"}
+    missing = args.parse([*B, "--broker-defaults", "--alter", "--add-config-file", str(tmp_path / "nope")])
+    with pytest.raises(Exception, match="does not exist"):
+        configs_to_add(missing)
