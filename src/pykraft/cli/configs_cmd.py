@@ -61,9 +61,12 @@ class KafkaLine(Exception):
 
 
 def run(argv: Sequence[str]) -> int:
+    if not argv:  # Kafka's tools print their usage and fail when given nothing
+        typer.echo(USAGE, err=True)
+        return EXIT_FAILURE
     try:
         options = args_.parse(argv)
-        if options.has("help") or not argv:
+        if options.has("help"):
             typer.echo(USAGE)
             return 0
         if options.has("version"):
