@@ -49,11 +49,16 @@ def test_inter_broker_listener_must_be_an_advertised_broker_listener():
      "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set."),
     ("inter.broker.listener.name=NOWHERE",
      "Listener with name NOWHERE defined in inter.broker.listener.name not found in listener.security.protocol.map."),
-    ("security.inter.broker.protocol=GOPHER", "Invalid security protocol `GOPHER` defined in "
-                                              "security.inter.broker.protocol"),
 ])
 def test_inter_broker_setting_errors(extra, message):
     assert message in problems(BROKER + "\n" + extra)
+
+
+def test_an_unknown_inter_broker_protocol_is_one_message_in_kafkas_words():
+    assert only(BROKER + "\nsecurity.inter.broker.protocol=GOPHER") == (
+        "Invalid value GOPHER for configuration security.inter.broker.protocol: String must be one of: PLAINTEXT, "
+        "SSL, SASL_PLAINTEXT, SASL_SSL")
+    assert parse_config(BROKER + "\nsecurity.inter.broker.protocol=PLAINTEXT").inter_broker_listener_name == "PLAINTEXT"
 
 
 def test_a_broker_advertises_what_advertised_listeners_names():

@@ -74,9 +74,10 @@ def protocols(read: ValueReader, roles: list[str], listeners: tuple[Listener, ..
     return found
 
 
-def inter_broker_listener_name(read: ValueReader, protocol_map: dict[str, str]) -> str:
+def inter_broker_listener_name(read: ValueReader, protocol_map: dict[str, str]) -> str | None:
     """Kafka's interBrokerListenerName: inter.broker.listener.name, or the listener named after
-    security.inter.broker.protocol (default PLAINTEXT)."""
+    security.inter.broker.protocol (default PLAINTEXT). None for a protocol that is none of Kafka's (the config
+    table's check reports that value in ConfigDef's words)."""
     name = read.text(INTER_BROKER_NAME_KEY).upper()
     protocol = read.text(INTER_BROKER_PROTOCOL_KEY)
     if name and protocol:
@@ -87,14 +88,12 @@ def inter_broker_listener_name(read: ValueReader, protocol_map: dict[str, str]) 
                                 f"{PROTOCOL_MAP_KEY}.")
         return name
     protocol = (protocol or "PLAINTEXT").upper()
-    if protocol not in DEFAULT_PROTOCOL_MAP:
-        read.problems.error(f"Invalid security protocol `{protocol}` defined in {INTER_BROKER_PROTOCOL_KEY}")
-    return protocol
+    return protocol if protocol in DEFAULT_PROTOCOL_MAP else None
 
 
 def check_listeners(problems: Problems, roles: list[str], listeners: tuple[Listener, ...],
                     advertised_listeners: tuple[Listener, ...], controller_names: tuple[str, ...],
-                    inter_broker: str) -> None:
+                    inter_broker: str | None) -> None:
     bound = {listener.name for listener in listeners}
     if not controller_names:
         who = "a controller" if "controller" in roles else "a broker (to reach the controllers)"
@@ -125,6 +124,6 @@ def check_listeners(problems: Problems, roles: list[str], listeners: tuple[Liste
             problems.error(f"advertised.listeners cannot use the nonroutable meta-address {listener.host} "
                            f"(listener {listener.name}; set advertised.listeners to a routable address)")
     names = [listener.name for listener in broker_advertised]
-    if inter_broker not in names:
+    if inter_broker is not None and inter_broker not in names:
         problems.error(f"{INTER_BROKER_NAME_KEY} must be a listener name defined in advertised.listeners. The valid "
                        f"options based on currently configured listeners are {','.join(names)}")
