@@ -249,8 +249,9 @@ class AdminClient:
         await self._topic_call(name, f"adding partitions to {name}", message, topic_configs.create_partitions_outcome)
 
     async def list_brokers(self) -> list[BrokerInfo]:
-        """The registered brokers, fenced ones included (DescribeCluster v2), by id. A node without registered
-        brokers answers with the controllers (see node/apis/client_apis.py), which are then listed unfenced."""
+        """The registered brokers, fenced ones included (DescribeCluster v2), by id. A controller without
+        registered brokers answers with the controllers (see node/apis/client_apis.py), which are then listed
+        unfenced; a broker lists the brokers with an endpoint on the listener it was asked on."""
         response = await self._leader_call("DescribeCluster", topics.describe_brokers_request(),
                                            responses.simple_outcome)
         return topics.broker_infos(response)

@@ -266,7 +266,7 @@ sasl.oauthbearer.sub.claim.name                      | STRING   | sub |  | read-
 sasl.oauthbearer.token.endpoint.url                  | STRING   | null |  | read-only | refused
 sasl.server.callback.handler.class                   | CLASS    | null |  | read-only | refused
 sasl.server.max.receive.size                         | INT      | 524288 |  | read-only | refused
-security.inter.broker.protocol                       | STRING   | PLAINTEXT | [PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL] | read-only | ignored
+security.inter.broker.protocol                       | STRING   | PLAINTEXT | [PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL] | read-only | honoured
 security.providers                                   | STRING   | null |  | read-only | ignored
 share.coordinator.append.linger.ms                   | INT      | 10 | [0,...] | read-only | ignored
 share.coordinator.load.buffer.size                   | INT      | 5242880 | [1,...] | read-only | ignored

@@ -70,6 +70,7 @@ class NodeConfig:
     advertised_listeners: tuple[Listener, ...]
     controller_listener_names: tuple[str, ...]
     listener_security_protocols: Mapping[str, str]
+    inter_broker_listener_name: str
     metadata_log_dir: str
     log_dirs: tuple[str, ...]
     quorum_voters: tuple[VoterAddress, ...]
@@ -133,8 +134,11 @@ class NodeConfig:
         return self._advertised(self.controller_listener_names)
 
     def advertised_broker_listeners(self) -> tuple[Listener, ...]:
-        """Each broker listener as advertised, in `listeners` order (what BrokerRegistration announces)."""
-        return self._advertised(self.broker_listener_names())
+        """What BrokerRegistration announces, Kafka's `effectiveAdvertisedBrokerListeners`: the broker entries of
+        advertised.listeners when it is set (a bound listener it leaves out is served but not advertised), else
+        the bound broker listeners, in that order."""
+        controller = set(self.controller_listener_names)
+        return self._advertised(l.name for l in self.advertised_listeners if l.name not in controller)
 
     def _advertised(self, names: Iterable[str]) -> tuple[Listener, ...]:
         """From advertised.listeners if named there, else from listeners; an empty host (bind all interfaces)

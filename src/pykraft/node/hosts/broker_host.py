@@ -63,6 +63,11 @@ _log = logging.getLogger("pykraft.node.broker")
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADERS, ApiKey.UPDATE_FEATURES,
                   ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS)
+# The RPCs Kafka serves on controller listeners only (their schemas' "listeners": ["controller"]): a broker listener
+# does not offer them, so a broker never takes part in an election or a voter change on a peer's behalf.
+CONTROLLER_ONLY_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT,
+                        ApiKey.UPDATE_RAFT_VOTER, ApiKey.ALTER_PARTITION, ApiKey.BROKER_REGISTRATION,
+                        ApiKey.BROKER_HEARTBEAT, ApiKey.CONTROLLER_REGISTRATION)
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 60.0
 MIN_TIMER_DELAY_S = 0.001
 
@@ -154,6 +159,8 @@ class BrokerHost:
         return self.cache
 
     def registry(self, base: ApiRegistry) -> ApiRegistry:
+        for key in CONTROLLER_ONLY_APIS:
+            base = base.without(key)
         for key in FORWARDED_APIS:
             low, high = HOST_APIS[key]
             base = base.with_range(key, low, high)
@@ -302,10 +309,26 @@ class BrokerHost:
         if runtime is not None and hasattr(runtime, "trace"):
             runtime.trace.event(self._now(), "broker_state", old=change.old.value, new=change.new.value,
                                 broker_epoch=self.lifecycle.broker_epoch)
+        if change.new is BrokerState.RUNNING and runtime is not None:
+            # Unfenced for the first time: caught up with the metadata log and the partition logs open, so the
+            # client listeners open now (Kafka's BrokerServer.startup enables request processing after the broker
+            # is unfenced). Before, a client would have been told of an image without brokers or topics.
+            task = asyncio.get_running_loop().create_task(runtime.serve_broker_listeners())
+            self._tasks.add(task)
+            task.add_done_callback(self._listeners_opened)
         if change.new is BrokerState.RECOVERY:
             # Caught up with the metadata log: recover the partition logs, then ask to be unfenced (Kafka waits
             # for its log manager here too). A log that must not be repaired stops the broker instead.
             asyncio.get_running_loop().call_soon(self._open_data_plane)
+
+    def _listeners_opened(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled() or task.exception() is None:
+            return
+        # A broker that cannot take clients must not run on as if it did (its peers would elect it leader).
+        _log.critical("broker %d cannot open its client listeners: %r", self.node_id, task.exception())
+        if self.runtime is not None:
+            asyncio.get_running_loop().create_task(self.runtime.stop(graceful=True))
 
     def _open_data_plane(self) -> None:
         try:

@@ -153,8 +153,12 @@ def hosted_runtime(node_config: Any, host: Any, **runtime_options: Any) -> NodeR
     """A NodeRuntime with `host` as its state machine, serving the host's APIs (`registry`, `extra_handlers`)."""
     from pykraft.node.runtime.runtime import NodeRuntime
 
+    broker_registry = getattr(host, "broker_registry", None)  # a combined node's broker listeners differ
+    # A host with a broker part opens the broker listeners once caught up (BrokerHost._on_state_changed).
+    runtime_options.setdefault("defer_broker_listeners", node_config.is_broker)
     runtime = NodeRuntime(node_config, state_machine=host, registry=host.registry(NODE_RUNTIME_APIS),
-                          extra_handlers=host.extra_handlers(), **runtime_options)
+                          extra_handlers=host.extra_handlers(), **runtime_options,
+                          broker_registry=None if broker_registry is None else broker_registry(NODE_RUNTIME_APIS))
     host.bind(runtime)
     return runtime
 

@@ -36,6 +36,7 @@ from pykraft.node.apis import (
     producers_api,
     topic_partitions_api,
 )
+from pykraft.node.apis.listeners import listener_name
 from pykraft.node.apis.producer_id_api import ProducerIdBlocks, init_producer_id
 from pykraft.node.runtime.allocator import tune_for_large_frames
 from pykraft.node.runtime.flusher import thread_runner
@@ -104,7 +105,7 @@ class DataPlane:
         self.host.logs = PartitionLogs(tuple(config.log_dirs), self.host.log_config_for, held_locks=held)
         self.host.load()
         self.fetchers = ReplicaFetchers(self.host, broker_epoch=lambda: self.broker.lifecycle.broker_epoch,
-                                        address_of=self._address_of, send=runtime.outbound.forward,
+                                        address_of=self._address_of, send=runtime.outbound.to_broker,
                                         fetchers_per_source=self._fetchers_per_source)
         self.mover = ReplicaMover(self.host, self._moved)
         self._dir_ids = {d: dir_assignments.directory_id(d) for d in config.log_dirs}
@@ -171,12 +172,13 @@ class DataPlane:
         broker._run("isr", broker.isr.update_progress(progress, now), refresh_partitions=False)  # noqa: SLF001
 
     def _address_of(self, broker_id: int) -> tuple[str, int] | None:
+        """The broker's endpoint on the inter-broker listener (Kafka's replica fetchers connect there only: a broker
+        registered without it cannot be fetched from)."""
         registration = self.broker.cache.registration(broker_id)
-        if registration is None or not registration.listeners:
-            return None
-        wanted = self.node_config.raw.get("inter.broker.listener.name")
-        endpoint = next((l for l in registration.listeners if l.name == wanted), registration.listeners[0])
-        return endpoint.host, endpoint.port
+        wanted = self.node_config.inter_broker_listener_name
+        endpoint = None if registration is None else next(
+            (l for l in registration.listeners if l.name == wanted), None)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
 
     def _moved(self, replica: Any, directory: str) -> None:
         """A replica moved to `directory` (replica_move.py): tell the controller its directory id."""
@@ -242,7 +244,7 @@ class DataPlane:
             return await init_producer_id(self.producer_ids, decoded.message)
 
         async def metadata(decoded: DecodedRequest) -> Any:
-            return await auto_create.metadata(self.broker, decoded.message)
+            return await auto_create.metadata(self.broker, decoded)
 
         async def delete_records(decoded: DecodedRequest) -> Any:
             return await delete_records_api.handle(self.host, decoded.message)
@@ -259,7 +261,8 @@ class DataPlane:
             return producers_api.handle(self.host, decoded.message)
 
         async def describe_topic_partitions(decoded: DecodedRequest) -> Any:
-            return topic_partitions_api.handle(self.broker.cache, decoded.message, self.partition_size_limit)
+            return topic_partitions_api.handle(self.broker.cache, decoded.message, self.partition_size_limit,
+                                               listener_name(decoded))
 
         return {ApiKey.METADATA: metadata, ApiKey.PRODUCE: produce, ApiKey.FETCH: fetch, ApiKey.LIST_OFFSETS: list_offsets,
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_epoch, ApiKey.INIT_PRODUCER_ID: init_pid,
