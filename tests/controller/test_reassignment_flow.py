@@ -21,7 +21,8 @@ from .controller_cluster import Quorum, config, kip841_violations
 def reassign(quorum: Quorum, topic: str, partition: int, replicas: list[int] | None) -> ErrorCode:
     request = alter_v1.AlterPartitionReassignmentsRequest(topics=(alter_v1.ReassignableTopic(
         name=TopicName(topic), partitions=(alter_v1.ReassignablePartition(
-            partition_index=i32(partition), replicas=None if replicas is None else tuple(BrokerId(b) for b in replicas)),)),))
+            partition_index=i32(partition),
+            replicas=None if replicas is None else tuple(BrokerId(b) for b in replicas)),)),))
     response = quorum.request(ALTER_PARTITION_REASSIGNMENTS, request)
     return ErrorCode(response.responses[0].partitions[0].error_code)
 

@@ -23,7 +23,8 @@ def alter(*topics: tuple[str, list[tuple[int, list[int] | None]]], allow_rf_chan
     """topics: (name, [(partition, replicas or None to cancel), ...])."""
     module = alter_v0 if allow_rf_change is None else alter_v1
     entries = tuple(module.ReassignableTopic(name=TopicName(name), partitions=tuple(
-        module.ReassignablePartition(partition_index=i32(p), replicas=None if r is None else tuple(BrokerId(b) for b in r))
+        module.ReassignablePartition(partition_index=i32(p),
+                                     replicas=None if r is None else tuple(BrokerId(b) for b in r))
         for p, r in parts)) for name, parts in topics)
     if allow_rf_change is None:
         return alter_v0.AlterPartitionReassignmentsRequest(topics=entries)

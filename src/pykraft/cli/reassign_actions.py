@@ -38,9 +38,14 @@ class Report(ToolError):
     """Kafka's TerseException: its text is printed as it is (several lines for several partitions)."""
 
 
-def run(action: str, options: Options, rng: random.Random) -> None:
-    from .reassign_partitions_cmd import read_file
+def read_file(path: str | None) -> str:
+    try:
+        return Path(str(path)).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PlanError(f"{path} ({exc.strerror or exc})") from None
 
+
+def run(action: str, options: Options, rng: random.Random) -> None:
     def with_admin(operation: Callable[[AdminClient], Awaitable[T]]) -> T:
         return _with_admin(options, operation)
 

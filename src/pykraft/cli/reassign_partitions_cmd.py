@@ -26,7 +26,6 @@ import random
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from . import reassign_actions as actions
 from .reassign_plan import PlanError
@@ -149,10 +148,3 @@ def refuse_unsupported(options: Options) -> None:
                        ("replica-alter-log-dirs-throttle", "moving replicas between log directories")):
         if options.long(name, -1) >= 0:
             raise UsageError(f"--{name} is not supported: pykraft does not implement {what}")
-
-
-def read_file(path: str | None) -> str:
-    try:
-        return Path(str(path)).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PlanError(f"{path} ({exc.strerror or exc})") from None

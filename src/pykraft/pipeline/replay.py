@@ -29,7 +29,8 @@ REPLAY_COLUMNS: list[tuple[str, str]] = [
     ("cluster_id", "string"), ("kind", "string"), ("offset", "bigint"), ("timestamp", "bigint"),
     ("topic", "string"), ("topic_id", "string"), ("partition", "int"), ("broker_id", "int"), ("leader", "int"),
     ("isr", "array<int>"), ("replicas", "array<int>"), ("adding_replicas", "array<int>"),
-    ("removing_replicas", "array<int>"), ("leader_epoch", "int"), ("partition_epoch", "int"), ("broker_epoch", "bigint"), ("fenced", "boolean"), ("in_controlled_shutdown", "boolean"), ("state", "string"),
+    ("removing_replicas", "array<int>"), ("leader_epoch", "int"), ("partition_epoch", "int"),
+    ("broker_epoch", "bigint"), ("fenced", "boolean"), ("in_controlled_shutdown", "boolean"), ("state", "string"),
     ("name", "string"), ("level", "int"), ("detail", "string"),
 ]
 REPLAY_DDL = ", ".join(f"`{n}` {t}" for n, t in REPLAY_COLUMNS)
