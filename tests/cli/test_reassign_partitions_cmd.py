@@ -43,8 +43,8 @@ def outcome(capsys, *args: str) -> tuple[int, str, str]:
      "--throttle is not supported: pykraft does not implement replication throttling "
      "(leader/follower.replication.throttled.rate)"),
     (["--execute", *SERVER, "--reassignment-json-file", "f", "--replica-alter-log-dirs-throttle", "0"],
-     "--replica-alter-log-dirs-throttle is not supported: pykraft does not implement moving replicas between log "
-     "directories"),
+     "--replica-alter-log-dirs-throttle is not supported: pykraft does not implement throttling of replica moves "
+     "between log directories (replica.alter.log.dirs.io.max.bytes.per.second)"),
 ])
 def test_usage_problems_are_one_stderr_line_and_exit_1(capsys, args, message):
     assert outcome(capsys, *args) == (1, "", f"pykraft reassign-partitions: {message}")
@@ -78,12 +78,26 @@ def test_a_bad_reassignment_file_is_refused_before_any_request(capsys, tmp_path,
     assert (code, err) == (1, "") and out.startswith(f"Error: {message}")
 
 
-def test_log_dir_moves_are_refused(capsys, tmp_path):
-    path = tmp_path / "plan.json"
-    path.write_text('{"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["/data/a"]}]}')
-    code, out, _ = outcome(capsys, "--verify", *SERVER, "--reassignment-json-file", str(path))
-    assert code == 1 and out == ('Error: moving replicas between log directories ("log_dirs" other than "any") is not '
-                                 'supported by pykraft')
+def test_log_dirs_of_a_reassignment_file():
+    parts, dirs = plan.parse_reassignment(
+        '{"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["/data/b","any"]}]}')
+    assert parts == [(("t", 0), [1, 2])] and dirs == {("t", 0, 1): "/data/b"}
+
+
+def test_log_dir_move_states_have_kafkas_texts():
+    from pykraft.cli.reassign_log_dirs import MoveState, move_states_text
+
+    states = {("t", 0, 2): MoveState("/b", "/a", "/b"), ("t", 0, 1): MoveState("/b", "/b"),
+              ("t", 1, 1): MoveState("/b", "/a", "/c"), ("t", 2, 1): MoveState("/b", "/a"),
+              ("u", 0, 1): MoveState("/b")}
+    assert move_states_text(states).split("\n") == [
+        "Reassignment of replica t-0-1 completed successfully.",
+        "Partition t-1 on broker 1 is being moved to log dir /c instead of /b.",
+        "Partition t-2 on broker 1 is not being moved from log dir /a to /b.",
+        "Partition u-0 is not found in any live log dir on broker 1. There is likely an offline log directory on the "
+        "broker.",
+        "Reassignment of replica t-0-2 is still in progress."]
+    assert [s.done for s in states.values()] == [False, True, False, True, False]
 
 
 def test_generate_arguments():

@@ -1,7 +1,8 @@
 """The five actions of `pykraft reassign-partitions` over the admin client, printing Kafka's texts
 (ReassignPartitionsCommand's generateAssignment, executeAssignment, verifyAssignment, cancelAssignment and
 listReassignments). The flags were checked by reassign_partitions_cmd.py; failures raise `ToolError` (printed as
-`Error: <text>`) or `Report` (Kafka's multi-line per-partition report, printed as it is)."""
+`Error: <text>`) or `Report` (Kafka's multi-line per-partition report, printed as it is). Replicas the file puts
+in a named log directory move there too (reassign_log_dirs.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from pykraft.admin.errors import AdminClientError, AdminError, TopicError
 from pykraft.protocol.errors import ErrorCode
 
 from . import reassign_plan as plan
-from .reassign_plan import BrokerSlot, PartitionState, PlanError, TopicPartition, plural, tp_text
+from .reassign_log_dirs import MoveError, execute_moves, move_states, move_states_text
+from .reassign_plan import BrokerSlot, PartitionState, PlanError, ReplicaDir, TopicPartition, plural, tp_text
 
 if TYPE_CHECKING:
     from .reassign_partitions_cmd import Options
@@ -58,17 +60,15 @@ def run(action: str, options: Options, rng: random.Random) -> None:
         with_admin(lambda a: generate(a, topics, brokers, not options.has("disable-rack-aware"), rng))
     else:
         parts, dirs = plan.parse_reassignment(read_file(options.value("reassignment-json-file")))
-        if dirs:
-            raise ToolError("moving replicas between log directories (\"log_dirs\" other than \"any\") is not "
-                            "supported by pykraft")
+        timeout_ms = options.long("timeout", 10_000)
         if action == "execute":
             proposed = plan.checked_execute_plan(parts)
-            with_admin(lambda a: execute(a, proposed, options.has("additional"),
-                                         not options.has("disallow-replication-factor-change")))
+            with_admin(lambda a: execute(a, proposed, dirs, options.has("additional"),
+                                         not options.has("disallow-replication-factor-change"), timeout_ms))
         elif action == "verify":
-            with_admin(lambda a: verify(a, parts, options.has("preserve-throttles")))
+            with_admin(lambda a: verify(a, parts, dirs, options.has("preserve-throttles")))
         else:
-            with_admin(lambda a: cancel(a, parts, options.has("preserve-throttles")))
+            with_admin(lambda a: cancel(a, parts, dirs, options.has("preserve-throttles"), timeout_ms))
 
 
 def _with_admin(options: Options, operation: Callable[[AdminClient], Awaitable[T]]) -> T:
@@ -86,6 +86,8 @@ def _with_admin(options: Options, operation: Callable[[AdminClient], Awaitable[T
 
     try:
         return asyncio.run(go())
+    except MoveError as exc:
+        raise (Report if exc.report else ToolError)(str(exc)) from None
     except TopicError as exc:
         raise ToolError(exc.message or exc.code.name) from None
     except (AdminClientError, SettingsError) as exc:
@@ -131,8 +133,8 @@ async def generate(admin: AdminClient, topics: list[str], brokers: list[int], ra
     print(f"Proposed partition reassignment configuration\n{plan.reassignment_json(proposed)}")
 
 
-async def execute(admin: AdminClient, proposed: dict[TopicPartition, list[int]], additional: bool,
-                  allow_rf_change: bool) -> None:
+async def execute(admin: AdminClient, proposed: dict[TopicPartition, list[int]], dirs: dict[ReplicaDir, str],
+                  additional: bool, allow_rf_change: bool, timeout_ms: int) -> None:
     if not additional and await admin.list_partition_reassignments():
         raise Report(CANNOT_EXECUTE)
     known = {b.broker_id for b in await _live_brokers(admin)}
@@ -148,6 +150,8 @@ async def execute(admin: AdminClient, proposed: dict[TopicPartition, list[int]],
     _report("Error reassigning partition(s):", errors)
     print(f"Successfully started partition reassignment{plural(len(proposed))} for "
           + ",".join(tp_text(tp) for tp in sorted(proposed)))
+    if dirs:
+        await execute_moves(admin, dirs, timeout_ms)
 
 
 def _report(title: str, errors: dict[TopicPartition, AdminError | None]) -> None:
@@ -160,7 +164,8 @@ def _message(error: AdminError) -> str:
     return error.message or error.code.name
 
 
-async def verify(admin: AdminClient, parts: list[tuple[TopicPartition, list[int]]], preserve: bool) -> None:
+async def verify(admin: AdminClient, parts: list[tuple[TopicPartition, list[int]]], dirs: dict[ReplicaDir, str],
+                 preserve: bool) -> None:
     ongoing = await admin.list_partition_reassignments()
     states: dict[TopicPartition, PartitionState] = {}
     others = {tp for tp, _ in parts if tp not in ongoing}
@@ -171,8 +176,9 @@ async def verify(admin: AdminClient, parts: list[tuple[TopicPartition, list[int]
         else:
             states[tp] = PartitionState(current.get(tp, ()), tuple(target), True)
     print(plan.status_text(states))
-    print("")  # Kafka prints the (here empty) log-directory move states on their own line
-    if not ongoing and not preserve:
+    moves = await move_states(admin, dirs)
+    print(move_states_text(moves))  # an empty line when the file names no directory, as Kafka's
+    if not ongoing and all(m.done for m in moves.values()) and not preserve:
         await _clear_throttles(admin, parts)
 
 
@@ -187,7 +193,8 @@ async def _current_or_empty(admin: AdminClient, topics: set[str]) -> dict[TopicP
     return found
 
 
-async def cancel(admin: AdminClient, parts: list[tuple[TopicPartition, list[int]]], preserve: bool) -> None:
+async def cancel(admin: AdminClient, parts: list[tuple[TopicPartition, list[int]]], dirs: dict[ReplicaDir, str],
+                 preserve: bool, timeout_ms: int) -> None:
     ongoing = await admin.list_partition_reassignments([tp for tp, _ in parts])
     # Kafka's filter, kept as it is: a reassignment that only adds replicas is not cancelled by this tool.
     cancelling = sorted(tp for tp, r in ongoing.items() if not r.adding or r.removing)
@@ -199,7 +206,11 @@ async def cancel(admin: AdminClient, parts: list[tuple[TopicPartition, list[int]
               + ",".join(tp_text(tp) for tp in cancelling))
     else:
         print("None of the specified partition reassignments are active.")
-    print("None of the specified partition moves are active.")
+    active = {r: m.current for r, m in (await move_states(admin, dirs)).items() if m.active}
+    if active:
+        await execute_moves(admin, active, timeout_ms)  # back where each replica is now
+    else:
+        print("None of the specified partition moves are active.")
     if not preserve:
         await _clear_throttles(admin, parts)
 

@@ -9,11 +9,11 @@ the current assignment for rollback, refuses while other reassignments run unles
 [--timeout MS]; --list. --bootstrap-server (any action) or --bootstrap-controller (--cancel and --list, as Kafka),
 --command-config for the admin client.
 
-What pykraft does not implement is refused with one line rather than ignored: --throttle and
---replica-alter-log-dirs-throttle with a rate (replication throttling; -1, Kafka's "no throttle", is accepted) and
-"log_dirs" naming a directory (moving replicas between log directories). Since no throttle can be set, the
-"Clearing ... throttles" step of --verify and --cancel has nothing to remove: it prints Kafka's lines and sends
-nothing.
+"log_dirs" naming a directory moves that replica into it (AlterReplicaLogDirs, reassign_log_dirs.py; --timeout
+bounds the wait for a replica the partition move has not brought yet). What pykraft does not implement is refused
+with one line rather than ignored: --throttle and --replica-alter-log-dirs-throttle with a rate (-1, Kafka's "no
+throttle", is accepted). Since no throttle can be set, the "Clearing ... throttles" step of --verify and --cancel
+has nothing to remove: it prints Kafka's lines and sends nothing.
 
 Exit status 0, or 1 with one line: usage problems on stderr (`pykraft reassign-partitions: <Kafka's text>`),
 failures on stdout as `Error: <text>` (Kafka's main); per-partition refusals as Kafka's report ("Error reassigning
@@ -143,8 +143,11 @@ def run(args: Sequence[str], rng: random.Random | None = None) -> int:
 
 
 def refuse_unsupported(options: Options) -> None:
-    """What pykraft does not implement must not be silently ignored (see the module docstring)."""
+    """What pykraft does not implement must not be silently ignored (see the module docstring); --timeout is read
+    here too, so that a bad value is a usage error."""
+    options.long("timeout", 10_000)
     for name, what in (("throttle", "replication throttling (leader/follower.replication.throttled.rate)"),
-                       ("replica-alter-log-dirs-throttle", "moving replicas between log directories")):
+                       ("replica-alter-log-dirs-throttle", "throttling of replica moves between log directories "
+                                                           "(replica.alter.log.dirs.io.max.bytes.per.second)")):
         if options.long(name, -1) >= 0:
             raise UsageError(f"--{name} is not supported: pykraft does not implement {what}")
