@@ -59,6 +59,9 @@ def test_a_combined_node_serves_as_controller_and_broker_and_keeps_its_topic_acr
         created = _cli("topics", "create", "--bootstrap-server", bootstrap, "--topic", "demo", "--partitions", "3",
                        "--replication-factor", "1")
         assert created.stdout.strip() == "Created topic demo."
+        # The reassignment APIs reach the node's own controller through its broker listener.
+        listed = _cli("reassign-partitions", "--bootstrap-server", bootstrap, "--list")
+        assert listed.stdout.strip() == "No partition reassignments found."
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
         assert "controlled shutdown done" in (tmp_path / "server.log").read_text()

@@ -46,6 +46,7 @@ from pykraft.raft.reconfig_messages import add_voter_request, api_versions_reque
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
 from . import configs, responses, topic_configs, topics
+from . import partition_reassignments as reassignments
 from .errors import AdminError, DeadlineError, OutcomeUnknownError, TopicError, UnreachableError
 from .liveness import PROBE_INTERVAL_MS, PROBE_TIMEOUT_MS, LivenessWatch, NodeUnresponsiveError
 from .model import BrokerInfo, ClusterInfo, FeatureMetadata, QuorumInfo, TopicCreated, TopicDescription
@@ -247,6 +248,29 @@ class AdminClient:
         """CreatePartitions at the active controller: grow `name` to `count` partitions; a refusal raises TopicError."""
         message = topic_configs.create_partitions_request(name, count, assignment, self._server_timeout_ms())
         await self._topic_call(name, f"adding partitions to {name}", message, topic_configs.create_partitions_outcome)
+
+    async def alter_partition_reassignments(
+            self, targets: Mapping[tuple[str, int], Sequence[int] | None],
+            allow_replication_factor_change: bool = True) -> dict[tuple[str, int], AdminError | None]:
+        """AlterPartitionReassignments at the active controller (through a broker with --bootstrap-server): each
+        (topic, partition) moves to its broker list, or None cancels its reassignment. Returns each partition's
+        refusal (None: accepted). Retried while the answer is a retriable top-level error."""
+        if not targets:
+            return {}
+        message = reassignments.alter_request(targets, allow_replication_factor_change, self._server_timeout_ms())
+        response = await self._controller_call("AlterPartitionReassignments", lambda: message,
+                                               reassignments.top_level_outcome)
+        return reassignments.alter_results(response, targets)
+
+    async def list_partition_reassignments(
+            self, partitions: Iterable[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], reassignments.PartitionReassignment]:
+        """The ongoing reassignments (of the named partitions, or all), from the active controller."""
+        message = reassignments.list_request(None if partitions is None else list(partitions),
+                                             self._server_timeout_ms())
+        response = await self._controller_call("ListPartitionReassignments", lambda: message,
+                                               reassignments.top_level_outcome)
+        return reassignments.list_results(response)
 
     async def list_brokers(self) -> list[BrokerInfo]:
         """The registered brokers, fenced ones included (DescribeCluster v2), by id. A controller without

@@ -121,6 +121,14 @@ def topics(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@app.command("reassign-partitions", context_settings=_FORWARD, add_help_option=False)
+def reassign_partitions(ctx: typer.Context) -> None:
+    """Move partition replicas between brokers: generate, execute, verify, cancel, list (kafka-reassign-partitions)."""
+    from .reassign_partitions_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
+
 @app.command("configs", context_settings=_FORWARD, add_help_option=False)
 def configs(ctx: typer.Context) -> None:
     """Describe and alter topic, broker and broker-logger configs (kafka-configs)."""

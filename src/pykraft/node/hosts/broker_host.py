@@ -16,8 +16,8 @@ controller listener in the voter set. Requests to it go over the runtime's conne
 is handed back to the component that asked, which owns every retry and backoff decision. Nothing here blocks the
 core task: sends are tasks, timers are loop callbacks, and the pure components are only touched from the loop.
 
-CreateTopics, DeleteTopics, ElectLeaders, UpdateFeatures, (Incremental)AlterConfigs and CreatePartitions sent to a
-broker are forwarded to the active controller, as Kafka's
+CreateTopics, DeleteTopics, ElectLeaders, UpdateFeatures, (Incremental)AlterConfigs, CreatePartitions and
+Alter/ListPartitionReassignments sent to a broker are forwarded to the active controller, as Kafka's
 brokers forward them; an unreachable controller gives NOT_CONTROLLER (retriable for clients).
 """
 
@@ -62,7 +62,8 @@ _log = logging.getLogger("pykraft.node.broker")
 # Kafka's SecurityProtocol ids, as BrokerRegistration carries them.
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADERS, ApiKey.UPDATE_FEATURES,
-                  ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS)
+                  ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS,
+                  ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS)
 # The RPCs Kafka serves on controller listeners only (their schemas' "listeners": ["controller"]): a broker listener
 # does not offer them, so a broker never takes part in an election or a voter change on a peer's behalf.
 CONTROLLER_ONLY_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT,

@@ -6,7 +6,9 @@ turns follower fetches into the ISR manager's progress:
 
 - `sync_metadata`: every partition with this broker among its replicas gets a log; a new leader epoch makes it
   leader (the epoch starts at its log end, `initialize_leader_epoch`) or follower of the named leader (its
-  replica fetcher, replica_fetcher.py, takes it); logs of deleted topics, or of partitions moved away, go.
+  replica fetcher, replica_fetcher.py, takes it); a replica set changed by a reassignment within an epoch is
+  adopted by the leader; logs of deleted topics, or of partitions moved away (a completed reassignment), are
+  deleted (renamed `<dir>.<id>-delete`, then removed, as Kafka's broker does).
 - `append_as_leader`: validated from headers, sequence-checked, patched in place, appended as it came;
   acks=all waits for the high watermark (`LeaderState` waiters).
 - `on_follower_fetch`: a follower's fetch offset is its log end; the progress goes to the ISR manager, whose
@@ -125,6 +127,12 @@ class PartitionHost:
             self._apply_settings(replica)
             if partition.leader_epoch != replica.leader_epoch or partition.leader != replica.leader_id:
                 self._change_role(replica, partition.leader, partition.leader_epoch, partition.replicas, now_ms)
+            elif replica.leading is not None and replica.leading.replicas != partition.replicas:
+                # A reassignment changed the replicas without a new leader epoch (Kafka's leader updates its
+                # assignment the same way): the adding replicas may fetch, and count, from now on.
+                replica.leading.reassigned(partition.replicas)
+                _log.info("replicas of %s-%d are now %s", name, index, list(partition.replicas))
+                self._after_leader_change(replica)
         for key in [k for k in self.replicas if k not in wanted]:
             self._remove(key)
         sources: dict[int, list[tuple[str, int]]] = {}
