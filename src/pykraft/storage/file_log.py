@@ -374,3 +374,6 @@ class FileLog(EpochIndexedLog):
 
     def size_in_bytes(self) -> int:
         return sum(segment.size for segment in self._segments)
+
+    def segment_count(self) -> int:
+        return len(self._segments)

@@ -118,7 +118,10 @@ class BrokerHost:
         self.group_api = GroupApi(self, self.groups)
         self.runtime: NodeRuntime | None = None
         self.finished: asyncio.Future[ShutdownComplete] | None = None
-        self.undecodable_records = 0
+        self.undecodable_records = 0  # metadata records replayed from the log that could not be decoded
+        self.unloadable_records = 0  # the same, in loaded snapshots
+        self.last_applied_offset = -1  # broker-metadata-metrics
+        self.last_applied_timestamp_ms: int | None = None
         self.forward_failures = 0
         self._timers: dict[str, tuple[int, asyncio.TimerHandle]] = {}  # name -> (wakeup ms, its timer)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -176,12 +179,13 @@ class BrokerHost:
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
-        self.cache.replay_all(metadata_records(batches, on_undecodable=self._count_undecodable))
+        self.cache.replay_all(metadata_records(batches, on_undecodable=self._count_undecodable,
+                                               on_batch=self._note_batch))
         self._after_metadata(last_offset)
 
     def load_snapshot(self, reader: RawSnapshotReader) -> None:
         last_contained = reader.snapshot_id.offset - 1
-        records = metadata_records(reader.records(), on_undecodable=self._count_undecodable)
+        records = metadata_records(reader.records(), on_undecodable=self._count_unloadable)
         self.cache.load_snapshot((record for _, record in records), last_contained)
         self._after_metadata(last_contained)
 
@@ -192,6 +196,7 @@ class BrokerHost:
         return [encode_metadata_record(r) for r in self.cache.snapshot_records()]
 
     def _after_metadata(self, last_offset: int) -> None:
+        self.last_applied_offset = last_offset
         self.lifecycle.note_metadata_offset(last_offset)
         if self.finished is None:
             return  # replay of the local log before start(): nothing is running yet
@@ -203,6 +208,12 @@ class BrokerHost:
 
     def _count_undecodable(self, count: int = 1) -> None:
         self.undecodable_records += count
+
+    def _count_unloadable(self, count: int = 1) -> None:
+        self.unloadable_records += count
+
+    def _note_batch(self, batch: Any) -> None:
+        self.last_applied_timestamp_ms = batch.max_timestamp
 
     # ---- the pure components' actions --------------------------------------------------------------------------
     def _component(self, name: str) -> Any:

@@ -34,6 +34,7 @@ from pykraft.broker.partition_state import LeaderState, admit_produce
 from pykraft.broker.produce_rules import Rejected, assign_offsets, stamp_log_append_time, validate_batch
 from pykraft.broker.producer_state import ProducerStates
 from pykraft.broker.topic_settings import TopicSettings
+from pykraft.broker.topic_stats import BrokerTopicStats
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import InvalidAppendError, OffsetAndEpoch, truncation_offset
 from pykraft.records import iter_batches
@@ -91,6 +92,7 @@ class PartitionHost:
         self._high_watermark_of = high_watermark_of
         self.replicas: dict[tuple[str, int], Replica] = {}
         self.changed = asyncio.Event()  # set (and replaced) on every append and HWM move: wakes long polls
+        self.topic_stats = BrokerTopicStats()  # Kafka's BrokerTopicMetrics, counted per batch (topic_stats.py)
 
     # ---- opening and metadata ----------------------------------------------------------------------------------
     def load(self) -> None:
@@ -125,6 +127,8 @@ class PartitionHost:
                 self._change_role(replica, partition.leader, partition.leader_epoch, partition.replicas, now_ms)
         for key in [k for k in self.replicas if k not in wanted]:
             self._remove(key)
+        for topic in [t for t in self.topic_stats.topics if cache.topic_id(t) is None]:
+            self.topic_stats.retire(topic)  # deleted: its series go, the totals keep its counts
         sources: dict[int, list[tuple[str, int]]] = {}
         for key, replica in self.replicas.items():
             if replica.leading is None and replica.leader_id >= 0 and replica.leader_id != me:
@@ -184,8 +188,21 @@ class PartitionHost:
     def append_as_leader(self, topic: str, partition: int, records: Any, acks: int) -> AppendResult:
         found = self.leader_replica(topic, partition)
         if isinstance(found, ErrorCode):
+            if found is ErrorCode.NOT_LEADER_OR_FOLLOWER:  # a topic this broker knows: Kafka counts the request
+                self.topic_stats.of(topic).total_produce_requests += 1
             return AppendResult(found)
         replica, log, leading = found, found.log, found.leading
+        assert leading is not None
+        counters = self.topic_stats.of(topic)
+        counters.total_produce_requests += 1
+        result = self._append_checked(replica, records, acks)
+        if result.error is not ErrorCode.NONE:
+            counters.produce_failed(result.error, len(records))
+        return result
+
+    def _append_checked(self, replica: Replica, records: Any, acks: int) -> AppendResult:
+        """`append_as_leader` for a replica this broker leads: validate, admit, check sequences, append."""
+        log, leading, topic, partition = replica.log, replica.leading, replica.topic, replica.partition
         assert leading is not None
         settings = replica.settings
         checked = validate_batch(records, settings.max_message_bytes)
@@ -217,6 +234,9 @@ class PartitionHost:
             _log.error("append to %s-%d failed: %s", topic, partition, exc)
             return AppendResult(ErrorCode.UNKNOWN_SERVER_ERROR, message=str(exc))
         last = base + checked.record_count - 1
+        counters = self.topic_stats.of(topic)
+        counters.messages_in += checked.record_count
+        counters.bytes_in += len(buffer)
         replica.producers.observe(checked.producer_id, checked.producer_epoch, checked.base_sequence,
                                   checked.last_sequence, base, last,
                                   append_time if append_time >= 0 else checked.max_timestamp)
@@ -292,6 +312,7 @@ class PartitionHost:
             whole = whole_batches_length(view)
             if whole:
                 log.append_as_follower(view[:whole], replica.leader_epoch)
+                self.topic_stats.of(replica.topic).replication_bytes_in += whole
                 for batch in iter_batches(view[:whole], verify_crc=False):
                     replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
                                               batch.base_sequence + batch.record_count - 1, batch.base_offset,

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,7 @@ class InboundHandler:
         self.requests = 0
 
     async def __call__(self, info: ConnectionInfo, payload: memoryview) -> memoryview | FrameBody | None:
+        started = time.perf_counter()
         try:
             decoded = decode_request(payload, self.registry, borrow_records=True)  # the server's frame: ours
         except ProtocolError as exc:
@@ -68,15 +70,18 @@ class InboundHandler:
             self.refused_versions += 1
             return decoded.response[_SIZE_PREFIX:]
         self.requests += 1
+        stats = self.runtime.request_stats
         try:
             response = await self.dispatch(decoded)
-            if response is None:
-                return None
-            return _encode_answer(decoded.correlation_id, response)
+            answer = None if response is None else _encode_answer(decoded.correlation_id, response)
         except CloseConnection:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary of this one request: fail it, not the node
+            stats.record_failure(int(decoded.api_key), decoded.api_version, time.perf_counter() - started)
             return self._failed(decoded, exc)
+        stats.record(int(decoded.api_key), decoded.api_version, decoded.message, response,
+                     time.perf_counter() - started)
+        return answer
 
     def _failed(self, decoded: DecodedRequest, exc: Exception) -> memoryview | FrameBody:
         """UNKNOWN_SERVER_ERROR for a request whose handling raised; the connection closes when even that

@@ -51,6 +51,7 @@ from pykraft.node.runtime.flusher import DurabilityLane, RunBlocking, on_loop_af
 from pykraft.node.runtime.handler_errors import HandlerErrors, contained, fail_answer, recorder
 from pykraft.node.runtime.inbound import ExtraHandler, InboundHandler, served_registry
 from pykraft.node.runtime.metrics import NodeMetrics
+from pykraft.node.runtime.request_metrics import RequestStats
 from pykraft.node.runtime.outbound import Outbound, probe_fetch_offset
 from pykraft.node.config.preflight import check_listeners_bindable
 from pykraft.node.runtime.snapshots import SnapshotPolicy
@@ -167,6 +168,7 @@ class NodeRuntime:
         self._busy_since = time.perf_counter()
         self.observers: list[Callable[[RaftCore, int], None]] = []
         self.handler_errors = HandlerErrors()  # requests and responses whose handling raised (contained)
+        self.request_stats = RequestStats()  # Kafka's RequestMetrics, per API (request_metrics.py)
         self._probe_fetches: dict[int, tuple[int, int]] = {}  # with PROBE only: ref -> (fetch offset, replica)
         self._probe_hwm: int | None = None
         self._parked_until_ms: int | None = None  # while the core task waits: when its timer wakes it
