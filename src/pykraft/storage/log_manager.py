@@ -142,7 +142,7 @@ class PartitionLogs:
         shutil.rmtree(doomed)
         for name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT):
             update_offsets(os.path.join(directory, name), {}, removed=[key])
-        _log.info("deleted the log of %s-%d", topic, partition)
+        _log.debug("deleted the log of %s-%d", topic, partition)  # the partition host logs a summary at INFO
         return True
 
     def checkpoint(self) -> None:

@@ -29,7 +29,8 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pykraft.broker.actions import BrokerState, FindController, Ready, SendToController, ShutdownComplete, StateChanged
+from pykraft.broker.actions import (BrokerState, FindController, IsrChange, Ready, SendToController, ShutdownComplete,
+                                    StateChanged)
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.isr_rules import DEFAULT_REPLICA_LAG_TIME_MAX_MS
 from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
@@ -64,6 +65,31 @@ FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADE
                   ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS)
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 60.0
 MIN_TIMER_DELAY_S = 0.001
+
+
+# Why the lifecycle moved, for its log line (Kafka's BrokerLifecycleManager says the same things).
+_STATE_REASONS = {
+    (BrokerState.STARTING, BrokerState.RECOVERY): "The broker has caught up with the metadata log. ",
+    (BrokerState.RECOVERY, BrokerState.RUNNING): "The broker has been unfenced. ",
+    (BrokerState.RUNNING, BrokerState.FENCED): "The controller has fenced this broker (it missed its session or "
+                                               "registered again). ",
+    (BrokerState.FENCED, BrokerState.RUNNING): "The broker has been unfenced again. ",
+    (BrokerState.RUNNING, BrokerState.PENDING_CONTROLLED_SHUTDOWN): "Beginning controlled shutdown: the controller "
+                                                                    "{leaderships}. ",
+    (BrokerState.PENDING_CONTROLLED_SHUTDOWN, BrokerState.SHUTTING_DOWN): "The controller allowed the controlled "
+                                                                          "shutdown. ",
+}
+
+
+def _ids(brokers: tuple[int, ...]) -> str:
+    return ",".join(str(b) for b in brokers)
+
+
+def error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
 
 
 def broker_settings(node_config: Any) -> tuple[str | None, int]:
@@ -190,7 +216,10 @@ class BrokerHost:
         self._after_metadata(last_contained)
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
-        """Nothing to do: every send looks up the current leader (= active controller) when it goes out."""
+        """Logged only: every send looks up the current leader (= active controller) when it goes out."""
+        if leader_id is not None:
+            _log.info("[BrokerLifecycleManager id=%d] The active controller is now node %d (epoch %d)", self.node_id,
+                      leader_id, epoch)
 
     def snapshot_records(self) -> Iterable[bytes]:
         return [encode_metadata_record(r) for r in self.cache.snapshot_records()]
@@ -232,6 +261,8 @@ class BrokerHost:
                 self._on_state_changed(action)
             elif isinstance(action, ShutdownComplete):
                 self._on_shutdown_complete(action)
+            elif isinstance(action, IsrChange):
+                self._log_isr_change(action)
             elif isinstance(action, FindController):
                 _log.debug("%s: looking for the active controller again", name)
         self._schedule(name, ready.wakeup_ms)
@@ -266,8 +297,12 @@ class BrokerHost:
             return
         error = int(getattr(response, "error_code", 0))
         if error:
-            _log.info("%s: the controller at %s answered %s with error %d", name, address,
-                      type(send.request).__name__, error)
+            # NOT_CONTROLLER is what a controller failover looks like from here: expected, the next send finds the
+            # new one (the raft and controller lines say who it is)
+            _log.log(logging.DEBUG if error == ErrorCode.NOT_CONTROLLER else logging.INFO,
+                     "%s: the controller at %s:%s answered %s with %s", name, *address, type(send.request).__name__,
+                     error_name(error))
+        registered = self.lifecycle.registered
         try:
             ready = component.handle_response(send.request_id, response, self._now())
         except Exception as exc:  # noqa: BLE001 - a bug met by this one answer: as if it never came (contained)
@@ -275,6 +310,9 @@ class BrokerHost:
             self.runtime.handler_errors.record(int(request.__api_key__), int(request.__version__), exc,  # type: ignore[union-attr]
                                                f"response from the controller at {address}")
             ready = component.handle_failure(send.request_id, self._now())
+        if self.lifecycle.registered and not registered:
+            _log.info("[BrokerLifecycleManager id=%d] Registered with the controller at %s:%s: broker epoch %d",
+                      self.node_id, *address, self.lifecycle.broker_epoch)  # type: ignore[misc]
         self._run(name, ready)
 
     def _send_done(self, task: asyncio.Task[None]) -> None:
@@ -284,8 +322,11 @@ class BrokerHost:
             _log.error("sending to the controller failed: %r", task.exception())
 
     def _on_state_changed(self, change: StateChanged) -> None:
-        _log.info("broker %d: %s -> %s (broker epoch %d)", self.node_id, change.old.value, change.new.value,
-                  self.lifecycle.broker_epoch)
+        led = len(self.isr.led_partitions())
+        reason = _STATE_REASONS.get((change.old, change.new), "").format(
+            leaderships=f"moves the leadership of {led} partition(s) away" if led else "finds no leadership to move")
+        _log.info("[BrokerLifecycleManager id=%d] %sTransitioning from %s to %s (broker epoch %d).", self.node_id,
+                  reason, change.old.name, change.new.name, self.lifecycle.broker_epoch)
         runtime = self.runtime
         if runtime is not None and hasattr(runtime, "trace"):
             runtime.trace.event(self._now(), "broker_state", old=change.old.value, new=change.new.value,
@@ -318,6 +359,24 @@ class BrokerHost:
             # The lifecycle gave up on its own (no registration in time): the process must not run on unregistered.
             _log.error("broker %d stops: %s", self.node_id, done.reason)
             asyncio.get_running_loop().create_task(self.runtime.stop(graceful=True))
+
+    def _log_isr_change(self, change: IsrChange) -> None:
+        """Kafka's Partition log lines for an ISR change this broker leads (old and new ISR, and why)."""
+        name = self.cache.topic_name(change.topic_id) or str(change.topic_id)
+        prefix = f"[Partition {name}-{change.partition} broker={self.node_id}] "
+        old, new = _ids(change.old_isr), _ids(change.new_isr)
+        if change.outcome == "proposed" and change.kind == "shrink":
+            gone = _ids(tuple(b for b in change.old_isr if b not in change.new_isr))
+            _log.info("%sShrinking ISR from %s to %s: out of sync: %s (replica.lag.time.max.ms=%d)", prefix, old, new,
+                      gone, self.isr.config.replica_lag_time_max_ms)
+        elif change.outcome == "proposed":
+            joined = _ids(tuple(b for b in change.new_isr if b not in change.old_isr))
+            _log.info("%sExpanding ISR from %s to %s: caught up: %s", prefix, old, new, joined)
+        elif change.outcome == "accepted":
+            _log.info("%sISR updated to %s and partition epoch updated to %d", prefix, new, change.partition_epoch)
+        else:
+            _log.info("%sThe controller refused the ISR change from %s to %s with %s; waiting for the committed "
+                      "state", prefix, old, new, change.error.name if change.error is not None else "an error")
 
     # ---- the active controller ---------------------------------------------------------------------------------
     def _controller_address(self) -> tuple[str, int] | None:

@@ -223,6 +223,9 @@ class ControllerHost(ControllerHostView):
         self.snapshots_loaded += 1
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
+        # Every controller says who leads now (Kafka's QuorumController logs the same on each of them).
+        if leader_id is not None:
+            _log.info("%sIn the new epoch %d, the active controller is node %d", self._prefix, epoch, leader_id)
         if leader_id == self.config.node_id and self.runtime is not None:
             self.runtime.submit(lambda now: self._activate(epoch, now))
         elif self.controller.active:
@@ -283,6 +286,7 @@ class ControllerHost(ControllerHostView):
             except NotLeaderError as exc:
                 return refuse(Refusal(ErrorCode.NOT_CONTROLLER, str(exc)))
             next_offset = leader.accumulator.next_offset  # the control batch took offsets
+        self._log_notes(result)
         waiter, ready = self._write(result, now, next_offset)
         if kraft_offset is not None and not result.records:
             waiter = self.runtime.waiters.add(kraft_offset, leader.epoch)  # type: ignore[union-attr]
@@ -325,7 +329,7 @@ class ControllerHost(ControllerHostView):
         activated = self.hosted.activate(runtime.core, epoch, now)
         if activated is None:
             return None
-        _log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
+        _log.info("%snode %d is the active controller of epoch %d", self._prefix, self.config.node_id, epoch)
         self._schedule_tick()
         return _ready_of(activated[1])
 
@@ -351,6 +355,7 @@ class ControllerHost(ControllerHostView):
         ticked = self.hosted.tick(self._core(), now)
         if ticked is None:
             return None
+        self._log_notes(ticked[0])
         self._schedule_tick()
         return _ready_of(ticked[1])
 
@@ -376,10 +381,19 @@ class ControllerHost(ControllerHostView):
             self._resign()
 
     def _resign(self) -> None:
-        _log.info("node %d stops being the active controller", self.config.node_id)
+        _log.info("%snode %d stops being the active controller", self._prefix, self.config.node_id)
         self._cancel_tick()
         core = self._core()
         self.hosted.resign(None if core is None else core.log)
+
+    def _log_notes(self, result: ControllerResult) -> None:
+        """What the controller decided and why (fencing, unfencing, controlled shutdowns, registrations)."""
+        for note in result.notes:
+            _log.info("%s%s", self._prefix, note)
+
+    @property
+    def _prefix(self) -> str:
+        return f"[QuorumController id={self.config.node_id}] "
 
     def _note_batch(self, batch: Any) -> None:
         self.last_applied_timestamp_ms = batch.max_timestamp  # the lag metric's append time

@@ -110,6 +110,7 @@ class PartitionHost:
         me, cache = self.settings.broker_id, self.cache
         self.topic_settings.clear()  # configs may have changed with this metadata
         wanted: set[tuple[str, int]] = set()
+        changes: dict[bool, list[str]] = {True: [], False: []}  # leader?: "topic-0 (epoch 5, ...)"
         for topic_id, index in cache.partitions_with_replica(me):
             name = cache.topic_name(topic_id)
             partition = cache.partition(topic_id, index)
@@ -125,8 +126,11 @@ class PartitionHost:
             self._apply_settings(replica)
             if partition.leader_epoch != replica.leader_epoch or partition.leader != replica.leader_id:
                 self._change_role(replica, partition.leader, partition.leader_epoch, partition.replicas, now_ms)
-        for key in [k for k in self.replicas if k not in wanted]:
+                changes[replica.leading is not None].append(_role_text(replica))
+        removed = [k for k in self.replicas if k not in wanted]
+        for key in removed:
             self._remove(key)
+        self._log_changes(changes, removed)
         for topic in [t for t in self.topic_stats.topics if cache.topic_id(t) is None]:
             self.topic_stats.retire(topic)  # deleted: its series go, the totals keep its counts
         sources: dict[int, list[tuple[str, int]]] = {}
@@ -158,10 +162,22 @@ class PartitionHost:
             if not entries or entries[-1][0] < epoch:
                 log.initialize_leader_epoch(epoch)
             replica.leading = LeaderState(epoch, log.end_offset(), replicas, leader)
-            _log.info("leader of %s-%d in epoch %d from offset %d", replica.topic, replica.partition, epoch,
-                      log.end_offset())
             self._after_leader_change(replica)
         self._notify()
+
+    def _log_changes(self, changes: dict[bool, list[str]], removed: list[tuple[str, int]]) -> None:
+        """One line per kind of change and metadata update, not one per partition (Kafka's ReplicaManager says
+        "Transitioning N partition(s) to local leaders"); each partition at DEBUG."""
+        prefix = f"[ReplicaManager broker={self.settings.broker_id}] "
+        for leading, what in ((True, "leaders"), (False, "followers")):
+            if changes[leading]:
+                _log.info("%sTransitioned %d partition(s) to local %s: %s", prefix, len(changes[leading]), what,
+                          _first(changes[leading]))
+                for text in changes[leading]:
+                    _log.debug("%s%s of %s", prefix, what[:-1], text)
+        if removed:
+            _log.info("%sDeleted the logs of %d partition(s) no longer assigned to this broker: %s", prefix,
+                      len(removed), _first([f"{t}-{i}" for t, i in removed]))
 
     def _remove(self, key: tuple[str, int]) -> None:
         replica = self.replicas.pop(key)
@@ -326,8 +342,10 @@ class PartitionHost:
         """The leader said our log diverges after (epoch, end_offset): cut it (KIP-101/KIP-279 via epochs)."""
         log = replica.log
         offset = truncation_offset(log, OffsetAndEpoch(end_offset, epoch))
-        _log.info("truncating %s-%d to %d (leader's epoch %d ends at %d)", replica.topic, replica.partition, offset,
-                  epoch, end_offset)
+        # Cutting records is worth a line; a check that cuts nothing is not (per-partition noise)
+        _log.log(logging.INFO if offset < log.end_offset() else logging.DEBUG,
+                 "[UnifiedLog partition=%s-%d] Truncating to offset %d from %d (the leader's epoch %d ends at %d)",
+                 replica.topic, replica.partition, offset, log.end_offset(), epoch, end_offset)
         log.truncate_to(offset)  # drops the producer snapshots above the new end
         reload_after_truncation(replica)
         return offset
@@ -364,6 +382,20 @@ class PartitionHost:
                     if not waiter.done():
                         waiter.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.logs.close()
+
+
+def _role_text(replica: Replica) -> str:
+    if replica.leading is not None:
+        return (f"{replica.topic}-{replica.partition} (leader epoch {replica.leader_epoch}, from offset "
+                f"{replica.leading.epoch_start_offset})")
+    leader = "no leader" if replica.leader_id < 0 else f"leader {replica.leader_id}"
+    return f"{replica.topic}-{replica.partition} ({leader}, epoch {replica.leader_epoch})"
+
+
+def _first(items: list[str], limit: int = 10) -> str:
+    """At most `limit` items of a log line, and how many more there are."""
+    more = len(items) - limit
+    return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
 def whole_batches_length(view: memoryview) -> int:
