@@ -53,31 +53,34 @@ class ApiStats:
 class RequestStats:
     def __init__(self) -> None:
         self.by_name: dict[str, ApiStats] = {}
-        self._names: dict[int, str] = {}
+        self._by_key: dict[int, ApiStats] = {}  # the same objects, by api key: one lookup per request
 
     def record(self, api_key: int, version: int, message: Any, response: Any, seconds: float) -> None:
         """One answered request (`response` None: answered with nothing, e.g. an acks=0 Produce)."""
-        name = self._names.get(api_key)
-        if name is None:
-            name = self._names[api_key] = kafka_api_name(api_key)
-        errors = error_counts(response) if response is not None else None
-        self._count(name, version, errors, seconds)
+        stats = self._by_key.get(api_key)
+        if stats is None:
+            stats = self._by_key[api_key] = self._named(kafka_api_name(api_key))
+        self._count(stats, version, response, seconds)
         if api_key == ApiKey.FETCH:
-            self._count(FETCH_FOLLOWER if _replica_id(message) >= 0 else FETCH_CONSUMER, version, errors, seconds)
+            self._count(self._named(FETCH_FOLLOWER if _replica_id(message) >= 0 else FETCH_CONSUMER), version,
+                        response, seconds)
 
     def record_failure(self, api_key: int, version: int, seconds: float) -> None:
         """A request whose handling raised: answered UNKNOWN_SERVER_ERROR (or its connection closed)."""
         self.record(api_key, version, None, None, seconds)
-        stats = self.by_name[self._names[api_key]]
-        stats.errors[ErrorCode.UNKNOWN_SERVER_ERROR] += 1
+        self._by_key[api_key].errors[ErrorCode.UNKNOWN_SERVER_ERROR] += 1
 
-    def _count(self, name: str, version: int, errors: Counter[int] | None, seconds: float) -> None:
+    def _named(self, name: str) -> ApiStats:
         stats = self.by_name.get(name)
         if stats is None:
             stats = self.by_name[name] = ApiStats()
+        return stats
+
+    @staticmethod
+    def _count(stats: ApiStats, version: int, response: Any, seconds: float) -> None:
         stats.versions[version] += 1
-        if errors:
-            stats.errors.update(errors)
+        if response is not None:
+            _walk(response, stats.errors)
         stats.time.observe(seconds)
 
 
