@@ -286,7 +286,6 @@ class ControllerHost(ControllerHostView):
             except NotLeaderError as exc:
                 return refuse(Refusal(ErrorCode.NOT_CONTROLLER, str(exc)))
             next_offset = leader.accumulator.next_offset  # the control batch took offsets
-        self._log_notes(result)
         waiter, ready = self._write(result, now, next_offset)
         if kraft_offset is not None and not result.records:
             waiter = self.runtime.waiters.add(kraft_offset, leader.epoch)  # type: ignore[union-attr]
@@ -316,6 +315,7 @@ class ControllerHost(ControllerHostView):
         if isinstance(written, Refusal):
             _ready_of(written)
             return _failed(written.error, written.text) if wait else None, None
+        self._log_notes(result)  # decided and written (a refused write decided nothing)
         if written.last_offset is None:
             unfinished = self.hosted.unfinished_write()
             return (runtime.waiters.add(unfinished, epoch) if wait and unfinished is not None else None), None
@@ -355,7 +355,8 @@ class ControllerHost(ControllerHostView):
         ticked = self.hosted.tick(self._core(), now)
         if ticked is None:
             return None
-        self._log_notes(ticked[0])
+        if not isinstance(ticked[1], Refusal):
+            self._log_notes(ticked[0])
         self._schedule_tick()
         return _ready_of(ticked[1])
 
