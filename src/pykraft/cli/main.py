@@ -121,6 +121,14 @@ def topics(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@app.command("configs", context_settings=_FORWARD, add_help_option=False)
+def configs(ctx: typer.Context) -> None:
+    """Describe and alter topic, broker and broker-logger configs (kafka-configs)."""
+    from .configs_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
+
 @app.command("brokers", context_settings=_FORWARD, add_help_option=False)
 def brokers(ctx: typer.Context) -> None:
     """List the registered brokers (ID, host, port, rack, fenced/unfenced)."""

@@ -46,6 +46,7 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from pykraft.node.apis.client_apis import controllers
+from pykraft.node.apis.configs_api import with_logger_changes
 from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
 from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
@@ -193,7 +194,8 @@ class BrokerHost:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.forward(int(decoded.api_key), decoded.message)
         handlers = {int(key): handler for key in FORWARDED_APIS}
-        handlers.update(image_handlers(self.metadata_image))
+        handlers[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)] = with_logger_changes(handler, self.node_id)
+        handlers.update(image_handlers(self.metadata_image, self.node_id, self.data_plane.node_config.raw))
         handlers.update(self.data_plane.handlers())
         handlers.update(self.group_api.handlers())
         return handlers

@@ -104,12 +104,17 @@ class DataPlane:
         self.host.logs = PartitionLogs(tuple(config.log_dirs), self.host.log_config_for, held_locks=held)
         self.host.load()
         self.fetchers = ReplicaFetchers(self.host, broker_epoch=lambda: self.broker.lifecycle.broker_epoch,
-                                        address_of=self._address_of, send=runtime.outbound.forward)
+                                        address_of=self._address_of, send=runtime.outbound.forward,
+                                        fetchers_per_source=self._fetchers_per_source)
         self.mover = ReplicaMover(self.host, self._moved)
         self._dir_ids = {d: dir_assignments.directory_id(d) for d in config.log_dirs}
         _log.info("broker %d: %d partition logs recovered", self.settings.broker_id, len(self.host.replicas))
         self.sync_metadata(now_ms)
         self._schedule_maintenance()
+
+    def _fetchers_per_source(self) -> int:
+        return self.host.topic_settings.broker_int("num.replica.fetchers", self.settings.num_replica_fetchers,
+                                                   minimum=1)
 
     def close(self) -> None:
         if self._timer is not None:
