@@ -72,7 +72,7 @@ class IsrChange:
 
     topic_id: uuid.UUID
     partition: int
-    kind: str  # "shrink" or "expand"
+    kind: str  # "shrink", "expand" or "recover" (reported RECOVERED after an unclean election, ISR unchanged)
     old_isr: tuple[int, ...]
     new_isr: tuple[int, ...]
     outcome: str  # "proposed", "accepted" or "refused"

@@ -309,7 +309,7 @@ class IsrManager:
         if led.proposal is not None:
             return None
         if committed.recovery is rules.LeaderRecoveryState.RECOVERING:
-            self._propose(led, committed, ProposalKind.RECOVER, committed.isr)
+            self._propose(tp, led, committed, ProposalKind.RECOVER, committed.isr)
             return None
         lag = self.config.replica_lag_time_max_ms
         stale = rules.out_of_sync(committed, led.progress, led.leader_since_ms, now_ms, lag)

@@ -46,6 +46,7 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from pykraft.node.apis.client_apis import controllers
+from pykraft.node.hosts.broker_log import error_name, log_isr_change, log_state_change
 from pykraft.node.apis.configs_api import with_logger_changes
 from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
@@ -66,31 +67,6 @@ FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADE
                   ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS)
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 60.0
 MIN_TIMER_DELAY_S = 0.001
-
-
-# Why the lifecycle moved, for its log line (Kafka's BrokerLifecycleManager says the same things).
-_STATE_REASONS = {
-    (BrokerState.STARTING, BrokerState.RECOVERY): "The broker has caught up with the metadata log. ",
-    (BrokerState.RECOVERY, BrokerState.RUNNING): "The broker has been unfenced. ",
-    (BrokerState.RUNNING, BrokerState.FENCED): "The controller has fenced this broker (it missed its session or "
-                                               "registered again). ",
-    (BrokerState.FENCED, BrokerState.RUNNING): "The broker has been unfenced again. ",
-    (BrokerState.RUNNING, BrokerState.PENDING_CONTROLLED_SHUTDOWN): "Beginning controlled shutdown: the controller "
-                                                                    "{leaderships}. ",
-    (BrokerState.PENDING_CONTROLLED_SHUTDOWN, BrokerState.SHUTTING_DOWN): "The controller allowed the controlled "
-                                                                          "shutdown. ",
-}
-
-
-def _ids(brokers: tuple[int, ...]) -> str:
-    return ",".join(str(b) for b in brokers)
-
-
-def error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
 
 
 def broker_settings(node_config: Any) -> tuple[str | None, int]:
@@ -285,7 +261,8 @@ class BrokerHost:
             elif isinstance(action, ShutdownComplete):
                 self._on_shutdown_complete(action)
             elif isinstance(action, IsrChange):
-                self._log_isr_change(action)
+                log_isr_change(self.node_id, self.cache.topic_name(action.topic_id), action,
+                               self.isr.config.replica_lag_time_max_ms)
             elif isinstance(action, FindController):
                 _log.debug("%s: looking for the active controller again", name)
         self._schedule(name, ready.wakeup_ms)
@@ -345,11 +322,7 @@ class BrokerHost:
             _log.error("sending to the controller failed: %r", task.exception())
 
     def _on_state_changed(self, change: StateChanged) -> None:
-        led = len(self.isr.led_partitions())
-        reason = _STATE_REASONS.get((change.old, change.new), "").format(
-            leaderships=f"moves the leadership of {led} partition(s) away" if led else "finds no leadership to move")
-        _log.info("[BrokerLifecycleManager id=%d] %sTransitioning from %s to %s (broker epoch %d).", self.node_id,
-                  reason, change.old.name, change.new.name, self.lifecycle.broker_epoch)
+        log_state_change(self.node_id, change, len(self.isr.led_partitions()), self.lifecycle.broker_epoch)
         runtime = self.runtime
         if runtime is not None and hasattr(runtime, "trace"):
             runtime.trace.event(self._now(), "broker_state", old=change.old.value, new=change.new.value,
@@ -382,24 +355,6 @@ class BrokerHost:
             # The lifecycle gave up on its own (no registration in time): the process must not run on unregistered.
             _log.error("broker %d stops: %s", self.node_id, done.reason)
             asyncio.get_running_loop().create_task(self.runtime.stop(graceful=True))
-
-    def _log_isr_change(self, change: IsrChange) -> None:
-        """Kafka's Partition log lines for an ISR change this broker leads (old and new ISR, and why)."""
-        name = self.cache.topic_name(change.topic_id) or str(change.topic_id)
-        prefix = f"[Partition {name}-{change.partition} broker={self.node_id}] "
-        old, new = _ids(change.old_isr), _ids(change.new_isr)
-        if change.outcome == "proposed" and change.kind == "shrink":
-            gone = _ids(tuple(b for b in change.old_isr if b not in change.new_isr))
-            _log.info("%sShrinking ISR from %s to %s: out of sync: %s (replica.lag.time.max.ms=%d)", prefix, old, new,
-                      gone, self.isr.config.replica_lag_time_max_ms)
-        elif change.outcome == "proposed":
-            joined = _ids(tuple(b for b in change.new_isr if b not in change.old_isr))
-            _log.info("%sExpanding ISR from %s to %s: caught up: %s", prefix, old, new, joined)
-        elif change.outcome == "accepted":
-            _log.info("%sISR updated to %s and partition epoch updated to %d", prefix, new, change.partition_epoch)
-        else:
-            _log.info("%sThe controller refused the ISR change from %s to %s with %s; waiting for the committed "
-                      "state", prefix, old, new, change.error.name if change.error is not None else "an error")
 
     # ---- the active controller ---------------------------------------------------------------------------------
     def _controller_address(self) -> tuple[str, int] | None:
