@@ -360,7 +360,8 @@ unclean.leader.election.enable           | BOOLEAN  | false |  | honoured
 """
 
 # pykraft's own server.properties keys (not Kafka's): TLS from PEM files (node/config/build.py). Every key starting
-# with `pykraft.` is pykraft's own too (pykraft.metrics.port, pykraft.log.format, pykraft.produce.enable).
+# with `pykraft.` is pykraft's own too (pykraft.metrics.port, pykraft.log.format, pykraft.logs.dir,
+# pykraft.produce.enable).
 PYKRAFT_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
 PYKRAFT_PREFIX = "pykraft."
 

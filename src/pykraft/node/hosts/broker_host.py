@@ -29,7 +29,8 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pykraft.broker.actions import BrokerState, FindController, Ready, SendToController, ShutdownComplete, StateChanged
+from pykraft.broker.actions import (BrokerState, FindController, IsrChange, Ready, SendToController, ShutdownComplete,
+                                    StateChanged)
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.isr_rules import DEFAULT_REPLICA_LAG_TIME_MAX_MS
 from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
@@ -45,6 +46,7 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from pykraft.node.apis.client_apis import controllers
+from pykraft.node.hosts.broker_log import error_name, log_isr_change, log_state_change
 from pykraft.node.apis.configs_api import with_logger_changes
 from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
@@ -146,7 +148,10 @@ class BrokerHost:
         self.group_api = GroupApi(self, self.groups)
         self.runtime: NodeRuntime | None = None
         self.finished: asyncio.Future[ShutdownComplete] | None = None
-        self.undecodable_records = 0
+        self.undecodable_records = 0  # metadata records replayed from the log that could not be decoded
+        self.unloadable_records = 0  # the same, in loaded snapshots
+        self.last_applied_offset = -1  # broker-metadata-metrics
+        self.last_applied_timestamp_ms: int | None = None
         self.forward_failures = 0
         self._timers: dict[str, tuple[int, asyncio.TimerHandle]] = {}  # name -> (wakeup ms, its timer)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -207,22 +212,27 @@ class BrokerHost:
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
-        self.cache.replay_all(metadata_records(batches, on_undecodable=self._count_undecodable))
+        self.cache.replay_all(metadata_records(batches, on_undecodable=self._count_undecodable,
+                                               on_batch=self._note_batch))
         self._after_metadata(last_offset)
 
     def load_snapshot(self, reader: RawSnapshotReader) -> None:
         last_contained = reader.snapshot_id.offset - 1
-        records = metadata_records(reader.records(), on_undecodable=self._count_undecodable)
+        records = metadata_records(reader.records(), on_undecodable=self._count_unloadable)
         self.cache.load_snapshot((record for _, record in records), last_contained)
         self._after_metadata(last_contained)
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
-        """Nothing to do: every send looks up the current leader (= active controller) when it goes out."""
+        """Logged only: every send looks up the current leader (= active controller) when it goes out."""
+        if leader_id is not None:
+            _log.info("[BrokerLifecycleManager id=%d] The active controller is now node %d (epoch %d)", self.node_id,
+                      leader_id, epoch)
 
     def snapshot_records(self) -> Iterable[bytes]:
         return [encode_metadata_record(r) for r in self.cache.snapshot_records()]
 
     def _after_metadata(self, last_offset: int) -> None:
+        self.last_applied_offset = last_offset
         self.lifecycle.note_metadata_offset(last_offset)
         if self.finished is None:
             return  # replay of the local log before start(): nothing is running yet
@@ -234,6 +244,12 @@ class BrokerHost:
 
     def _count_undecodable(self, count: int = 1) -> None:
         self.undecodable_records += count
+
+    def _count_unloadable(self, count: int = 1) -> None:
+        self.unloadable_records += count
+
+    def _note_batch(self, batch: Any) -> None:
+        self.last_applied_timestamp_ms = batch.max_timestamp
 
     # ---- the pure components' actions --------------------------------------------------------------------------
     def _component(self, name: str) -> Any:
@@ -252,6 +268,9 @@ class BrokerHost:
                 self._on_state_changed(action)
             elif isinstance(action, ShutdownComplete):
                 self._on_shutdown_complete(action)
+            elif isinstance(action, IsrChange):
+                log_isr_change(self.node_id, self.cache.topic_name(action.topic_id), action,
+                               self.isr.config.replica_lag_time_max_ms)
             elif isinstance(action, FindController):
                 _log.debug("%s: looking for the active controller again", name)
         self._schedule(name, ready.wakeup_ms)
@@ -286,8 +305,12 @@ class BrokerHost:
             return
         error = int(getattr(response, "error_code", 0))
         if error:
-            _log.info("%s: the controller at %s answered %s with error %d", name, address,
-                      type(send.request).__name__, error)
+            # NOT_CONTROLLER is what a controller failover looks like from here: expected, the next send finds the
+            # new one (the raft and controller lines say who it is)
+            _log.log(logging.DEBUG if error == ErrorCode.NOT_CONTROLLER else logging.INFO,
+                     "%s: the controller at %s:%s answered %s with %s", name, *address, type(send.request).__name__,
+                     error_name(error))
+        registered = self.lifecycle.registered
         try:
             ready = component.handle_response(send.request_id, response, self._now())
         except Exception as exc:  # noqa: BLE001 - a bug met by this one answer: as if it never came (contained)
@@ -295,6 +318,9 @@ class BrokerHost:
             self.runtime.handler_errors.record(int(request.__api_key__), int(request.__version__), exc,  # type: ignore[union-attr]
                                                f"response from the controller at {address}")
             ready = component.handle_failure(send.request_id, self._now())
+        if self.lifecycle.registered and not registered:
+            _log.info("[BrokerLifecycleManager id=%d] Registered with the controller at %s:%s: broker epoch %d",
+                      self.node_id, *address, self.lifecycle.broker_epoch)  # type: ignore[misc]
         self._run(name, ready)
 
     def _send_done(self, task: asyncio.Task[None]) -> None:
@@ -304,8 +330,7 @@ class BrokerHost:
             _log.error("sending to the controller failed: %r", task.exception())
 
     def _on_state_changed(self, change: StateChanged) -> None:
-        _log.info("broker %d: %s -> %s (broker epoch %d)", self.node_id, change.old.value, change.new.value,
-                  self.lifecycle.broker_epoch)
+        log_state_change(self.node_id, change, len(self.isr.led_partitions()), self.lifecycle.broker_epoch)
         runtime = self.runtime
         if runtime is not None and hasattr(runtime, "trace"):
             runtime.trace.event(self._now(), "broker_state", old=change.old.value, new=change.new.value,

@@ -239,6 +239,9 @@ class ControllerHost(ControllerHostView):
         self.snapshots_loaded += 1
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
+        # Every controller says who leads now (Kafka's QuorumController logs the same on each of them).
+        if leader_id is not None:
+            _log.info("%sIn the new epoch %d, the active controller is node %d", self._prefix, epoch, leader_id)
         if leader_id == self.config.node_id and self.runtime is not None:
             self.runtime.submit(lambda now: self._activate(epoch, now))
         elif self.controller.active:
@@ -342,6 +345,7 @@ class ControllerHost(ControllerHostView):
         if isinstance(written, Refusal):
             _ready_of(written)
             return _failed(written.error, written.text) if wait else None, None
+        self._log_notes(result)  # decided and written (a refused write decided nothing)
         if written.last_offset is None:
             unfinished = self.hosted.unfinished_write()
             return (runtime.waiters.add(unfinished, epoch) if wait and unfinished is not None else None), None
@@ -355,7 +359,7 @@ class ControllerHost(ControllerHostView):
         activated = self.hosted.activate(runtime.core, epoch, now)
         if activated is None:
             return None
-        _log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
+        _log.info("%snode %d is the active controller of epoch %d", self._prefix, self.config.node_id, epoch)
         self._schedule_tick()
         return _ready_of(activated[1])
 
@@ -381,6 +385,8 @@ class ControllerHost(ControllerHostView):
         ticked = self.hosted.tick(self._core(), now)
         if ticked is None:
             return None
+        if not isinstance(ticked[1], Refusal):
+            self._log_notes(ticked[0])
         self._schedule_tick()
         return _ready_of(ticked[1])
 
@@ -406,10 +412,19 @@ class ControllerHost(ControllerHostView):
             self._resign()
 
     def _resign(self) -> None:
-        _log.info("node %d stops being the active controller", self.config.node_id)
+        _log.info("%snode %d stops being the active controller", self._prefix, self.config.node_id)
         self._cancel_tick()
         core = self._core()
         self.hosted.resign(None if core is None else core.log)
+
+    def _log_notes(self, result: ControllerResult) -> None:
+        """What the controller decided and why (fencing, unfencing, controlled shutdowns, registrations)."""
+        for note in result.notes:
+            _log.info("%s%s", self._prefix, note)
+
+    @property
+    def _prefix(self) -> str:
+        return f"[QuorumController id={self.config.node_id}] "
 
     def _note_batch(self, batch: Any) -> None:
         self.last_applied_timestamp_ms = batch.max_timestamp  # the lag metric's append time

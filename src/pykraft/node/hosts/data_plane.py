@@ -227,12 +227,20 @@ class DataPlane:
         async def produce(decoded: DecodedRequest) -> Any:
             if produce_api.names_metadata_topic(decoded.message):
                 return await self.broker.runtime.inbound.produce_metadata(decoded)  # type: ignore[union-attr]
-            return await produce_api.produce(self.host, decoded.message)
+            try:
+                return await produce_api.produce(self.host, decoded.message)
+            except Exception:
+                self._count_failed(decoded.message.topic_data, "name", "partition_data", "failed_produce_requests")
+                raise  # the inbound boundary answers UNKNOWN_SERVER_ERROR (handler_errors.py)
 
         async def fetch(decoded: DecodedRequest) -> Any:
             if fetch_api.names_metadata_topic(decoded.message):
                 return await self.broker.runtime.inbound.answer_on_core(decoded)  # type: ignore[union-attr]
-            return await fetch_api.fetch(self.host, decoded.message, self.broker._now)  # noqa: SLF001
+            try:
+                return await fetch_api.fetch(self.host, decoded.message, self.broker._now)  # noqa: SLF001
+            except Exception:
+                self._count_failed(decoded.message.topics, "topic", "partitions", "failed_fetch_requests")
+                raise
 
         async def list_offsets(decoded: DecodedRequest) -> Any:
             return offsets_api.list_offsets(self.host, decoded.message)
@@ -269,6 +277,17 @@ class DataPlane:
                 ApiKey.DELETE_RECORDS: delete_records, ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs,
                 ApiKey.DESCRIBE_PRODUCERS: describe_producers, ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions,
                 ApiKey.ALTER_REPLICA_LOG_DIRS: alter_replica_log_dirs}
+
+    def _count_failed(self, topics: Any, name_field: str, partitions_field: str, counter: str) -> None:
+        """A Produce or Fetch whose handling raised: each partition of a known topic counts as failed (Kafka's
+        Failed*RequestsPerSec count unexpected failures). Fetch v13+ names topics by id."""
+        cache = self.host.cache
+        for topic in topics:
+            topic_id = getattr(topic, "topic_id", None)
+            name = cache.topic_name(topic_id) if topic_id is not None else getattr(topic, name_field, None)
+            if name is not None and cache.topic_id(name) is not None:
+                counters = self.host.topic_stats.of(name)
+                setattr(counters, counter, getattr(counters, counter) + len(getattr(topic, partitions_field)))
 
     async def _ask_controller(self, request: Any) -> Any | None:
         address = self.broker._controller_address()  # noqa: SLF001

@@ -51,6 +51,8 @@ from pykraft.node.runtime.flusher import DurabilityLane, RunBlocking, on_loop_af
 from pykraft.node.runtime.handler_errors import HandlerErrors, contained, fail_answer, recorder
 from pykraft.node.runtime.inbound import ExtraHandler, InboundHandler, served_registry
 from pykraft.node.runtime.metrics import NodeMetrics
+from pykraft.node.runtime.quorum_log import QuorumTransitionLog
+from pykraft.node.runtime.request_metrics import RequestStats
 from pykraft.node.runtime.outbound import Outbound, probe_fetch_offset
 from pykraft.node.config.preflight import check_listeners_bindable
 from pykraft.node.runtime.snapshots import SnapshotPolicy
@@ -164,6 +166,7 @@ class NodeRuntime:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._stop_started = False
+        self._shutdown_timeout_ms = SHUTDOWN_TIMEOUT_MS  # what stop() gave the core to hand leadership over
         self._skip_handover = asyncio.Event()  # set by a second stop() during the graceful hand-over
         self._stopped = asyncio.Event()
         self.close_failure: NodeCloseError | None = None
@@ -175,6 +178,7 @@ class NodeRuntime:
         self._busy_since = time.perf_counter()
         self.observers: list[Callable[[RaftCore, int], None]] = []
         self.handler_errors = HandlerErrors()  # requests and responses whose handling raised (contained)
+        self.request_stats = RequestStats()  # Kafka's RequestMetrics, per API (request_metrics.py)
         self._probe_fetches: dict[int, tuple[int, int]] = {}  # with PROBE only: ref -> (fetch offset, replica)
         self._probe_hwm: int | None = None
         self._parked_until_ms: int | None = None  # while the core task waits: when its timer wakes it
@@ -236,6 +240,8 @@ class NodeRuntime:
         # Several transitions can happen inside one input (Resigned -> Unattached -> Prospective -> Candidate ->
         # Leader in one poll); the trace wants each. QuorumState calls its listeners on every epoch or role change.
         self.core.quorum.add_transition_listener(lambda: self.trace.observe_state(self.core, self.clock()))
+        self.quorum_log = QuorumTransitionLog(self.core, config.node_id)
+        self.core.quorum.add_transition_listener(lambda: self.quorum_log.observe(self.core))
         self.metrics = NodeMetrics(self)
         self.observers.append(self.metrics.observe)
         self.outbox = Outbox()
@@ -334,6 +340,7 @@ class NodeRuntime:
             await self._stopped.wait()
             return
         self._stop_started = True
+        self._shutdown_timeout_ms = timeout_ms
         if graceful and self._task is not None and not self._task.done():
             self._submit(lambda now: self.core.shutdown(now, timeout_ms))
             handed_over = asyncio.ensure_future(self._shutdown_complete.wait())
@@ -622,7 +629,7 @@ class NodeRuntime:
         self.state_machine.leader_changed(effect.leader_id, effect.epoch)
 
     def shutdown_complete(self, effect: ShutdownComplete) -> None:
-        _log.info("raft shutdown complete (graceful=%s)", effect.graceful)
+        self.quorum_log.shutdown_complete(self.core, effect.graceful, self._shutdown_timeout_ms)
         self._shutdown_complete.set()
 
     def _on_snapshot(self, snapshot_id: Any, size: int) -> None:
