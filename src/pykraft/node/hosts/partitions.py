@@ -35,6 +35,7 @@ from pykraft.broker.metadata_cache import MetadataCache, TopicPartition
 from pykraft.broker.partition_state import LeaderState, admit_produce
 from pykraft.broker.produce_rules import Rejected, assign_offsets, stamp_log_append_time, validate_batch
 from pykraft.broker.producer_state import ProducerStates
+from pykraft.broker.replica_fetch import batches_to_append, follower_high_watermark
 from pykraft.broker.topic_settings import TopicSettings
 from pykraft.broker.topic_stats import BrokerTopicStats
 from pykraft.protocol.errors import ErrorCode
@@ -321,17 +322,17 @@ class PartitionHost:
         """Batches fetched from the leader, with the leader's offsets and epochs (CRCs checked by the log)."""
         log = replica.log
         if records is not None and len(records):
-            view = memoryview(records)
-            whole = whole_batches_length(view)
-            if whole:
-                log.append_as_follower(view[:whole], replica.leader_epoch)
-                self.topic_stats.of(replica.topic).replication_bytes_in += whole
-                for batch in iter_batches(view[:whole], verify_crc=False):
+            start, stop, _first = batches_to_append(memoryview(records), log.end_offset())
+            if stop > start:
+                view = memoryview(records)[start:stop]
+                log.append_as_follower(view, replica.leader_epoch)
+                self.topic_stats.of(replica.topic).replication_bytes_in += stop - start
+                for batch in iter_batches(view, verify_crc=False):
                     replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
                                               batch.base_sequence + batch.record_count - 1, batch.base_offset,
                                               batch.last_offset, batch.max_timestamp)
-        hwm = min(leader_hwm, log.end_offset())
-        if hwm > log.high_watermark():
+        hwm = follower_high_watermark(leader_hwm, log.end_offset(), log.high_watermark())
+        if hwm is not None:
             log.update_high_watermark(hwm)
         record_deletion.adopt_leader_log_start(replica, leader_log_start)
         self._notify()

@@ -25,6 +25,7 @@ from pykraft.broker.delete_records import (
     deletion_target,
     refuse_topic,
 )
+from pykraft.broker.replica_fetch import adopted_log_start
 from pykraft.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def abandon_deletions(replica: Replica) -> None:
 def adopt_leader_log_start(replica: Replica, leader_log_start: int) -> None:
     """A follower's log start follows its leader's, up to our own high watermark."""
     log = replica.log
-    new_start = min(leader_log_start, log.high_watermark())
-    if new_start > log.start_offset():
+    new_start = adopted_log_start(leader_log_start, log.high_watermark(), log.start_offset())
+    if new_start is not None:
         log.increment_log_start(new_start)
         _log.debug("%s-%d: log start moved to %d (the leader's)", replica.topic, replica.partition, new_start)
