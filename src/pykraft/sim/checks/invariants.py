@@ -22,6 +22,8 @@ Names:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -79,6 +81,9 @@ class Checker:
     ack_checked: dict[tuple[int, int], int] = field(default_factory=dict)  # (leader, epoch) -> acks verified
     storage_faults: list[str] = field(default_factory=list)
     elections: set[tuple[int, int]] = field(default_factory=set)  # (epoch, leader) seen
+    # Checks of the hosts beyond raft (the data plane's, data_invariants.py): after every event, every K events
+    event_hooks: list[Callable[[], None]] = field(default_factory=list)
+    full_hooks: list[Callable[[], None]] = field(default_factory=list)
     _majority_signature: tuple[int, int, int, int] | None = None
     _majority_countdown: int = 0
 
@@ -147,6 +152,8 @@ class Checker:
 
     # ---- after every event -------------------------------------------------------------------------------------
     def check_event(self) -> None:
+        for hook in self.event_hooks:
+            hook()
         newest = None
         epochs_led: dict[int, int] = {}
         for node in self.nodes.values():
@@ -238,6 +245,8 @@ class Checker:
 
     # ---- every K events and at the end ---------------------------------------------------------------------------
     def check_full(self) -> None:
+        for hook in self.full_hooks:
+            hook()
         for node in self.nodes.values():
             core = node.core
             if core is None:
