@@ -237,6 +237,12 @@ class BrokerHost:
         if self.finished is None:
             return  # replay of the local log before start(): nothing is running yet
         now = self._now()
+        if self.data_plane.host.logs is None:
+            # Not caught up yet: the ISR manager leads nothing before the partition logs are open (then the image
+            # holds this incarnation's own fenced registration). Before, a restarted broker acted on its previous
+            # incarnation's leaderships from its stale image and shrank their ISRs to itself, empty-handed (found
+            # by the simulator: data_broker_faults seed 1).
+            return
         self._run("isr", self.isr.sync_metadata(now))
         self.data_plane.sync_metadata(now)
         self._sync_groups()
@@ -357,6 +363,7 @@ class BrokerHost:
             asyncio.get_running_loop().create_task(self.runtime.stop(graceful=True))
 
     def _open_data_plane(self) -> None:
+        self._run("isr", self.isr.sync_metadata(self._now()))  # the partitions it leads, before their logs open
         try:
             self.data_plane.open(self._now())
         except StorageError as exc:

@@ -94,8 +94,6 @@ class BrokerNode(SimNode):
         super().start()
         if self.status is Status.UP and self.lifecycle is not None:
             self._collect(Component.LIFECYCLE, self.lifecycle.start(self.now()))
-            assert self.isr is not None
-            self._collect(Component.ISR, self.isr.sync_metadata(self.now()))
 
     def _stop(self, status: Status, clean: bool = False) -> None:
         self._count_isr()
@@ -153,13 +151,16 @@ class BrokerNode(SimNode):
         if self.lifecycle is None or self.isr is None:
             return
         self.lifecycle.note_metadata_offset(self.cache.last_applied_offset)
-        if self.lifecycle.started:
+        if self.lifecycle.started and self.data is not None and self.data.open:
+            # The ISR manager leads nothing before the partition logs are open (caught up with the metadata, which
+            # then holds this incarnation's own fenced registration): a restarted broker would otherwise act on
+            # its previous incarnation's leaderships from a stale image (the shrink-to-self found by
+            # data_broker_faults seed 1).
             now = self.now()
             self._collect(Component.ISR, self.isr.sync_metadata(now))
-            if self.data is not None and self.data.open:
-                self.data.sync_metadata()
-                progress = self.data.host.progress(self.isr.led_partitions(), now)
-                self._collect(Component.ISR, self.isr.update_progress(progress, now))
+            self.data.sync_metadata()
+            progress = self.data.host.progress(self.isr.led_partitions(), now)
+            self._collect(Component.ISR, self.isr.update_progress(progress, now))
 
     def report_progress(self, progress: Any) -> None:
         """The partition host's follower progress (an append, a follower fetch): the ISR manager decides, and
@@ -192,7 +193,7 @@ class BrokerNode(SimNode):
         if action.new is BrokerState.RECOVERY and self.lifecycle is not None and self.data is not None:
             # Caught up with the metadata log: open the partition logs, then ask to be unfenced (as the node does).
             self.data.start()
-            self._metadata_applied()
+            self._metadata_applied()  # the ISR manager first, then the partitions' roles
             self._collect(Component.LIFECYCLE, self.lifecycle.set_ready_to_unfence(self.now()))
 
     def _on_shutdown_complete(self, component: Component, action: ShutdownComplete) -> None:
