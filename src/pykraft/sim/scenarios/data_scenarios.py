@@ -124,7 +124,7 @@ def data_delete_records(seed: int, trace_size: int | None) -> Plan:
 
 def _unclean(name: str, seed: int, trace_size: int | None, allowed: bool) -> Plan:
     configs = (("unclean.leader.election.enable", "true"),) if allowed else ()
-    cluster = _cluster(name, seed, trace_size, 9000, loss_allowed=True, topic_configs=configs,
+    cluster = _cluster(name, seed, trace_size, 12_500, loss_allowed=True, topic_configs=configs,
                        unclean_check_interval_ms=1000 if allowed else 300_000,
                        producers=(ProducerSpec(1, False), ProducerSpec(-1, True)))
     world, plan = cluster.plan.world, cluster.plan
@@ -167,10 +167,10 @@ def _unclean(name: str, seed: int, trace_size: int | None, allowed: bool) -> Pla
             w.checker.violation("UncleanElectionRefused", None, f"{elected} elected a leader outside the ISR")
         return None, "unclean-check", f"stranded {len(stranded)}, elected outside the ISR: {elected}"
 
-    at(world, 3000, cut_followers)
-    at(world, 6000, kill_leader)
-    at(world, 8800, check)
-    at(world, 8900, lambda w: faults.restart(w, chosen[0]) if chosen else (None, "restart", "nobody"))
+    at(world, 3800, cut_followers)
+    at(world, 6500, kill_leader)  # fenced 4 s later (the session timeout), then the periodic unclean check
+    at(world, 12_300, check)
+    at(world, 12_400, lambda w: faults.restart(w, chosen[0]) if chosen else (None, "restart", "nobody"))
     world.checker.enabled = world.checker.enabled | {"UncleanElection", "UncleanElectionRefused"}
     plan.stat_hooks.append(lambda: {"stranded_partitions": len(stranded)})
     return plan
