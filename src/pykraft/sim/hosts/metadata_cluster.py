@@ -191,8 +191,19 @@ def metadata_stats(plan: Plan, admin: MetadataAdmin) -> dict[str, Any]:
     }
 
 
-def attach(plan: Plan, topics: list[TopicSpec], start_ms: int = 500) -> MetadataAdmin:
+def attach(plan: Plan, topics: list[TopicSpec], start_ms: int = 500, producer: bool = False) -> MetadataAdmin:
+    """The admin creating `topics`; with `producer`, an acks=1 producer writes to the first one until the faults
+    end, so that replication (and the ISR it drives) has something to do, checked by a data checker that allows
+    losses (these scenarios go beyond RF - min.insync.replicas failures: outages of every broker)."""
     admin = MetadataAdmin(plan.world, plan.voters, topics, start_ms)
     plan.gap_checks.append(lambda: metadata_gaps(plan, admin))
     plan.stat_hooks.append(lambda: metadata_stats(plan, admin))
+    if producer:
+        from pykraft.sim.checks.data_invariants import DataChecker  # noqa: PLC0415
+        from pykraft.sim.scenarios.data_workload import Producer  # noqa: PLC0415
+
+        world = plan.world
+        world.data_checker = DataChecker(world, loss_allowed=True)  # type: ignore[attr-defined]
+        writer = Producer(world, 90, topics[0].name, topics[0].partitions, 1, False, 40, plan.faults_end_ms)
+        world.scheduler.at(start_ms + 1000, lambda: (writer.start(), None)[1])
     return admin
