@@ -222,3 +222,23 @@ def data_swarm(seed: int, trace_size: int | None) -> Plan:
         at(world, probe.randint(3000, end - 500), cluster.deleter.delete, probe.randrange(3))
     cluster.plan.notes.append(f"faults: {','.join(kinds) or 'none'}")
     return cluster.plan
+
+
+@scenario("data_reassign")
+def data_reassign(seed: int, trace_size: int | None) -> Plan:
+    """KIP-455 moves of the data topic's partitions among 4 brokers while producers write, with faults one at a
+    time: a move copies the log to the adding replicas before the removing ones go, so no acknowledged record is
+    lost (the reassignment driver of reassign_scenarios.py, its ReassignmentTarget check included)."""
+    from pykraft.sim.hosts.data_cluster import DATA_TOPIC, PARTITIONS, REPLICATION_FACTOR  # noqa: PLC0415
+    from pykraft.sim.hosts.metadata_cluster import TopicSpec  # noqa: PLC0415
+    from pykraft.sim.scenarios.reassign_scenarios import ReassignmentDriver  # noqa: PLC0415
+
+    cluster = _cluster("data_reassign", seed, trace_size, 11_000, brokers=4)
+    plan = cluster.plan
+    driver = ReassignmentDriver(plan.world, plan.voters, plan.observers,
+                                [TopicSpec(DATA_TOPIC, PARTITIONS, REPLICATION_FACTOR)], 3000, 10_000, (300, 900))
+    plan.gap_checks.append(driver.gaps)
+    plan.stat_hooks.append(driver.stats)
+    chain_faults(cluster, plan.world.stream("data-faults"), ("kill", "pause", "isolate", "controller"),
+                 FAULTS_FROM_MS, 11_000)
+    return plan
