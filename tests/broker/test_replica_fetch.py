@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pykraft.broker.replica_fetch import (FetchAction, FetchPosition, adopted_log_start, batches_to_append, decide,
-                                          follower_high_watermark)
+                                          follower_high_watermark, restart_for_straddling_batch)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch
 
@@ -51,3 +51,13 @@ def test_watermarks_follow_the_leader_within_our_log() -> None:
     assert follower_high_watermark(15, 30, 20) is None
     assert adopted_log_start(40, 30, 10) == 30  # never above our own high watermark
     assert adopted_log_start(5, 30, 10) is None
+
+
+def test_an_empty_log_restarts_at_a_batch_that_straddles_its_start() -> None:
+    # DeleteRecords left the leader's start at 99 inside the batch 98..100; the follower restarted its log at 99
+    data = memoryview(_batch(98, 3))
+    start, stop, first = batches_to_append(data, 99)
+    assert (start, stop, first) == (0, len(data), 98)
+    assert restart_for_straddling_batch(first, 99, 99) == 98
+    assert restart_for_straddling_batch(first, 50, 99) is None  # a log with records must continue at its end
+    assert restart_for_straddling_batch(99, 99, 99) is None

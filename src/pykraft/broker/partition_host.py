@@ -48,7 +48,7 @@ from .metadata_cache import MetadataCache, TopicPartition
 from .partition_state import LeaderState, admit_produce
 from .produce_rules import Rejected, assign_offsets, stamp_log_append_time, validate_batch
 from .producer_state import ProducerStates
-from .replica_fetch import batches_to_append, follower_high_watermark
+from .replica_fetch import batches_to_append, follower_high_watermark, restart_for_straddling_batch
 from .replica_settings import DataPlaneSettings, TopicSettingsCache
 from .topic_settings import TopicSettings
 from .topic_stats import BrokerTopicStats
@@ -347,7 +347,14 @@ class PartitionCore:
         """Batches fetched from the leader, with the leader's offsets and epochs (CRCs checked by the log)."""
         log = replica.log
         if records is not None and len(records):
-            start, stop, _first = batches_to_append(memoryview(records), log.end_offset())
+            start, stop, first = batches_to_append(memoryview(records), log.end_offset())
+            restart = restart_for_straddling_batch(first, log.start_offset(), log.end_offset())
+            if restart is not None and stop > start:
+                _log.info("%s-%d: the leader's first batch begins at %d, below our empty log's start %d: the log "
+                          "starts there", replica.topic, replica.partition, restart, log.start_offset())
+                log.truncate_fully_and_start_at(restart)
+                replica.producers.clear()
+                replica.generation += 1
             if stop > start:
                 view = memoryview(records)[start:stop]
                 log.append_as_follower(view, replica.leader_epoch)

@@ -86,6 +86,16 @@ def batches_to_append(view: memoryview, log_end: int) -> tuple[int, int, int]:
     return start, pos, first
 
 
+def restart_for_straddling_batch(first_offset: int, log_start: int, log_end: int) -> int | None:
+    """Where an empty follower log restarts when the leader's first batch begins below its start (Kafka's
+    Partition.appendRecordsToFollowerOrFutureReplica on UnexpectedAppendOffsetException: DeleteRecords put the
+    leader's log start inside a batch, the follower restarted there, and the leader answers with the whole batch):
+    at the batch's base offset. None: append as it is (a non-empty log must continue exactly at its end)."""
+    if 0 <= first_offset < log_end and log_end == log_start:
+        return first_offset
+    return None
+
+
 def follower_high_watermark(leader_high_watermark: int, log_end: int, current: int) -> int | None:
     """The follower's new high watermark (the leader's, never past our own log end), or None when it stays."""
     hwm = min(leader_high_watermark, log_end)
