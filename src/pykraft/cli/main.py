@@ -129,6 +129,31 @@ def brokers(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+# Kafka's operator tools: each module parses its kafka-*.sh flags itself (kafka_args.py) and returns the exit status.
+KAFKA_TOOLS = {
+    "consumer-groups": ("consumer_groups_cmd", "List, describe, delete consumer groups; reset their offsets "
+                                               "(kafka-consumer-groups)."),
+}
+
+
+def _kafka_tool(module: str, summary: str):  # noqa: ANN202 - a typer command
+    def command(ctx: typer.Context) -> None:
+        import importlib
+
+        raise typer.Exit(importlib.import_module(f"pykraft.cli.{module}").run(ctx.args))
+
+    command.__doc__ = summary
+    return command
+
+
+def _register_kafka_tools() -> None:
+    for name, (module, summary) in KAFKA_TOOLS.items():
+        app.command(name, context_settings=_FORWARD, add_help_option=False)(_kafka_tool(module, summary))
+
+
+_register_kafka_tools()
+
+
 @app.command("quickstart")
 def quickstart(
     directory: Annotated[Path | None, typer.Option("--dir", help="Where the nodes live (default: a new "
