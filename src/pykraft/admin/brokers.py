@@ -20,6 +20,7 @@ can say what it waits for instead of hanging silently.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -104,6 +105,8 @@ class BrokerClient:
         self.request_timeout_ms, self.deadline_ms = request_timeout_ms, deadline_ms
         self._backoff_ms, self._backoff_max_ms = retry_backoff_ms, retry_backoff_max_ms
         self._transport = transport if transport is not None else default_transport(ssl_context)
+        self._ssl = ssl_context
+        self._one_way: dict[Address, asyncio.StreamWriter] = {}
         self._on_wait, self._waited = on_wait, False
         self._clock, self._sleep = clock, sleep
         self._next = 0
@@ -118,6 +121,9 @@ class BrokerClient:
         await self.close()
 
     async def close(self) -> None:
+        for writer in self._one_way.values():
+            writer.close()
+        self._one_way.clear()
         await self._transport.close()
 
     # ---- the retry loop -------------------------------------------------------------------------------------
@@ -172,6 +178,23 @@ class BrokerClient:
         except ProtocolError as exc:
             raise Retry(f"{_text(address)} sent a malformed response: {exc}", address=address) from None
 
+    async def send_one_way(self, address: Address, message: Any, correlation_id: int) -> None:
+        """A request that gets no answer (Produce with acks=0), on a connection of its own (the pooled one
+        matches answers to requests in order). Raises `Retry` when it cannot be written."""
+        writer = self._one_way.get(address)
+        try:
+            if writer is None or writer.is_closing():
+                _, writer = await asyncio.wait_for(asyncio.open_connection(
+                    *address, ssl=self._ssl, server_hostname=address[0] if self._ssl else None),
+                    self.request_timeout_ms / 1000)
+                self._one_way[address] = writer
+            writer.write(encode_request(message, correlation_id=correlation_id, client_id=self.client_id))
+            await writer.drain()
+        except (OSError, asyncio.TimeoutError) as exc:
+            self._one_way.pop(address, None)
+            raise Retry(f"{_text(address)}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}",
+                        answered=False, address=address) from None
+
     async def call(self, node: int | None, message: Any, what: str | None = None) -> Any:
         """`message` to broker `node` (None: a bootstrap or known broker), retried over transport failures."""
         async def attempt() -> Any:
@@ -193,9 +216,12 @@ class BrokerClient:
         return broker.address
 
     # ---- metadata --------------------------------------------------------------------------------------------
-    async def metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
-        """Metadata v12 of the named topics (None: every topic); unknown names are in `topic_errors`."""
+    async def metadata(self, topics: Iterable[str] | None = None, auto_create: bool = False) -> ClusterMetadata:
+        """Metadata v12 of the named topics (None: every topic); unknown names are in `topic_errors`. With
+        `auto_create` a broker with auto.create.topics.enable creates the named topics (as producers ask)."""
         message = topic_requests.metadata_request(None if topics is None else list(topics))
+        if auto_create:
+            message = dataclasses.replace(message, allow_auto_topic_creation=True)
         return self.read_metadata(await self.call(None, message, "Metadata"))
 
     async def _refresh_once(self) -> None:

@@ -133,6 +133,9 @@ def brokers(ctx: typer.Context) -> None:
 KAFKA_TOOLS = {
     "consumer-groups": ("consumer_groups_cmd", "List, describe, delete consumer groups; reset their offsets "
                                                "(kafka-consumer-groups)."),
+    "console-producer": ("console_producer_cmd", "Read lines from standard input and produce them to a topic "
+                                                 "(kafka-console-producer)."),
+    "console-consumer": ("console_consumer_cmd", "Consume a topic and print its records (kafka-console-consumer)."),
 }
 
 
