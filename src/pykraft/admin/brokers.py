@@ -136,7 +136,7 @@ class BrokerClient:
             try:
                 return await attempt()
             except Retry as retry:
-                last = retry.reason
+                last = retry.reason if retry.address is None else f"{_text(retry.address)}: {retry.reason}"
                 if retry.address is not None and not retry.answered:
                     failures[retry.address] = retry.reason
                 if retry.refresh:
@@ -171,12 +171,12 @@ class BrokerClient:
             payload = await self._transport.request(*address, build, timeout_ms=timeout_ms or self.request_timeout_ms)
         except TransportError as exc:
             self._coordinators = {g: n for g, n in self._coordinators.items() if n.address != address}
-            raise Retry(f"{_text(address)}: {exc.reason}", answered=False, address=address) from None
+            raise Retry(exc.reason, answered=False, address=address) from None
         self._answered = True
         try:
             return decode_response(payload, key, version).message
         except ProtocolError as exc:
-            raise Retry(f"{_text(address)} sent a malformed response: {exc}", address=address) from None
+            raise Retry(f"a malformed response: {exc}", address=address) from None
 
     async def send_one_way(self, address: Address, message: Any, correlation_id: int) -> None:
         """A request that gets no answer (Produce with acks=0), on a connection of its own (the pooled one
@@ -192,7 +192,7 @@ class BrokerClient:
             await writer.drain()
         except (OSError, asyncio.TimeoutError) as exc:
             self._one_way.pop(address, None)
-            raise Retry(f"{_text(address)}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}",
+            raise Retry(exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else "timed out",
                         answered=False, address=address) from None
 
     async def call(self, node: int | None, message: Any, what: str | None = None) -> Any:

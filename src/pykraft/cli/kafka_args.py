@@ -46,6 +46,7 @@ class Flag:
     default: str | None = None
     many: bool = False
     kind: type = str  # int: the value must parse as an integer (Kafka's Long/Integer options)
+    short: str = ""  # a one-letter alias (argparse4j tools: -b for --bootstrap-server)
 
 
 @dataclass
@@ -102,7 +103,8 @@ def parse(flags: Sequence[Flag], args: Sequence[str]) -> Options:
             options.extra.append(word)
             continue
         name, eq, inline = word.lstrip("-").partition("=")
-        flag = _lookup(table, name)
+        shorts = {f.short: f for f in flags if f.short}
+        flag = shorts[name] if not word.startswith("--") and name in shorts else _lookup(table, name)
         value: str | None = None
         if flag.arg == NONE:
             if eq:
@@ -142,12 +144,13 @@ VERSION = Flag("version", "Display pykraft's version.")
 
 
 def run_tool(prog: str, description: str, flags: Sequence[Flag], args: Sequence[str],
-             body: Callable[[Options], int | None]) -> int:
-    """Parse `args`, run `body(options)` and return the exit status; every failure is one line (see above)."""
+             body: Callable[[Options], int | None], *, empty_is_help: bool = True) -> int:
+    """Parse `args`, run `body(options)` and return the exit status; every failure is one line (see above). An
+    empty line prints the help and exits 1, as Kafka's tools do, unless `empty_is_help` is False."""
     every = [*flags, HELP, VERSION]
     try:
         options = parse(every, args)
-        if options.has("help") or not args:
+        if options.has("help") or (not args and empty_is_help):
             print(help_text(description, every))
             return 0 if args else EXIT_USAGE
         if options.has("version"):

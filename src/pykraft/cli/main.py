@@ -136,6 +136,11 @@ KAFKA_TOOLS = {
     "console-producer": ("console_producer_cmd", "Read lines from standard input and produce them to a topic "
                                                  "(kafka-console-producer)."),
     "console-consumer": ("console_consumer_cmd", "Consume a topic and print its records (kafka-console-consumer)."),
+    "get-offsets": ("get_offsets_cmd", "Print the offsets of topic partitions at a time (kafka-get-offsets)."),
+    "leader-election": ("leader_election_cmd", "Elect preferred or unclean leaders (kafka-leader-election)."),
+    "cluster": ("cluster_cmd", "Print the cluster id, unregister a broker (kafka-cluster)."),
+    "broker-api-versions": ("broker_api_versions_cmd", "Print the API versions every broker supports "
+                                                       "(kafka-broker-api-versions)."),
 }
 
 
