@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["Flag", "Options", "ToolError", "UsageError", "parse", "run_tool"]
 
-NONE, REQUIRED, OPTIONAL = "none", "required", "optional"
+NONE, REQUIRED, OPTIONAL, MULTI = "none", "required", "optional", "multi"  # MULTI: argparse4j's nargs("+")
 EXIT_USAGE = 1
 
 
@@ -116,6 +116,15 @@ def parse(flags: Sequence[Flag], args: Sequence[str]) -> Options:
                 raise UsageError(f"Option {flag.name} requires an argument")
             value = _typed(flag, words[i])
             i += 1
+        elif flag.arg == MULTI:
+            taken = []
+            while i < len(words) and not words[i].startswith("-"):
+                taken.append(_typed(flag, words[i]))
+                i += 1
+            if not taken:
+                raise UsageError(f"argument --{flag.name}: expected at least one argument")
+            options.values.setdefault(flag.name, []).extend(taken)
+            continue
         elif i < len(words) and not words[i].startswith("--"):
             value = _typed(flag, words[i])
             i += 1
@@ -144,9 +153,10 @@ VERSION = Flag("version", "Display pykraft's version.")
 
 
 def run_tool(prog: str, description: str, flags: Sequence[Flag], args: Sequence[str],
-             body: Callable[[Options], int | None], *, empty_is_help: bool = True) -> int:
+             body: Callable[[Options], int | None], *, empty_is_help: bool = True, extra_words: bool = False) -> int:
     """Parse `args`, run `body(options)` and return the exit status; every failure is one line (see above). An
-    empty line prints the help and exits 1, as Kafka's tools do, unless `empty_is_help` is False."""
+    empty line prints the help and exits 1, as Kafka's tools do, unless `empty_is_help` is False. Words that are
+    not flags are refused unless `extra_words` (they are then `options.extra`)."""
     every = [*flags, HELP, VERSION]
     try:
         options = parse(every, args)
@@ -158,7 +168,7 @@ def run_tool(prog: str, description: str, flags: Sequence[Flag], args: Sequence[
 
             print(version_line())
             return 0
-        if options.extra:
+        if options.extra and not extra_words:
             raise UsageError(f"Found non-option arguments: {' '.join(options.extra)}")
         return body(options) or 0
     except UsageError as exc:

@@ -141,6 +141,10 @@ KAFKA_TOOLS = {
     "cluster": ("cluster_cmd", "Print the cluster id, unregister a broker (kafka-cluster)."),
     "broker-api-versions": ("broker_api_versions_cmd", "Print the API versions every broker supports "
                                                        "(kafka-broker-api-versions)."),
+    "metadata-shell": ("metadata_shell_cmd", "Browse the metadata image of a snapshot or a metadata log directory "
+                                             "(kafka-metadata-shell)."),
+    "producer-perf-test": ("producer_perf_cmd", "Measure producing to a topic (kafka-producer-perf-test)."),
+    "consumer-perf-test": ("consumer_perf_cmd", "Measure consuming a topic (kafka-consumer-perf-test)."),
 }
 
 
