@@ -20,7 +20,8 @@ from kio.schema.types import TopicName
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
-__all__ = ["decode_assignment", "decode_subscription", "encode_assignment", "encode_subscription"]
+__all__ = ["decode_assignment", "decode_message", "decode_subscription", "encode_assignment", "encode_subscription",
+           "range_assign"]
 
 _VERSION = struct.Struct(">h")
 NEWEST = 3
@@ -34,7 +35,8 @@ def _class(kind: str, version: int) -> type:
                    "ConsumerProtocolAssignment" if kind == "assignment" else "ConsumerProtocolSubscription")
 
 
-def _decode(kind: str, data: bytes | memoryview) -> Any:
+def decode_message(kind: str, data: bytes | memoryview) -> Any:
+    """The kio message of a subscription or assignment (`kind`); ValueError when the bytes are not one."""
     view = memoryview(bytes(data))
     if len(view) < _VERSION.size:
         raise ValueError(f"a consumer protocol {kind} of {len(view)} bytes")
@@ -59,12 +61,12 @@ def decode_assignment(data: bytes | memoryview) -> list[tuple[str, int]]:
     """The assigned (topic, partition) pairs, sorted; an empty value (a member without assignment) is none."""
     if not data:
         return []
-    message = _decode("assignment", data)
+    message = decode_message("assignment", data)
     return sorted((str(t.topic), int(p)) for t in message.assigned_partitions for p in t.partitions)
 
 
 def decode_subscription(data: bytes | memoryview) -> list[str]:
-    message = _decode("subscription", data)
+    message = decode_message("subscription", data)
     return sorted(str(t) for t in message.topics)
 
 

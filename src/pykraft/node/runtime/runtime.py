@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pykraft.net.commit_probe import PROBE
-from pykraft.net.errors import ConnectError
+from pykraft.net.errors import ConnectError, NetError
 from pykraft.net.pool import ConnectionPool
 from pykraft.net.server import FrameServer
 from pykraft.net.tls import client_context, server_context
@@ -257,10 +257,19 @@ class NodeRuntime:
             server = FrameServer(self.inbound, ssl_context=self._tls[listener.name],
                                  name=f"node-{config.node_id}-{listener.name}")
             self.servers.append(server)
-            address = await server.start(listener.host or "0.0.0.0", listener.port)
+            host = listener.host or "0.0.0.0"
+            try:
+                address = await server.start(host, listener.port)
+            except OSError as exc:  # one line naming the port and the setting, not "[Errno 98] ..." alone
+                raise NetError(f"cannot listen on {host}:{listener.port} (listener {listener.name}): "
+                               f"{(exc.strerror or str(exc)).lower()}") from None
             self.address = self.address or address
         if config.metrics_port is not None:
-            self.metrics.serve(config.metrics_port)
+            try:
+                self.metrics.serve(config.metrics_port)
+            except OSError as exc:
+                raise NetError(f"cannot serve metrics on port {config.metrics_port} (pykraft.metrics.port): "
+                               f"{(exc.strerror or str(exc)).lower()}") from None
 
     def _server_tls(self, listener_name: str) -> Any:
         """The TLS context of a listener this process binds; None when that listener is not SSL."""
