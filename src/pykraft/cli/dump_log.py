@@ -59,10 +59,14 @@ class Decoding:
     print_data: bool = False
     skip_record_metadata: bool = False
 
-    def for_file(self, path: Path) -> Decoding:
+    def for_file(self, path: Path, data: bytes | memoryview) -> Decoding:
+        """Without a decoder flag: metadata for the files of `__cluster_metadata-0`, snapshots, and any segment
+        whose first data record is a metadata record (pykraft's own logs wherever they were copied); a user
+        topic's segment otherwise (Kafka needs --cluster-metadata-decoder for the first kind)."""
         if self.decoder is not None:
             return self
-        metadata = path.suffix == ".checkpoint" or path.parent.name == METADATA_DIRECTORY
+        metadata = (path.suffix == ".checkpoint" or path.parent.name == METADATA_DIRECTORY
+                    or _holds_metadata(data))
         return Decoding("metadata" if metadata else "data", self.deep, self.print_data, self.skip_record_metadata)
 
     @property
@@ -71,6 +75,31 @@ class Decoding:
 
 
 METADATA_DIRECTORY = "__cluster_metadata-0"
+
+
+def _holds_metadata(data: bytes | memoryview, looked_at: int = 8) -> bool:
+    """Does one of the first data records of the file (those of batches that are not control batches) hold a
+    metadata record? Several are looked at, so one damaged record does not decide. A file of control batches only
+    (a KRaft log's start) counts as metadata."""
+    from pykraft.controller.log_replay import decode_value
+
+    seen = 0
+    try:
+        for batch in iter_batches(data, verify_crc=False, allow_truncated_tail=True):
+            if batch.is_control:
+                continue
+            try:
+                for record in batch.records():
+                    if decode_value(record.value) is not None:
+                        return True
+                    seen += 1
+                    if seen >= looked_at:
+                        return False
+            except RecordsError:
+                continue
+    except RecordsError:
+        pass
+    return seen == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,12 +295,12 @@ def _batches_with_positions(data: bytes | mmap.mmap) -> Iterator[tuple[int, Reco
 
 def dump_file(path: Path, as_json: bool, out: TextIO, decoding: Decoding | None = None) -> list[str]:
     """Print one file; return the problems found (empty when the file is sound)."""
-    decoding = (decoding or Decoding()).for_file(path)
     problems: list[str] = []
     if not as_json:
         print("\n".join(file_preamble(path)), file=out)
     data = read_file(path)
     view = memoryview(data)
+    decoding = (decoding or Decoding()).for_file(path, view)
     try:
         for position, batch in _batches_with_positions(view):
             crc_valid = batch.crc_valid
