@@ -90,14 +90,21 @@ def _topic_partitions(cls: type, pairs: Iterable[tuple[str, int]]) -> tuple[Any,
     return tuple(cls(topic=TopicName(t), partitions=tuple(i32(i) for i in sorted(p))) for t, p in sorted(grouped.items()))
 
 
-def range_assign(subscriptions: Mapping[str, Sequence[str]],
-                 partition_counts: Mapping[str, int]) -> dict[str, list[tuple[str, int]]]:
+def range_assign(subscriptions: Mapping[str, Sequence[str]], partition_counts: Mapping[str, int],
+                 instance_ids: Mapping[str, str | None] | None = None) -> dict[str, list[tuple[str, int]]]:
     """Kafka's RangeAssignor: per topic, its partitions in order split into contiguous ranges over the members
-    subscribed to it (sorted by member id), the first `count % members` members getting one more."""
+    subscribed to it, the first `count % members` members getting one more. Members are ordered as Kafka's
+    MemberInfo orders them: static members (a group instance id) first, by instance id, then the others by member
+    id."""
+    instances = instance_ids or {}
+
+    def order(member: str) -> tuple[int, str]:
+        instance = instances.get(member)
+        return (0, instance) if instance is not None else (1, member)
+
     assignment: dict[str, list[tuple[str, int]]] = {member: [] for member in subscriptions}
-    topics = sorted({t for wanted in subscriptions.values() for t in wanted})
-    for topic in topics:
-        members = sorted(m for m, wanted in subscriptions.items() if topic in wanted)
+    for topic in sorted({t for wanted in subscriptions.values() for t in wanted}):
+        members = sorted((m for m, wanted in subscriptions.items() if topic in wanted), key=order)
         count = partition_counts.get(topic, 0)
         if not members or count <= 0:
             continue

@@ -107,7 +107,8 @@ class GroupMember:
         metadata = await self.client.metadata(wanted)
         counts = {name: len(t.partitions) for name, t in metadata.topics.items()}
         self.assigned_counts = counts
-        plan = range_assign(subscriptions, counts)
+        instances = {m.member_id: m.group_instance_id for m in members}  # type: ignore[attr-defined]
+        plan = range_assign(subscriptions, counts, instances)
         return tuple(sg_req.SyncGroupRequestAssignment(member_id=member, assignment=encode_assignment(parts))
                      for member, parts in plan.items())
 
