@@ -24,10 +24,10 @@ def topic(java_cluster):
     produced = pykraft("console-producer", "--bootstrap-server", brokers_of(java_cluster), "--topic", "judged",
                        "--property", "parse.key=true", "--property", "parse.headers=true",
                        stdin="\n".join(lines) + "\n")
-    assert produced.returncode == 0, produced.stderr
+    assert produced.returncode == 0, produced.stdout + produced.stderr
     consumed = pykraft("console-consumer", "--bootstrap-server", brokers_of(java_cluster), "--topic", "judged",
-                       "--group", "judged-group", "--from-beginning", "--max-messages", "7")
-    assert consumed.returncode == 0 and len(consumed.stdout.splitlines()) == 7
+                       "--group", "judged-group", "--from-beginning", "--max-messages", "7", "--timeout-ms", "60000")
+    assert consumed.returncode == 0 and len(consumed.stdout.splitlines()) == 7, consumed.stderr
     return lines
 
 
