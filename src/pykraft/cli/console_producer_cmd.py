@@ -120,6 +120,8 @@ def main(options: Options) -> int:
     except SettingsError as exc:
         raise ToolError(f"org.apache.kafka.common.config.ConfigException: {exc}") from None
     ignored = sorted(k for k in unused if k in explicit and k not in TOOL_ONLY)
+    if options.has("socket-buffer-size"):
+        ignored.append("send.buffer.bytes (--socket-buffer-size: the system's socket buffer is used)")
     if ignored:
         print(f"{PROG}: these producer settings are not implemented and are ignored: {', '.join(ignored)}",
               file=sys.stderr)

@@ -19,7 +19,7 @@ from pykraft.admin.fetcher import FetchError
 
 from .broker_tool import read_properties, run_with_client
 from .kafka_args import OPTIONAL, REQUIRED, Flag, Options, ToolError, UsageError, require, run_tool
-from .perf_stats import CONSUMER_HEADER, DETAILED_HEADER, consumer_progress, consumer_summary
+from .perf_stats import CONSUMER_HEADER, DETAILED_HEADER, consumer_metrics, consumer_progress, consumer_summary
 
 PROG = "pykraft consumer-perf-test"
 DESCRIPTION = "This tool is used to verify the consumer performance."
@@ -67,6 +67,8 @@ def main(options: Options) -> int:
         settings, unused = consumer_settings(props)
     except SettingsError as exc:
         raise ToolError(f"org.apache.kafka.common.config.ConfigException: {exc}") from None
+    if options.has("socket-buffer-size"):
+        unused.append("receive.buffer.bytes (--socket-buffer-size: the system's socket buffer is used)")
     if unused:
         print(f"{PROG}: these consumer settings are not implemented and are ignored: {', '.join(unused)}",
               file=sys.stderr)
@@ -88,6 +90,8 @@ def main(options: Options) -> int:
         end_ms = time.time() * 1000
         if not detailed:
             print(consumer_summary(pattern, start_ms, end_ms, size, messages, join_ms))
+        if options.has("print-metrics"):
+            print(consumer_metrics(props["client.id"], messages, size, join_ms))
         return 0
 
     return run_with_client(PROG, options.get("bootstrap-server"), props, operation,

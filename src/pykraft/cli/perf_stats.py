@@ -89,14 +89,12 @@ class ProducerStats:
                 f"{p99} ms 99th, {p999} ms 99.9th.")
 
     def metrics_text(self, client_id: str) -> str:
-        """--print-metrics: the figures this producer measures, in Kafka's `name:{tags}  : value` layout."""
-        rows = {"record-send-total": float(self.count), "record-error-total": float(self.failures),
-                "byte-total": float(self.bytes),
-                "request-latency-avg": self.total_latency / self.count if self.count else 0.0,
-                "request-latency-max": float(self.max_latency)}
-        names = [f"producer-metrics:{name}:{{client-id={client_id}}}" for name in rows]
-        width = max(len(n) for n in names)
-        return "\n".join(f"{n.ljust(width)} : {java_fixed(v, 3)}" for n, v in zip(names, rows.values()))
+        """--print-metrics: the figures this producer measures."""
+        return metrics_lines("producer-metrics", client_id, {
+            "record-send-total": float(self.count), "record-error-total": float(self.failures),
+            "byte-total": float(self.bytes),
+            "request-latency-avg": self.total_latency / self.count if self.count else 0.0,
+            "request-latency-max": float(self.max_latency)})
 
 
 _PADDED = {"y": "%Y", "M": "%m", "d": "%d", "H": "%H", "h": "%I", "m": "%M", "s": "%S"}
@@ -152,3 +150,17 @@ def consumer_progress(pattern: str, bytes_read: int, last_bytes: int, messages: 
     extended = [str(join_ms), str(fetch_ms), java_fixed(1000 * interval_mb / fetch_ms if fetch_ms > 0 else 0.0, 4),
                 java_fixed(1000 * (messages - last_messages) / fetch_ms if fetch_ms > 0 else 0.0, 4)]
     return ", ".join(basic + extended)
+
+
+def metrics_lines(group: str, client_id: str, rows: dict[str, float]) -> str:
+    """--print-metrics: Kafka's ToolsUtils.printMetrics layout, `group:name:{client-id=...}  : value`, for the
+    figures pykraft's clients measure."""
+    names = [f"{group}:{name}:{{client-id={client_id}}}" for name in rows]
+    width = max(len(n) for n in names)
+    return "\n".join(f"{n.ljust(width)} : {java_fixed(v, 3)}" for n, v in zip(names, rows.values()))
+
+
+def consumer_metrics(client_id: str, records: int, size: int, join_ms: int) -> str:
+    return metrics_lines("consumer-fetch-manager-metrics", client_id, {
+        "records-consumed-total": float(records), "bytes-consumed-total": float(size)}) + "\n" + metrics_lines(
+        "consumer-coordinator-metrics", client_id, {"rebalance-latency-total": float(join_ms)})
