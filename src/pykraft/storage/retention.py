@@ -35,6 +35,7 @@ def advance_log_start(log: FileLog, snapshot_id: SnapshotId) -> None:
     """`delete_before_snapshot`: start = snapshot end; drop whole segments and snapshots behind it."""
     write_log_start(log, snapshot_id.offset)
     log._start_offset = snapshot_id.offset
+    log.layout_version += 1
     while len(log._segments) > 1 and log._segments[0].next_offset <= snapshot_id.offset:
         log._segments.pop(0).delete()
         log._bases.pop(0)
@@ -57,6 +58,7 @@ def reset_to_offset(log: FileLog, offset: int) -> None:
     """Kafka's `truncateFullyAndStartAt`: every segment goes; the log restarts empty at `offset` (a snapshot's
     end, or a partition leader's log start that a follower fell below)."""
     write_log_start(log, offset)
+    log.layout_version += 1
     for segment in log._segments:
         segment.delete()
     log.producer_snapshots.delete_all()
@@ -120,6 +122,7 @@ def _drop_oldest_segment(log: FileLog) -> None:
     first, so a crash leaves an extra file, never a gap)."""
     new_start = log._segments[1].base_offset
     write_log_start(log, new_start)
+    log.layout_version += 1
     log._segments.pop(0).delete()
     log._bases.pop(0)
     log._start_offset = new_start

@@ -82,4 +82,5 @@ class TopicSettingsCache:
 def to_log_config(settings: TopicSettings) -> LogConfig:
     """The storage side of a topic's settings (segment rolls; retention is applied by the maintenance round)."""
     return LogConfig(segment_bytes=settings.segment_bytes, segment_ms=settings.segment_ms,
-                     retention_bytes=settings.retention_bytes, retention_ms=settings.retention_ms)
+                     retention_bytes=settings.retention_bytes, retention_ms=settings.retention_ms,
+                     allow_offset_gaps=True)
