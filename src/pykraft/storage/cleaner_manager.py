@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .cleaner import Cleaner, CleanerStats, CleaningAborted, CleanTask, SourceSegment
@@ -38,7 +38,7 @@ from .compaction_rules import (
 from .file_log import FileLog
 from .files import CLEANER_CHECKPOINT
 from .offset_checkpoints import PartitionKey, read_offsets, update_offsets
-from .segment_swap import CleanedSegment, replace_segments
+from .segment_swap import CleanedSegment, no_fault, replace_segments
 
 _log = logging.getLogger("pykraft.storage.cleaner")
 
@@ -159,8 +159,10 @@ class CleanerManager:
             return state is not None and state.in_progress
 
     # ---- the pass's steps on the owner's thread ----------------------------------------------------------------
-    def swap(self, log: FileLog, task: CleanTask, cleaned: CleanedSegment, old_bases: list[int]) -> bool:
-        """Swap `cleaned` in for the segments at `old_bases` if the pass still holds (module docstring)."""
+    def swap(self, log: FileLog, task: CleanTask, cleaned: CleanedSegment, old_bases: list[int],
+             fault: Callable[[str], None] = no_fault) -> bool:
+        """Swap `cleaned` in for the segments at `old_bases` if the pass still holds (module docstring). `fault`:
+        replace_segments' crash-point hook (tests)."""
         with self._lock:
             state = self._states.get(task.key)
             holds = state is not None and state.in_progress and not state.aborted and state.pauses == 0 \
@@ -171,7 +173,7 @@ class CleanerManager:
             return False
         _log.info("swapping in the cleaned segment %d of %s-%d for the segments %s", cleaned.base_offset, *task.key,
                   old_bases)
-        replace_segments(log, cleaned, old)
+        replace_segments(log, cleaned, old, fault)
         with self._lock:
             state.layout_version = log.layout_version  # type: ignore[union-attr]
         return True

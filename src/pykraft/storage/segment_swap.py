@@ -10,11 +10,11 @@ A cleaner pass writes each group of segments it cleans into one new segment name
 3. renames the `.swap` files to the final names and fsyncs the directory;
 4. replaces the old segments by the new one in memory (until then readers keep reading the old files).
 A crash anywhere leaves, for `plan_swap_recovery` on the next open:
-- `.cleaned` files: the swap had not begun, they are deleted (and any `.swap` at or above the lowest `.cleaned`
-  offset, which Kafka's segment split can leave half done);
-- a `<base>.log.swap`: step 1 completed for the log file, so the swap is completed: the segment files whose base
-  lies in [base, the swap's next offset) are the replaced ones and are deleted, and every `.swap` file is renamed
-  to its final name (a missing or `.cleaned` index is rebuilt by the open, which checks every index);
+- `.cleaned` files: step 1 had not finished, they are deleted, and so is any `.swap` at or above the lowest
+  `.cleaned` offset (Kafka's rule, also for its segment split): the old segments are untouched until step 2;
+- a `<base>.log.swap` with no `.cleaned` file at or below its base: step 1 completed, so the swap is completed:
+  the segment files whose base lies in [base, the swap's next offset) are the replaced ones and are deleted, and
+  every `.swap` file is renamed to its final name (the open then checks every index and rebuilds a damaged one);
 - `.deleted` files: deleted (snapshot `.checkpoint.deleted` files are the snapshot code's).
 So a reader never sees a half-replaced log: either the old segments or the cleaned one.
 """
