@@ -64,7 +64,8 @@ class CleanableLog:
     log_dir: str
     log: FileLog
     settings: CompactionSettings
-    producers: Mapping[int, ProducerLast] = field(default_factory=dict)  # active producers' last batches
+    # The active producers' last batches, or a callable giving them (asked only of the log chosen).
+    producers: Mapping[int, ProducerLast] | Callable[[], Mapping[int, ProducerLast]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -249,7 +250,9 @@ def _task(item: CleanableLog, chosen: LogToClean, now_ms: int) -> CleanTask:
     position = holding[-1].index.lookup(chosen.first_dirty) if holding else 0
     return CleanTask(item.key, item.log_dir, log.directory, sources, chosen.first_dirty, chosen.first_uncleanable,
                      position, settings.delete_retention_ms, settings.segment_bytes, settings.max_index_bytes,
-                     log.config.index_interval_bytes, dict(item.producers), now_ms, log.layout_version)
+                     log.config.index_interval_bytes,
+                     dict(item.producers() if callable(item.producers) else item.producers), now_ms,
+                     log.layout_version)
 
 
 class _SameThreadHost:

@@ -110,6 +110,10 @@ class PartitionLogs:
     def get(self, topic: str, partition: int) -> FileLog | None:
         return self._logs.get((topic, partition))
 
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        """The log directory holding the partition (its checkpoint files live there)."""
+        return self._dir_of.get((topic, partition))
+
     def get_or_create(self, topic: str, partition: int, topic_id: uuid.UUID) -> FileLog:
         """The partition's log, created in the least loaded directory when new. A log left by a deleted topic
         of the same name (another id) is deleted first: the metadata says that topic no longer exists."""

@@ -82,7 +82,9 @@ def find_by_timestamp(log: FileLog, target: int, upper: int) -> tuple[int, int] 
                     if best is None or batch.max_timestamp > best[0]:
                         best = _record_with(batch, lambda ts, m=batch.max_timestamp: ts == m, upper)
                 elif batch.max_timestamp >= target:
-                    return _record_with(batch, lambda ts: ts >= target, upper)
+                    found = _record_with(batch, lambda ts: ts >= target, upper)
+                    if found is not None:  # a batch the log cleaner emptied keeps its max timestamp
+                        return found
         except RecordsError:
             return best
         if offset == before:

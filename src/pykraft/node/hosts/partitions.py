@@ -32,12 +32,13 @@ from pykraft.broker.isr_rules import LeaderProgress
 from pykraft.broker.metadata_cache import MetadataCache, TopicPartition
 from pykraft.broker.partition_state import LeaderState, admit_produce
 from pykraft.broker.produce_rules import Rejected, assign_offsets, stamp_log_append_time, validate_batch
-from pykraft.broker.producer_state import ProducerStates
+from pykraft.broker.producer_state import ProducerStates, last_sequence
 from pykraft.broker.topic_settings import TopicSettings
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import InvalidAppendError, OffsetAndEpoch, truncation_offset
 from pykraft.records import iter_batches
 from pykraft.storage import FileLog, LogConfig, PartitionLogs
+from pykraft.storage.cleaner_manager import CleanerManager
 from pykraft.storage.segment import HEADER, LOG_OVERHEAD
 
 from pykraft.node.hosts.producer_recovery import open_producer_state, reload_after_truncation, snapshot_producers
@@ -66,6 +67,11 @@ class Replica:
     def tp(self) -> TopicPartition:
         return (self.topic_id, self.partition)
 
+    @property
+    def tp_key(self) -> tuple[str, int]:
+        """(topic, partition): the key of the log and of its cleaner state."""
+        return (self.topic, self.partition)
+
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
@@ -91,6 +97,11 @@ class PartitionHost:
         self._high_watermark_of = high_watermark_of
         self.replicas: dict[tuple[str, int], Replica] = {}
         self.changed = asyncio.Event()  # set (and replaced) on every append and HWM move: wakes long polls
+        # The log cleaner's state of each partition (node/hosts/log_cleaner.py sets it when the logs open): a
+        # truncation or a deletion aborts the partition's pass first, as Kafka's LogManager does. Others that
+        # change a log under the cleaner (log-directory moves, DeleteRecords) call its `abort_and_pause(key)`
+        # before and `resume(key)` after.
+        self.cleaning: CleanerManager | None = None
 
     # ---- opening and metadata ----------------------------------------------------------------------------------
     def load(self) -> None:
@@ -165,7 +176,12 @@ class PartitionHost:
             for waiter in replica.leading.abandon():
                 if not waiter.done():
                     waiter.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        log_dir = self.logs.log_dir_of(*key)
+        if self.cleaning is not None:
+            self.cleaning.abort(key)  # Kafka's abortCleaning before the log goes
         self.logs.delete(*key)
+        if self.cleaning is not None and log_dir is not None:
+            self.cleaning.forget(key, log_dir)
 
     # ---- leader: appends ---------------------------------------------------------------------------------------
     def leader_replica(self, topic: str, partition: int) -> Replica | ErrorCode:
@@ -294,7 +310,7 @@ class PartitionHost:
                 log.append_as_follower(view[:whole], replica.leader_epoch)
                 for batch in iter_batches(view[:whole], verify_crc=False):
                     replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                              batch.base_sequence + batch.record_count - 1, batch.base_offset,
+                                              last_sequence(batch.base_sequence, batch.last_offset_delta), batch.base_offset,
                                               batch.last_offset, batch.max_timestamp)
         hwm = min(leader_hwm, log.end_offset())
         if hwm > log.high_watermark():
@@ -307,9 +323,21 @@ class PartitionHost:
         offset = truncation_offset(log, OffsetAndEpoch(end_offset, epoch))
         _log.info("truncating %s-%d to %d (leader's epoch %d ends at %d)", replica.topic, replica.partition, offset,
                   epoch, end_offset)
+        self._before_truncation(replica)
         log.truncate_to(offset)  # drops the producer snapshots above the new end
+        self._after_truncation(replica, log.end_offset())
         reload_after_truncation(replica)
         return offset
+
+    def _before_truncation(self, replica: Replica) -> None:
+        if self.cleaning is not None:
+            self.cleaning.abort(replica.tp_key)  # a pass planned on the old log swaps nothing in
+
+    def _after_truncation(self, replica: Replica, offset: int) -> None:
+        """Kafka's maybeTruncateCheckpoint: what follows the new end is dirty again."""
+        log_dir = self.logs.log_dir_of(replica.topic, replica.partition) if self.logs is not None else None
+        if self.cleaning is not None and log_dir is not None:
+            self.cleaning.truncated(replica.tp_key, log_dir, offset)
 
     def restart_at_leader_start(self, replica: Replica, leader_log_start: int) -> None:
         """Our log ends below the leader's log start (retention removed what we miss): Kafka's follower empties
@@ -317,7 +345,9 @@ class PartitionHost:
         log = replica.log
         _log.info("%s-%d: our log ends at %d, below the leader's log start %d: emptied, restarting there",
                   replica.topic, replica.partition, log.end_offset(), leader_log_start)
+        self._before_truncation(replica)
         log.truncate_fully_and_start_at(leader_log_start)
+        self._after_truncation(replica, leader_log_start)
         replica.producers.clear()
 
     # ---- helpers -----------------------------------------------------------------------------------------------

@@ -35,7 +35,11 @@ histograms `kafka_controller_controllereventmanager_eventqueuetimems` (submit to
 `..._eventqueueprocessingtimems` (start to end); IsObserver (1 on a controller that is not a voter).
 Broker metrics, when the node runs a broker (alone or combined): `pykraft_broker_state` (state set of the lifecycle
 states), `pykraft_broker_epoch`, `pykraft_broker_isr_shrinks_total`, `..._isr_expands_total`,
-`..._failed_isr_updates_total`.
+`..._failed_isr_updates_total`; the log cleaner's gauges named the same way as the controller's,
+`kafka.log:type=LogCleaner,name=max-clean-time-secs` -> `kafka_log_logcleaner_max_clean_time_secs` (also
+cleaner-recopy-percent, max-buffer-utilization-percent, max-compaction-delay-secs, DeadThreadCount) and
+`kafka.log:type=LogCleanerManager,...` -> `kafka_log_logcleanermanager_max_dirty_percent`,
+`..._time_since_last_run_ms`, `..._uncleanable_partitions_count{logDirectory="..."}`.
 Each runtime has its own registry, so several nodes can live in one process (tests).
 
 prometheus_client is imported only when something reads the metrics (the registry, the HTTP endpoint, a scrape):
@@ -277,6 +281,33 @@ def _broker_families(broker: Any) -> Any:
     for key, value in (("isr_shrinks", isr.isr_shrinks), ("isr_expands", isr.isr_expands),
                        ("failed_isr_updates", isr.failed_isr_updates)):
         yield CounterMetricFamily(f"pykraft_broker_{key}", f"broker {key.replace('_', ' ')}", value=value)
+    cleaner = getattr(broker.data_plane, "cleaner", None)
+    if cleaner is not None:
+        yield from _cleaner_families(cleaner, broker._now())  # noqa: SLF001
+
+
+_MANAGER_GAUGES = frozenset({"max-dirty-percent", "time-since-last-run-ms"})
+
+
+def cleaner_metric_name(kafka_type: str, kafka_name: str) -> str:
+    """The JMX exporter's name for `kafka.log:type=<kafka_type>,name=<kafka_name>` (lowercased, "-" -> "_")."""
+    return f"kafka_log_{kafka_type}_{kafka_name}".lower().replace("-", "_")
+
+
+def _cleaner_families(cleaner: Any, now_ms: int) -> Any:
+    """Kafka's log cleaner gauges: kafka.log:type=LogCleaner,name=max-clean-time-secs ->
+    kafka_log_logcleaner_max_clean_time_secs, and LogCleanerManager's, uncleanable-partitions-count per log
+    directory with its `logDirectory` tag as a label."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    for name, value in cleaner.metrics(now_ms).items():
+        kind = "LogCleanerManager" if name in _MANAGER_GAUGES else "LogCleaner"
+        yield GaugeMetricFamily(cleaner_metric_name(kind, name), f"{kind} {name}", value=value)
+    uncleanable = GaugeMetricFamily(cleaner_metric_name("LogCleanerManager", "uncleanable-partitions-count"),
+                                    "LogCleanerManager uncleanable-partitions-count", labels=["logDirectory"])
+    for log_dir in cleaner.manager.log_dirs:
+        uncleanable.add_metric([log_dir], cleaner.manager.uncleanable_count(log_dir))
+    yield uncleanable
 
 
 def _unknown_voters(core: Any) -> int:
