@@ -252,3 +252,23 @@ def test_a_log_below_its_dirty_ratio_is_left_alone(tmp_path) -> None:
     assert manager.dirtiest_ratio == dirty / (clean + dirty) < 0.5
     assert run_pass(manager, log, 10_000, settings=EAGER) is not None
     log.close()
+
+
+def test_the_producer_snapshots_of_segments_merged_away_are_deleted(tmp_path) -> None:
+    log = new_log(str(tmp_path))
+    _overwrites(log, rounds=6, tombstones=())
+    _seal(log)
+    manager = CleanerManager([str(tmp_path)])
+    run_pass(manager, log, 10_000, settings=EAGER)  # small cleaned segments, merged by the next pass
+    for k in range(12):
+        put(log, f"k{k}", "again")
+    _seal(log)
+    before = log.segment_base_offsets()
+    for base in before:
+        log.producer_snapshots.write(base, b"state")  # what a roll writes, named by the new segment's base
+    run_pass(manager, log, 10_000, settings=EAGER)
+    assert len(log.segment_base_offsets()) < len(before)
+    assert set(log.producer_snapshots.offsets) == set(log.segment_base_offsets())
+    assert sorted(n for n in os.listdir(log.directory) if n.endswith(".snapshot")) == \
+        [f"{b:020d}.snapshot" for b in log.segment_base_offsets()]
+    log.close()

@@ -8,7 +8,8 @@ A cleaner pass writes each group of segments it cleans into one new segment name
 2. renames each old segment's files to `.deleted` and removes them (Kafka removes them after file.delete.delay.ms:
    its readers map the files; ours read through open descriptors, which keep the old bytes until step 4);
 3. renames the `.swap` files to the final names and fsyncs the directory;
-4. replaces the old segments by the new one in memory (until then readers keep reading the old files).
+4. replaces the old segments by the new one in memory (until then readers keep reading the old files), and deletes
+   the producer snapshots named by the old segments other than the first (Kafka's deleteProducerSnapshots).
 A crash anywhere leaves, for `plan_swap_recovery` on the next open:
 - `.cleaned` files: step 1 had not finished, they are deleted, and so is any `.swap` at or above the lowest
   `.cleaned` offset (Kafka's rule, also for its segment split): the old segments are untouched until step 2;
@@ -128,6 +129,10 @@ def _replace_in_memory(log: FileLog, cleaned: CleanedSegment, old: list[Segment]
     log.layout_version += 1
     for replaced in old:
         replaced.close()  # the files are gone: only the descriptors go now
+        if replaced.base_offset != cleaned.base_offset:
+            # Kafka's deleteProducerSnapshots of the segments deleted and not replaced: the snapshot named by a
+            # segment's base offset (written when it rolled in) goes with it.
+            log.producer_snapshots.delete(replaced.base_offset)
 
 
 # ---- recovery on open --------------------------------------------------------------------------------------
