@@ -1,0 +1,145 @@
+"""The broker's log cleaner threads over a PartitionHost (real logs, real metadata cache, an event loop, no
+sockets): a compacted topic's replica cleaned off the loop, Kafka's gauges, retention by cleanup.policy, the
+cleaner settings refused as Kafka refuses them, and a truncation that aborts the partition's cleaning."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
+from pykraft.broker.metadata_cache import MetadataCache
+from pykraft.broker.topic_settings import TopicSettings
+from pykraft.node.hosts.log_cleaner import CleanerConfig, LogCleaner
+from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
+from pykraft.node.runtime.metrics import _cleaner_families
+from pykraft.records import SimpleRecord, encode_batch, iter_batches
+from pykraft.storage import PartitionLogs
+from pykraft.storage.cleaner import CleaningAborted
+from pykraft.storage.files import CLEANER_CHECKPOINT
+from pykraft.storage.offset_checkpoints import read_offsets, update_offsets
+
+from .records import config, partition, register, topic
+
+NOW = 1_000
+
+
+def _host(tmp_path, policy: str, retention_ms: str = "604800000") -> PartitionHost:
+    cache = MetadataCache()
+    records = [register(1, 11), topic("t"), partition(0, [1], [1], 1), config("cleanup.policy", policy),
+               config("segment.ms", "10"), config("min.cleanable.dirty.ratio", "0.01"),
+               config("retention.ms", retention_ms)]
+    cache.replay_all(enumerate(records))
+    isr_manager = IsrManager(IsrManagerConfig(1), cache)
+    isr_manager.sync_metadata(NOW)
+    host = PartitionHost(DataPlaneSettings(1, TopicSettings()), cache, None,
+                         report_progress=lambda p: isr_manager.update_progress(p, NOW),
+                         high_watermark_of=isr_manager.high_watermark, now_ms=lambda: NOW)
+    host.logs = PartitionLogs((str(tmp_path),), host.log_config_for)
+    host.sync_metadata(NOW)
+    return host
+
+
+def _write(host: PartitionHost, rounds: int = 5, keys: int = 8) -> None:
+    stamp = 1000
+    for r in range(rounds):
+        for k in range(keys):
+            stamp += 20  # > segment.ms: each batch rolls a segment
+            batch = encode_batch([SimpleRecord(f"r{r}".encode(), f"k{k}".encode())], base_offset=0,
+                                 partition_leader_epoch=-1, timestamp_ms=stamp)
+            assert host.append_as_leader("t", 0, batch, acks=1).error.name == "NONE"
+
+
+def _latest(log) -> dict[str, tuple[int, str]]:
+    found = {}
+    offset = log.start_offset()
+    while offset < log.end_offset():
+        for batch in iter_batches(log.read(offset, 1 << 20).records):
+            for r in batch.records():
+                found.setdefault(bytes(r.key).decode(), []).append((r.offset, bytes(r.value).decode()))
+            offset = max(offset, batch.next_offset)
+    return found
+
+
+def test_a_compacted_replica_is_cleaned_off_the_loop_and_the_gauges_say_so(tmp_path) -> None:
+    async def scenario() -> None:
+        host = _host(tmp_path, "compact")
+        _write(host)
+        log = host.replicas[("t", 0)].log
+        assert log.high_watermark() == log.end_offset() == 40
+        cleaner = LogCleaner(CleanerConfig(backoff_ms=20), host, (str(tmp_path),), lambda: NOW)
+        host.cleaning = cleaner.manager
+        cleaner.start()
+        checkpoint = os.path.join(str(tmp_path), CLEANER_CHECKPOINT)
+        for _ in range(500):
+            if read_offsets(checkpoint).get(("t", 0), 0) >= 39:
+                break
+            await asyncio.sleep(0.02)
+        cleaner.stop()
+        await asyncio.get_running_loop().run_in_executor(None, cleaner.join, 10)
+        latest = _latest(log)
+        assert all(len(rows) == 1 and rows[0][1] == "r4" for key, rows in latest.items() if key != "k7")
+        # k7's last record is in the active segment, which is never cleaned nor mapped: its previous one stays.
+        assert latest["k7"] == [(31, "r3"), (39, "r4")]
+        gauges = cleaner.metrics(NOW + 5)
+        assert 0 < gauges["cleaner-recopy-percent"] < 100 and gauges["DeadThreadCount"] == 0
+        assert gauges["time-since-last-run-ms"] == 5 and gauges["max-clean-time-secs"] >= 0
+        names = {family.name for family in _cleaner_families(cleaner, NOW)}
+        assert {"kafka_log_logcleaner_max_clean_time_secs", "kafka_log_logcleaner_cleaner_recopy_percent",
+                "kafka_log_logcleanermanager_max_dirty_percent",
+                "kafka_log_logcleanermanager_uncleanable_partitions_count"} <= names
+        host.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("policy, deleted", [("compact", False), ("compact,delete", True), ("delete", True)])
+def test_retention_applies_only_where_delete_is_in_the_policy(tmp_path, policy: str, deleted: bool) -> None:
+    async def scenario() -> None:
+        host = _host(tmp_path, policy, retention_ms="1")
+        _write(host, rounds=1)
+        log = host.replicas[("t", 0)].log
+        host.maintain(NOW + 10**9)
+        assert (log.start_offset() > 0) is deleted
+        host.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_truncation_aborts_the_partitions_pass_and_lowers_its_checkpoint(tmp_path) -> None:
+    async def scenario() -> None:
+        host = _host(tmp_path, "compact")
+        _write(host)
+        cleaner = LogCleaner(CleanerConfig(enable=False), host, (str(tmp_path),), lambda: NOW)
+        host.cleaning = cleaner.manager
+        replica = host.replicas[("t", 0)]
+        task = cleaner._plan()  # what a cleaner thread asks the loop for  # noqa: SLF001
+        assert task is not None and cleaner.manager.in_progress(("t", 0))
+        epoch = replica.log.epoch_entries()[-1][0]
+        assert host.truncate_diverging(replica, 30, epoch) == 30  # e.g. a follower's divergence
+        with pytest.raises(CleaningAborted):
+            cleaner.manager.check_aborted(("t", 0))
+        cleaner.manager.done(task, 40)  # the aborted pass ends: no checkpoint written
+        checkpoint = os.path.join(str(tmp_path), CLEANER_CHECKPOINT)
+        assert read_offsets(checkpoint) == {}
+        update_offsets(checkpoint, {("t", 0): 30})
+        host.truncate_diverging(replica, 20, epoch)
+        assert read_offsets(checkpoint) == {("t", 0): 20}  # Kafka's maybeTruncateCheckpoint
+        host.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("key, value, reason", [
+    ("log.cleaner.threads", "-1", "below the minimum"),
+    ("log.cleaner.backoff.ms", "soon", "not a number"),
+    ("log.cleaner.enable", "yes", "not true or false"),
+    ("log.cleaner.dedupe.buffer.size", "100", "log.cleaner.dedupe.buffer.size"),
+])
+def test_cleaner_settings_kafka_refuses_are_refused_at_start(key: str, value: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        CleanerConfig.of({key: value})
+    assert CleanerConfig.of({"log.cleaner.threads": "2", "log.cleaner.io.max.bytes.per.second": "1e6"}) == \
+        CleanerConfig(threads=2, max_io_bytes_per_second=1e6)
