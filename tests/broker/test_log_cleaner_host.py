@@ -143,3 +143,19 @@ def test_cleaner_settings_kafka_refuses_are_refused_at_start(key: str, value: st
         CleanerConfig.of({key: value})
     assert CleanerConfig.of({"log.cleaner.threads": "2", "log.cleaner.io.max.bytes.per.second": "1e6"}) == \
         CleanerConfig(threads=2, max_io_bytes_per_second=1e6)
+
+
+def test_a_compacted_topic_refuses_records_without_a_key_as_kafka_does(tmp_path) -> None:
+    async def scenario() -> None:
+        host = _host(tmp_path, "compact")
+        keyless = encode_batch([SimpleRecord(b"v", b"k"), SimpleRecord(b"v")], base_offset=0,
+                               partition_leader_epoch=-1, timestamp_ms=5)
+        refused = host.append_as_leader("t", 0, keyless, acks=1)
+        assert refused.error.name == "INVALID_RECORD"
+        assert refused.message == "Compacted topic cannot accept message without key in topic partition t-0."
+        assert host.replicas[("t", 0)].log.end_offset() == 0
+        keyed = encode_batch([SimpleRecord(b"v", b"k")], base_offset=0, partition_leader_epoch=-1, timestamp_ms=5)
+        assert host.append_as_leader("t", 0, keyed, acks=1).error.name == "NONE"
+        host.close()
+
+    asyncio.run(scenario())

@@ -278,7 +278,7 @@ def pass_line(thread: int, task: CleanTask, end: int, stats: CleanerStats) -> st
             f"{index:.1f} seconds; buffer utilization {100 * stats.buffer_utilization:.1f}%; cleaned "
             f"{mb(stats.bytes_read):,.1f} MB in {total - index:.1f} seconds ({mb(stats.bytes_read) / clean:,.1f} "
             f"MB/sec); start size {mb(stats.bytes_read):,.1f} MB ({stats.messages_read:,d} messages), end size "
-            f"{mb(stats.bytes_written):,.1f} MB ({stats.messages_written:,d} messages), written "
-            f"{stats.bytes_written:,d} bytes; "
+            f"{mb(stats.bytes_written):,.1f} MB ({stats.messages_written:,d} messages); read "
+            f"{stats.bytes_read} bytes, wrote {stats.bytes_written} bytes; "
             f"{100 * (1 - stats.bytes_written / max(stats.bytes_read, 1)):.1f}% size reduction "
             f"({100 * (1 - stats.messages_written / max(stats.messages_read, 1)):.1f}% fewer messages)")

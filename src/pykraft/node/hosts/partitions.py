@@ -31,7 +31,9 @@ from typing import Any
 from pykraft.broker.isr_rules import LeaderProgress
 from pykraft.broker.metadata_cache import MetadataCache, TopicPartition
 from pykraft.broker.partition_state import LeaderState, admit_produce
-from pykraft.broker.produce_rules import Rejected, assign_offsets, stamp_log_append_time, validate_batch
+from pykraft.broker.produce_rules import (
+    Rejected, assign_offsets, require_keys, stamp_log_append_time, validate_batch,
+)
 from pykraft.broker.producer_state import ProducerStates, last_sequence
 from pykraft.broker.topic_settings import TopicSettings
 from pykraft.protocol.errors import ErrorCode
@@ -207,6 +209,10 @@ class PartitionHost:
         checked = validate_batch(records, settings.max_message_bytes)
         if isinstance(checked, Rejected):
             return AppendResult(checked.error, message=checked.message)
+        if settings.compact:
+            keyless = require_keys(records, checked.record_count, topic, partition)
+            if keyless is not None:
+                return AppendResult(keyless.error, message=keyless.message)
         admitted = admit_produce(acks, self.isr_size(replica), settings.min_insync_replicas)
         if admitted is not ErrorCode.NONE:
             return AppendResult(admitted, message=f"the ISR of {topic}-{partition} is below min.insync.replicas")
