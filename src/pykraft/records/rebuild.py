@@ -39,6 +39,18 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _NO_TIMESTAMP = -1
 
 
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    append_varint(out, value)
+    return bytes(out)
+
+
+# Zig-zag varints of -8192..8191, by value (a negative index reads from the end): deltas and lengths of one or two
+# bytes, the common case when a batch is rebuilt.
+_SMALL_LIMIT = 8192
+_SMALL_VARINTS = [_varint(v) for v in range(_SMALL_LIMIT)] + [_varint(v) for v in range(-_SMALL_LIMIT, 0)]
+
+
 class KeyedRecord(NamedTuple):
     offset_delta: int
     timestamp_delta: int
@@ -56,9 +68,11 @@ def records_section(batch: RecordBatch) -> bytes:
 
 
 def record_keys(body: bytes, count: int) -> list[KeyedRecord]:
-    """Walk `count` records of a records section (see the module docstring)."""
+    """Walk `count` records of a records section (see the module docstring). The cleaner's hot loop: varints of one
+    or two bytes (record lengths below 8 KiB, offset deltas below 8192, short keys) are decoded inline."""
     found: list[KeyedRecord] = []
     append = found.append
+    new = tuple.__new__  # skips NamedTuple.__new__, which re-packs the arguments
     size = len(body)
     pos = 0
     try:
@@ -67,22 +81,29 @@ def record_keys(body: bytes, count: int) -> list[KeyedRecord]:
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif body[pos + 1] < 0x80:
+                z = (b & 0x7F) | (body[pos + 1] << 7)
+                length = (z >> 1) ^ -(z & 1)
+                pos += 2
             else:
                 length, pos = read_varint(body, pos)
             end = pos + length
             if length < 6 or end > size:
                 raise MalformedBatchError(f"record length {length} is impossible at byte {pos} of the records")
-            pos += 1  # attributes
-            b = body[pos]
+            b = body[pos + 1]  # after the attributes byte: the timestamp delta
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
+                pos += 2
             else:
-                ts_delta, pos = read_varint(body, pos)
-            b = body[pos]
+                ts_delta, pos = read_varint(body, pos + 1)
+            b = body[pos]  # offset delta
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif body[pos + 1] < 0x80:
+                z = (b & 0x7F) | (body[pos + 1] << 7)
+                offset_delta = (z >> 1) ^ -(z & 1)
+                pos += 2
             else:
                 offset_delta, pos = read_varint(body, pos)
             tail = pos
@@ -102,7 +123,7 @@ def record_keys(body: bytes, count: int) -> list[KeyedRecord]:
                 pos += key_size
             if pos >= end:
                 raise MalformedBatchError("record ends before its value")
-            append(KeyedRecord(offset_delta, ts_delta, key, body[pos] == 1, tail, end))
+            append(new(KeyedRecord, (offset_delta, ts_delta, key, body[pos] == 1, tail, end)))
             pos = end
     except IndexError:
         raise MalformedBatchError("records run past the end of the batch") from None
@@ -121,13 +142,23 @@ def rebuild_batch(batch: RecordBatch, body: bytes, kept: list[KeyedRecord], dele
         stamps = [batch.base_timestamp + r.timestamp_delta for r in kept]
     base_timestamp = delete_horizon_ms if delete_horizon_ms is not None else stamps[0]
     records = bytearray()
+    view = memoryview(body)
+    small, limit = _SMALL_VARINTS, _SMALL_LIMIT
     for record, stamp in zip(kept, stamps):
-        prefix = bytearray(b"\x00")  # attributes: Kafka writes 0
-        append_varint(prefix, stamp - base_timestamp)
-        append_varint(prefix, record.offset_delta)
-        append_varint(records, len(prefix) + record.end - record.tail)
+        ts_delta, offset_delta = stamp - base_timestamp, record[0]
+        if -limit <= ts_delta < limit and offset_delta < limit:
+            prefix = b"\x00" + small[ts_delta] + small[offset_delta]  # attributes: Kafka writes 0
+        else:
+            prefix = bytearray(b"\x00")
+            append_varint(prefix, ts_delta)
+            append_varint(prefix, offset_delta)
+        length = len(prefix) + record[5] - record[4]
+        if length < limit:
+            records += small[length]
+        else:
+            append_varint(records, length)
         records += prefix
-        records += body[record.tail:record.end]
+        records += view[record[4]:record[5]]
     codec = batch.attributes & ATTR_COMPRESSION_MASK
     payload = bytes(records) if codec == Compression.NONE else compress(codec, bytes(records))
     attributes = batch.attributes & ~ATTR_DELETE_HORIZON

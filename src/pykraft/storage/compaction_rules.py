@@ -24,9 +24,11 @@ Which batches stay (`batch_retention`): a batch is dropped when none of its reco
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from pykraft.records.rebuild import KeyedRecord
 
 INT_MAX = (1 << 31) - 1
 LONG_MAX = (1 << 63) - 1
@@ -187,6 +189,28 @@ def retain_record(offset: int, key: bytes | None, null_value: bool, *, latest_ma
     if offset < key_offset:
         return False
     return not null_value or delete_horizon_ms is None or now_ms < delete_horizon_ms
+
+
+def retained_records(records: Sequence[KeyedRecord], base_offset: int, *, latest_mapped: int,
+                     key_offset_of: Callable[[bytes], int], delete_horizon_ms: int | None,
+                     now_ms: int) -> tuple[list[KeyedRecord], int]:
+    """`retain_record` over a batch's records, the cleaner's hot loop: (the records kept, the keyless records below
+    the map's reach, which Kafka counts as invalid). `key_offset_of(key)`: the map's offset of a key, -1 if none."""
+    kept: list[KeyedRecord] = []
+    keep = kept.append
+    invalid = 0
+    tombstones_go = delete_horizon_ms is not None and now_ms >= delete_horizon_ms
+    for record in records:
+        offset = base_offset + record[0]
+        if offset > latest_mapped:
+            keep(record)
+            continue
+        key = record[2]
+        if key is None:
+            invalid += 1
+        elif offset >= key_offset_of(key) and not (record[3] and tombstones_go):
+            keep(record)
+    return kept, invalid
 
 
 class BatchRetention(enum.Enum):
