@@ -17,7 +17,8 @@ In one run and one directory:
 5. Produce (unless --skip-produce): benchmarks/produce.py's setting (1 controller + 3 brokers, acks=all, RF 3,
    confluent-kafka, idempotent, 1 KiB records) with keyed records into one partition, twice on fresh clusters:
    cleanup.policy=delete, then cleanup.policy=compact with 8 MiB segments, so that each broker's cleaner cleans its
-   replica while the producer runs; MB/s, p50/p99 latency, CPU ms/MB, and what the cleaners did meanwhile.
+   replica while the producer runs, then the same with the cleaner throttled (log.cleaner.io.max.bytes.per.second,
+   `--throttle-mb`); MB/s, p50/p99 latency, CPU ms/MB of all processes, and what the cleaners did meanwhile.
 No thresholds: the numbers are for people.
 """
 
@@ -97,8 +98,9 @@ def yardstick(directory: Path) -> tuple[float, int]:
     return elapsed, total
 
 
-def one_pass(root: str, dedupe_bytes: int):
-    """Open the log at `root` and clean it once: (seconds, the stats, the offset map)."""
+def one_pass(root: str, dedupe_bytes: int, traced: bool = False):
+    """Open the log at `root` and clean it once: (seconds, the stats, the offset map, the traced peak bytes of the
+    pass when `traced`: tracemalloc runs from the plan to the last swap, not during the open's recovery)."""
     log, _ = open_file_log(root, LogConfig(segment_bytes=SEGMENT_BYTES, allow_offset_gaps=True), topic=KEY[0],
                            partition=KEY[1], topic_id=read_topic_id(os.path.join(root, f"{KEY[0]}-{KEY[1]}")))
     log.update_high_watermark(log.end_offset())  # committed: a broker reads it from replication-offset-checkpoint
@@ -106,11 +108,16 @@ def one_pass(root: str, dedupe_bytes: int):
         omap = OffsetMap(dedupe_bytes)
         cleaner = Cleaner(omap, IO_BUFFER, Throttler(float("inf"), time.monotonic_ns()))
         offered = CleanableLog(KEY, root, log, CompactionSettings(segment_bytes=SEGMENT_BYTES))
+        if traced:
+            tracemalloc.start()
         start = time.perf_counter()
         result = clean_once(CleanerManager([root]), cleaner, [offered], 10**13)
         elapsed = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1] if traced else 0
+        if traced:
+            tracemalloc.stop()
         assert result is not None, "the log was not due for cleaning"
-        return elapsed, result[2], omap
+        return elapsed, result[2], omap, peak
     finally:
         log.close()
 
@@ -126,7 +133,7 @@ def throughput(base: str, dedupe_mib: int) -> None:
           f"file): {copy_s:.2f} s, {copy_rate:8.1f} MB/s read and written")
     work = os.path.join(base, "pass")
     shutil.copytree(root, work)
-    elapsed, stats, omap = one_pass(work, dedupe_mib * MIB)
+    elapsed, stats, omap, _ = one_pass(work, dedupe_mib * MIB)
     read_rate, write_rate = stats.bytes_read / MIB / elapsed, stats.bytes_written / MIB / elapsed
     print(f"cleaner pass ({dedupe_mib} MiB dedupe buffer, {omap.size:,} keys mapped, utilization "
           f"{stats.buffer_utilization:.1%}): {elapsed:.2f} s, {read_rate:8.1f} MB/s of dirty log processed, "
@@ -144,11 +151,7 @@ def throughput(base: str, dedupe_mib: int) -> None:
 def memory(root: str, dedupe_mib: int) -> None:
     work = root + "-memory"
     shutil.copytree(root, work)
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    elapsed, stats, omap = one_pass(work, dedupe_mib * MIB)
-    peak = tracemalloc.get_traced_memory()[1] - before
-    tracemalloc.stop()
+    _, stats, omap, peak = one_pass(work, dedupe_mib * MIB, traced=True)
     tracemalloc.start()
     probe = OffsetMap(dedupe_mib * MIB)
     base = tracemalloc.get_traced_memory()[0]
@@ -166,13 +169,17 @@ def memory(root: str, dedupe_mib: int) -> None:
 # ---- produce while the cleaner runs ------------------------------------------------------------------------
 
 
-def produce_with(base: str, policy: str, seconds: float) -> tuple[float, float, float, float, str]:
+def produce_with(base: str, policy: str, seconds: float, throttle_mb: float = 0) -> tuple[float, float, float, float,
+                                                                                          str]:
     import confluent_kafka
     from e2e.data_plane_checks import start_cluster
     from produce import CLIENT, MODES, _minus, usage
 
-    root = Path(base) / f"cluster-{policy.replace(',', '-')}"
-    cluster = start_cluster(root, "warmup", {"log.cleaner.backoff.ms": "200"})
+    root = Path(base) / f"cluster-{policy.replace(',', '-')}-{throttle_mb}"
+    settings = {"log.cleaner.backoff.ms": "200"}
+    if throttle_mb:
+        settings["log.cleaner.io.max.bytes.per.second"] = str(throttle_mb * MIB)
+    cluster = start_cluster(root, "warmup", settings)
     try:
         cluster.cli("topics", "create", "--bootstrap-server", f"127.0.0.1:{cluster.nodes[cluster.broker_ids[0]].port}",
                     "--topic", "bench", "--partitions", "1", "--replication-factor", "3", "--config",
@@ -231,11 +238,12 @@ def _cleaner_work(cluster) -> str:
 
 
 def produce(base: str) -> None:
-    for policy in ("delete", "compact"):
-        rate, p50, p99, cpu, cleaned = produce_with(base, policy, ARGS.produce_seconds)
+    for policy, throttle in (("delete", 0), ("compact", 0), ("compact", ARGS.throttle_mb)):
+        rate, p50, p99, cpu, cleaned = produce_with(base, policy, ARGS.produce_seconds, throttle)
+        label = f"cleanup.policy={policy}" + (f", cleaner throttled to {throttle:g} MB/s" if throttle else "")
         extra = f"; cleaners: {cleaned}" if policy == "compact" else ""
-        print(f"produce, cleanup.policy={policy:8s} (keyed 1 KiB records, idempotent, acks=all, RF 3): {rate:8.1f} "
-              f"MB/s  p50 {p50:.1f} ms  p99 {p99:.1f} ms  CPU (all processes) {cpu:.2f} ms/MB{extra}")
+        print(f"produce, {label} (keyed 1 KiB records, idempotent, acks=all, RF 3): {rate:8.1f} MB/s  p50 {p50:.1f} "
+              f"ms  p99 {p99:.1f} ms  CPU (all processes) {cpu:.2f} ms/MB{extra}")
 
 
 def main() -> None:
@@ -248,6 +256,8 @@ def main() -> None:
     parser.add_argument("--dedupe-mib", type=int, default=128)
     parser.add_argument("--memory-dedupe-mib", type=int, default=2)
     parser.add_argument("--produce-seconds", type=float, default=15.0)
+    parser.add_argument("--throttle-mb", type=float, default=4.0,
+                        help="log.cleaner.io.max.bytes.per.second (MB/s) of the third produce run")
     parser.add_argument("--skip-produce", action="store_true")
     ARGS = parser.parse_args()
     base = tempfile.mkdtemp(prefix="pykraft-compaction-", dir=ARGS.dir)

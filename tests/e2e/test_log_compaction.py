@@ -79,7 +79,8 @@ def _consume_all(cluster, topic: str) -> list[tuple[int, str, str | None]]:
         while consumer.position(tp) < end:
             batch = consumer.poll(timeout_ms=1000)
             for record in batch.get(tp, []):
-                rows.append((record.offset, record.key.decode(), None if record.value is None else record.value.decode()))
+                value = None if record.value is None else record.value.decode()
+                rows.append((record.offset, record.key.decode(), value))
             if not batch and consumer.position(tp) >= end:
                 break
     finally:

@@ -94,7 +94,8 @@ def test_the_dirty_range_stops_at_the_high_watermark_the_active_segment_and_the_
     assert cleanable_offsets(segs, stable_offset=150, **common) == OffsetsToClean(0, 150)  # the high watermark
     lagged = dict(common, min_compaction_lag_ms=4000)  # segment 200 holds a record newer than now - 4 s
     assert cleanable_offsets(segs, stable_offset=1000, **lagged) == OffsetsToClean(0, 200)
-    assert cleanable_offsets(segs, stable_offset=1000, **dict(common, min_compaction_lag_ms=6000)).first_uncleanable == 100
+    longer = dict(common, min_compaction_lag_ms=6000)  # segment 100 (5000) too
+    assert cleanable_offsets(segs, stable_offset=1000, **longer).first_uncleanable == 100
 
 
 def test_a_checkpoint_out_of_the_log_resets_to_the_log_start_and_is_rewritten() -> None:

@@ -95,8 +95,8 @@ def cleanable_offsets(segments: Sequence[SegmentFacts], *, log_start: int, log_e
     active = segments[-1]
     limits = [stable_offset, active.base_offset]
     if min_compaction_lag_ms > 0:
-        late = next((s for s in non_active_from(segments, dirty) if s.largest_timestamp > now_ms - min_compaction_lag_ms),
-                    None)
+        horizon = now_ms - min_compaction_lag_ms
+        late = next((s for s in non_active_from(segments, dirty) if s.largest_timestamp > horizon), None)
         if late is not None:
             limits.append(late.base_offset)
     return OffsetsToClean(dirty, max(dirty, min(limits)), force)

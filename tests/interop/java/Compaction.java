@@ -94,7 +94,8 @@ public final class Compaction {
             long end = consumer.endOffsets(Collections.singleton(tp)).get(tp);
             long deadline = System.currentTimeMillis() + 60_000;
             while (consumer.position(tp) < end) {
-                Checks.require(System.currentTimeMillis() < deadline, "stuck at " + consumer.position(tp) + " of " + end);
+                Checks.require(System.currentTimeMillis() < deadline,
+                        "stuck at " + consumer.position(tp) + " of " + end);
                 for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(500))) {
                     List<Object> row = new ArrayList<>();
                     row.add(record.offset());

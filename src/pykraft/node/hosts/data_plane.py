@@ -69,7 +69,8 @@ class DataPlane:
         held = {config.metadata_log_dir: runtime.storage.lock} if config.metadata_log_dir in config.log_dirs else {}
         self.host.logs = PartitionLogs(tuple(config.log_dirs), self.host.log_config_for, held_locks=held)
         self.host.load()
-        self.cleaner = LogCleaner(self.cleaner_config, self.host, tuple(config.log_dirs), self.broker._now)  # noqa: SLF001
+        clock = self.broker._now  # noqa: SLF001
+        self.cleaner = LogCleaner(self.cleaner_config, self.host, tuple(config.log_dirs), clock)
         self.host.cleaning = self.cleaner.manager
         self.cleaner.start()
         self.fetchers = ReplicaFetchers(self.host, broker_epoch=lambda: self.broker.lifecycle.broker_epoch,

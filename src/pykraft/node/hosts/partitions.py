@@ -316,8 +316,8 @@ class PartitionHost:
                 log.append_as_follower(view[:whole], replica.leader_epoch)
                 for batch in iter_batches(view[:whole], verify_crc=False):
                     replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                              last_sequence(batch.base_sequence, batch.last_offset_delta), batch.base_offset,
-                                              batch.last_offset, batch.max_timestamp)
+                                              last_sequence(batch.base_sequence, batch.last_offset_delta),
+                                              batch.base_offset, batch.last_offset, batch.max_timestamp)
         hwm = min(leader_hwm, log.end_offset())
         if hwm > log.high_watermark():
             log.update_high_watermark(hwm)
