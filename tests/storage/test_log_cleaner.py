@@ -272,3 +272,17 @@ def test_the_producer_snapshots_of_segments_merged_away_are_deleted(tmp_path) ->
     assert sorted(n for n in os.listdir(log.directory) if n.endswith(".snapshot")) == \
         [f"{b:020d}.snapshot" for b in log.segment_base_offsets()]
     log.close()
+
+
+def test_retention_deletes_a_segment_the_cleaner_emptied_as_kafka_does(tmp_path) -> None:
+    from pykraft.storage.retention import delete_expired_segments
+
+    log = new_log(str(tmp_path))
+    _overwrites(log, tombstones=())
+    _seal(log)
+    run_pass(CleanerManager([str(tmp_path)]), log, 10_000, settings=EAGER)
+    assert log._segments[0].size == 0  # everything in the first segment was overwritten later
+    kept = records(log)
+    assert delete_expired_segments(log, 10_000, retention_ms=10**12, retention_bytes=-1) >= 1
+    assert log.start_offset() > 0 and records(log) == kept
+    log.close()

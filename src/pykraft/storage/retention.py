@@ -147,7 +147,9 @@ def delete_expired_segments(log: FileLog, now_ms: int, retention_ms: int, retent
         oldest = log._segments[0]
         if oldest.next_offset > log.high_watermark():
             break
-        too_old = retention_ms >= 0 and 0 <= oldest.index.max_timestamp < now_ms - retention_ms
+        # An empty sealed segment (every batch removed by the log cleaner) is past any retention, as in Kafka
+        # (its largest timestamp is -1).
+        too_old = retention_ms >= 0 and (oldest.size == 0 or 0 <= oldest.index.max_timestamp < now_ms - retention_ms)
         too_big = retention_bytes >= 0 and log.size_in_bytes() - oldest.size >= retention_bytes
         if not (too_old or too_big):
             break

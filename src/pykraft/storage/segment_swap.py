@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -42,6 +43,7 @@ DELETED_SUFFIX = ".deleted"
 _SNAPSHOT_DELETED = ".checkpoint.deleted"
 _SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
 _PREFIX = struct.Struct(">qi")
+_DISCARD_LOCK = threading.Lock()
 
 
 def no_fault(step: str) -> None:
@@ -64,9 +66,14 @@ class CleanedSegment:
         return os.path.join(self.directory, f"{self.base_offset:020d}{suffix}{extra}")
 
     def discard(self) -> None:
-        """A swap that will not happen: close and delete the `.cleaned` (or `.swap`) files."""
+        """A swap that will not happen: close and delete the `.cleaned` (or `.swap`) files. Idempotent: a cleaner
+        thread stopping and the owner refusing the swap may both discard it."""
+        with _DISCARD_LOCK:
+            if self.fd < 0:
+                return
+            fd, self.fd = self.fd, -1
         self.index.close()
-        os.close(self.fd)
+        os.close(fd)
         for suffix in _SEGMENT_SUFFIXES:
             for extra in (CLEANED_SUFFIX, SWAP_SUFFIX):
                 try:
