@@ -7,6 +7,7 @@
 - compact,delete: retention deletes old segments of that topic, while a compact-only topic keeps its data.
 - A group committing thousands of times leaves a small `__consumer_offsets` partition, and its committed offset
   survives a restart of every broker.
+- Each broker SIGKILLed while its cleaner works, then restarted: nothing lost, the replicas agree again.
 Segments roll by time (segment.ms or log.roll.ms of a few hundred ms): a pause in the workload longer than that
 makes the next append roll, so the data before it is cleanable. Every wait is bounded; nothing asserts a duration.
 """
@@ -211,3 +212,32 @@ def test_a_group_committing_thousands_of_times_leaves_a_small_offsets_log_that_s
 
     assert wait_for(committed, "the committed offset read back after every broker restarted", timeout=120) == \
         commits + 1
+
+
+def test_brokers_killed_while_cleaning_lose_nothing_and_the_replicas_still_agree(cluster):
+    """Each broker SIGKILLed right after a burst of overwrites, when its cleaner is busy with the segments that just
+    rolled, then restarted: recovery finishes or drops any half-done swap (every step is a crash point of
+    tests/storage/test_cleaner_crash.py; here the moment is whatever the kill hits), and once every replica cleaned
+    again they hold exactly the latest records, at the producer's offsets."""
+    topic = "crashy"
+    _create(cluster, topic, cleanup_policy="compact", segment_ms=str(ROLL_MS), min_cleanable_dirty_ratio="0.01")
+    pairs, latest = _workload()
+    offsets = _produce(cluster, topic, pairs, pause_every=KEYS * 2)
+    for broker in cluster.broker_ids:
+        _produce(cluster, topic, [(f"burst-{broker}-{i}", "x") for i in range(20)], pause_every=10)
+        offsets.update(_produce(cluster, topic, [(key, value) for key, value in pairs[-KEYS:]]))
+        cluster.kill(broker)
+        cluster.start(broker)
+        wait_for(lambda: (lambda p: p is not None and len(p.isr) == 3)(partition(cluster, topic)),
+                 f"broker {broker} back in the ISR", timeout=120)
+    time.sleep(ROLL_MS / 1000 + 0.1)
+    marker = _produce(cluster, topic, [("marker", "x")], pause_every=1)["marker"]
+    dirs = _replica_dirs(cluster, topic)
+    wait_for(lambda: all(_cleaned_to(d, topic) >= marker for d in dirs), "every replica cleaned below the marker",
+             timeout=180)
+    expected = sorted((offsets[key], key, value) for key, value in latest.items())
+    for directory in dirs:
+        wait_for(lambda d=directory: [r for r in _on_disk(d, marker) if not r[1].startswith("burst-")] == expected,
+                 f"{directory} holding the latest records", timeout=60)
+    assert [row for row in _consume_all(cluster, topic) if row[0] < marker and not row[1].startswith("burst-")] \
+        == expected
