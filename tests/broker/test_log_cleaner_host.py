@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import os
+from types import SimpleNamespace
 
 import pytest
 
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.broker.topic_settings import TopicSettings
-from pykraft.node.hosts.log_cleaner import CleanerConfig, LogCleaner
+from pykraft.node.hosts.log_cleaner import CleanerConfig, LogCleaner, compaction_settings
 from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
 from pykraft.node.runtime.metrics import _cleaner_families
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
 from pykraft.storage import PartitionLogs
-from pykraft.storage.cleaner import CleaningAborted
+from pykraft.node.apis.fetch_api import _answer_one
+from pykraft.protocol.errors import ErrorCode
+from pykraft.storage.cleaner import Cleaner, CleaningAborted
+from pykraft.storage.cleaner_manager import CleanableLog, clean_once
+from pykraft.storage.offset_map import OffsetMap, Throttler
 from pykraft.storage.files import CLEANER_CHECKPOINT
 from pykraft.storage.offset_checkpoints import read_offsets, update_offsets
 
@@ -156,6 +161,26 @@ def test_a_compacted_topic_refuses_records_without_a_key_as_kafka_does(tmp_path)
         assert host.replicas[("t", 0)].log.end_offset() == 0
         keyed = encode_batch([SimpleRecord(b"v", b"k")], base_offset=0, partition_leader_epoch=-1, timestamp_ms=5)
         assert host.append_as_leader("t", 0, keyed, acks=1).error.name == "NONE"
+        host.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_fetch_from_an_offset_the_cleaner_removed_gets_the_next_record(tmp_path) -> None:
+    async def scenario() -> None:
+        host = _host(tmp_path, "compact")
+        _write(host)
+        replica = host.replicas[("t", 0)]
+        cleaner = LogCleaner(CleanerConfig(enable=False), host, (str(tmp_path),), lambda: NOW)
+        offered = CleanableLog(("t", 0), str(tmp_path), replica.log, compaction_settings(replica))
+        assert clean_once(cleaner.manager, Cleaner(OffsetMap(1 << 20), 4096, Throttler(1e18, 0)), [offered], NOW)
+        for replica_id in (-1, 2):  # a consumer, and a follower catching up from scratch
+            p = SimpleNamespace(partition=0, fetch_offset=3, current_leader_epoch=-1, last_fetched_epoch=-1,
+                                partition_max_bytes=1 << 20)
+            answer = _answer_one(host, "t", ErrorCode.UNKNOWN_TOPIC_ID, p, replica_id, -1, NOW)
+            first = next(iter_batches(answer.records))
+            assert answer.error is ErrorCode.NONE and first.base_offset > 3  # offsets 3.. were overwritten
+            assert [r.offset for r in first.records()][0] == first.base_offset
         host.close()
 
     asyncio.run(scenario())

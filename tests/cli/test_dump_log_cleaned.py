@@ -4,7 +4,6 @@ them (stderr, last, most recent first; exit 0), tombstone batches with their del
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 from pykraft.cli.dump_log import dump_files
