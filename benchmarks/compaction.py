@@ -6,12 +6,14 @@ Run: .venv/bin/python benchmarks/compaction.py [--dir DIR] [--mib N] [--keys K] 
 
 In one run and one directory:
 1. A partition log of `--mib` MiB of keyed records (batches of 100 records, keys drawn at random from `--keys`,
-   values of `--value-bytes`), in segments of 8 MiB, all sealed and below the high watermark: all of it dirty.
+   values of each of `--value-bytes`: one log per size, 200 B and 1 KiB by default), in segments of 8 MiB, all
+   sealed and below the high watermark: all of it dirty. The cleaner's cost is per record, the copy's per byte.
 2. The yardstick: a plain read + write copy of the same segment files in the same directory, in chunks of the
    cleaner's I/O buffer (256 KiB, Kafka's default per thread), each copy fsynced like a cleaned segment.
 3. The cleaner: one pass over a copy of that log (Kafka's default 128 MiB dedupe buffer), timed from the plan to
    the last swap: MB/s of dirty log processed (Kafka's "MB of log processed in T seconds") and MB/s written, and
-   the ratio to the yardstick (issue 27's goal: >= 40%), per phase (offset map, rewrite) too.
+   the ratio to the yardstick (issue 27's goal: >= 40%), per phase (offset map, rewrite) too. The yardstick and
+   the pass alternate `--rounds` times (medians printed, and each round's ratio).
 4. Memory: a pass under tracemalloc with a `--memory-dedupe-mib` buffer small enough to fill: the peak Python
    memory of the pass and of its offset map against that buffer (the map is sized so that it stays within it).
 5. Produce (unless --skip-produce): benchmarks/produce.py's setting (1 controller + 3 brokers, acks=all, RF 3,
@@ -122,30 +124,39 @@ def one_pass(root: str, dedupe_bytes: int, traced: bool = False):
         log.close()
 
 
-def throughput(base: str, dedupe_mib: int) -> None:
-    root = os.path.join(base, "log")
-    records = build_log(root, ARGS.mib, ARGS.keys, ARGS.value_bytes)
+def throughput(base: str, dedupe_mib: int, value_bytes: int) -> None:
+    """`--rounds` alternations of the yardstick and a pass over a fresh copy of the log (the machine's load moves
+    the two differently: the copy waits on the disk, the pass on a core): medians, and each round's ratio."""
+    root = os.path.join(base, f"log-{value_bytes}")
+    records = build_log(root, ARGS.mib, ARGS.keys, value_bytes)
     partition_dir = Path(root) / f"{KEY[0]}-{KEY[1]}"
-    copy_s, copied = yardstick(partition_dir)
-    copy_rate = copied / MIB / copy_s
-    print(f"log: {copied / MIB:.1f} MiB, {records:,} records of {ARGS.value_bytes} B values over {ARGS.keys:,} keys")
-    print(f"yardstick (plain read + write copy of the same segments, {IO_BUFFER // 1024} KiB chunks, fsync per "
-          f"file): {copy_s:.2f} s, {copy_rate:8.1f} MB/s read and written")
-    work = os.path.join(base, "pass")
-    shutil.copytree(root, work)
-    elapsed, stats, omap, _ = one_pass(work, dedupe_mib * MIB)
+    copies, passes = [], []
+    for round_ in range(ARGS.rounds):
+        copy_s, copied = yardstick(partition_dir)
+        copies.append(copied / MIB / copy_s)
+        work = f"{root}-pass-{round_}"
+        shutil.copytree(root, work)
+        elapsed, stats, omap, _ = one_pass(work, dedupe_mib * MIB)
+        passes.append((elapsed, stats, omap))
+        shutil.rmtree(work)
+    copy_rate = statistics.median(copies)
+    elapsed, stats, omap = sorted(passes, key=lambda p: p[0])[len(passes) // 2]
     read_rate, write_rate = stats.bytes_read / MIB / elapsed, stats.bytes_written / MIB / elapsed
+    ratios = ", ".join(f"{p[1].bytes_read / MIB / p[0] / c:.0%}" for p, c in zip(passes, copies))
+    print(f"log: {copied / MIB:.1f} MiB, {records:,} records of {value_bytes} B values over {ARGS.keys:,} keys")
+    print(f"yardstick (plain read + write copy of the same segments, {IO_BUFFER // 1024} KiB chunks, fsync per "
+          f"file), median of {ARGS.rounds}: {copy_rate:8.1f} MB/s read and written")
     print(f"cleaner pass ({dedupe_mib} MiB dedupe buffer, {omap.size:,} keys mapped, utilization "
-          f"{stats.buffer_utilization:.1%}): {elapsed:.2f} s, {read_rate:8.1f} MB/s of dirty log processed, "
+          f"{stats.buffer_utilization:.1%}), median: {elapsed:.2f} s, {read_rate:8.1f} MB/s of dirty log processed, "
           f"{write_rate:8.1f} MB/s written ({stats.bytes_written / MIB:.1f} MiB, {stats.messages_written:,} records "
-          f"kept); {read_rate / copy_rate:6.1%} of the yardstick (goal 40%)")
+          f"kept); {read_rate / copy_rate:6.1%} of the yardstick (goal 40%; per round: {ratios})")
     map_s, clean_s = stats.map_elapsed_s, elapsed - stats.map_elapsed_s
     print(f"    offset map: {stats.map_bytes_read / MIB:.1f} MiB in {map_s:.2f} s "
           f"({stats.map_bytes_read / MIB / max(map_s, 1e-9):.1f} MB/s); rewrite and swaps: "
           f"{stats.bytes_read / MIB:.1f} MiB in {clean_s:.2f} s ({stats.bytes_read / MIB / max(clean_s, 1e-9):.1f} "
           f"MB/s)")
-    shutil.rmtree(work)
     memory(root, ARGS.memory_dedupe_mib)
+    shutil.rmtree(root)
 
 
 def memory(root: str, dedupe_mib: int) -> None:
@@ -252,8 +263,9 @@ def main() -> None:
     parser.add_argument("--dir", default=None)
     parser.add_argument("--mib", type=int, default=64)
     parser.add_argument("--keys", type=int, default=20_000)
-    parser.add_argument("--value-bytes", type=int, default=200)
+    parser.add_argument("--value-bytes", default="200,1000", help="value sizes, one log each (comma-separated)")
     parser.add_argument("--dedupe-mib", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=3, help="alternations of the yardstick and a pass")
     parser.add_argument("--memory-dedupe-mib", type=int, default=2)
     parser.add_argument("--produce-seconds", type=float, default=15.0)
     parser.add_argument("--throttle-mb", type=float, default=4.0,
@@ -262,7 +274,8 @@ def main() -> None:
     ARGS = parser.parse_args()
     base = tempfile.mkdtemp(prefix="pykraft-compaction-", dir=ARGS.dir)
     try:
-        throughput(base, ARGS.dedupe_mib)
+        for value_bytes in (int(v) for v in ARGS.value_bytes.split(",")):
+            throughput(base, ARGS.dedupe_mib, value_bytes)
         if not ARGS.skip_produce:
             produce(base)
     finally:
