@@ -145,6 +145,9 @@ class LogCleaner:
                 cleaned = self._one_pass(worker)
             except CleaningAborted:
                 cleaned = False
+            except OSError as exc:  # a checkpoint that could not be written: the disk may come back
+                _log.error("log cleaner thread %d: %s; trying again after log.cleaner.backoff.ms", worker.index, exc)
+                cleaned = False
             except Exception:  # noqa: BLE001 - a bug must not kill the thread silently (Kafka's DeadThreadCount)
                 _log.exception("log cleaner thread %d failed", worker.index)
                 worker.failed = True
