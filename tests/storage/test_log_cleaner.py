@@ -286,3 +286,20 @@ def test_retention_deletes_a_segment_the_cleaner_emptied_as_kafka_does(tmp_path)
     assert delete_expired_segments(log, 10_000, retention_ms=10**12, retention_bytes=-1) >= 1
     assert log.start_offset() > 0 and records(log) == kept
     log.close()
+
+
+def test_a_log_moved_to_another_directory_takes_its_checkpoint_and_mark(tmp_path) -> None:
+    first, second = str(tmp_path / "a"), str(tmp_path / "b")
+    os.makedirs(first)
+    os.makedirs(second)
+    manager = CleanerManager([first, second])
+    from pykraft.storage.offset_checkpoints import update_offsets
+
+    update_offsets(os.path.join(first, CLEANER_CHECKPOINT), {KEY: 42, ("other", 1): 7})
+    manager.mark_uncleanable(first, KEY)
+    manager.abort_and_pause(KEY)
+    manager.move_checkpoint(KEY, first, second)
+    manager.resume(KEY)
+    assert read_offsets(os.path.join(first, CLEANER_CHECKPOINT)) == {("other", 1): 7}
+    assert read_offsets(os.path.join(second, CLEANER_CHECKPOINT)) == {KEY: 42}
+    assert (manager.uncleanable_count(first), manager.uncleanable_count(second)) == (0, 1)

@@ -106,6 +106,18 @@ class CleanerManager:
         if current is not None and current > offset:
             update_offsets(self.checkpoint_path(log_dir), {key: offset})
 
+    def move_checkpoint(self, key: PartitionKey, source_dir: str, target_dir: str) -> None:
+        """Kafka's alterCheckpointDir: the partition's log moved to another log directory (AlterReplicaLogDirs,
+        between abort_and_pause and resume): its first dirty offset and uncleanable mark move with it."""
+        offset = read_offsets(self.checkpoint_path(source_dir)).get(key)
+        if offset is not None:
+            update_offsets(self.checkpoint_path(source_dir), {}, removed=[key])
+            update_offsets(self.checkpoint_path(target_dir), {key: offset})
+        with self._lock:
+            if key in self._uncleanable.get(source_dir, set()):
+                self._uncleanable[source_dir].discard(key)
+                self._uncleanable.setdefault(target_dir, set()).add(key)
+
     def forget(self, key: PartitionKey, log_dir: str) -> None:
         """The partition's log is gone from this directory: its checkpoint entry and marks go too."""
         update_offsets(self.checkpoint_path(log_dir), {}, removed=[key])
