@@ -102,7 +102,7 @@ class PartitionHost:
         # The log cleaner's state of each partition (node/hosts/log_cleaner.py sets it when the logs open): a
         # truncation or a deletion aborts the partition's pass first, as Kafka's LogManager does. Others that
         # change a log under the cleaner (log-directory moves, DeleteRecords) call its `abort_and_pause(key)`
-        # before and `resume(key)` after.
+        # before and `resume(key)` after; a move also calls `move_checkpoint` (Kafka's alterCheckpointDir).
         self.cleaning: CleanerManager | None = None
 
     # ---- opening and metadata ----------------------------------------------------------------------------------
