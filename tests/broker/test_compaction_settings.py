@@ -36,5 +36,4 @@ def test_a_compacted_topic_rolls_by_max_compaction_lag_ms() -> None:
 
 def test_the_broker_keys_read_include_the_cleaners_topic_defaults() -> None:
     assert {"log.cleanup.policy", "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms",
-            "log.cleaner.max.compaction.lag.ms", "log.cleaner.delete.retention.ms",
-            "log.index.size.max.bytes"} <= BROKER_KEYS
+            "log.cleaner.max.compaction.lag.ms", "log.cleaner.delete.retention.ms"} <= BROKER_KEYS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kio.static.primitive import i8
+
 from pykraft.broker.actions import FindController
 from pykraft.broker.isr_rules import ProposalState
 from pykraft.controller.cluster import FENCE, UNFENCE
@@ -220,3 +222,23 @@ def test_queued_expansion_is_dropped_when_the_newcomer_becomes_ineligible_before
     leader.sync()
     assert leader.manager.proposal(tp(1)) is None
     assert leader.respond(first, answer(first)).sends == ()
+
+
+def test_a_leader_elected_uncleanly_reports_the_partition_recovered_before_anyone_joins() -> None:
+    """unclean.leader.election.enable: the controller leaves the partition RECOVERING with the new leader alone in
+    the ISR; the leader's first AlterPartition says RECOVERED with that ISR (Kafka's Partition.makeLeader), and only
+    then may caught-up followers be proposed."""
+    import dataclasses
+
+    from pykraft.controller.partitions import LeaderRecoveryState
+
+    leader = Leader(isr=[1])
+    recovering = dataclasses.replace(isr_change(0, [1], leader=1), leader_recovery_state=i8(1))
+    send = one_send(leader.apply(recovering) or leader.sync())
+    (partition,) = send.request.topics[0].partitions
+    assert (int(partition.leader_recovery_state), sent_isrs(send)) == (0, {tp(0): (1,)})
+    assert leader.progress(100, {2: (100, 1000)}).sends == ()  # one proposal at a time: no expansion yet
+    expand = one_send(leader.respond(send, answer(send)))
+    assert leader.manager.committed(tp(0)).recovery is LeaderRecoveryState.RECOVERED
+    assert leader.manager.metrics.isr_expands == 0
+    assert sent_isrs(expand) == {tp(0): (1, 2)}  # the caught-up follower, once the partition is recovered

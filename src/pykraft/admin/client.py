@@ -45,7 +45,7 @@ from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.raft.reconfig_messages import add_voter_request, api_versions_request, remove_voter_request
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
-from . import responses, topic_configs, topics
+from . import configs, responses, topic_configs, topics
 from .errors import AdminError, DeadlineError, OutcomeUnknownError, TopicError, UnreachableError
 from .liveness import PROBE_INTERVAL_MS, PROBE_TIMEOUT_MS, LivenessWatch, NodeUnresponsiveError
 from .model import BrokerInfo, ClusterInfo, FeatureMetadata, QuorumInfo, TopicCreated, TopicDescription
@@ -254,6 +254,67 @@ class AdminClient:
         response = await self._leader_call("DescribeCluster", topics.describe_brokers_request(),
                                            responses.simple_outcome)
         return topics.broker_infos(response)
+
+    async def metadata(self, names: Iterable[str] | None = None) -> Any:
+        """The raw Metadata v12 answer (brokers, and the named topics or all of them), for log_admin.py."""
+        return await self._leader_call("Metadata", topics.metadata_request(None if names is None else list(names)),
+                                       lambda _: Outcome(ErrorCode.NONE))
+
+    async def node_call(self, address: Address, what: str, message: Any) -> Any:
+        """One request to one given node (a partition leader, a broker's log dirs), retried on transport failures
+        until the deadline; the answer as it came (its per-partition errors are the caller's)."""
+        return await self._retrying(what, lambda remaining_ms: self._exchange(
+            address, message, min(self._request_timeout_ms, remaining_ms)))
+
+    def server_timeout_ms(self) -> int:
+        return self._server_timeout_ms()
+
+    # ---- configs (Kafka's describeConfigs / incrementalAlterConfigs) ------------------------------------------
+    async def describe_configs(self, kind: int, name: str, *, include_synonyms: bool = True,
+                               include_documentation: bool = False) -> list[configs.ConfigEntry]:
+        """One resource's configs, from the node configs.node_for names (any node for a topic or the default)."""
+        message = configs.describe_request(kind, name, include_synonyms, include_documentation)
+        response = await self._node_call(f"describing the configs of {name or 'the default'}",
+                                         configs.node_for(kind, name), message, configs.describe_outcome)
+        return configs.entries_of(response)
+
+    async def alter_configs(self, kind: int, name: str, changes: Sequence[tuple[str, int, str | None]],
+                            validate_only: bool = False) -> None:
+        """IncrementalAlterConfigs of one resource: (key, operation, value) changes; a refusal raises AdminError."""
+        message = configs.alter_request(kind, name, changes, validate_only)
+        what, node = f"altering the configs of {name or 'the default'}", configs.node_for(kind, name)
+        if node is None:
+            await self._controller_call(what, lambda: message, configs.alter_outcome)
+        else:
+            await self._node_call(what, node, message, configs.alter_outcome)
+
+    async def _node_call(self, what: str, node_id: int | None, message: Any,
+                         outcome_of: Callable[[Any], Outcome]) -> Any:
+        """Send `message` to node `node_id` (None: any node) until it answers something not retriable."""
+        if node_id is None:
+            return await self._leader_call(what, message, outcome_of)
+
+        async def attempt(remaining_ms: int) -> Any:
+            timeout_ms = min(self._request_timeout_ms, remaining_ms)
+            info = self._cluster
+            if info is None or info.node(node_id) is None:
+                info = await self._describe_cluster_once(timeout_ms)
+            node = info.node(node_id)
+            if node is None:
+                known = ", ".join(str(n.node_id) for n in info.nodes) or "none"
+                raise AdminError(ErrorCode.BROKER_NOT_AVAILABLE, f"node {node_id} is not in the cluster "
+                                                                 f"(known nodes: {known})")
+            address = (node.host, node.port)
+            response = await self._exchange(address, message, timeout_ms)
+            outcome = outcome_of(response)
+            if outcome.code == ErrorCode.NONE:
+                return response
+            if outcome.code in RETRIABLE:
+                raise _Retry(address, f"{_text(address)} answered {outcome.code.name}", maybe_applied=False,
+                             answered=True)
+            raise AdminError(outcome.code, outcome.message)
+
+        return await self._retrying(what, attempt)
 
     async def _controller_call(self, what: str, build: Callable[[], Any],
                                outcome_of: Callable[[Any], Outcome]) -> Any:

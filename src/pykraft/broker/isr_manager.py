@@ -4,6 +4,7 @@ Inputs: `sync_metadata` after the metadata cache applied new records; `update_pr
 `poll` for timers; `handle_response` / `handle_failure` for the AlterPartition it sent. Each returns a `Ready`.
 The rules themselves (shrink, expand, high watermark) are in isr_rules.py. Here:
 
+- a partition left RECOVERING by an unclean election is first reported RECOVERED (its ISR unchanged);
 - at most one proposal per partition at a time, and at most one AlterPartition request in flight for the whole
   broker (as Kafka's AlterPartitionManager): proposals made meanwhile wait and all go together in the next one
   (v3, NewIsrWithEpochs, grouped by topic id);
@@ -259,7 +260,7 @@ class IsrManager:
         m = self.metrics
         if kind is ProposalKind.SHRINK:
             self.metrics = replace(m, isr_shrinks=m.isr_shrinks + 1)
-        else:
+        elif kind is ProposalKind.EXPAND:
             self.metrics = replace(m, isr_expands=m.isr_expands + 1)
 
     # ---- evaluation and sending ------------------------------------------------------------------------------
@@ -293,6 +294,9 @@ class IsrManager:
         if hwm is not None:
             led.high_watermark = hwm if led.high_watermark is None else max(led.high_watermark, hwm)
         if led.proposal is not None:
+            return None
+        if committed.recovery is rules.LeaderRecoveryState.RECOVERING:
+            self._propose(led, committed, ProposalKind.RECOVER, committed.isr)
             return None
         lag = self.config.replica_lag_time_max_ms
         stale = rules.out_of_sync(committed, led.progress, led.leader_since_ms, now_ms, lag)
@@ -341,7 +345,9 @@ def _request(broker_id: int, broker_epoch: int, proposals: Mapping[TopicPartitio
             new_isr_with_epochs=tuple(ap_req.BrokerState(broker_id=BrokerId(b),
                                                          broker_epoch=i64(broker_epoch if b == broker_id else e))
                                       for b, e in p.member_epochs),
-            leader_recovery_state=i8(int(p.base.recovery)), partition_epoch=i32(p.base.partition_epoch)))
+            leader_recovery_state=i8(int(rules.LeaderRecoveryState.RECOVERED if p.kind is ProposalKind.RECOVER
+                                         else p.base.recovery)),
+            partition_epoch=i32(p.base.partition_epoch)))
     return ap_req.AlterPartitionRequest(
         broker_id=BrokerId(broker_id), broker_epoch=i64(broker_epoch),
         topics=tuple(ap_req.TopicData(topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items()))

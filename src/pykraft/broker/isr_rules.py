@@ -71,6 +71,9 @@ class Committed:
 class ProposalKind(enum.Enum):
     SHRINK = "shrink"
     EXPAND = "expand"
+    # After an unclean election (unclean.leader.election.enable) the partition is RECOVERING with the new leader
+    # alone in its ISR: the leader reports it RECOVERED (Kafka's Partition.makeLeader), then followers may join.
+    RECOVER = "recover"
 
 
 class ProposalState(enum.Enum):

@@ -46,7 +46,9 @@ class TopicSettings:
     min_compaction_lag_ms: int = 0  # min.compaction.lag.ms / log.cleaner.min.compaction.lag.ms
     max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms / log.cleaner.max.compaction.lag.ms
     delete_retention_ms: int = 86_400_000  # delete.retention.ms / log.cleaner.delete.retention.ms
-    segment_index_bytes: int = 10 * 1024 * 1024  # segment.index.bytes / log.index.size.max.bytes
+    # segment.index.bytes: the most index bytes a group of cleaned segments may hold. pykraft's indexes have no
+    # size limit and the key is default-only for topics (controller/config_table.py), so Kafka's default stays.
+    segment_index_bytes: int = 10 * 1024 * 1024
 
     @property
     def roll_ms(self) -> int:
@@ -84,7 +86,6 @@ _SETTINGS = (
     _Setting("min_compaction_lag_ms", "min.compaction.lag.ms", (("log.cleaner.min.compaction.lag.ms", 1),), 0),
     _Setting("max_compaction_lag_ms", "max.compaction.lag.ms", (("log.cleaner.max.compaction.lag.ms", 1),), 1),
     _Setting("delete_retention_ms", "delete.retention.ms", (("log.cleaner.delete.retention.ms", 1),), 0),
-    _Setting("segment_index_bytes", "segment.index.bytes", (("log.index.size.max.bytes", 1),), 4),
 )
 _POLICIES = ("compact", "delete")
 _TIMESTAMP_TYPE = ("message.timestamp.type", "log.message.timestamp.type")

@@ -194,8 +194,9 @@ class ReplicationControl:
 
     # ---- requests and side effects (records to append; nothing here changes the image) -------------------------
 
-    def handle_create_topics(self, request, brokers: BrokerEligibility, now_ms: int = 0) -> ControllerResult:
-        return topics.create_topics(self, request, brokers)
+    def handle_create_topics(self, request, brokers: BrokerEligibility, now_ms: int = 0,
+                             effective: topics.EffectiveConfigs | None = None) -> ControllerResult:
+        return topics.create_topics(self, request, brokers, effective)
 
     def handle_delete_topics(self, request, now_ms: int = 0) -> ControllerResult:
         return topics.delete_topics(self, request)

@@ -13,7 +13,7 @@ from typing import Any
 from pykraft.raft.config import MAX_FETCH_WAIT_MS, QuorumConfig
 
 from pykraft.node.config.stores import STORE_TYPES, StoreSpec
-from pykraft.node.config.checks import kafka_value_problems, security_problem, unimplemented_warning
+from pykraft.node.config.checks import kafka_value_problems, security_problem, unimplemented_warnings
 from pykraft.node.config.values import (
     INT64_MAX,
     MAX_PORT,
@@ -82,8 +82,7 @@ def build_config(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str], l
     refusal = security_problem(props)
     if refusal is not None:
         problems.error(refusal)
-    warning = unimplemented_warning(props)
-    if warning is not None:
+    for warning in unimplemented_warnings(props):
         problems.warn(warning)
     return fields, problems.errors, problems.warnings
 

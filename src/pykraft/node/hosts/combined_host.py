@@ -18,9 +18,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.metadata_cache import MetadataCache
-from pykraft.protocol.apis import ApiRegistry
+from pykraft.protocol.apis import ApiKey, ApiRegistry
 from pykraft.raft.log import RawSnapshotReader
 
+from pykraft.node.apis.configs_api import with_logger_changes
 from pykraft.node.hosts.broker_host import FORWARDED_APIS, BrokerHost, broker_host
 from pykraft.node.hosts.controller_host import ControllerHost, controller_host, hosted_runtime
 
@@ -69,6 +70,7 @@ class CombinedHost:
             return await self.broker.forward(key, message)
 
         handlers.update({int(key): forwarded for key in FORWARDED_APIS})
+        handlers[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)] = with_logger_changes(forwarded, self.broker.node_id)
         handlers.update(self.broker.data_plane.handlers())
         return handlers
 

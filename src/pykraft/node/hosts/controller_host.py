@@ -30,11 +30,11 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pykraft.controller.configs import describe_configs
-from pykraft.controller.controller import (ALLOCATE_PRODUCER_IDS, ALTER_CONFIGS, ALTER_PARTITION, BROKER_HEARTBEAT,
-                                          BROKER_REGISTRATION, CONTROLLER_REGISTRATION, CREATE_PARTITIONS,
-                                          CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS,
-                                          UNREGISTER_BROKER, UPDATE_FEATURES, ControllerConfig, QuorumController)
+from pykraft.controller.controller import (ALLOCATE_PRODUCER_IDS, ALTER_CONFIGS, ALTER_PARTITION,
+                                          ASSIGN_REPLICAS_TO_DIRS, BROKER_HEARTBEAT, BROKER_REGISTRATION,
+                                          CONTROLLER_REGISTRATION, CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS,
+                                          ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, UNREGISTER_BROKER,
+                                          UPDATE_FEATURES, ControllerConfig, QuorumController)
 from pykraft.controller.host import ControllerHostView, HostedController, Refusal, Written, error_reply
 from pykraft.controller.log_replay import metadata_records
 from pykraft.controller.replication import ReplicationControl
@@ -52,6 +52,7 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from pykraft.node.runtime.metrics import EventQueueStats
+from pykraft.node.apis.configs_api import describe_handler, node_view, with_logger_changes
 from pykraft.node.apis.versions import to_request_version
 from pykraft.node.apis.writes import WriteFailed
 
@@ -69,21 +70,17 @@ HOST_APIS: Mapping[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ELECT_LEADERS: (0, 2), ALTER_PARTITION: (2, 3),
     BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0), CONTROLLER_REGISTRATION: (0, 0),
     UPDATE_FEATURES: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_CONFIGS: (0, 2), CREATE_PARTITIONS: (0, 3),
-    ALLOCATE_PRODUCER_IDS: (0, 0),
+    ALLOCATE_PRODUCER_IDS: (0, 0), ASSIGN_REPLICAS_TO_DIRS: (0, 0),
 }
 # Answered by any controller or broker from its own image, without the core task (Kafka's brokers and controllers
 # both serve DescribeConfigs from their metadata image).
 IMAGE_APIS: Mapping[int, tuple[int, int]] = {ApiKey.DESCRIBE_CONFIGS: (1, 4)}
 
 
-def image_handlers(image_of: Any) -> dict[int, Any]:
+def image_handlers(image_of: Any, node_id: int, static: Mapping[str, str]) -> dict[int, Any]:
     """Handlers of IMAGE_APIS reading `image_of()` (a QuorumController or a MetadataCache: `.configs`,
-    `.replication`)."""
-    async def describe(decoded: DecodedRequest) -> Any:
-        image = image_of()
-        response = describe_configs(image.configs, image.replication, decoded.message)
-        return to_request_version(response, int(decoded.message.__version__))
-    return {int(ApiKey.DESCRIBE_CONFIGS): describe}
+    `.replication`) and this node's own config."""
+    return {int(ApiKey.DESCRIBE_CONFIGS): describe_handler(image_of, node_view(node_id, static))}
 
 
 def with_image_apis(base: ApiRegistry) -> ApiRegistry:
@@ -126,7 +123,7 @@ def controller_config(node_config: Any, cluster_id: str, bootstrap_records: tupl
         max_idle_interval_ms=node_config.max_idle_interval_ms,
         auto_leader_rebalance=str(raw.get("auto.leader.rebalance.enable", "true")).strip().lower() == "true",
         leader_imbalance_check_interval_ms=int(check_s) * 1000,
-        bootstrap_records=bootstrap_records)
+        bootstrap_records=bootstrap_records, static_configs=raw)
 
 
 def topic_defaults(raw: Mapping[str, Any]) -> tuple[int, int]:
@@ -205,7 +202,8 @@ class ControllerHost(ControllerHostView):
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.request(int(decoded.api_key), decoded.message)
         handlers = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}  # noqa: SLF001
-        return {**handlers, **image_handlers(self.metadata_image)}
+        handlers[INCREMENTAL_ALTER_CONFIGS] = with_logger_changes(handler, self.config.node_id)
+        return {**handlers, **image_handlers(self.metadata_image, self.config.node_id, self.config.static_configs)}
 
     def _core(self) -> Any:
         return None if self.runtime is None else self.runtime.core

@@ -206,7 +206,7 @@ class LogCleaner:
             return None
         offered = []
         for key, replica in host.replicas.items():
-            log_dir = host.logs.log_dir_of(*key)
+            log_dir = host.logs.dir_of(*key)
             if replica.settings.compact and log_dir is not None:
                 offered.append(CleanableLog(key, log_dir, replica.log, compaction_settings(replica),
                                             lambda r=replica: _producers(r)))

@@ -68,14 +68,21 @@ def due_for_flush(host: PartitionHost, now_ms: int) -> list[Replica]:
 
 
 def retention_and_checkpoints(host: PartitionHost, now_ms: int) -> None:
-    """Retention where `delete` is in the topic's cleanup.policy (Kafka's UnifiedLog.deleteOldSegments), not while
-    the log cleaner is swapping segments of that partition (Kafka runs a compacted log's retention on its cleaner
-    thread between passes for the same reason), then the producers' expiry and the checkpoint files."""
+    """Retention where `delete` is in the topic's cleanup.policy (Kafka's UnifiedLog.deleteOldSegments; a
+    compact-only log only loses the segments below its log start, DeleteRecords'), not while the log cleaner is
+    swapping segments of that partition (Kafka runs a compacted log's retention on its cleaner thread between passes
+    for the same reason), then the producers' expiry and the checkpoint files."""
+    # producer.id.expiration.ms may change without a restart (a dynamic broker config, as in Kafka)
+    expiration_ms = host.topic_settings.broker_int("producer.id.expiration.ms", host.settings.producer_id_expiration_ms,
+                                                   minimum=1)
     cleaning = host.cleaning
     for key, replica in host.replicas.items():
         settings = replica.settings
-        if settings.delete and not (cleaning is not None and cleaning.in_progress(key)):
-            delete_expired_segments(replica.log, now_ms, settings.retention_ms, settings.retention_bytes)
-        replica.producers.expire(now_ms, host.settings.producer_id_expiration_ms)
+        if not (cleaning is not None and cleaning.in_progress(key)):
+            if settings.delete:
+                delete_expired_segments(replica.log, now_ms, settings.retention_ms, settings.retention_bytes)
+            else:
+                delete_expired_segments(replica.log, now_ms, -1, -1)
+        replica.producers.expire(now_ms, expiration_ms)
     assert host.logs is not None
     host.logs.checkpoint()
