@@ -184,3 +184,48 @@ def test_a_fetch_from_an_offset_the_cleaner_removed_gets_the_next_record(tmp_pat
         host.close()
 
     asyncio.run(scenario())
+
+
+def test_a_cleaned_replica_moves_to_another_log_dir_with_its_gaps_and_its_checkpoint(tmp_path, monkeypatch) -> None:
+    from pykraft.node.hosts import replica_move
+    from pykraft.node.hosts.replica_move import ReplicaMover
+
+    monkeypatch.setattr(replica_move, "COPY_CHUNK_BYTES", 1)  # a batch per read: the copy meets every gap
+
+    async def scenario() -> None:
+        first, second = tmp_path / "d1", tmp_path / "d2"
+        first.mkdir()
+        second.mkdir()
+        cache = MetadataCache()
+        cache.replay_all(enumerate([register(1, 11), topic("t"), partition(0, [1], [1], 1),
+                                    config("cleanup.policy", "compact"), config("segment.ms", "10")]))
+        isr_manager = IsrManager(IsrManagerConfig(1), cache)
+        isr_manager.sync_metadata(NOW)
+        host = PartitionHost(DataPlaneSettings(1, TopicSettings()), cache, None,
+                             report_progress=lambda p: isr_manager.update_progress(p, NOW),
+                             high_watermark_of=isr_manager.high_watermark, now_ms=lambda: NOW)
+        host.logs = PartitionLogs((str(first), str(second)), host.log_config_for)
+        host.sync_metadata(NOW)
+        solo = encode_batch([SimpleRecord(b"once", b"solo")], base_offset=0, partition_leader_epoch=-1, timestamp_ms=9)
+        assert host.append_as_leader("t", 0, solo, acks=1).error is ErrorCode.NONE  # kept: a gap follows it
+        _write(host)
+        replica = host.replicas[("t", 0)]
+        source = host.logs.dir_of("t", 0)
+        target = str(second) if source == str(first) else str(first)
+        cleaner = LogCleaner(CleanerConfig(enable=False), host, (str(first), str(second)), lambda: NOW)
+        host.cleaning = cleaner.manager
+        offered = CleanableLog(("t", 0), source, replica.log, compaction_settings(replica))
+        assert clean_once(cleaner.manager, Cleaner(OffsetMap(1 << 20), 4096, Throttler(1e18, 0)), [offered], NOW)
+        cleaned = _latest(replica.log)
+        moved = asyncio.Event()
+        mover = ReplicaMover(host, lambda r, d: moved.set())
+        assert mover.request("t", 0, target) is ErrorCode.NONE
+        await asyncio.wait_for(moved.wait(), 10)
+        assert host.logs.dir_of("t", 0) == target and _latest(host.replicas[("t", 0)].log) == cleaned
+        assert read_offsets(os.path.join(source, CLEANER_CHECKPOINT)) == {}
+        assert read_offsets(os.path.join(target, CLEANER_CHECKPOINT)) == {("t", 0): 40}
+        offsets = sorted(o for rows in cleaned.values() for o, _ in rows)
+        assert cleaned["solo"] == [(0, "once")] and offsets[1] > 1  # the copy went across the gap after 0
+        host.close()
+
+    asyncio.run(scenario())
