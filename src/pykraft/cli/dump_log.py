@@ -12,6 +12,8 @@ How records are decoded (`Decoding`), as Kafka's flags choose it:
   --print-data-log (which implies it) adds ` key: ... payload: ...`, the bytes as UTF-8 text (Kafka's
   StringDecoder). --skip-record-metadata leaves the per-record metadata out.
 
+Offsets that do not follow each other (a segment the log cleaner rewrote) are listed at the end on stderr, as
+Kafka's tool lists them ("Non-consecutive offsets in <file>", then "  <a> is followed by <b>"); they are no error.
 A damaged file is printed as far as it can be read; the damage is then reported with its byte position and the
 command exits non-zero. A batch whose CRC does not match is shown with `isvalid: false` and its records are
 decoded if they still parse, because an operator inspecting a damaged log wants to see as much as possible.
@@ -293,9 +295,13 @@ def _batches_with_positions(data: bytes | mmap.mmap) -> Iterator[tuple[int, Reco
         position += batch.size_in_bytes
 
 
-def dump_file(path: Path, as_json: bool, out: TextIO, decoding: Decoding | None = None) -> list[str]:
-    """Print one file; return the problems found (empty when the file is sound)."""
+def dump_file(path: Path, as_json: bool, out: TextIO, decoding: Decoding | None = None,
+              gaps: list[tuple[int, int]] | None = None) -> list[str]:
+    """Print one file; return the problems found (empty when the file is sound). `gaps` collects, as Kafka's tool
+    does, each pair of successive record offsets that are not consecutive (a cleaned segment's removed records):
+    most recent first."""
     problems: list[str] = []
+    last_offset = -1
     if not as_json:
         print("\n".join(file_preamble(path)), file=out)
     data = read_file(path)
@@ -321,6 +327,9 @@ def dump_file(path: Path, as_json: bool, out: TextIO, decoding: Decoding | None 
                 )
                 continue
             for record in records:
+                if last_offset >= 0 and record.offset != last_offset + 1 and gaps is not None:
+                    gaps.insert(0, (last_offset, record.offset))
+                last_offset = record.offset
                 if decoding.decoder != "metadata":
                     print(json.dumps(data_record_object(str(path), batch, record, crc_valid)) if as_json
                           else data_record_line(batch, record, decoding), file=out)
@@ -351,6 +360,7 @@ def dump_files(paths: list[Path], as_json: bool, out: TextIO | None = None, err:
     out = out or sys.stdout  # looked up per call: test runners swap sys.stdout
     err = err or sys.stderr
     failed = False
+    gaps: dict[str, list[tuple[int, int]]] = {}
     for path in paths:
         try:
             if path.suffix in INDEX_SUFFIXES:
@@ -358,7 +368,7 @@ def dump_files(paths: list[Path], as_json: bool, out: TextIO | None = None, err:
             elif path.suffix == PRODUCER_SNAPSHOT_SUFFIX:
                 problems = dump_producer_snapshot_file(path, as_json, out)
             else:
-                problems = dump_file(path, as_json, out, decoding)
+                problems = dump_file(path, as_json, out, decoding, gaps.setdefault(str(path.absolute()), []))
         except BrokenPipeError:
             raise  # the reader went away (e.g. `| head`); not a problem with the file
         except OSError as exc:
@@ -366,4 +376,9 @@ def dump_files(paths: list[Path], as_json: bool, out: TextIO | None = None, err:
         for problem in problems:
             print(f"pykraft dump-log: {problem}", file=err)
         failed = failed or bool(problems)
+    for name, pairs in gaps.items():  # Kafka's DumpLogSegments reports them last, on stderr; not a failure
+        if pairs:
+            print(f"Non-consecutive offsets in {name}", file=err)
+            for first, second in pairs:
+                print(f"  {first} is followed by {second}", file=err)
     return 1 if failed else 0

@@ -33,14 +33,17 @@ from typing import Any
 from pykraft.broker.isr_rules import LeaderProgress
 from pykraft.broker.metadata_cache import MetadataCache, TopicPartition
 from pykraft.broker.partition_state import LeaderState, admit_produce
-from pykraft.broker.produce_rules import Rejected, assign_offsets, stamp_log_append_time, validate_batch
-from pykraft.broker.producer_state import ProducerStates
+from pykraft.broker.produce_rules import (
+    Rejected, assign_offsets, require_keys, stamp_log_append_time, validate_batch,
+)
+from pykraft.broker.producer_state import ProducerStates, last_sequence
 from pykraft.broker.topic_settings import TopicSettings
 from pykraft.broker.topic_stats import BrokerTopicStats
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import InvalidAppendError, OffsetAndEpoch, truncation_offset
 from pykraft.records import iter_batches
 from pykraft.storage import FileLog, LogConfig, PartitionLogs
+from pykraft.storage.cleaner_manager import CleanerManager
 from pykraft.storage.segment import HEADER, LOG_OVERHEAD
 
 from pykraft.node.hosts.leadership_log import log_role_changes, role_text
@@ -72,6 +75,11 @@ class Replica:
     def tp(self) -> TopicPartition:
         return (self.topic_id, self.partition)
 
+    @property
+    def tp_key(self) -> tuple[str, int]:
+        """(topic, partition): the key of the log and of its cleaner state."""
+        return (self.topic, self.partition)
+
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
@@ -98,6 +106,11 @@ class PartitionHost:
         self.replicas: dict[tuple[str, int], Replica] = {}
         self.changed = asyncio.Event()  # set (and replaced) on every append and HWM move: wakes long polls
         self.topic_stats = BrokerTopicStats()  # Kafka's BrokerTopicMetrics, counted per batch (topic_stats.py)
+        # The log cleaner's state of each partition (node/hosts/log_cleaner.py sets it when the logs open): a
+        # truncation or a deletion aborts the partition's pass first, as Kafka's LogManager does. Others that
+        # change a log under the cleaner (log-directory moves, DeleteRecords) call its `abort_and_pause(key)`
+        # before and `resume(key)` after; a move also calls `move_checkpoint` (Kafka's alterCheckpointDir).
+        self.cleaning: CleanerManager | None = None
 
     # ---- opening and metadata ----------------------------------------------------------------------------------
     def load(self) -> None:
@@ -176,7 +189,12 @@ class PartitionHost:
     def _remove(self, key: tuple[str, int]) -> None:
         replica = self.replicas.pop(key)
         _abandon(replica)
+        log_dir = self.logs.dir_of(*key)
+        if self.cleaning is not None:
+            self.cleaning.abort(key)  # Kafka's abortCleaning before the log goes
         self.logs.delete(*key)
+        if self.cleaning is not None and log_dir is not None:
+            self.cleaning.forget(key, log_dir)
 
     # ---- leader: appends ---------------------------------------------------------------------------------------
     def leader_replica(self, topic: str, partition: int) -> Replica | ErrorCode:
@@ -215,6 +233,10 @@ class PartitionHost:
         checked = validate_batch(records, settings.max_message_bytes)
         if isinstance(checked, Rejected):
             return AppendResult(checked.error, message=checked.message)
+        if settings.compact:
+            keyless = require_keys(records, checked.record_count, topic, partition)
+            if keyless is not None:
+                return AppendResult(keyless.error, message=keyless.message)
         admitted = admit_produce(acks, self.isr_size(replica), settings.min_insync_replicas)
         if admitted is not ErrorCode.NONE:
             return AppendResult(admitted, message=f"the ISR of {topic}-{partition} is below min.insync.replicas")
@@ -328,8 +350,8 @@ class PartitionHost:
                 self.topic_stats.of(replica.topic).replication_bytes_in += whole
                 for batch in iter_batches(view[:whole], verify_crc=False):
                     replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                              batch.base_sequence + batch.record_count - 1, batch.base_offset,
-                                              batch.last_offset, batch.max_timestamp)
+                                              last_sequence(batch.base_sequence, batch.last_offset_delta),
+                                              batch.base_offset, batch.last_offset, batch.max_timestamp)
         hwm = min(leader_hwm, log.end_offset())
         if hwm > log.high_watermark():
             log.update_high_watermark(hwm)
@@ -344,19 +366,32 @@ class PartitionHost:
         _log.log(logging.INFO if offset < log.end_offset() else logging.DEBUG,
                  "[UnifiedLog partition=%s-%d] Truncating to offset %d from %d (the leader's epoch %d ends at %d)",
                  replica.topic, replica.partition, offset, log.end_offset(), epoch, end_offset)
+        self._before_truncation(replica)
         replica.generation += 1
         if offset < log.start_offset():
             # Below a log start DeleteRecords moved: Kafka's truncateTo empties the log there; the leader's own
             # log start (above it) then answers OFFSET_OUT_OF_RANGE and we restart at that.
             log.truncate_fully_and_start_at(offset)
+            self._after_truncation(replica, offset)
             replica.producers.clear()
             return offset
         if offset >= log.end_offset():
             log.forget_epochs_from_end()
             return offset
         log.truncate_to(offset)  # drops the producer snapshots above the new end
+        self._after_truncation(replica, log.end_offset())
         reload_after_truncation(replica)
         return offset
+
+    def _before_truncation(self, replica: Replica) -> None:
+        if self.cleaning is not None:
+            self.cleaning.abort(replica.tp_key)  # a pass planned on the old log swaps nothing in
+
+    def _after_truncation(self, replica: Replica, offset: int) -> None:
+        """Kafka's maybeTruncateCheckpoint: what follows the new end is dirty again."""
+        log_dir = self.logs.dir_of(replica.topic, replica.partition) if self.logs is not None else None
+        if self.cleaning is not None and log_dir is not None:
+            self.cleaning.truncated(replica.tp_key, log_dir, offset)
 
     def restart_at_leader_start(self, replica: Replica, leader_log_start: int) -> None:
         """Our log ends below the leader's log start (retention removed what we miss): Kafka's follower empties
@@ -364,7 +399,9 @@ class PartitionHost:
         log = replica.log
         _log.info("%s-%d: our log ends at %d, below the leader's log start %d: emptied, restarting there",
                   replica.topic, replica.partition, log.end_offset(), leader_log_start)
+        self._before_truncation(replica)
         log.truncate_fully_and_start_at(leader_log_start)
+        self._after_truncation(replica, leader_log_start)
         replica.generation += 1
         replica.producers.clear()
 
