@@ -46,8 +46,8 @@ from .isr_rules import LeaderProgress
 from .leadership_log import log_role_changes, role_text
 from .metadata_cache import MetadataCache, TopicPartition
 from .partition_state import LeaderState, admit_produce
-from .produce_rules import Rejected, assign_offsets, stamp_log_append_time, validate_batch
-from .producer_state import ProducerStates
+from .produce_rules import Rejected, assign_offsets, require_keys, stamp_log_append_time, validate_batch
+from .producer_state import ProducerStates, last_sequence
 from .replica_fetch import batches_to_append, follower_high_watermark, restart_for_straddling_batch
 from .replica_settings import DataPlaneSettings, TopicSettingsCache
 from .topic_settings import TopicSettings
@@ -76,6 +76,11 @@ class Replica:
     def tp(self) -> TopicPartition:
         return (self.topic_id, self.partition)
 
+    @property
+    def tp_key(self) -> tuple[str, int]:
+        """(topic, partition): the key of the log and of its cleaner state."""
+        return (self.topic, self.partition)
+
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
@@ -100,6 +105,11 @@ class PartitionCore:
         self._report_progress = report_progress
         self._high_watermark_of = high_watermark_of
         self.replicas: dict[tuple[str, int], Replica] = {}
+        # The log cleaner's state of each partition (the node's node/hosts/log_cleaner.py sets it when the logs
+        # open; the simulator has no cleaner): a truncation or a deletion aborts the partition's pass first, as
+        # Kafka's LogManager does. Others that change a log under the cleaner (log-directory moves, DeleteRecords)
+        # call its `abort_and_pause(key)` before and `resume(key)` after; a move also calls `move_checkpoint`.
+        self.cleaning: Any = None
         self.topic_stats = BrokerTopicStats()  # Kafka's BrokerTopicMetrics, counted per batch (topic_stats.py)
 
     # ---- the host's hooks ------------------------------------------------------------------------------------
@@ -203,7 +213,12 @@ class PartitionCore:
     def _remove(self, key: tuple[str, int]) -> None:
         replica = self.replicas.pop(key)
         self._abandon(replica)
+        log_dir = self.logs.dir_of(*key)
+        if self.cleaning is not None:
+            self.cleaning.abort(key)  # Kafka's abortCleaning before the log goes
         self.logs.delete(*key)
+        if self.cleaning is not None and log_dir is not None:
+            self.cleaning.forget(key, log_dir)
 
     # ---- leader: appends ---------------------------------------------------------------------------------------
     def leader_replica(self, topic: str, partition: int) -> Replica | ErrorCode:
@@ -242,6 +257,10 @@ class PartitionCore:
         checked = validate_batch(records, settings.max_message_bytes)
         if isinstance(checked, Rejected):
             return AppendResult(checked.error, message=checked.message)
+        if settings.compact:
+            keyless = require_keys(records, checked.record_count, topic, partition)
+            if keyless is not None:
+                return AppendResult(keyless.error, message=keyless.message)
         admitted = admit_produce(acks, self.isr_size(replica), settings.min_insync_replicas)
         if admitted is not ErrorCode.NONE:
             return AppendResult(admitted, message=f"the ISR of {topic}-{partition} is below min.insync.replicas")
@@ -352,7 +371,9 @@ class PartitionCore:
             if restart is not None and stop > start:
                 _log.info("%s-%d: the leader's first batch begins at %d, below our empty log's start %d: the log "
                           "starts there", replica.topic, replica.partition, restart, log.start_offset())
+                self._before_truncation(replica)
                 log.truncate_fully_and_start_at(restart)
+                self._after_truncation(replica, restart)
                 replica.producers.clear()
                 replica.generation += 1
             if stop > start:
@@ -361,8 +382,8 @@ class PartitionCore:
                 self.topic_stats.of(replica.topic).replication_bytes_in += stop - start
                 for batch in iter_batches(view, verify_crc=False):
                     replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                              batch.base_sequence + batch.record_count - 1, batch.base_offset,
-                                              batch.last_offset, batch.max_timestamp)
+                                              last_sequence(batch.base_sequence, batch.last_offset_delta),
+                                              batch.base_offset, batch.last_offset, batch.max_timestamp)
         hwm = follower_high_watermark(leader_hwm, log.end_offset(), log.high_watermark())
         if hwm is not None:
             log.update_high_watermark(hwm)
@@ -377,19 +398,32 @@ class PartitionCore:
         _log.log(logging.INFO if offset < log.end_offset() else logging.DEBUG,
                  "[UnifiedLog partition=%s-%d] Truncating to offset %d from %d (the leader's epoch %d ends at %d)",
                  replica.topic, replica.partition, offset, log.end_offset(), epoch, end_offset)
+        self._before_truncation(replica)
         replica.generation += 1
         if offset < log.start_offset():
             # Below a log start DeleteRecords moved: Kafka's truncateTo empties the log there; the leader's own
             # log start (above it) then answers OFFSET_OUT_OF_RANGE and we restart at that.
             log.truncate_fully_and_start_at(offset)
+            self._after_truncation(replica, offset)
             replica.producers.clear()
             return offset
         if offset >= log.end_offset():
             log.forget_epochs_from_end()
             return offset
         log.truncate_to(offset)  # drops the producer snapshots above the new end
+        self._after_truncation(replica, log.end_offset())
         self._reload_producers(replica)
         return offset
+
+    def _before_truncation(self, replica: Replica) -> None:
+        if self.cleaning is not None:
+            self.cleaning.abort(replica.tp_key)  # a pass planned on the old log swaps nothing in
+
+    def _after_truncation(self, replica: Replica, offset: int) -> None:
+        """Kafka's maybeTruncateCheckpoint: what follows the new end is dirty again."""
+        log_dir = self.logs.dir_of(replica.topic, replica.partition) if self.logs is not None else None
+        if self.cleaning is not None and log_dir is not None:
+            self.cleaning.truncated(replica.tp_key, log_dir, offset)
 
     def restart_at_leader_start(self, replica: Replica, leader_log_start: int) -> None:
         """Our log ends below the leader's log start (retention removed what we miss): Kafka's follower empties
@@ -397,7 +431,9 @@ class PartitionCore:
         log = replica.log
         _log.info("%s-%d: our log ends at %d, below the leader's log start %d: emptied, restarting there",
                   replica.topic, replica.partition, log.end_offset(), leader_log_start)
+        self._before_truncation(replica)
         log.truncate_fully_and_start_at(leader_log_start)
+        self._after_truncation(replica, leader_log_start)
         replica.generation += 1
         replica.producers.clear()
 

@@ -50,7 +50,9 @@ def run_server(config_path: str | Path) -> int:
     try:
         config = load_config(config_path)
     except ConfigError as exc:
-        return _fail("; ".join(exc.problems))
+        for problem in exc.problems:  # each on a line of its own, as `storage format` prints them
+            _fail(problem)
+        return 1
     directory = logs_dir(config.logs_dir)
     try:
         configure_logging(config.log_format, config.node_id, directory=directory)

@@ -50,6 +50,9 @@ def broker_families(broker: Any, now_ms: int) -> Iterator[Any]:
     lag.add_metric(["Replica"], 0 if fetchers is None else fetchers.max_lag())
     yield lag
     yield from _group_families(broker.groups)
+    cleaner = getattr(broker.data_plane, "cleaner", None)
+    if cleaner is not None:
+        yield from cleaner_families(cleaner, now_ms)
 
 
 def _state_families(broker: Any) -> Iterator[Any]:
@@ -150,3 +153,22 @@ def _group_families(groups: Any) -> Iterator[Any]:
     for short, state in _GROUP_STATES:
         yield GaugeMetricFamily(group_manager_name(short), f"GroupMetadataManager {short}",
                                 value=sum(1 for group in loaded if group.state.value == state))
+
+
+_CLEANER_MANAGER_GAUGES = frozenset({"max-dirty-percent", "time-since-last-run-ms"})
+
+
+def cleaner_families(cleaner: Any, now_ms: int) -> Iterator[Any]:
+    """Kafka's LogCleaner and LogCleanerManager gauges; uncleanable-partitions-count per log directory (its
+    `logDirectory` tag as a label)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    for name, value in cleaner.metrics(now_ms).items():
+        kind = "LogCleanerManager" if name in _CLEANER_MANAGER_GAUGES else "LogCleaner"
+        yield GaugeMetricFamily(name_of(f"kafka.log:type={kind},name={name}"), f"{kind} {name}", value=value)
+    uncleanable = GaugeMetricFamily(
+        name_of("kafka.log:type=LogCleanerManager,name=uncleanable-partitions-count,logDirectory="),
+        "LogCleanerManager uncleanable-partitions-count", labels=["logDirectory"])
+    for log_dir in cleaner.manager.log_dirs:
+        uncleanable.add_metric([log_dir], cleaner.manager.uncleanable_count(log_dir))
+    yield uncleanable

@@ -68,7 +68,7 @@ def render(kafka: str, kind: str) -> str:
         base = f"kafka_{domain}_{type_}_{attribute.replace('-', '_')}"
         suffix = {"counter": "_total", "histogram": "_seconds"}.get(kind, "")
         return base if base.endswith(suffix) else base + suffix
-    name = match["name"] or ""
+    name = (match["name"] or "").replace("-", "_")  # jmx_exporter turns characters Prometheus refuses into "_"
     if kind == "counter":
         return f"kafka_{domain}_{type_}_{name.removesuffix('PerSec').lower()}_total"
     if kind == "histogram":
@@ -136,6 +136,19 @@ TABLE: tuple[Metric, ...] = (
        "ISR size when led here, else 0"),
     _m("kafka.cluster:type=Partition,name=ReplicasCount,topic=,partition=", "gauge", "broker",
        "replicas when led here, else 0"),
+    # ---- the log cleaner (node/hosts/log_cleaner.py) -----------------------------------------------------------
+    _m("kafka.log:type=LogCleaner,name=max-clean-time-secs", "gauge", "broker", "longest pass of the last round (s)"),
+    _m("kafka.log:type=LogCleaner,name=cleaner-recopy-percent", "gauge", "broker",
+       "bytes written as a share of bytes read, last round"),
+    _m("kafka.log:type=LogCleaner,name=max-buffer-utilization-percent", "gauge", "broker",
+       "fullest offset map of the last round"),
+    _m("kafka.log:type=LogCleaner,name=max-compaction-delay-secs", "gauge", "broker",
+       "longest wait past max.compaction.lag.ms of the last round (s)"),
+    _m("kafka.log:type=LogCleaner,name=DeadThreadCount", "gauge", "broker", "cleaner threads stopped by an error"),
+    _m("kafka.log:type=LogCleanerManager,name=max-dirty-percent", "gauge", "broker", "dirty ratio of the dirtiest log"),
+    _m("kafka.log:type=LogCleanerManager,name=time-since-last-run-ms", "gauge", "broker", "ms since the last pass"),
+    _m("kafka.log:type=LogCleanerManager,name=uncleanable-partitions-count,logDirectory=", "gauge", "broker",
+       "partitions a pass failed on, per log directory"),
     # ---- the classic group coordinator (on the leaders of __consumer_offsets) ----------------------------------
     _m(_GMM + "NumGroups", "gauge", "broker", "groups of the coordinated __consumer_offsets partitions"),
     _m(_GMM + "NumOffsets", "gauge", "broker", "committed offsets held"),

@@ -23,7 +23,8 @@ What every node exports:
 A controller adds the KafkaController gauges (controller/metrics.py, plus the host's LastCommittedRecordOffset,
 LastAppliedRecord*, EventQueueOperations*Count, IsObserver), the ControllerEventManager histograms and the host's
 counters `pykraft_controller_*`. A broker adds BrokerTopicMetrics, ReplicaManager, ReplicaFetcherManager, Log and
-Partition gauges, the group coordinator's and broker-metadata-metrics (broker_metrics.py).
+Partition gauges, the log cleaner's (LogCleaner, LogCleanerManager), the group coordinator's and
+broker-metadata-metrics (broker_metrics.py).
 
 prometheus_client is imported only when something reads the metrics (the registry, the HTTP endpoint, a scrape):
 its package imports http.server, urllib.request, email and ssl (which maps OpenSSL's libcrypto), ~6 MiB of a

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pykraft.net.commit_probe import PROBE
-from pykraft.net.errors import ConnectError
+from pykraft.net.errors import ConnectError, NetError
 from pykraft.net.pool import ConnectionPool
 from pykraft.net.server import FrameServer
 from pykraft.net.tls import client_context, server_context
@@ -279,12 +279,21 @@ class NodeRuntime:
                                  name=f"node-{config.node_id}-{listener.name}", listener_name=listener.name)
             self.servers.append(server)
             deferred = self._defer_broker_listeners and listener.name in broker_listeners
-            address = await server.start(listener.host or "0.0.0.0", listener.port, serving=not deferred)
+            host = listener.host or "0.0.0.0"
+            try:
+                address = await server.start(host, listener.port, serving=not deferred)
+            except OSError as exc:  # one line naming the port and the setting, not "[Errno 98] ..." alone
+                raise NetError(f"cannot listen on {host}:{listener.port} (listener {listener.name}): "
+                               f"{(exc.strerror or str(exc)).lower()}") from None
             if deferred:
                 self._deferred.append(server)
             self.address = self.address or address
         if config.metrics_port is not None:
-            self.metrics.serve(config.metrics_port)
+            try:
+                self.metrics.serve(config.metrics_port)
+            except OSError as exc:
+                raise NetError(f"cannot serve metrics on port {config.metrics_port} (pykraft.metrics.port): "
+                               f"{(exc.strerror or str(exc)).lower()}") from None
 
     async def serve_broker_listeners(self) -> None:
         """Open the broker's client listeners (bound at start, refusing connections until now); once only."""
