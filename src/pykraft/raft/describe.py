@@ -14,38 +14,39 @@ import enum
 import uuid
 from typing import Any
 
-from .effects import (CommitBatches, FlushLog, LeaderChanged, LoadSnapshot, PersistElection, Ready, Respond, Send,
-                      ShutdownComplete)
 
 NEVER_TEXT = "never"
 
 
-def describe_ready(ready: Ready, never: int) -> str:
+def describe_ready(ready: Any, never: int) -> str:
+    """`ready`: a raft/effects.py Ready (this module names the effects by their class, so that effects.py, which
+    calls it, is not imported back)."""
     lines = [describe_effect(effect) for effect in ready.effects]
     lines.append(f"next poll: {NEVER_TEXT if ready.wakeup_ms >= never else ready.wakeup_ms}")
     return "\n".join(lines)
 
 
 def describe_effect(effect: Any) -> str:
-    if isinstance(effect, PersistElection):
+    kind = type(effect).__name__
+    if kind == "PersistElection":
         state = effect.state
         voted = None if state.voted_key is None else state.voted_key.id
         return (f"persist election: epoch {state.epoch}, leader {state.leader_id}, voted {voted} "
                 f"(kraft.version {effect.kraft_version})")
-    if isinstance(effect, FlushLog):
+    if kind == "FlushLog":
         return f"flush log to {effect.end_offset}"
-    if isinstance(effect, Send):
+    if kind == "Send":
         return f"send to {effect.destination.node_id} #{effect.correlation_id}: {describe_message(effect.request)}"
-    if isinstance(effect, Respond):
+    if kind == "Respond":
         wait = "" if effect.after_log_flush else " (not waiting for the log flush)"
         return f"respond to {effect.ref}{wait}: {describe_message(effect.response)}"
-    if isinstance(effect, CommitBatches):
+    if kind == "CommitBatches":
         return f"commit offsets {effect.base_offset}..{effect.last_offset} ({len(effect.records)} bytes)"
-    if isinstance(effect, LoadSnapshot):
+    if kind == "LoadSnapshot":
         return f"load snapshot {effect.snapshot_id.offset}-{effect.snapshot_id.epoch}"
-    if isinstance(effect, LeaderChanged):
+    if kind == "LeaderChanged":
         return f"leader changed: {effect.leader_id} in epoch {effect.epoch}"
-    if isinstance(effect, ShutdownComplete):
+    if kind == "ShutdownComplete":
         return f"shutdown complete (graceful {effect.graceful})"
     return repr(effect)
 
