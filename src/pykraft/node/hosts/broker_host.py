@@ -29,8 +29,8 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pykraft.broker.actions import (BrokerState, FindController, IsrChange, Ready, SendToController, ShutdownComplete,
-                                    StateChanged)
+from pykraft.broker.actions import BrokerState, IsrChange, Ready, SendToController, ShutdownComplete, StateChanged
+from pykraft.broker.host import ISR, LIFECYCLE, BrokerComponents
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.isr_rules import DEFAULT_REPLICA_LAG_TIME_MAX_MS
 from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
@@ -143,6 +143,7 @@ class BrokerHost:
             request_timeout_ms=node_config.quorum.request_timeout_ms))
         self.isr = IsrManager(IsrManagerConfig(self.node_id, replica_lag_time_max_ms=lag_ms,
                                                request_timeout_ms=node_config.quorum.request_timeout_ms), self.cache)
+        self.components = BrokerComponents({LIFECYCLE: self.lifecycle, ISR: self.isr}, self)
         self.data_plane = DataPlane(self, node_config)
         offsets_topic_settings(node_config.raw)  # refuse a bad value at start, not at the first FindCoordinator
         self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now())
@@ -263,32 +264,36 @@ class BrokerHost:
         return self.lifecycle if name == "lifecycle" else self.isr
 
     def _run(self, name: str, ready: Ready, *, refresh_partitions: bool = True) -> None:
-        """Carry out a component's actions and schedule its next poll. After the ISR manager ran, every partition
-        adopts its high watermark, unless the caller refreshes the partitions it changed itself
-        (`refresh_partitions=False`: DataPlane's progress reports, one per append and follower fetch)."""
-        for action in ready.actions:
-            if isinstance(action, SendToController):
-                task = asyncio.get_running_loop().create_task(self._send(name, action))
-                self._tasks.add(task)
-                task.add_done_callback(self._send_done)
-            elif isinstance(action, StateChanged):
-                self._on_state_changed(action)
-            elif isinstance(action, ShutdownComplete):
-                self._on_shutdown_complete(action)
-            elif isinstance(action, IsrChange):
-                log_isr_change(self.node_id, self.cache.topic_name(action.topic_id), action,
-                               self.isr.config.replica_lag_time_max_ms)
-            elif isinstance(action, FindController):
-                _log.debug("%s: looking for the active controller again", name)
-        self._schedule(name, ready.wakeup_ms)
+        """Carry out a component's actions and schedule its next poll (broker/host.py, shared with the simulator).
+        After the ISR manager ran, every partition adopts its high watermark, unless the caller refreshes the
+        partitions it changed itself (`refresh_partitions=False`: DataPlane's progress reports, one per append and
+        follower fetch)."""
+        self.components.run(name, ready)
         if name == "isr" and refresh_partitions:
             self.data_plane.isr_changed()
 
-    def _schedule(self, name: str, wakeup_ms: int | None) -> None:
-        old = self._timers.get(name)
-        if old is not None and old[0] == wakeup_ms:
-            return  # the timer set for that time stays (most progress reports leave the next look where it was)
-        self._timers.pop(name, None)
+    # ---- BrokerSink: what the shared action runner hands over ---------------------------------------------------
+    def send_to_controller(self, component: str, send: SendToController) -> None:
+        task = asyncio.get_running_loop().create_task(self._send(component, send))
+        self._tasks.add(task)
+        task.add_done_callback(self._send_done)
+
+    def state_changed(self, change: StateChanged) -> None:
+        self._on_state_changed(change)
+
+    def shutdown_complete(self, done: ShutdownComplete) -> None:
+        self._on_shutdown_complete(done)
+
+    def isr_change(self, change: IsrChange) -> None:
+        log_isr_change(self.node_id, self.cache.topic_name(change.topic_id), change,
+                       self.isr.config.replica_lag_time_max_ms)
+
+    def find_controller(self, component: str) -> None:
+        _log.debug("%s: looking for the active controller again", component)
+
+    def schedule(self, name: str, wakeup_ms: int | None) -> None:
+        """(Re)set a component's timer; the runner asks only when its wake-up time changed."""
+        old = self._timers.pop(name, None)
         if old is not None:
             old[1].cancel()
         if wakeup_ms is None:
@@ -298,6 +303,7 @@ class BrokerHost:
 
     def _poll(self, name: str) -> None:
         self._timers.pop(name, None)
+        self.components.wakeups[name] = None  # fired: the next wake-up is scheduled even if it is the same time
         self._run(name, self._component(name).poll(self._now()))
 
     async def _send(self, name: str, send: SendToController) -> None:

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pykraft.broker.actions import BrokerState, FindController, Ready, SendToController, ShutdownComplete, StateChanged
+from pykraft.broker.actions import BrokerState, Ready, SendToController, ShutdownComplete, StateChanged
+from pykraft.broker.host import ISR, LIFECYCLE, BrokerComponents
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
 from pykraft.broker.metadata_cache import MetadataCache
@@ -54,6 +55,7 @@ class BrokerNode(SimNode):
         self.settings = settings
         self.partition_logs = SimPartitionLogs()  # on the broker's disk: they outlive its processes
         self.data: SimDataPlane | None = None
+        self.components: BrokerComponents | None = None
         self.truncations = 0  # of partition logs by the replica fetchers, over every incarnation
         self.cache = MetadataCache()
         self.lifecycle: BrokerLifecycle | None = None
@@ -85,6 +87,7 @@ class BrokerNode(SimNode):
         self.controller_hint = None
         self.states = []
         self.data = SimDataPlane(self, self.partition_logs, s.min_insync_replicas)
+        self.components = BrokerComponents({LIFECYCLE: self.lifecycle, ISR: self.isr}, self)
         checker = getattr(self.world, "metadata_checker", None)
         return MetadataMachine(self.cache, lambda records, _last: self._metadata_applied() if records else None,
                                lambda records, last: self._metadata_applied(),
@@ -173,31 +176,44 @@ class BrokerNode(SimNode):
         return self.lifecycle if component is Component.LIFECYCLE else self.isr
 
     def _collect(self, component: Component, ready: Ready, refresh: bool = True) -> None:
-        for action in ready.actions:
-            handler = self.ACTION_HANDLERS.get(type(action))
-            if handler is not None:
-                handler(self, component, action)
+        """The shared action runner (broker/host.py, as the node's); after the ISR manager ran, the partitions
+        adopt its high watermark unless the caller refreshes those it changed (`refresh=False`)."""
+        assert self.components is not None
+        self.components.run(component.value, ready)
         if component is Component.ISR and refresh and self.data is not None:
             self.data.isr_changed()
-        if ready.wakeup_ms is not None:
-            self._wake_generation[component] += 1
-            when = max(self.clock.to_global(ready.wakeup_ms), self.world.scheduler.now_ms + 1)
-            self.world.scheduler.at(when, self._wake_event, self.incarnation, component,
-                                    self._wake_generation[component])
 
-    def _forget_controller(self, component: Component, action: FindController) -> None:
+    # ---- BrokerSink --------------------------------------------------------------------------------------------
+    def send_to_controller(self, component: str, send: SendToController) -> None:
+        self._send_to_controller(Component(component), send)
+
+    def state_changed(self, change: StateChanged) -> None:
+        self._on_state_changed(change)
+
+    def shutdown_complete(self, done: ShutdownComplete) -> None:
+        self.world.scheduler.after(0, self._finish_shutdown, self.incarnation, done.clean)
+
+    def isr_change(self, change: Any) -> None:
+        """Counted by the ISR manager's metrics; nothing to log in the simulator."""
+
+    def find_controller(self, component: str) -> None:
         self.controller_hint = None
 
-    def _on_state_changed(self, component: Component, action: StateChanged) -> None:
+    def schedule(self, component: str, wakeup_ms: int | None) -> None:
+        key = Component(component)
+        self._wake_generation[key] += 1  # an earlier timer of the component is stale from now on
+        if wakeup_ms is None:
+            return
+        when = max(self.clock.to_global(wakeup_ms), self.world.scheduler.now_ms + 1)
+        self.world.scheduler.at(when, self._wake_event, self.incarnation, key, self._wake_generation[key])
+
+    def _on_state_changed(self, action: StateChanged) -> None:
         self.states.append(action.new)
         if action.new is BrokerState.RECOVERY and self.lifecycle is not None and self.data is not None:
             # Caught up with the metadata log: open the partition logs, then ask to be unfenced (as the node does).
             self.data.start()
             self._metadata_applied()  # the ISR manager first, then the partitions' roles
             self._collect(Component.LIFECYCLE, self.lifecycle.set_ready_to_unfence(self.now()))
-
-    def _on_shutdown_complete(self, component: Component, action: ShutdownComplete) -> None:
-        self.world.scheduler.after(0, self._finish_shutdown, self.incarnation, action.clean)
 
     def _send_to_controller(self, component: Component, send: SendToController) -> None:
         if self.controller_hint is None and self.core is not None:
@@ -208,14 +224,6 @@ class BrokerNode(SimNode):
             return
         payload = ControllerRequest(send.request_id, component, send.api_key, send.request)
         self.world.send(self.node_id, target, payload, type(send.request).__name__)
-
-    # a broker part's action type -> what the simulated broker does with it (the actions are exact frozen types)
-    ACTION_HANDLERS: ClassVar[dict[type, Callable[[BrokerNode, Component, Any], None]]] = {
-        SendToController: _send_to_controller,
-        FindController: _forget_controller,
-        StateChanged: _on_state_changed,
-        ShutdownComplete: _on_shutdown_complete,
-    }
 
     def _live(self, incarnation: int, retry: Any, *args: Any) -> bool:
         if incarnation != self.incarnation or self.status not in (Status.UP, Status.PAUSED) or self.lifecycle is None:
@@ -229,6 +237,8 @@ class BrokerNode(SimNode):
         if generation != self._wake_generation[component] or not self._live(incarnation, self._wake_event,
                                                                             component, generation):
             return None
+        assert self.components is not None
+        self.components.wakeups[component.value] = None  # fired
         self._collect(component, self._component(component).poll(self.now()))
         return None  # timers are not traced: what they send is
 
