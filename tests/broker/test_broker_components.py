@@ -52,9 +52,9 @@ def test_actions_run_in_order_and_timers_only_when_they_change() -> None:
     sink, lifecycle, isr = Sink(), Part(), Part()
     host = BrokerComponents({LIFECYCLE: lifecycle, ISR: isr}, sink)
     send = SendToController(7, 62, object(), 3000)
-    host.run(LIFECYCLE, Ready((StateChanged(BrokerState.NOT_RUNNING, BrokerState.STARTING), send), 100))
+    host.run(LIFECYCLE, Ready((StateChanged(BrokerState.STARTING, BrokerState.RECOVERY), send), 100))
     host.run(LIFECYCLE, Ready((), 100))  # the same wake-up: the timer stays
-    assert sink.calls == [("state", BrokerState.STARTING), ("send", LIFECYCLE, 7), ("timer", LIFECYCLE, 100)]
+    assert sink.calls == [("state", BrokerState.RECOVERY), ("send", LIFECYCLE, 7), ("timer", LIFECYCLE, 100)]
     host.answer(LIFECYCLE, 7, "ok", 50)
     host.failed(ISR, 3, 60)
     assert lifecycle.seen == [("answer", 7, "ok")] and isr.seen == [("failure", 3)]  # routed by component
