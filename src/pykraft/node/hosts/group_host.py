@@ -13,7 +13,8 @@
 - Writes (offsets, a generation's assignment) are appended as leader with acks=all and answered only once the
   high watermark passed them; a write that fails or times out answers COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR
   when the leadership moved meanwhile).
-The protocol rules are pure (broker/group_coordinator.py); this class adds the log, the timer and the futures.
+The protocol rules are pure (broker/group_coordinator.py, the records broker/group_log.py); this class adds the
+log, the timer and the futures.
 """
 
 from __future__ import annotations
@@ -25,21 +26,20 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
-from pykraft.broker.group_state import Group, Member, OffsetEntry, StoreGroup
+from pykraft.broker.group_state import Group, OffsetEntry, StoreGroup
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
-from pykraft.records.group_records import (
-    GroupKey, GroupRecordError, GroupValue, MemberValue, OffsetKey, OffsetValue, decode_group_value, decode_key,
-    decode_offset_value, encode_group_value, encode_key, encode_offset_value, partition_for,
-)
+from pykraft.broker.group_log import LOAD_SLICE_BYTES, OFFSETS_TOPIC, group_record, offset_records
+from pykraft.broker.group_log import apply_record as _apply_record  # noqa: F401 - the tests' name for it
+from pykraft.broker.group_log import group_value as _group_value  # noqa: F401
+from pykraft.broker.group_log import replay_slice as _replay_slice
+from pykraft.records import SimpleRecord, encode_batch
+from pykraft.records.group_records import GroupKey, OffsetKey, encode_key, partition_for
 
 if TYPE_CHECKING:
     from pykraft.node.hosts.partitions import PartitionHost
 
 _log = logging.getLogger("pykraft.node.groups")
-OFFSETS_TOPIC = "__consumer_offsets"
 WRITE_TIMEOUT_S = 5.0  # offsets.commit.timeout.ms
-LOAD_SLICE_BYTES = 16 * 1024  # read and replayed per event-loop turn while loading (~5 ms of decoding)
 _WRITE_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.NOT_COORDINATOR}
 
@@ -171,8 +171,7 @@ class GroupHost:
         group = coordinator.groups.get(store.group_id)
         if group is None:
             return
-        value = encode_group_value(_group_value(group))
-        error = await self.write(store.group_id, [SimpleRecord(value, encode_key(GroupKey(store.group_id)))])
+        error = await self.write(store.group_id, [group_record(group)])
         self.run(coordinator, coordinator.group_stored(store.group_id, store.generation, error, self.clock()))
 
     async def write(self, group_id: str, records: list[SimpleRecord]) -> ErrorCode:
@@ -195,11 +194,7 @@ class GroupHost:
 
     async def commit_offsets(self, coordinator: GroupCoordinator, group_id: str,
                              offsets: dict[tuple[str, int], OffsetEntry]) -> ErrorCode:
-        records = [SimpleRecord(encode_offset_value(OffsetValue(e.offset, e.leader_epoch, e.metadata,
-                                                                e.commit_timestamp_ms)),
-                                encode_key(OffsetKey(group_id, topic, partition)))
-                   for (topic, partition), e in offsets.items()]
-        error = await self.write(group_id, records)
+        error = await self.write(group_id, offset_records(group_id, offsets))
         if error is ErrorCode.NONE:
             coordinator.offsets_committed(group_id, offsets)
         return error
@@ -278,64 +273,3 @@ class GroupHost:
         for coordinator in self.coordinators.values():
             self._deliver(coordinator.unload())
         self.coordinators.clear()
-
-
-def _replay_slice(log: Any, offset: int, groups: dict[str, Group]) -> int:
-    """Apply the records of up to `LOAD_SLICE_BYTES` of the log from `offset`; returns the next offset."""
-    info = log.read(offset, LOAD_SLICE_BYTES)
-    start = offset
-    for batch in iter_batches(info.records, verify_crc=False, allow_truncated_tail=True):
-        if batch.is_control or batch.next_offset <= offset:
-            offset = max(offset, batch.next_offset)
-            continue
-        try:
-            records = list(batch.records())
-        except RecordsError as exc:  # a batch we cannot decode: say so, keep what the others hold
-            _log.error("skipping an undecodable batch of %s at offset %d: %s", OFFSETS_TOPIC, batch.base_offset, exc)
-            records = []
-        for r in records:
-            if r.key is not None:
-                _apply_record(groups, bytes(r.key), None if r.value is None else bytes(r.value))
-        offset = batch.next_offset
-    if offset == start:  # a batch larger than the slice: FileLog.read returns it whole, so only a bug lands here
-        raise AssertionError(f"no progress loading {OFFSETS_TOPIC} at offset {offset}")
-    return offset
-
-
-def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | None) -> None:
-    """Replay one __consumer_offsets record into the groups being loaded (later records win)."""
-    try:
-        key = decode_key(raw_key)
-        if isinstance(key, OffsetKey):
-            group = groups.setdefault(key.group, Group(key.group))
-            if raw_value is None:
-                group.offsets.pop((key.topic, key.partition), None)
-                return
-            v = decode_offset_value(raw_value)
-            group.offsets[(key.topic, key.partition)] = OffsetEntry(v.offset, v.leader_epoch, v.metadata,
-                                                                   v.commit_timestamp_ms)
-            return
-        if raw_value is None:
-            groups.pop(key.group, None)
-            return
-        _restore_metadata(groups.setdefault(key.group, Group(key.group)), decode_group_value(raw_value))
-    except GroupRecordError as exc:
-        _log.error("skipping an unreadable %s record: %s", OFFSETS_TOPIC, exc)
-
-
-def _restore_metadata(group: Group, value: GroupValue) -> None:
-    group.generation, group.protocol_type = value.generation, value.protocol_type or None
-    group.protocol_name, group.leader = value.protocol, value.leader
-    group.state_timestamp_ms = value.state_timestamp_ms
-    group.members = {m.member_id: Member(
-        m.member_id, m.instance_id, m.client_id, m.client_host, m.session_timeout_ms,
-        m.rebalance_timeout_ms if m.rebalance_timeout_ms >= 0 else m.session_timeout_ms, value.protocol_type,
-        ((value.protocol or "", m.subscription),), assignment=m.assignment) for m in value.members}
-
-
-def _group_value(group: Group) -> GroupValue:
-    members = tuple(MemberValue(m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                                m.session_timeout_ms, m.metadata_for(group.protocol_name), m.assignment)
-                    for m in group.members.values())
-    return GroupValue(group.protocol_type or "", group.generation, group.protocol_name, group.leader,
-                      group.state_timestamp_ms, members)
