@@ -20,7 +20,7 @@ from pykraft.sim.scenarios.registry import SCENARIOS
 
 DATA_SCENARIOS = ("data_basic", "data_broker_faults", "data_disk_loss", "data_controller_failover",
                   "data_delete_records", "data_unclean_refused", "data_unclean_allowed", "data_reassign",
-                  "data_swarm")
+                  "data_groups", "data_swarm")
 
 
 def test_the_data_scenarios_are_listed() -> None:
@@ -33,6 +33,8 @@ def test_a_data_scenario_passes_with_its_records_consumed(scenario: str) -> None
     assert result.ok, result.report()
     stats = result.stats
     assert stats["acked_all"] > 0
+    if scenario == "data_groups":
+        assert stats["group_commits"] > 0 and stats["coordinator_loads"] > 3  # failovers moved the coordinator
     if scenario.startswith("data_unclean"):
         assert stats["stranded_partitions"] > 0  # the leader really was the sole ISR member when it died
     elif stats["deleted_to"]:  # records below a DeleteRecords point are not read back
@@ -112,3 +114,17 @@ def test_an_unclean_election_where_it_is_refused_is_caught(monkeypatch: pytest.M
 
     monkeypatch.setattr(controller.QuorumController, "__init__", always_unclean)
     assert run(1, "data_unclean_refused").invariant == "UncleanElectionRefused"
+
+
+def test_a_coordinator_that_loses_committed_offsets_on_failover_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pykraft.broker.group_log as group_log  # noqa: PLC0415
+    from pykraft.records.group_records import OffsetKey, decode_key  # noqa: PLC0415
+
+    original = group_log.apply_record
+
+    def forgets_offsets(groups, raw_key: bytes, raw_value: bytes | None) -> None:  # noqa: ANN001 - a bad load
+        if not isinstance(decode_key(raw_key), OffsetKey):
+            original(groups, raw_key, raw_value)
+
+    monkeypatch.setattr(group_log, "apply_record", forgets_offsets)
+    assert run(2, "data_groups").invariant == "GroupOffsetMonotonic"

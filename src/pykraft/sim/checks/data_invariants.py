@@ -13,6 +13,9 @@ Names:
 - AckedRecordConsumable (at the end, once converged): every record acknowledged with acks=all and not deleted is
   read back by a consumer's Fetch (broker/fetch_answers.py, replica id -1) from the leader, below its high
   watermark.
+- GroupOffsetMonotonic (after every event): in every loaded group coordinator, a group's committed offset of a
+  partition never moves backwards within a generation, and is never below an OffsetCommit acknowledged in that
+  generation (a coordinator failover must not lose one).
 KIP-841 (fenced or shutting-down brokers never in an ISR or leading) is the metadata checker's FencedNotInIsr, on
 every committed image of every node.
 """
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
     from pykraft.sim.engine.world import World
 
 DATA_INVARIANTS = frozenset({"HighWatermarkMonotonic", "ReplicasAgreeBelowHwm", "NoDuplicateSequence",
-                             "AckedRecordNotLost", "AckedRecordConsumable", "FollowerAppend"})
+                             "AckedRecordNotLost", "AckedRecordConsumable", "FollowerAppend", "GroupOffsetMonotonic"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,9 @@ class DataChecker:
         self.sent_unacknowledged = 0  # acks=0 records: nothing is promised
         self.deleted: dict[tuple[str, int], int] = {}  # the log start DeleteRecords moved each partition to
         self.hwms: dict[tuple[str, int, int], int] = {}  # (topic, partition, leader epoch) -> leader's hwm
+        # (group, generation) -> tp -> the highest offset committed (acknowledged, or seen in a coordinator)
+        self.group_floors: dict[tuple[str, int], dict[tuple[str, int], int]] = {}
+        self.group_commits = 0
         self.full_checks = 0
         self.consumed = 0
         world.checker.enabled = world.checker.enabled | DATA_INVARIANTS
@@ -68,6 +74,12 @@ class DataChecker:
 
     def on_sent(self, topic: str, partition: int, values: list[bytes]) -> None:
         self.sent_unacknowledged += len(values)
+
+    def on_group_commit(self, group: str, generation: int, offsets: dict[tuple[str, int], int]) -> None:
+        self.group_commits += 1
+        floors = self.group_floors.setdefault((group, generation), {})
+        for tp, offset in offsets.items():
+            floors[tp] = max(floors.get(tp, -1), offset)
 
     def on_deleted(self, topic: str, partition: int, offset: int) -> None:
         key = (topic, partition)
@@ -99,6 +111,7 @@ class DataChecker:
         return best
 
     def check_event(self) -> None:
+        self._check_groups()
         for broker in self._brokers():
             data = broker.data
             if data is None or not data.open:
@@ -113,6 +126,25 @@ class DataChecker:
                     self.violation("HighWatermarkMonotonic", broker, f"{topic}-{partition} epoch "
                                                                      f"{replica.leader_epoch}: hwm {hwm} after {before}")
                 self.hwms[key] = max(before, hwm)
+
+    def _check_groups(self) -> None:
+        for broker in self._brokers():
+            groups = getattr(broker, "groups", None)
+            if groups is None:
+                continue
+            for coordinator in groups.coordinators.values():
+                for group in coordinator.groups.values():
+                    floors = self.group_floors.setdefault((group.group_id, group.generation), {})
+                    for tp, floor in floors.items():
+                        entry = group.offsets.get(tp)
+                        if entry is None or entry.offset < floor:
+                            self.violation("GroupOffsetMonotonic", broker, f"group {group.group_id} generation "
+                                                                           f"{group.generation} {tp[0]}-{tp[1]}: "
+                                                                           f"committed {entry and entry.offset} "
+                                                                           f"after {floor}")
+                            return
+                    for tp, entry in group.offsets.items():
+                        floors[tp] = max(floors.get(tp, -1), entry.offset)
 
     def check_full(self) -> None:
         self.full_checks += 1
@@ -201,7 +233,7 @@ class DataChecker:
             self.consumed += 1
 
     def stats(self) -> dict[str, Any]:
-        return {"acked_records": len(self.acked), "acked_all": sum(a.acks == -1 for a in self.acked),
+        return {"group_commits": self.group_commits, "acked_records": len(self.acked), "acked_all": sum(a.acks == -1 for a in self.acked),
                 "acks0_sent": self.sent_unacknowledged, "consumed_checked": self.consumed,
                 "data_full_checks": self.full_checks, "deleted_to": dict(sorted(
                     (f"{t}-{p}", o) for (t, p), o in self.deleted.items()))}

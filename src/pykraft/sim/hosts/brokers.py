@@ -29,8 +29,11 @@ from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
 from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.controller.cluster import Endpoint, FeatureRange
+from pykraft.protocol.errors import ErrorCode
 from pykraft.sim.hosts.data_plane import SimDataPlane
 from pykraft.sim.hosts.data_wire import DeleteRecordsRequest, FetchRequest, FetchResponse, ProduceRequest
+from pykraft.sim.hosts.group_plane import SimGroups
+from pykraft.sim.hosts.group_wire import GroupRequest, GroupResponse
 from pykraft.sim.hosts.metadata_machine import MetadataMachine
 from pykraft.sim.hosts.partition_logs import SimPartitionLogs
 from pykraft.sim.hosts.metadata_wire import Component, ControllerRequest, ControllerResponse
@@ -55,8 +58,10 @@ class BrokerNode(SimNode):
         self.settings = settings
         self.partition_logs = SimPartitionLogs()  # on the broker's disk: they outlive its processes
         self.data: SimDataPlane | None = None
+        self.groups: SimGroups | None = None
         self.components: BrokerComponents | None = None
         self.truncations = 0  # of partition logs by the replica fetchers, over every incarnation
+        self.coordinator_loads = 0  # group coordinator loads, over every incarnation
         self.cache = MetadataCache()
         self.lifecycle: BrokerLifecycle | None = None
         self.isr: IsrManager | None = None
@@ -87,6 +92,7 @@ class BrokerNode(SimNode):
         self.controller_hint = None
         self.states = []
         self.data = SimDataPlane(self, self.partition_logs, s.min_insync_replicas)
+        self.groups = SimGroups(self)
         self.components = BrokerComponents({LIFECYCLE: self.lifecycle, ISR: self.isr}, self)
         checker = getattr(self.world, "metadata_checker", None)
         return MetadataMachine(self.cache, lambda records, _last: self._metadata_applied() if records else None,
@@ -100,6 +106,10 @@ class BrokerNode(SimNode):
 
     def _stop(self, status: Status, clean: bool = False) -> None:
         self._count_isr()
+        if self.groups is not None:
+            self.coordinator_loads += self.groups.loads
+            self.groups.close()
+            self.groups = None
         if self.data is not None:
             self.truncations += self.data.truncations
             self.data.close(clean)
@@ -164,6 +174,8 @@ class BrokerNode(SimNode):
             self.data.sync_metadata()
             progress = self.data.host.progress(self.isr.led_partitions(), now)
             self._collect(Component.ISR, self.isr.update_progress(progress, now))
+            if self.groups is not None:
+                self.groups.sync_leadership()
 
     def report_progress(self, progress: Any) -> None:
         """The partition host's follower progress (an append, a follower fetch): the ISR manager decides, and
@@ -282,6 +294,13 @@ class BrokerNode(SimNode):
             self.data.on_delete_records(envelope.payload,
                                         lambda answer: self._reply_if(incarnation, envelope, answer))
 
+    def _on_group_request(self, envelope: Any) -> None:
+        if self.groups is None or self.data is None or not self.data.open:
+            self._reply(envelope, GroupResponse(envelope.payload.request_id, ErrorCode.NOT_COORDINATOR))
+            return
+        incarnation = self.incarnation
+        self.groups.handle(envelope.payload, lambda answer: self._reply_if(incarnation, envelope, answer))
+
     def _reply_if(self, incarnation: int, envelope: Any, payload: Any) -> None:
         if incarnation == self.incarnation and self.status in (Status.UP, Status.PAUSED):
             self._reply(envelope, payload)
@@ -296,4 +315,5 @@ class BrokerNode(SimNode):
     PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[SimNode, Any], None]]] = {
         **SimNode.PAYLOAD_HANDLERS, ControllerResponse: _on_controller_response, FetchRequest: _on_fetch,
         FetchResponse: _on_fetch_response, ProduceRequest: _on_produce, DeleteRecordsRequest: _on_delete_records,
+        GroupRequest: _on_group_request,
     }

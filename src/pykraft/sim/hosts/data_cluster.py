@@ -54,12 +54,13 @@ class DataCluster:
 def build_data_cluster(name: str, seed: int, trace_size: int | None, faults_end_ms: int, *,
                        producers: tuple[ProducerSpec, ...] = ALL_KINDS, loss_allowed: bool = False,
                        topic_configs: tuple[tuple[str, str], ...] = (), unclean_check_interval_ms: int = 300_000,
-                       controllers: int = 3, brokers: int = 3, params: Params | None = None) -> DataCluster:
+                       controllers: int = 3, brokers: int = 3, params: Params | None = None,
+                       extra_topics: tuple[TopicSpec, ...] = ()) -> DataCluster:
     world = new_world(seed, trace_size, params or Params(snapshot_every=40, clean_probability=0.5))
     voters, observers = build_metadata_cluster(world, controllers, brokers, min_insync=MIN_INSYNC,
                                                unclean_check_interval_ms=unclean_check_interval_ms)
     plan = Plan(name, world, voters, observers, faults_end_ms)
-    admin = attach(plan, [TopicSpec(DATA_TOPIC, PARTITIONS, REPLICATION_FACTOR, topic_configs)])
+    admin = attach(plan, [TopicSpec(DATA_TOPIC, PARTITIONS, REPLICATION_FACTOR, topic_configs), *extra_topics])
     checker = DataChecker(world, loss_allowed=loss_allowed)
     world.data_checker = checker  # type: ignore[attr-defined]
     started = []

@@ -58,6 +58,28 @@ def _broker_fault(world: World, kind: str, node_id: int, controllers: list[int])
     return (lambda w: shutdown_broker(w, node_id)), (lambda w: faults.restart(w, node_id))
 
 
+def _coordinator_fault(kind: str) -> tuple[Any, Any]:
+    chosen: list[int] = []
+
+    def strike(w: World) -> Traced:
+        from pykraft.broker.group_log import OFFSETS_TOPIC  # noqa: PLC0415
+        from pykraft.records.group_records import partition_for  # noqa: PLC0415
+        from pykraft.sim.scenarios.data_workload import leader_of  # noqa: PLC0415
+
+        leader = leader_of(w, w.stream("coordinator-fault"), OFFSETS_TOPIC, partition_for("g", 3))
+        if leader is None:
+            return None, "coordinator-fault", "no coordinator known"
+        chosen.append(leader)
+        return _broker_fault(w, kind, leader, [])[0](w)
+
+    def undo(w: World) -> Traced:
+        if not chosen:
+            return None, "coordinator-fault", "nothing to undo"
+        return _broker_fault(w, kind, chosen[0], [])[1](w)
+
+    return strike, undo
+
+
 def chain_faults(cluster: DataCluster, rng: random.Random, kinds: tuple[str, ...], start_ms: int, end_ms: int,
                  on_controllers: bool = False) -> FaultBudget:
     """Faults one after the other, each struck only while the cluster is whole, lasting 300-2500 ms."""
@@ -73,6 +95,8 @@ def chain_faults(cluster: DataCluster, rng: random.Random, kinds: tuple[str, ...
         if kind == "controller":
             victim = faults.LeaderVictim()
             fault, undo = (victim.kill, victim.restart) if rng.random() < 0.5 else (victim.isolate, faults.heal)
+        elif kind == "coordinator":  # whoever coordinates group "g" when it strikes: a coordinator failover
+            fault, undo = _coordinator_fault(rng.choice(["kill", "shutdown", "isolate"]))
         else:
             fault, undo = _broker_fault(world, kind, rng.choice(plan.observers), plan.voters)
         budget.strike(time, fault, undo, rng.randint(300, 2500), next_fault)
@@ -241,4 +265,33 @@ def data_reassign(seed: int, trace_size: int | None) -> Plan:
     plan.stat_hooks.append(driver.stats)
     chain_faults(cluster, plan.world.stream("data-faults"), ("kill", "pause", "isolate", "controller"),
                  FAULTS_FROM_MS, 11_000)
+    return plan
+
+
+@scenario("data_groups")
+def data_groups(seed: int, trace_size: int | None) -> Plan:
+    """A consumer group of three reads the data topic while producers write: coordinator failovers (the brokers
+    fail one at a time, so the leadership of `__consumer_offsets` partitions moves) and members leaving and coming
+    back (rebalances); a group's committed offsets never go back within a generation (GroupOffsetMonotonic)."""
+    from pykraft.sim.hosts.data_cluster import DATA_TOPIC, PARTITIONS  # noqa: PLC0415
+    from pykraft.sim.hosts.metadata_cluster import TopicSpec  # noqa: PLC0415
+    from pykraft.sim.scenarios.group_workload import GroupConsumer  # noqa: PLC0415
+
+    cluster = _cluster("data_groups", seed, trace_size, 12_000,
+                       extra_topics=(TopicSpec("__consumer_offsets", 3, 3),))
+    plan = cluster.plan
+    world = plan.world
+    rng = world.stream("group-faults")
+    consumers = [GroupConsumer(world, i, "g", DATA_TOPIC, PARTITIONS) for i in range(3)]
+    for consumer in consumers:
+        at(world, 2000 + rng.randint(0, 500), consumer.start)
+    leaver = rng.choice(consumers)
+    at(world, rng.randint(5000, 7000), leaver.stop)
+    at(world, rng.randint(8000, 10_000), leaver.start)
+    chain_faults(cluster, rng, ("coordinator", "coordinator", "kill", "pause", "isolate", "shutdown"),
+                 FAULTS_FROM_MS, 12_000)
+    plan.stat_hooks.append(lambda: {"consumers": "; ".join(f"{c.id}: {c.stats}" for c in consumers),
+                                    "coordinator_loads": sum(getattr(n, "coordinator_loads", 0) + (
+                                        n.groups.loads if getattr(n, "groups", None) else 0)
+                                        for n in world.nodes.values())})
     return plan
