@@ -1,4 +1,4 @@
-"""ThresholdPurgatory (broker/purgatory.py): the one purgatory behind acks=all, DeleteRecords, the controller's
+"""ThresholdPurgatory (raft/purgatory.py): the one purgatory behind acks=all, DeleteRecords, the controller's
 writes in the node and in the simulator."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pykraft.broker.partition_state import LeaderState
-from pykraft.broker.purgatory import ThresholdPurgatory
+from pykraft.raft.purgatory import ThresholdPurgatory
 from pykraft.protocol.errors import ErrorCode
 
 

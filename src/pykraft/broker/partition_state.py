@@ -23,7 +23,7 @@ from typing import Generic, TypeVar
 from pykraft.protocol.errors import ErrorCode
 
 from .isr_rules import FollowerProgress, LeaderProgress
-from .purgatory import ThresholdPurgatory
+from pykraft.raft.purgatory import ThresholdPurgatory
 
 T = TypeVar("T")
 DEFAULT_MIN_INSYNC_REPLICAS = 1  # min.insync.replicas

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from kio.static.primitive import i64
 
-from pykraft.broker.purgatory import ThresholdPurgatory
+from pykraft.raft.purgatory import ThresholdPurgatory
 from pykraft.protocol.apis import ApiKey, response_class
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
@@ -47,7 +47,7 @@ class WriteFailed(Exception):
 
 
 class CommitWaiters:
-    """Futures waiting for the high watermark (the broker's one purgatory, broker/purgatory.py); checked by the
+    """Futures waiting for the high watermark (the broker's one purgatory, raft/purgatory.py); checked by the
     runtime after every core input."""
 
     def __init__(self) -> None:

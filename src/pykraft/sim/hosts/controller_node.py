@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pykraft.broker.purgatory import ThresholdPurgatory
+from pykraft.raft.purgatory import ThresholdPurgatory
 from pykraft.controller.controller import ControllerConfig, QuorumController
 from pykraft.controller.host import ControllerHostView, HostedController, Refusal, Written, error_reply
 from pykraft.controller.result import ControllerResult

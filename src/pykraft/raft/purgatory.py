@@ -14,7 +14,8 @@ Its users, one mechanism for all of them:
   failed when the raft epoch they were written in is no longer the one this node leads): the node's
   `CommitWaiters` and the simulator's controller hosts.
 
-Pure: no clock, no I/O.
+Pure: no clock, no I/O. It lives in raft/, below both the broker and the node runtime, because a controller-only
+process waits for its writes with it and never imports the broker.
 """
 
 from __future__ import annotations
