@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.actions import BrokerState, IsrChange, Ready, SendToController, ShutdownComplete, StateChanged
-from pykraft.broker.host import ISR, LIFECYCLE, BrokerComponents
+from pykraft.broker.host import ISR, LIFECYCLE, BrokerComponents, controller_for
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.isr_rules import DEFAULT_REPLICA_LAG_TIME_MAX_MS
 from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
@@ -399,8 +399,7 @@ class BrokerHost:
         core = self.runtime.core if self.runtime is not None else None
         if core is None:
             return None
-        leader = core.quorum.leader_id()
-        return next(((host, port) for node, host, port in controllers(core) if node == leader), None)
+        return controller_for(core.quorum.leader_id(), {node: (host, port) for node, host, port in controllers(core)})
 
     async def forward(self, api_key: int, message: Any) -> Any:
         """A client's controller request, sent on to the active controller; NOT_CONTROLLER when unreachable."""

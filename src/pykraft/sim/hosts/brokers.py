@@ -1,11 +1,11 @@
 """BrokerNode: a simulated broker. Its metadata log replica is a raft observer (the SimNode it extends), replayed
 into a `MetadataCache`; a `BrokerLifecycle` registers and heartbeats, an `IsrManager` shrinks and expands the ISR
-of the partitions it leads.
+of the partitions it leads; their actions, timers and answers go through the same `BrokerComponents` runner as the
+node's (broker/host.py), this class being its sink.
 
-Controller requests are ControllerRequest messages on the simulated network to the node the broker believes is
-the active controller: the raft leader its observer knows. FindController (NOT_CONTROLLER, a timeout) forgets
-that belief; the next request asks the observer again. With no leader known the request fails at once
-(`handle_failure`: the component backs off).
+Controller requests are ControllerRequest messages on the simulated network to the active controller: the raft
+leader its observer knows when the request goes out (`controller_for`, as the node routes them). With no leader
+known the request fails at once (`handle_failure`: the component backs off).
 
 Each start is a new incarnation (a new incarnation id drawn from the run's stream); after a clean controlled
 shutdown the next start passes the previous broker epoch.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pykraft.broker.actions import BrokerState, Ready, SendToController, ShutdownComplete, StateChanged
-from pykraft.broker.host import ISR, LIFECYCLE, BrokerComponents
+from pykraft.broker.host import ISR, LIFECYCLE, BrokerComponents, controller_for
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
 from pykraft.broker.metadata_cache import MetadataCache
@@ -228,9 +228,10 @@ class BrokerNode(SimNode):
             self._collect(Component.LIFECYCLE, self.lifecycle.set_ready_to_unfence(self.now()))
 
     def _send_to_controller(self, component: Component, send: SendToController) -> None:
-        if self.controller_hint is None and self.core is not None:
-            self.controller_hint = self.core.quorum.leader_id()
-        target = self.controller_hint
+        # the raft leader the observer knows now (broker/host.py's routing, as the node's)
+        leader = None if self.core is None else self.core.quorum.leader_id()
+        target = controller_for(leader, {n: n for n in self.world.nodes})
+        self.controller_hint = target
         if target is None:
             self.world.scheduler.after(1, self._failure_event, self.incarnation, component, send.request_id)
             return
