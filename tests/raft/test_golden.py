@@ -125,3 +125,16 @@ def test_golden_scenario(path: pathlib.Path) -> None:
 
 def test_there_are_golden_scenarios() -> None:
     assert len(list(GOLDEN.glob("*.txt"))) >= 4
+
+
+def test_a_behaviour_change_shows_as_a_text_diff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A core that times out sooner (a changed election timer) no longer reproduces the election script."""
+    import functools  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    text = (GOLDEN / "election.txt").read_text()
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "QuorumConfig", functools.partial(QuorumConfig, election_timeout_ms=500))
+    changed = replay(text)
+    assert changed != text
+    assert any(line.startswith("next poll") for line in set(changed.splitlines()) - set(text.splitlines()))
