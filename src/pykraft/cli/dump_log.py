@@ -38,6 +38,7 @@ _CONTROL_LABELS = {
     ControlRecordType.SNAPSHOT_FOOTER: "SnapshotFooter",
     ControlRecordType.KRAFT_VERSION: "KRaftVersion",
     ControlRecordType.KRAFT_VOTERS: "KRaftVoters",
+    ControlRecordType.PYKRAFT_VOTERS_TARGET: "PykraftVotersTarget",  # pykraft's own (records/control.py)
 }
 
 

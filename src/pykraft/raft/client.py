@@ -201,7 +201,7 @@ class RaftCore:
         kraft = self.history.kraft_version_at(last)
         return SnapshotWriter(raw, last_contained_log_time_ms=last_contained_log_time_ms, now_ms=now_ms,
                               kraft_version=kraft, voters=self.history.voter_set_at(last) if kraft >= 1 else None,
-                              on_frozen=self._on_snapshot_frozen)
+                              on_frozen=self._on_snapshot_frozen, target=self.history.target_at(last))
 
     def _on_snapshot_frozen(self, snapshot_id: SnapshotId) -> None:
         self.log.on_snapshot_frozen(snapshot_id)

@@ -4,6 +4,13 @@ message for that type, whose first field is its own `Version`.
 Kafka writes LeaderChangeMessage at version 0; v1 (with voter directory ids) is read too. The value's leading
 int16 picks the schema version when decoding, so both round-trip.
 
+One type is pykraft's own, Kafka has none: `PYKRAFT_VOTERS_TARGET` (1642, after KIP-642), the target voter set of a
+quorum reassignment (AlterPartitionReassignments on `__cluster_metadata-0`). Its value is a VotersRecord v0 naming
+the target voters (ids, directory ids, endpoints, kraft.version ranges); a record with no voters says that no
+reassignment is in progress. It is written as `VotersTarget(record)` and decodes to the plain VotersRecord. Kafka's
+`kafka-dump-log` prints it as `controlType: UNKNOWN(1642)`; Kafka's raft client (RecordsIterator) refuses it with
+"Unknown control record type UNKNOWN".
+
 These values come from log segments and snapshots that may be torn or corrupt, so each one is walked by
 `pykraft.protocol.wire_check` before kio's native reader sees it (a corrupt array length would otherwise abort
 the process); tagged fields a newer Kafka added are cut out, as Kafka skips them.
@@ -46,6 +53,14 @@ class ControlRecordType(enum.IntEnum):
     SNAPSHOT_FOOTER = 4
     KRAFT_VERSION = 5
     KRAFT_VOTERS = 6
+    PYKRAFT_VOTERS_TARGET = 1642  # pykraft's own: see the module docstring
+
+
+@dataclass(frozen=True, slots=True)
+class VotersTarget:
+    """A PYKRAFT_VOTERS_TARGET control record to write: `record` is the target as a VotersRecord (no voters: none)."""
+
+    record: VotersRecord
 
 
 class InvalidControlRecordError(RecordsError):
@@ -60,8 +75,11 @@ _SCHEMAS: dict[tuple[ControlRecordType, int], type] = {
     (ControlRecordType.SNAPSHOT_FOOTER, 0): SnapshotFooterRecord,
     (ControlRecordType.KRAFT_VERSION, 0): KRaftVersionRecord,
     (ControlRecordType.KRAFT_VOTERS, 0): VotersRecord,
+    (ControlRecordType.PYKRAFT_VOTERS_TARGET, 0): VotersRecord,
 }
-_TYPE_OF_CLASS: dict[type, ControlRecordType] = {cls: kind for (kind, _), cls in _SCHEMAS.items()}
+_TYPE_OF_CLASS: dict[type, ControlRecordType] = {cls: kind for (kind, _), cls in _SCHEMAS.items()
+                                                 if kind is not ControlRecordType.PYKRAFT_VOTERS_TARGET}
+_TYPE_OF_CLASS[VotersTarget] = ControlRecordType.PYKRAFT_VOTERS_TARGET
 _WRITERS = {cls: entity_writer(cls) for cls in _SCHEMAS.values()}
 _READERS = {key: entity_reader(cls) for key, cls in _SCHEMAS.items()}
 # Each walk knows the schema's other versions: Kafka rejects their tags instead of skipping them.
@@ -93,6 +111,8 @@ def control_record_type_of(message: object) -> ControlRecordType:
 def encode_control_record(message: object) -> SimpleRecord:
     """The key and value of one control record, ready for `encode_batch(..., control=True)`."""
     kind = control_record_type_of(message)
+    if isinstance(message, VotersTarget):
+        message = message.record
     buffer = io.BytesIO()
     _WRITERS[type(message)](buffer, message)
     return SimpleRecord(key=_KEY.pack(CONTROL_KEY_VERSION, kind), value=buffer.getvalue())

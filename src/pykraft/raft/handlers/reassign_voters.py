@@ -1,0 +1,229 @@
+"""Quorum reassignment as KIP-642 designs it, on KIP-853's one-voter changes: AlterPartitionReassignments naming
+`__cluster_metadata` partition 0 (a `ReassignVotersRequest` here), leader side. The target lives in the log as
+pykraft's PYKRAFT_VOTERS_TARGET control record (records/control.py); the leader drives the quorum towards it.
+
+Request (`handle_reassign_request`), in order:
+ 1. Not the leader, shutting down, or its epoch not committed yet -> NOT_LEADER_OR_FOLLOWER (the node answers
+    NOT_CONTROLLER: the client looks for the active controller again and retries).
+ 2. kraft.version 0 (no voter set in the log)                       -> UNSUPPORTED_VERSION.
+ 3. No target (cancel): without a reassignment in progress          -> NO_REASSIGNMENT_IN_PROGRESS; else the target
+    becomes the current voter set (KIP-642: cancelling leaves the quorum with the current voters).
+ 4. Each target id must be a voter, or a controller the leader knows: registered (ControllerRegistration: its
+    endpoints and kraft.version range), fetching as an observer (its directory id), with an endpoint on the
+    leader's listener, supporting the finalized kraft.version and caught up (at the leader's log end within
+    fetch.timeout.ms). Otherwise, as for a bad partition assignment -> INVALID_REPLICA_ASSIGNMENT with the reason.
+ 5. Nothing in progress and the committed voters are the target     -> NONE at once.
+ 6. A target other than the one in progress is appended (it replaces it: requests waiting for the old one are
+    answered REASSIGNMENT_IN_PROGRESS); the same target is not appended again.
+ 7. The request waits: NONE once the committed voter set is the target; REQUEST_TIMED_OUT at its TimeoutMs (the
+    reassignment goes on); NOT_LEADER_OR_FOLLOWER if the leadership ends first.
+
+Steps (`drive`, after every input; KIP-642's "Reassignment Algorithm" from step 2):
+ 1. Only with the target record committed, no AddVoter/RemoveVoter pending and no uncommitted VotersRecord: at
+    most one voter-set change is ever uncommitted, the reassignment's or an operator's.
+ 2. `reassignment.next_step` over the committed voters: add one of NewVoters when size(NewVoters) >=
+    size(RemovingVoters), caught-up ones first; else remove one of RemovingVoters, non-leaders first.
+ 3. An addition waits until that voter is caught up (KIP-853's AddVoter check); then one VotersRecord.
+ 4. A removal is one VotersRecord. The leader removes itself last, with KIP-853's semantics: it keeps serving until
+    the record commits, then resigns (`reconfig.resign_if_removed`); the next leader reads the target back from
+    its log and goes on. Any new leader resumes the same way.
+ 5. Once the committed voters are the target, a target record with no voters clears it (KIP-642's
+    TargetVoters=null).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import TYPE_CHECKING
+
+from kio.schema.voters_record.v0.data import VotersRecord
+from kio.static.primitive import i16
+
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.effects import Respond
+from pykraft.raft.handlers import membership
+from pykraft.raft.leader import LeaderState
+from pykraft.raft.reassignment import AddVoterStep, Blocked, RemoveVoterStep, ResignLeaderStep, next_step
+from pykraft.raft.voter_change import ReassignVotersRequest, ReassignVotersResult, ReassignWaiter
+from pykraft.raft.voter_set import VoterNode, VoterSet, VoterSetError, add_voter, remove_voter
+from pykraft.records.control import VotersTarget
+
+if TYPE_CHECKING:
+    from pykraft.raft.client import RaftCore
+
+CLEARED_TARGET = VotersTarget(VotersRecord(version=i16(0), voters=()))
+
+
+class InvalidTarget(Exception):
+    """A target id the leader cannot make a voter (the message says why)."""
+
+
+def _answer(core: RaftCore, ref: Hashable, error: ErrorCode, message: str | None = None) -> None:
+    core.emit(Respond(ref, ReassignVotersResult(error, message)))
+
+
+# ---- the request -----------------------------------------------------------------------------------------------
+def handle_reassign_request(core: RaftCore, ref: Hashable, request: ReassignVotersRequest, now_ms: int) -> None:
+    leader = core.leader_state()
+    if membership.leader_error(core) is not None or leader is None or leader.high_watermark is None:  # step 1
+        return _answer(core, ref, ErrorCode.NOT_LEADER_OR_FOLLOWER, "this node is not the active leader")
+    if core.history.last_kraft_version() < 1:  # step 2
+        return _answer(core, ref, ErrorCode.UNSUPPORTED_VERSION,
+                       "kraft.version 0 keeps the voters in configuration: upgrade kraft.version to 1 first")
+    active = core.history.last_target()
+    if request.target_ids is None:  # step 3
+        if active is None:
+            return _answer(core, ref, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "no quorum reassignment is in progress")
+        target = core.voters()
+    else:
+        try:
+            target = resolve_target(core, leader, request, now_ms)  # step 4
+        except InvalidTarget as exc:
+            return _answer(core, ref, ErrorCode.INVALID_REPLICA_ASSIGNMENT, str(exc))
+    keys = target.keys()
+    if active is None and keys == committed_voters(core, leader).keys() == core.voters().keys():  # step 5
+        return _answer(core, ref, ErrorCode.NONE)
+    if active is None or active[1].keys() != keys:  # step 6
+        _replace_target(core, leader, target, now_ms)
+    deadline = now_ms + max(0, request.timeout_ms)
+    core.reconfig.reassign_waiters.append(ReassignWaiter(ref, keys, leader.epoch, deadline))  # step 7
+    settle_waiters(core, now_ms)
+
+
+def resolve_target(core: RaftCore, leader: LeaderState, request: ReassignVotersRequest, now_ms: int) -> VoterSet:
+    """The target as voter nodes: voters keep their entry, others become voters from what the leader knows."""
+    ids = request.target_ids or ()
+    if not ids:
+        raise InvalidTarget("the target voter set is empty")
+    if len(set(ids)) != len(ids):
+        raise InvalidTarget(f"the target {list(ids)} names a node more than once")
+    voters = core.voters()
+    nodes = [voters.voters[i] if i in voters.voters else _new_voter(core, leader, request, i, now_ms) for i in ids]
+    return VoterSet.of(nodes)
+
+
+def _new_voter(core: RaftCore, leader: LeaderState, request: ReassignVotersRequest, node_id: int,
+               now_ms: int) -> VoterNode:
+    if node_id < 0:
+        raise InvalidTarget(f"{node_id} is not a node id")
+    candidate = request.candidates.get(node_id)
+    progress = leader.newest_observer(node_id)
+    if candidate is None:
+        if node_id in request.brokers:
+            raise InvalidTarget(f"node {node_id} is a broker, not a controller: only a node whose process.roles "
+                                "includes controller can be a voter")
+        if progress is not None:
+            raise InvalidTarget(f"node {node_id} fetches the metadata log but has not registered as a controller")
+        raise InvalidTarget(f"node {node_id} is unknown to the leader: not a voter and not a registered controller")
+    if progress is None or progress.key.directory_id is None:
+        raise InvalidTarget(f"controller {node_id} does not follow the leader as an observer (no Fetch with a "
+                            "directory id): start it with controller.quorum.bootstrap.servers")
+    if candidate.endpoints.address(core.local.listener_name) is None:
+        raise InvalidTarget(f"controller {node_id} registered no endpoint for the listener {core.local.listener_name}")
+    finalized = core.history.last_kraft_version()
+    if not candidate.supported_kraft.contains(finalized):
+        raise InvalidTarget(f"controller {node_id} does not support kraft.version {finalized}")
+    if not leader.caught_up_within(progress.key, now_ms, core.config.fetch_timeout_ms):
+        end = progress.end_offset if progress.end_offset is not None else -1
+        raise InvalidTarget(f"controller {node_id} is not caught up with the leader (its log end {end}, the "
+                            f"leader's {core.log.end_offset()}): let it catch up and try again")
+    return VoterNode(progress.key, candidate.endpoints, candidate.supported_kraft)
+
+
+def _replace_target(core: RaftCore, leader: LeaderState, target: VoterSet, now_ms: int) -> None:
+    keys = target.keys()
+    replaced = [w for w in core.reconfig.reassign_waiters if w.keys != keys]
+    core.reconfig.reassign_waiters = [w for w in core.reconfig.reassign_waiters if w.keys == keys]
+    shown = sorted(keys)
+    for waiter in replaced:
+        _answer(core, waiter.ref, ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                f"the target was replaced by {[k.id for k in shown]} before it was reached")
+    _append_target(core, leader, VotersTarget(target.to_voters_record()), now_ms)
+
+
+def _append_target(core: RaftCore, leader: LeaderState, record: VotersTarget, now_ms: int) -> None:
+    leader.accumulator.append_control([record], now_ms)
+    core.drain_accumulator(leader, now_ms, force=True)
+    core.reconfig.reassign_waiting_for = None
+
+
+def committed_voters(core: RaftCore, leader: LeaderState) -> VoterSet:
+    hwm = leader.high_watermark
+    return core.voters() if hwm is None else core.history.voter_set_at(hwm - 1)
+
+
+# ---- the waiting requests ----------------------------------------------------------------------------------------
+def settle_waiters(core: RaftCore, now_ms: int) -> None:
+    """Answer the requests whose fate is known: leadership lost, target committed as the voter set, or timed out."""
+    waiters = core.reconfig.reassign_waiters
+    if not waiters:
+        return
+    leader = core.leader_state()
+    reached = None if leader is None else _reached(core, leader)
+    waiting = []
+    for waiter in waiters:
+        if leader is None or leader.epoch != waiter.epoch:
+            _answer(core, waiter.ref, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    "the leadership changed; the reassignment goes on under the new leader")
+        elif waiter.keys == reached:
+            _answer(core, waiter.ref, ErrorCode.NONE)
+        elif now_ms >= waiter.deadline_ms:
+            _answer(core, waiter.ref, ErrorCode.REQUEST_TIMED_OUT,
+                    "the target is not the voter set yet; the reassignment goes on (ListPartitionReassignments "
+                    "shows its progress)")
+        else:
+            waiting.append(waiter)
+    core.reconfig.reassign_waiters = waiting
+
+
+def _reached(core: RaftCore, leader: LeaderState) -> frozenset | None:
+    """The committed voter set, once no target record is uncommitted (None before). A target record that is not
+    committed yet (a cancellation, say) could still be lost with this leader: its requests wait for it. A cleared
+    target was appended only after the target it clears had committed."""
+    active = core.history.last_target()
+    hwm = leader.high_watermark
+    if hwm is None or (active is not None and active[0] >= hwm):
+        return None
+    return committed_voters(core, leader).keys()
+
+
+def next_deadline_ms(core: RaftCore) -> int | None:
+    waiters = core.reconfig.reassign_waiters
+    return min(w.deadline_ms for w in waiters) if waiters else None
+
+
+# ---- the steps ---------------------------------------------------------------------------------------------------
+def drive(core: RaftCore, now_ms: int) -> None:
+    """Take the next step towards the committed target, if one can be taken now (see the module docstring)."""
+    active = core.history.last_target()
+    if active is None:
+        return
+    leader = core.leader_state()
+    if leader is None or core.shutdown_deadline_ms is not None or not leader.is_local_voter():
+        return  # a removed leader only waits to resign; its successor goes on
+    hwm = leader.high_watermark
+    offset, target = active
+    if hwm is None or offset >= hwm or core.reconfig.pending is not None \
+            or membership.has_uncommitted_voter_change(core, leader):  # step 1
+        return
+    voters = core.voters()  # committed: no voter change is uncommitted
+    window = core.config.fetch_timeout_ms
+    step = next_step(voters, target, leader.local_key.id, lambda key: leader.caught_up_within(key, now_ms, window))
+    if step is None:  # step 5
+        _append_target(core, leader, CLEARED_TARGET, now_ms)
+        return
+    if isinstance(step, Blocked):
+        core.reconfig.reassign_waiting_for = f"blocked: {step.reason}"
+        return
+    if isinstance(step, AddVoterStep):  # step 3
+        if not leader.caught_up_within(step.node.key, now_ms, window):
+            core.reconfig.reassign_waiting_for = f"voter {step.node.key} to catch up"
+            return
+        changed = add_voter(voters, step.node)
+    else:  # step 4
+        assert isinstance(step, (RemoveVoterStep, ResignLeaderStep)), step
+        changed = remove_voter(voters, step.key)
+    assert not isinstance(changed, VoterSetError), (step, changed)
+    membership.append_voters_record(core, leader, changed, now_ms)
+    core.reconfig.reassign_steps += 1
+    core.reconfig.reassign_waiting_for = None
