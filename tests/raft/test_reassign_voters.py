@@ -12,7 +12,7 @@ from pykraft.records import iter_batches
 from pykraft.records.control import ControlRecordType, decode_control_record
 
 from raft_context import endpoints
-from reconfig_context import FULL_RANGE, SupportedVersionRange, _epoch_at, build, commit, dir_of, fetch_request, \
+from reconfig_context import FULL_RANGE, SupportedVersionRange, _epoch_at, build, commit, dir_of, elect, fetch_request, \
     key, leader_with_committed_epoch, response_for
 
 CANDIDATES = {i: VoterCandidate(endpoints(i), FULL_RANGE) for i in range(10)}
@@ -103,7 +103,6 @@ def test_not_the_leader_answers_not_leader() -> None:
 
 
 def test_kraft_version_0_is_unsupported() -> None:
-    from reconfig_context import elect  # noqa: PLC0415
     ctx = build(0, [0, 1, 2], static=True)
     elect(ctx)
     commit(ctx, 1, 2)
@@ -295,7 +294,7 @@ def test_cancel_is_answered_only_once_the_cancellation_commits() -> None:
 
 
 def test_a_new_leader_resumes_from_the_target_in_its_log() -> None:
-    """Failover: node 1 inherits a log holding a committed target and the first step; elected, it goes on."""
+    """Failover: node 1 inherits a log holding a committed target and two steps; elected, it goes on."""
     old = leader_with_observers(3, 4)
     reassign(old, [1, 3, 4])
     fetch(old, 1)  # the target commits: add 3 (two new, two removing)
