@@ -17,7 +17,7 @@ from kio.static.primitive import i16, i32
 
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import kraft_upgrade, messages, timers
-from pykraft.raft.handlers import reconfig
+from pykraft.raft.handlers import reassign_voters, reconfig
 from pykraft.raft.handlers.dispatch import dispatch_request, dispatch_response
 from pykraft.raft.handlers.fetch import complete_parked_fetches, fail_parked_fetches
 from pykraft.raft.handlers.vote import maybe_win_prospective
@@ -249,6 +249,10 @@ class RaftCore:
             raise NotLeaderError(f"not the leader of epoch {self.quorum.epoch}")
         offset = kraft_upgrade.upgrade(self, version, now_ms, validate_only)
         return offset, self._ready(now_ms)
+
+    def quorum_reassignment(self) -> tuple[VoterSet, VoterSet] | None:
+        """(voters now, target) of the quorum reassignment this leader drives (handlers/reassign_voters.py), or None."""
+        return reassign_voters.progress(self)
 
     def kraft_version(self) -> int:
         """The latest kraft.version in the log (possibly uncommitted, like Kafka's active controller uses)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.voter_set import Endpoints, ReplicaKey, SupportedVersionRange, VoterNode
@@ -67,6 +68,10 @@ class ReassignVotersRequest:
     """AlterPartitionReassignments naming `__cluster_metadata` partition 0, as the core takes it (the node builds
     it; the simulator sends it as is). `target_ids` None cancels the reassignment in progress. `candidates` are the
     registered controllers (id -> VoterCandidate); `brokers` the registered broker ids (only for a clearer error)."""
+
+    # Read when handling it fails (the node records the failure under the API it came in by).
+    __api_key__: ClassVar[int] = 45  # AlterPartitionReassignments
+    __version__: ClassVar[int] = 0
 
     target_ids: tuple[int, ...] | None
     timeout_ms: int

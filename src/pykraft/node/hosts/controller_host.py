@@ -52,6 +52,8 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from pykraft.node.runtime.metrics import EventQueueStats
+from pykraft.node.apis.quorum_reassign_api import QUORUM_REASSIGN_APIS, QuorumReassignApi
+from pykraft.node.hosts.controller_registration import ControllerRegistrar
 from pykraft.node.apis.versions import to_request_version
 from pykraft.node.apis.writes import WriteFailed
 
@@ -149,7 +151,9 @@ def controller_host(node_config: Any) -> ControllerHost:
     except StorageError:
         cluster_id = ""  # NodeRuntime.start() refuses the directory with the proper message
     bootstrap = read_bootstrap_records(node_config.metadata_log_dir)
-    return ControllerHost(controller_config(node_config, cluster_id, bootstrap))
+    host = ControllerHost(controller_config(node_config, cluster_id, bootstrap))
+    host.registrar = ControllerRegistrar.of_config(host, node_config)
+    return host
 
 
 def hosted_runtime(node_config: Any, host: Any, **runtime_options: Any) -> NodeRuntime:
@@ -183,6 +187,8 @@ class ControllerHost(ControllerHostView):
         self.not_controller_answers = 0
         self.last_applied_timestamp_ms: int | None = None  # append time of the last committed batch (lag metric)
         self.event_queue = EventQueueStats()
+        # Registers this controller with the active one (set by `controller_host`; None for a bare host in tests).
+        self.registrar: ControllerRegistrar | None = None
 
     def bind(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
@@ -194,6 +200,8 @@ class ControllerHost(ControllerHostView):
         for key, (low, high) in HOST_APIS.items():
             if key in ApiKey._value2member_map_:  # noqa: SLF001 - membership by value
                 base = base.with_range(ApiKey(key), low, high)
+        for key, (low, high) in QUORUM_REASSIGN_APIS.items():
+            base = base.with_range(key, low, high)
         return with_image_apis(base)
 
     def metadata_image(self) -> QuorumController:
@@ -205,7 +213,9 @@ class ControllerHost(ControllerHostView):
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.request(int(decoded.api_key), decoded.message)
         handlers = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}  # noqa: SLF001
-        return {**handlers, **image_handlers(self.metadata_image)}
+        # Quorum reassignment (KIP-642) through AlterPartitionReassignments on __cluster_metadata: the raft core's.
+        reassign = QuorumReassignApi(lambda: self.runtime, lambda: self.controller)
+        return {**handlers, **image_handlers(self.metadata_image), **reassign.handlers()}
 
     def _core(self) -> Any:
         return None if self.runtime is None else self.runtime.core
@@ -216,13 +226,20 @@ class ControllerHost(ControllerHostView):
         records = metadata_records(batches, on_undecodable=self._count_undecodable,
                                    skip=ahead.covers if ahead else None, on_batch=self._note_batch)
         self.hosted.replay_committed(records, last_offset, self._core())
+        self._poke_registrar()
 
     def load_snapshot(self, reader: RawSnapshotReader) -> None:
         records = metadata_records(reader.records(), on_undecodable=self._count_undecodable)
         self.hosted.load_snapshot([record for _, record in records], reader.snapshot_id.offset - 1)
         self.snapshots_loaded += 1
+        self._poke_registrar()
+
+    def _poke_registrar(self) -> None:
+        if self.registrar is not None:
+            self.registrar.poke()
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
+        self._poke_registrar()
         if leader_id == self.config.node_id and self.runtime is not None:
             self.runtime.submit(lambda now: self._activate(epoch, now))
         elif self.controller.active:

@@ -152,6 +152,16 @@ def committed_voters(core: RaftCore, leader: LeaderState) -> VoterSet:
     return core.voters() if hwm is None else core.history.voter_set_at(hwm - 1)
 
 
+def progress(core: RaftCore) -> tuple[VoterSet, VoterSet] | None:
+    """(the voters now, the target) while this leader has a reassignment in progress (ListPartitionReassignments
+    reports it as the replicas, the adding and the removing ones); None otherwise or when not the leader."""
+    leader = core.leader_state()
+    active = core.history.last_target()
+    if leader is None or leader.high_watermark is None or active is None:
+        return None
+    return core.voters(), active[1]
+
+
 # ---- the waiting requests ----------------------------------------------------------------------------------------
 def settle_waiters(core: RaftCore, now_ms: int) -> None:
     """Answer the requests whose fate is known: leadership lost, target committed as the voter set, or timed out."""
