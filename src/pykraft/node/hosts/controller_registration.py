@@ -120,9 +120,11 @@ class ControllerRegistrar:
         error = None if response is None else ErrorCode(int(response.error_code))
         if error is ErrorCode.NONE:
             _log.info("controller %d registered with the active controller %d", self.node_id, leader)
-            self.poke()  # the image may show it already (this node leads), or a later batch will
-            return
-        _log.debug("controller registration with %d failed: %s", leader, "no answer" if error is None else error.name)
+        else:
+            _log.debug("controller registration with %d failed: %s", leader,
+                       "no answer" if error is None else error.name)
+        # Accepted or not, look again only after the backoff: an accepted registration shows in the image once its
+        # record commits (then there is nothing to do); one that never shows was lost with its leader.
         self._retry = asyncio.get_running_loop().call_later(RETRY_BACKOFF_MS / 1000, self._retry_now)
 
     def _retry_now(self) -> None:
