@@ -199,8 +199,14 @@ class VoterHistory:
 
     def target_at(self, offset: int) -> VoterSet | None:
         """The reassignment target in force at `offset` (None: no reassignment), e.g. for a snapshot there."""
+        entry = self.target_entry_at(offset)
+        return None if entry is None else entry[1]
+
+    def target_entry_at(self, offset: int) -> tuple[int, VoterSet | None] | None:
+        """(offset of the target record in force at `offset`, its target or None if it cleared one); None when no
+        target record is known at or before `offset`."""
         index = bisect.bisect_right(self._target_offsets, offset) - 1
-        return self._targets[index] if index >= 0 else None
+        return (self._target_offsets[index], self._targets[index]) if index >= 0 else None
 
 
 _SNAPSHOT_TYPES = (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS,
