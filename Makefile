@@ -4,14 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast bench sim-sweep report-check standalone-check clean
+.PHONY: setup run test test-fast interop-java bench sim-sweep report-check standalone-check clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,compression,pipeline]'
+	$(PY) -m pip install --quiet -e '.[dev,compression,pipeline,interop]'
 	touch $(STAMP)
 
 # The main job: a local 3-controller quorum (real server processes on 127.0.0.1) and an observer, formatted and
@@ -28,14 +28,19 @@ test: $(STAMP)
 # The fast tier for a quick check of a change (pure core, hosts, sim scenarios): everything but the e2e processes,
 # the simulator sweeps, the exhaustive schema fuzzing and Spark (markers: tests/conftest.py, pyproject.toml).
 # Two workers (pytest-xdist): the tier is CPU-bound and this machine has two cores.
-FAST_TIER := not e2e and not sim_sweep and not exhaustive and not spark and not standalone
+FAST_TIER := not e2e and not interop_java and not sim_sweep and not exhaustive and not spark and not standalone
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -n 2 -m "$(FAST_TIER)"
+
+# Kafka's own Java client (kafka-clients 3.9.1) and record parser against real pykraft processes: the judge of
+# compatibility (tests/interop/, also part of `make test`). Needs a JDK 17 (javac, java) on PATH.
+interop-java: $(STAMP)
+	$(PY) -m pytest -q -m interop_java tests/interop
 
 BENCH_STAMP := $(VENV)/.bench-installed
 
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,compression,pipeline,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,compression,pipeline,interop,bench]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

@@ -34,6 +34,8 @@ TIERS: dict[str, tuple[str, ...]] = {
         "node/test_server_cmd.py",
         "node/test_stop_faults.py",
     ),
+    # Kafka's own Java client and parser (kafka-clients 3.9.1 from the interop extra, a JDK) against real processes.
+    "interop_java": ("interop/",),
     # Many seeded whole-cluster simulations: the CI sweeps (on two worker processes) and every scenario's seeds.
     "sim_sweep": (
         "sim/test_sim_sweep_ci.py",

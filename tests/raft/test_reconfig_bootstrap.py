@@ -75,3 +75,19 @@ def test_observer_asks_bootstrap_servers_for_the_leader_at_start_up():
     assert ctx.role == "Unattached"
     sends = ctx.take_sent(FetchRequest)
     assert len(sends) == 1 and sends[0].destination.node_id < 0  # a bootstrap server, not a known voter
+
+
+def test_leader_change_written_at_kafkas_version_0() -> None:
+    """Kafka reads every LeaderChange value at ControlRecordUtils.LEADER_CHANGE_CURRENT_VERSION (0): a v1 value (voter
+    directory ids) fails its parser, so the leader writes v0, voter ids only, even with directory ids in its voters."""
+    ctx = build(0, log=bootstrapped_log(kraft1_voters([0, 1, 2])))
+    elect(ctx)
+    batch = next(iter_batches(ctx.log.read(0, 1 << 20).records, verify_crc=False))
+    first = next(iter(batch.records()))
+    assert bytes(first.value)[:2] == b"\x00\x00"  # the value's leading int16 is its schema version
+    change = decode_control_record(first).message
+    assert change.leader_id == 0
+    assert [v.voter_id for v in change.voters] == [0, 1, 2]
+    assert not hasattr(change.voters[0], "voter_directory_id")
+    granting = [v.voter_id for v in change.granting_voters]
+    assert 0 in granting and len(granting) >= 2 and set(granting) <= {0, 1, 2}  # a majority, the leader in it

@@ -13,6 +13,7 @@ Replay never raises: a record that does not fit the image (a damaged log, a bug)
 
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 from collections.abc import Iterable, Iterator
@@ -24,6 +25,7 @@ from pykraft.controller.configs import ConfigControl
 from pykraft.controller.features import FEATURE_LEVEL_RECORD, FeatureControl
 from pykraft.controller.partitions import PartitionRecordError, PartitionRegistration
 from pykraft.controller.replication import MetadataReplayError, ReplicationControl
+from pykraft.records.metadata.written_versions import each_as_written
 
 TopicPartition = tuple[uuid.UUID, int]
 
@@ -77,10 +79,9 @@ class MetadataCache:
         self.last_applied_offset = last_contained_offset
 
     def snapshot_records(self) -> Iterator[Any]:
-        yield from self.features.snapshot_records()
-        yield from self.cluster.snapshot_records()
-        yield from self.replication.snapshot_records()
-        yield from self.configs.snapshot_records()
+        records = itertools.chain(self.features.snapshot_records(), self.cluster.snapshot_records(),
+                                  self.replication.snapshot_records(), self.configs.snapshot_records())
+        yield from each_as_written(records, self.features.metadata_version)  # Kafka's versions, as in the log
 
     # ---- brokers -----------------------------------------------------------------------------------------------
     def registration(self, broker_id: int) -> BrokerRegistration | None:

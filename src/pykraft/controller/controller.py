@@ -21,6 +21,7 @@ No I/O, clock or global randomness here: time comes in as `now_ms`, randomness f
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from kio.static.primitive import i16
 from pykraft.records.metadata.schema import RECORD_CLASSES
 from pykraft.records.metadata.schema.feature_level_record import FeatureLevelRecordV0
 from pykraft.records.metadata.schema.no_op_record import NoOpRecordV0
+from pykraft.records.metadata.written_versions import each_as_written
 
 from . import cluster as cluster_records
 from .broker_lifecycle import BrokerLifecycle, handle_controller_registration
@@ -155,11 +157,10 @@ class QuorumController:
     def snapshot_records(self) -> Iterator[Any]:
         """Features first (metadata.version leads: readers need it for what follows), then registrations, then
         topics and partitions, then configs (a topic's after the topic)."""
-        yield from self.features.snapshot_records()
-        yield from self.cluster.snapshot_records()
-        yield from self.replication.snapshot_records()
-        yield from self.configs.snapshot_records()
-        yield from self.producer_ids.snapshot_records()
+        records = itertools.chain(self.features.snapshot_records(), self.cluster.snapshot_records(),
+                                  self.replication.snapshot_records(), self.configs.snapshot_records(),
+                                  self.producer_ids.snapshot_records())
+        yield from each_as_written(records, self.features.metadata_version)  # Kafka's versions, as in the log
 
     def load_snapshot(self, records: Iterable[Any], last_contained_offset: int = -1) -> None:
         """Replace the whole image with the snapshot's. Soft state goes too: a loaded replica is not active."""

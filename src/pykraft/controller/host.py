@@ -31,6 +31,7 @@ from pykraft.raft.client import NotLeaderError
 from pykraft.raft.effects import Ready
 from pykraft.records.metadata.errors import MetadataRecordError
 from pykraft.records.metadata.frame import encode_metadata_record
+from pykraft.records.metadata.written_versions import each_as_written
 
 from .controller import (UPDATE_FEATURES, ControllerConfig, NotActiveControllerError, QuorumController,
                          UnsupportedControllerApiError)
@@ -128,7 +129,8 @@ class HostedController:
         if not result.records:
             return Written(next_offset, None, None)
         try:
-            values = [encode_metadata_record(r) for r in result.records]
+            metadata_version = self.controller.features.metadata_version
+            values = [encode_metadata_record(r) for r in each_as_written(result.records, metadata_version)]
             last, ready = quorum.append(values, now, epoch)
         except NotLeaderError as exc:
             return Refusal(ErrorCode.NOT_CONTROLLER, str(exc))

@@ -11,7 +11,7 @@ import random
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from kio.schema.leader_change_message.v1.data import LeaderChangeMessage, Voter
+from kio.schema.leader_change_message.v0.data import LeaderChangeMessage, Voter
 from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
 from kio.static.primitive import i16, i32
 
@@ -306,12 +306,13 @@ class RaftCore:
 
     def _append_start_of_epoch(self, leader: LeaderState, now_ms: int) -> None:
         voters = self.voters()
+        # Version 0, voter ids only: Kafka writes LeaderChangeMessage at ControlRecordUtils.
+        # LEADER_CHANGE_CURRENT_VERSION (0, in 3.9 through 4.x) and reads every LeaderChange at that version, so a
+        # v1 value (with directory ids) fails Kafka's parser. Older pykraft logs hold v1: records/control reads both.
         change = LeaderChangeMessage(
-            version=i16(1), leader_id=i32(leader.local_key.id),
-            voters=tuple(Voter(voter_id=i32(k.id), voter_directory_id=messages._dir(k.directory_id))
-                         for k in sorted(voters.keys())),
-            granting_voters=tuple(Voter(voter_id=i32(k.id), voter_directory_id=messages._dir(k.directory_id))
-                                  for k in sorted(leader.granting_voters)),
+            version=i16(0), leader_id=i32(leader.local_key.id),
+            voters=tuple(Voter(voter_id=i32(k)) for k in sorted({k.id for k in voters.keys()})),
+            granting_voters=tuple(Voter(voter_id=i32(k)) for k in sorted({k.id for k in leader.granting_voters})),
         )
         control: list[object] = [change]
         kraft = self.history.last_kraft_version()

@@ -7,19 +7,18 @@ the version the request came in at, like Kafka's generated code does when it wri
 version: fields the target version does not have are dropped, fields the source did not have get the schema
 default (or Kafka's zero value when the schema has none).
 
-kio names a field the same way in every version of one schema, so fields are matched by name; nested structs and
-arrays of structs are converted recursively into the target version's own nested classes.
+The conversion itself is protocol/message_versions.py's (fields matched by name, nested structs rebuilt).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import MISSING, fields
-from functools import cache
 from typing import Any
 
 from pykraft.protocol.apis import ApiKey, request_class, response_class
-from pykraft.protocol.error_responses import entity_type_of, zero_value
+from pykraft.protocol.message_versions import convert
+
+__all__ = ["CORE_VERSIONS", "convert", "to_core_request", "to_request_version"]
 
 # The request versions the raft core builds and reads (see pykraft/raft/messages.py and reconfig_messages.py).
 CORE_VERSIONS: dict[int, int] = {
@@ -54,29 +53,3 @@ def to_request_version(response: Any, version: int) -> Any:
     if int(response.__version__) == version:
         return response
     return convert(response, response_class(int(response.__api_key__), version))
-
-
-def convert(message: Any, target: type) -> Any:
-    """`message` rebuilt as an instance of `target` (another version of the same entity)."""
-    values: dict[str, Any] = {}
-    source_fields = {f.name for f in fields(message)}
-    for field_obj in _fields(target):
-        if field_obj.name in source_fields:
-            values[field_obj.name] = _convert_value(getattr(message, field_obj.name), field_obj.type)
-        elif field_obj.default is MISSING and field_obj.default_factory is MISSING:
-            values[field_obj.name] = zero_value(field_obj)
-    return target(**values)
-
-
-@cache
-def _fields(target: type) -> tuple:
-    return fields(target)
-
-
-def _convert_value(value: Any, annotation: Any) -> Any:
-    entity = entity_type_of(annotation)
-    if entity is None or value is None:
-        return value
-    if isinstance(value, tuple):
-        return tuple(convert(item, entity) for item in value)
-    return convert(value, entity)
