@@ -5,6 +5,7 @@ followers and observers are played by hand-made Fetch requests."""
 from __future__ import annotations
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.handlers import reassign_voters
 from pykraft.raft.memory_log import MemoryLog
 from pykraft.raft.voter_change import ReassignVotersRequest, VoterCandidate
 from pykraft.raft.voter_set import Endpoint, Endpoints
@@ -45,20 +46,24 @@ def voters(ctx) -> set[int]:
 
 
 def voter_sets(ctx) -> list[set[int]]:
-    """Every voter set the log's VotersRecords name, in log order (the reassignment's steps follow the first)."""
-    found = []
+    """Every voter set the log's VotersRecords name, in log order, each once: the reassignment's steps follow the
+    first (the target records repeat the voters as they are)."""
+    found: list[set[int]] = []
     for batch in iter_batches(ctx.log.read(0, 1 << 30).records):
         if batch.is_control:
             for record in batch.records():
                 control = decode_control_record(record)
-                if control.type is ControlRecordType.KRAFT_VOTERS:
-                    found.append({int(v.voter_id) for v in control.message.voters})
+                voters = {int(v.voter_id) for v in control.message.voters} \
+                    if control.type is ControlRecordType.KRAFT_VOTERS else None
+                if voters is not None and (not found or found[-1] != voters):
+                    found.append(voters)
     return found
 
 
 def target_ids(ctx) -> set[int] | None:
-    active = ctx.core.history.last_target()
-    return None if active is None else set(active[1].ids())
+    """The target the leader works towards (written, or waiting for the uncommitted step to commit)."""
+    target = reassign_voters.current_target(ctx.core)
+    return None if target is None else set(target.ids())
 
 
 def leader_with_observers(*observers: int, voter_ids=(0, 1, 2)):
@@ -250,9 +255,29 @@ def test_a_new_target_replaces_the_old_one() -> None:
     assert reassign(ctx, [0, 1, 2], "second") is None
     assert response_for(ctx, "first").error_code == ErrorCode.REASSIGNMENT_IN_PROGRESS
     assert target_ids(ctx) == {0, 1, 2}
+    written = ctx.core.history.last_target()
+    if ctx.core.history.last_voter_set_offset() >= ctx.core.high_watermark:  # a step is uncommitted: it waits
+        assert set(written[1].ids()) == {0, 1, 2, 3, 4} and ctx.core.reconfig.pending_target is not None
     settle(ctx, [1, 2, 3, 4], rounds=6)
     assert voters(ctx) == {0, 1, 2}
     assert response_for(ctx, "second").error_code == ErrorCode.NONE
+
+
+def test_a_target_record_is_a_voters_record_that_changes_no_voter_and_waits_its_turn() -> None:
+    """The target tag rides on a VotersRecord naming the voters as they are; like every VotersRecord it is written
+    only while no other one is uncommitted."""
+    ctx = leader_with_observers(3, 4)
+    reassign(ctx, [0, 1, 2, 3, 4], "first")
+    fetch(ctx, 1)  # the target commits, the first step is appended
+    assert voter_sets(ctx) == [{0, 1, 2}, {0, 1, 2, 3}]
+    offset = ctx.core.history.last_voter_set_offset()
+    reassign(ctx, [0, 1, 2], "second")
+    assert ctx.core.history.last_voter_set_offset() == offset, "not while the step is uncommitted"
+    assert ctx.core.reconfig.pending_target is not None
+    fetch(ctx, 2)
+    fetch(ctx, 3)  # the step commits: the new target is written, with the voters {0, 1, 2, 3} unchanged
+    assert ctx.core.history.last_voter_set_offset() > offset and ctx.core.reconfig.pending_target is None
+    assert set(ctx.core.voters().ids()) == {0, 1, 2, 3} and target_ids(ctx) == {0, 1, 2}
 
 
 def test_the_same_target_again_is_not_recorded_twice() -> None:
@@ -289,6 +314,8 @@ def test_cancel_is_answered_only_once_the_cancellation_commits() -> None:
     fetch(ctx, 1)
     assert voter_sets(ctx) == [{0, 1, 2}]
     assert reassign(ctx, None, "cancel") is None
+    fetch(ctx, 1)  # the cancellation commits; the leader writes the cleared target at once
+    assert response_for(ctx, "cancel") is None, "answered once no VotersRecord is uncommitted"
     fetch(ctx, 1)
     assert response_for(ctx, "cancel").error_code == ErrorCode.NONE
 

@@ -38,7 +38,6 @@ _CONTROL_LABELS = {
     ControlRecordType.SNAPSHOT_FOOTER: "SnapshotFooter",
     ControlRecordType.KRAFT_VERSION: "KRaftVersion",
     ControlRecordType.KRAFT_VOTERS: "KRaftVoters",
-    ControlRecordType.PYKRAFT_VOTERS_TARGET: "PykraftVotersTarget",  # pykraft's own (records/control.py)
 }
 
 
@@ -60,6 +59,8 @@ def decode_payload(batch: RecordBatch, record: Record) -> DecodedPayload:
             return DecodedPayload(raw_value=_raw(record), problem=str(exc))
         label = _CONTROL_LABELS.get(control.type, f"Control{control.type_id}")
         fields = message_to_dict(control.message) if control.message is not None else {}
+        if control.voters_target is not None:  # pykraft's target tag (records/control.py); Kafka shows none
+            fields["pykraftTargetVoters"] = message_to_dict(control.voters_target)["voters"]
         return DecodedPayload(control={"type": label, **fields})
     if record.value is None:
         return DecodedPayload(problem="null value")

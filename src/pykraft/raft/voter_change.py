@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from pykraft.protocol.errors import ErrorCode
-from pykraft.raft.voter_set import Endpoints, ReplicaKey, SupportedVersionRange, VoterNode
+from pykraft.raft.voter_set import Endpoints, ReplicaKey, SupportedVersionRange, VoterNode, VoterSet
 
 # KIP-853: the TimeoutMs an auto-joining controller puts in its AddVoter request.
 AUTO_JOIN_ADD_TIMEOUT_MS = 30_000
@@ -108,6 +108,8 @@ class ReconfigState:
     # Leader: quorum reassignment requests waiting for their target, and what the reassignment waits for now
     # (None when it is not waiting: no reassignment, or a step just taken).
     reassign_waiters: list[ReassignWaiter] = field(default_factory=list)
+    # (leader epoch, target) accepted by this leader, to be written once no VotersRecord is uncommitted
+    pending_target: tuple[int, VoterSet] | None = None
     reassign_waiting_for: str | None = None
     reassign_steps: int = 0  # VotersRecords this node appended as a reassignment step (tests, traces)
     # Counters (peer input that was ignored, for metrics and tests).

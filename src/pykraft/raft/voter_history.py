@@ -1,10 +1,12 @@
 """Voter set and kraft.version as of every offset between the latest snapshot and the log end (KIP-853), and
-the target of a quorum reassignment (pykraft's PYKRAFT_VOTERS_TARGET control record, KIP-642's TargetVoters).
+the target of a quorum reassignment (KIP-642's TargetVoters: pykraft's target tag on a VotersRecord, see
+records/control.py).
 
 Fed with every control record the log receives (snapshot load, leader append, follower append). A VotersRecord
 takes effect when appended, not when committed; truncation reverts it. The static voter set (kraft.version 0)
-is the base entry at offset -1. Targets are kept the same way (an entry of None: the target was cleared); the
-leader acts on one only once it is committed (handlers/reassign_voters.py).
+is the base entry at offset -1. Targets are kept the same way, from the VotersRecords that carry the tag (an entry of
+None: the target was cleared); a VotersRecord without it leaves the target as it was. The leader acts on a target
+only once it is committed (handlers/reassign_voters.py).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class VoterHistory:
                     except RecordsError:
                         bad += 1
                         continue
-                    bad += self._apply_control(record.offset, control.type, control.message)
+                    bad += self._apply_control(record.offset, control.type, control.message, control.voters_target)
         except RecordsError:
             bad += 1
         return bad
@@ -72,6 +74,7 @@ class VoterHistory:
         snapshot (0, 0), whose records sit at -1, overrides static voters. Returns the count of bad records."""
         at = snapshot_id.offset - 1
         found: dict[ControlRecordType, object] = {}
+        target_record = None
         bad = 0
         try:
             for batch in iter_batches(records, verify_crc=False):
@@ -85,6 +88,8 @@ class VoterHistory:
                         continue
                     if control.type in _SNAPSHOT_TYPES:
                         found[control.type] = control.message
+                    if control.type is ControlRecordType.KRAFT_VOTERS:
+                        target_record = control.voters_target
         except RecordsError:
             bad += 1
         if ControlRecordType.KRAFT_VERSION in found:
@@ -99,7 +104,7 @@ class VoterHistory:
             del self._voter_offsets[cut:], self._voter_sets[cut:]
             self.add_voter_set(at, voters)
         # A snapshot holds a target only while a reassignment is in progress: without one, none is in force there.
-        target = _target_of(found.get(ControlRecordType.PYKRAFT_VOTERS_TARGET))
+        target = _target_of(target_record)
         if target is _CORRUPT:
             return bad + 1
         cut = bisect.bisect_left(self._target_offsets, at)
@@ -108,7 +113,7 @@ class VoterHistory:
             self.add_target(at, target)  # type: ignore[arg-type]
         return bad
 
-    def _apply_control(self, offset: int, kind: ControlRecordType, message: object) -> int:
+    def _apply_control(self, offset: int, kind: ControlRecordType, message: object, target_record: object) -> int:
         if kind is ControlRecordType.KRAFT_VERSION:
             if self._version_offsets and offset <= self._version_offsets[-1]:
                 return 0  # already seen (a re-read of the same log)
@@ -120,13 +125,11 @@ class VoterHistory:
             if self._voter_offsets and offset <= self._voter_offsets[-1]:
                 return 0
             self.add_voter_set(offset, voters)
-        elif kind is ControlRecordType.PYKRAFT_VOTERS_TARGET:
-            target = _target_of(message)
-            if target is _CORRUPT:
-                return 1
-            if self._target_offsets and offset <= self._target_offsets[-1]:
-                return 0
-            self.add_target(offset, target)  # type: ignore[arg-type]
+            if target_record is not None:
+                target = _target_of(target_record)
+                if target is _CORRUPT:
+                    return 1
+                self.add_target(offset, target)  # type: ignore[arg-type]
         return 0
 
     def truncate_new_entries(self, end_offset: int) -> None:
@@ -209,14 +212,13 @@ class VoterHistory:
         return (self._target_offsets[index], self._targets[index]) if index >= 0 else None
 
 
-_SNAPSHOT_TYPES = (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS,
-                   ControlRecordType.PYKRAFT_VOTERS_TARGET)
+_SNAPSHOT_TYPES = (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS)
 _CORRUPT = object()
 
 
 def _target_of(record: object) -> VoterSet | None | object:
-    """The target a PYKRAFT_VOTERS_TARGET record names: None for no voters (cleared) or no record, `_CORRUPT` for
-    one whose voters repeat an id or carry a negative id."""
+    """The target a VotersRecord's target tag names: None for no voters (cleared) or no tag, `_CORRUPT` for one whose
+    voters repeat an id or carry a negative id."""
     if record is None or not record.voters:  # type: ignore[attr-defined]
         return None
     voters = VoterSet.from_voters_record(record)  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 """Quorum reassignment as KIP-642 designs it, on KIP-853's one-voter changes: AlterPartitionReassignments naming
 `__cluster_metadata` partition 0 (a `ReassignVotersRequest` here), leader side. The target lives in the log as
-pykraft's PYKRAFT_VOTERS_TARGET control record (records/control.py); the leader drives the quorum towards it.
+pykraft's target tag on a VotersRecord that changes no voter (records/control.py: Kafka's parser skips the tag); the
+leader drives the quorum towards it. Every record it writes, target or step, is a VotersRecord: one at a time.
 
 Request (`handle_reassign_request`), in order:
  1. Not the leader, shutting down, or its epoch not committed yet -> NOT_LEADER_OR_FOLLOWER (the node answers
@@ -13,21 +14,22 @@ Request (`handle_reassign_request`), in order:
     leader's listener, supporting the finalized kraft.version and caught up (at the leader's log end within
     fetch.timeout.ms). Otherwise, as for a bad partition assignment -> INVALID_REPLICA_ASSIGNMENT with the reason.
  5. Nothing in progress and the committed voters are the target     -> NONE at once.
- 6. A target other than the one in progress is appended (it replaces it: requests waiting for the old one are
-    answered REASSIGNMENT_IN_PROGRESS); the same target is not appended again.
- 7. The request waits: NONE once the committed voter set is the target; REQUEST_TIMED_OUT at its TimeoutMs (the
-    reassignment goes on); NOT_LEADER_OR_FOLLOWER if the leadership ends first.
+ 6. A target other than the one in progress replaces it (requests waiting for the old one are answered
+    REASSIGNMENT_IN_PROGRESS); it is written at once, or as soon as no VotersRecord is uncommitted. The same
+    target again is not written again.
+ 7. The request waits: NONE once the committed voter set is the target (and no VotersRecord is uncommitted);
+    REQUEST_TIMED_OUT at its TimeoutMs (the reassignment goes on); NOT_LEADER_OR_FOLLOWER if the leadership ends.
 
 Steps (`drive`, after every input; KIP-642's "Reassignment Algorithm" from step 2):
- 1. Only with the target record committed, no AddVoter/RemoveVoter pending and no uncommitted VotersRecord: at
-    most one voter-set change is ever uncommitted, the reassignment's or an operator's.
+ 1. Only with no AddVoter/RemoveVoter pending and no uncommitted VotersRecord (so the target record has
+    committed): at most one voter-set change is ever uncommitted, the reassignment's or an operator's.
  2. `reassignment.next_step` over the committed voters: add one of NewVoters when size(NewVoters) >=
     size(RemovingVoters), caught-up ones first; else remove one of RemovingVoters, non-leaders first.
  3. An addition waits until that voter is caught up (KIP-853's AddVoter check); then one VotersRecord.
  4. A removal is one VotersRecord. The leader removes itself last, with KIP-853's semantics: it keeps serving until
     the record commits, then resigns (`reconfig.resign_if_removed`); the next leader reads the target back from
     its log and goes on. Any new leader resumes the same way.
- 5. Once the committed voters are the target, a target record with no voters clears it (KIP-642's
+ 5. Once the committed voters are the target, a VotersRecord with an empty target tag clears it (KIP-642's
     TargetVoters=null).
 """
 
@@ -46,12 +48,12 @@ from pykraft.raft.leader import LeaderState
 from pykraft.raft.reassignment import AddVoterStep, Blocked, RemoveVoterStep, ResignLeaderStep, next_step
 from pykraft.raft.voter_change import ReassignVotersRequest, ReassignVotersResult, ReassignWaiter
 from pykraft.raft.voter_set import VoterNode, VoterSet, VoterSetError, add_voter, remove_voter
-from pykraft.records.control import VotersTarget
+from pykraft.records.control import VotersRecordWithTarget
 
 if TYPE_CHECKING:
     from pykraft.raft.client import RaftCore
 
-CLEARED_TARGET = VotersTarget(VotersRecord(version=i16(0), voters=()))
+NO_TARGET = VotersRecord(version=i16(0), voters=())
 
 
 class InvalidTarget(Exception):
@@ -70,7 +72,7 @@ def handle_reassign_request(core: RaftCore, ref: Hashable, request: ReassignVote
     if core.history.last_kraft_version() < 1:  # step 2
         return _answer(core, ref, ErrorCode.UNSUPPORTED_VERSION,
                        "kraft.version 0 keeps the voters in configuration: upgrade kraft.version to 1 first")
-    active = core.history.last_target()
+    active = current_target(core)
     if request.target_ids is None:  # step 3
         if active is None:
             return _answer(core, ref, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "no quorum reassignment is in progress")
@@ -83,7 +85,7 @@ def handle_reassign_request(core: RaftCore, ref: Hashable, request: ReassignVote
     keys = target.keys()
     if active is None and keys == committed_voters(core, leader).keys() == core.voters().keys():  # step 5
         return _answer(core, ref, ErrorCode.NONE)
-    if active is None or active[1].keys() != keys:  # step 6
+    if active is None or active.keys() != keys:  # step 6
         _replace_target(core, leader, target, now_ms)
     deadline = now_ms + max(0, request.timeout_ms)
     core.reconfig.reassign_waiters.append(ReassignWaiter(ref, keys, leader.epoch, deadline))  # step 7
@@ -134,17 +136,43 @@ def _replace_target(core: RaftCore, leader: LeaderState, target: VoterSet, now_m
     keys = target.keys()
     replaced = [w for w in core.reconfig.reassign_waiters if w.keys != keys]
     core.reconfig.reassign_waiters = [w for w in core.reconfig.reassign_waiters if w.keys == keys]
-    shown = sorted(keys)
+    shown = sorted(k.id for k in keys)
     for waiter in replaced:
         _answer(core, waiter.ref, ErrorCode.REASSIGNMENT_IN_PROGRESS,
-                f"the target was replaced by {[k.id for k in shown]} before it was reached")
-    _append_target(core, leader, VotersTarget(target.to_voters_record()), now_ms)
+                f"the target was replaced by {shown} before it was reached")
+    core.reconfig.pending_target = (leader.epoch, target)
+    _write_pending_target(core, leader, now_ms)
 
 
-def _append_target(core: RaftCore, leader: LeaderState, record: VotersTarget, now_ms: int) -> None:
+def _may_write(core: RaftCore, leader: LeaderState) -> bool:
+    return (leader.high_watermark is not None and core.reconfig.pending is None
+            and not membership.has_uncommitted_voter_change(core, leader))
+
+
+def _write_pending_target(core: RaftCore, leader: LeaderState, now_ms: int) -> None:
+    pending = core.reconfig.pending_target
+    if pending is None or not _may_write(core, leader):
+        return
+    core.reconfig.pending_target = None
+    _append_with_target(core, leader, pending[1].to_voters_record(), now_ms)
+
+
+def _append_with_target(core: RaftCore, leader: LeaderState, target: VotersRecord, now_ms: int) -> None:
+    """The voters as they are, with the target tag: a VotersRecord that changes no voter."""
+    record = VotersRecordWithTarget(core.voters().to_voters_record(), target)
     leader.accumulator.append_control([record], now_ms)
     core.drain_accumulator(leader, now_ms, force=True)
     core.reconfig.reassign_waiting_for = None
+
+
+def current_target(core: RaftCore) -> VoterSet | None:
+    """The target this leader works towards: the one waiting to be written, else the one in its log."""
+    _forget_stale_pending(core)
+    pending = core.reconfig.pending_target
+    if pending is not None:
+        return pending[1]
+    active = core.history.last_target()
+    return None if active is None else active[1]
 
 
 def committed_voters(core: RaftCore, leader: LeaderState) -> VoterSet:
@@ -156,10 +184,10 @@ def progress(core: RaftCore) -> tuple[VoterSet, VoterSet] | None:
     """(the voters now, the target) while this leader has a reassignment in progress (ListPartitionReassignments
     reports it as the replicas, the adding and the removing ones); None otherwise or when not the leader."""
     leader = core.leader_state()
-    active = core.history.last_target()
-    if leader is None or leader.high_watermark is None or active is None:
+    target = current_target(core)
+    if leader is None or leader.high_watermark is None or target is None:
         return None
-    return core.voters(), active[1]
+    return core.voters(), target
 
 
 # ---- the waiting requests ----------------------------------------------------------------------------------------
@@ -187,12 +215,10 @@ def settle_waiters(core: RaftCore, now_ms: int) -> None:
 
 
 def _reached(core: RaftCore, leader: LeaderState) -> frozenset | None:
-    """The committed voter set, once no target record is uncommitted (None before). A target record that is not
-    committed yet (a cancellation, say) could still be lost with this leader: its requests wait for it. A cleared
-    target was appended only after the target it clears had committed."""
-    active = core.history.last_target()
-    hwm = leader.high_watermark
-    if hwm is None or (active is not None and active[0] >= hwm):
+    """The committed voter set, once no VotersRecord is uncommitted and no target waits to be written (None
+    before): a target record not committed yet (a cancellation, say) could still be lost with this leader."""
+    if leader.high_watermark is None or core.reconfig.pending_target is not None \
+            or membership.has_uncommitted_voter_change(core, leader):
         return None
     return committed_voters(core, leader).keys()
 
@@ -203,32 +229,38 @@ def next_deadline_ms(core: RaftCore) -> int | None:
 
 
 # ---- the steps ---------------------------------------------------------------------------------------------------
+def _forget_stale_pending(core: RaftCore) -> None:
+    """A target accepted under a leadership that ended was never written: its requests got NOT_LEADER."""
+    pending, leader = core.reconfig.pending_target, core.leader_state()
+    if pending is not None and (leader is None or leader.epoch != pending[0]):
+        core.reconfig.pending_target = None
+
+
 def drive(core: RaftCore, now_ms: int) -> None:
-    """Take the next step towards the committed target, if one can be taken now (see the module docstring)."""
-    active = core.history.last_target()
-    if active is None:
+    """Write a waiting target, or take the next step towards the committed one, if that can be done now."""
+    if core.reconfig.pending_target is None and core.history.last_target() is None:
         return
+    _forget_stale_pending(core)
     leader = core.leader_state()
     if leader is None or core.shutdown_deadline_ms is not None or not leader.is_local_voter():
         return  # a removed leader only waits to resign; its successor goes on
-    hwm = leader.high_watermark
-    offset, target = active
-    if hwm is None or offset >= hwm or core.reconfig.pending is not None \
-            or membership.has_uncommitted_voter_change(core, leader):  # step 1
+    if not _may_write(core, leader):  # step 1
         return
+    if core.reconfig.pending_target is not None:
+        return _write_pending_target(core, leader, now_ms)
+    target = core.history.last_target()[1]  # type: ignore[index]
     voters = core.voters()  # committed: no voter change is uncommitted
     window = core.config.fetch_timeout_ms
     step = next_step(voters, target, leader.local_key.id, lambda key: leader.caught_up_within(key, now_ms, window))
     if step is None:  # step 5
-        _append_target(core, leader, CLEARED_TARGET, now_ms)
-        return
+        return _append_with_target(core, leader, NO_TARGET, now_ms)
     if isinstance(step, Blocked):
         core.reconfig.reassign_waiting_for = f"blocked: {step.reason}"
-        return
+        return None
     if isinstance(step, AddVoterStep):  # step 3
         if not leader.caught_up_within(step.node.key, now_ms, window):
             core.reconfig.reassign_waiting_for = f"voter {step.node.key} to catch up"
-            return
+            return None
         changed = add_voter(voters, step.node)
     else:  # step 4
         assert isinstance(step, (RemoveVoterStep, ResignLeaderStep)), step
@@ -237,3 +269,4 @@ def drive(core: RaftCore, now_ms: int) -> None:
     membership.append_voters_record(core, leader, changed, now_ms)
     core.reconfig.reassign_steps += 1
     core.reconfig.reassign_waiting_for = None
+    return None

@@ -9,9 +9,9 @@ Names:
 - MajorityReachedHighWatermark: a majority of the last or the committed voter set (by key: id and directory id)
   has a log end at or above the newest leader's high watermark. Off in runs that wipe a disk (as Kafka's).
 - AtMostOneUncommittedVoterSet: the newest leader has at most one VotersRecord at or above its high watermark.
-- TargetSurvivesFailover: once a leader's last quorum reassignment target record (pykraft's PYKRAFT_VOTERS_TARGET)
-  is committed, every newer leader holds it (the same target at the same offset) or a later one, unless a snapshot
-  covers its offset.
+- TargetSurvivesFailover: once a quorum reassignment target record (pykraft's target tag on a VotersRecord) is
+  committed, the one in force at every newer leader's high watermark is it or a later one; where a snapshot covers
+  its offset, the same target.
 - NoDivergence: every committed batch (offset range, epoch, stored CRC) is the same on every node, and every
   node's log below its high watermark agrees with it; the state after each batch is the same everywhere,
   including states loaded from or written to snapshots (ConsistentCommittedData).
