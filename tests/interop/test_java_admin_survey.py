@@ -20,8 +20,6 @@ NOT_YET: dict[str, str] = {
     "describeReplicaLogDirs": "issue 35: DescribeLogDirs",
     "alterReplicaLogDirs": "issue 35: AlterReplicaLogDirs",
     "describeProducers": "issue 35: DescribeProducers",
-    "listPartitionReassignments": "issue 35: KIP-455 partition reassignment",
-    "alterPartitionReassignments_cancel": "issue 35: KIP-455 partition reassignment",
     "unregisterBroker_unknown": "issue 29: kafka-cluster unregister (UnregisterBroker)",
     "listTransactions": "issue 31: transactions",
     "describeTransactions": "issue 31: transactions",

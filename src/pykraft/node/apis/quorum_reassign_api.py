@@ -5,8 +5,10 @@ reassignment as KIP-642 designs it. This module is the I/O side; every decision 
 The seam with partition reassignment of user topics (KIP-455, the controller's): a handler of the two APIs splits
 the request with `split_metadata_topic`, sends the `__cluster_metadata` entries to `alter_metadata_topic` /
 `list_metadata_topic` and the rest to the controller, and joins the answers (`join_alter_answers`). Until the
-controller has such a handler, `QuorumReassignApi.handlers()` serves both APIs on a controller with every other
-topic answered INVALID_REQUEST ("not supported yet"), so that quorum reassignment can be used end to end.
+controller has such a handler, `QuorumReassignApi.handlers()` serves both APIs on a controller (brokers forward
+them), answering other topics as a controller that never reassigns their partitions: nothing listed, a
+cancellation NO_REASSIGNMENT_IN_PROGRESS, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION, and a new
+assignment INVALID_REQUEST ("not supported yet").
 
 What the core needs beyond its own state comes from the controller's image: the registered controllers
 (ControllerRegistration: endpoints and supported kraft.version, `VoterCandidate`) and the registered brokers (only
@@ -44,6 +46,15 @@ list_resp = schema_module("kio.schema.list_partition_reassignments.v0.response")
 
 # The versions served (kio has both; Kafka 4.1 added v1's AllowReplicationFactorChange, KIP-1101).
 QUORUM_REASSIGN_APIS = {ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0)}
+FORWARD_MARGIN_MS = 5000  # a broker forwarding AlterPartitionReassignments waits the request's TimeoutMs and this
+
+
+def forward_timeout_ms(message: Any) -> int | None:
+    """How long a broker waits for the controller's answer to a forwarded request of these APIs: the controller
+    holds AlterPartitionReassignments until the target is reached or its TimeoutMs passed (None: the default)."""
+    if int(message.__api_key__) != ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+        return None
+    return max(0, int(message.timeout.total_seconds() * 1000)) + FORWARD_MARGIN_MS
 
 
 # ---- the seam ----------------------------------------------------------------------------------------------------
@@ -157,7 +168,7 @@ class QuorumReassignApi:
         allow = bool(getattr(message, "allow_replication_factor_change", True))
         answers = [await alter_metadata_topic(runtime, self._image_of(), topic, timeout_ms, allow)
                    for topic in metadata]
-        answers += [_refused_topic(topic) for topic in others]
+        answers += [_user_topic(self._image_of(), topic) for topic in others]
         return join_alter_answers(message, answers)
 
     async def list(self, decoded: DecodedRequest) -> Any:
@@ -171,8 +182,19 @@ class QuorumReassignApi:
             topics=() if ongoing is None else (ongoing,))
 
 
-def _refused_topic(topic: Any) -> Any:
-    text = "reassigning the partitions of a topic other than __cluster_metadata is not supported by this node yet"
-    return alter_resp.ReassignableTopicResponse(name=topic.name, partitions=tuple(
-        alter_resp.ReassignablePartitionResponse(partition_index=p.partition_index, error_code=ErrorCode.INVALID_REQUEST,
-                                                 error_message=text) for p in topic.partitions))
+def _user_topic(image: Any, topic: Any) -> Any:
+    """A user topic's entry while this node reassigns no user-topic partitions (see the module docstring)."""
+    replication = image.replication
+    topic_id = replication.topics_by_name.get(topic.name)
+    answers = []
+    for p in topic.partitions:
+        if topic_id is None or replication.partition(topic_id, int(p.partition_index)) is None:
+            error, text = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic.name}-{p.partition_index} does not exist"
+        elif p.replicas is None:
+            error, text = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "no reassignment is in progress"
+        else:
+            error, text = ErrorCode.INVALID_REQUEST, (
+                "reassigning the partitions of a topic other than __cluster_metadata is not supported yet")
+        answers.append(alter_resp.ReassignablePartitionResponse(partition_index=p.partition_index, error_code=error,
+                                                                error_message=text))
+    return alter_resp.ReassignableTopicResponse(name=topic.name, partitions=tuple(answers))

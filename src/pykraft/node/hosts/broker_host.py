@@ -16,8 +16,8 @@ controller listener in the voter set. Requests to it go over the runtime's conne
 is handed back to the component that asked, which owns every retry and backoff decision. Nothing here blocks the
 core task: sends are tasks, timers are loop callbacks, and the pure components are only touched from the loop.
 
-CreateTopics, DeleteTopics, ElectLeaders, UpdateFeatures, (Incremental)AlterConfigs and CreatePartitions sent to a
-broker are forwarded to the active controller, as Kafka's
+CreateTopics, DeleteTopics, ElectLeaders, UpdateFeatures, (Incremental)AlterConfigs, CreatePartitions and
+Alter/ListPartitionReassignments sent to a broker are forwarded to the active controller, as Kafka's
 brokers forward them; an unreachable controller gives NOT_CONTROLLER (retriable for clients).
 """
 
@@ -45,6 +45,7 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from pykraft.node.apis.client_apis import controllers
+from pykraft.node.apis.quorum_reassign_api import QUORUM_REASSIGN_APIS, forward_timeout_ms
 from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
 from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
@@ -135,6 +136,8 @@ class BrokerHost:
         for key in FORWARDED_APIS:
             low, high = HOST_APIS[key]
             base = base.with_range(key, low, high)
+        for key, (low, high) in QUORUM_REASSIGN_APIS.items():
+            base = base.with_range(key, low, high)
         for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items()):
             base = base.with_range(key, low, high)
         return with_image_apis(base)
@@ -142,7 +145,7 @@ class BrokerHost:
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.forward(int(decoded.api_key), decoded.message)
-        handlers = {int(key): handler for key in FORWARDED_APIS}
+        handlers = {int(key): handler for key in (*FORWARDED_APIS, *QUORUM_REASSIGN_APIS)}
         handlers.update(image_handlers(self.metadata_image))
         handlers.update(self.data_plane.handlers())
         handlers.update(self.group_api.handlers())
@@ -321,7 +324,8 @@ class BrokerHost:
         address = self._controller_address()
         response = None
         if address is not None:
-            response = await self.runtime.outbound.forward(address[0], address[1], message)  # type: ignore[union-attr]
+            response = await self.runtime.outbound.forward(  # type: ignore[union-attr]
+                address[0], address[1], message, forward_timeout_ms(message))
         if response is None:
             self.forward_failures += 1
             reply = error_reply(api_key, message, ErrorCode.NOT_CONTROLLER,

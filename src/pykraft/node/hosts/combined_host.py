@@ -21,6 +21,7 @@ from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.protocol.apis import ApiRegistry
 from pykraft.raft.log import RawSnapshotReader
 
+from pykraft.node.apis.quorum_reassign_api import QUORUM_REASSIGN_APIS
 from pykraft.node.hosts.broker_host import FORWARDED_APIS, BrokerHost, broker_host
 from pykraft.node.hosts.controller_host import ControllerHost, controller_host, hosted_runtime
 
@@ -69,6 +70,17 @@ class CombinedHost:
             return await self.broker.forward(key, message)
 
         handlers.update({int(key): forwarded for key in FORWARDED_APIS})
+        # Quorum reassignment: the local controller's handlers while it is active, else forwarded like the others.
+        local = {key: handlers[int(key)] for key in QUORUM_REASSIGN_APIS}
+
+        def reassign_handler(key: int) -> Any:
+            async def handle(decoded: DecodedRequest) -> Any:
+                if self.controller.controller.active:
+                    return await local[key](decoded)
+                return await self.broker.forward(key, decoded.message)
+            return handle
+
+        handlers.update({int(key): reassign_handler(key) for key in QUORUM_REASSIGN_APIS})
         handlers.update(self.broker.data_plane.handlers())
         return handlers
 

@@ -120,12 +120,14 @@ class Outbound:
             return
         self._deliver(destination.node_id, send.correlation_id, response)
 
-    async def forward(self, host: str, port: int, message: Any) -> Any | None:
-        """Send a client's request on to another node (the leader) and return its answer; None if that failed."""
+    async def forward(self, host: str, port: int, message: Any, timeout_ms: int | None = None) -> Any | None:
+        """Send a client's request on to another node (the leader) and return its answer; None if that failed.
+        `timeout_ms`: how long to wait for an answer the leader holds on purpose (default: the raft request
+        timeout)."""
         key, version = int(message.__api_key__), int(message.__version__)
         try:
             payload = await self._forward_pool.request(host, port, lambda wire_id: self._encode(message, wire_id),
-                                                       timeout_ms=self._timeout_ms)
+                                                       timeout_ms=timeout_ms or self._timeout_ms)
             return decode_response(payload, key, version, borrow_records=True).message  # a Fetch answer's batches
         except (NetError, ProtocolError) as exc:
             self.stats.failures += 1
