@@ -263,6 +263,17 @@ def test_a_new_target_replaces_the_old_one() -> None:
     assert response_for(ctx, "second").error_code == ErrorCode.NONE
 
 
+def test_the_target_in_progress_sent_again_is_accepted_while_a_target_voter_lags() -> None:
+    ctx = leader_with_observers(3)
+    reassign(ctx, [0, 1, 2, 3], "first")
+    ctx.now += ctx.core.config.fetch_timeout_ms + 1  # 3 lags from here on
+    fetch(ctx, 1)
+    fetch(ctx, 1)
+    assert "catch up" in ctx.core.reconfig.reassign_waiting_for
+    assert reassign(ctx, [3, 2, 1, 0], "again") is None, "waiting, not refused"
+    assert reassign(ctx, [0, 1, 3], "other").error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT, "a new target is"
+
+
 def test_a_target_record_is_a_voters_record_that_changes_no_voter_and_waits_its_turn() -> None:
     """The target tag rides on a VotersRecord naming the voters as they are; like every VotersRecord it is written
     only while no other one is uncommitted."""

@@ -9,10 +9,12 @@ Request (`handle_reassign_request`), in order:
  2. kraft.version 0 (no voter set in the log)                       -> UNSUPPORTED_VERSION.
  3. No target (cancel): without a reassignment in progress          -> NO_REASSIGNMENT_IN_PROGRESS; else the target
     becomes the current voter set (KIP-642: cancelling leaves the quorum with the current voters).
- 4. Each target id must be a voter, or a controller the leader knows: registered (ControllerRegistration: its
-    endpoints and kraft.version range), fetching as an observer (its directory id), with an endpoint on the
-    leader's listener, supporting the finalized kraft.version and caught up (at the leader's log end within
-    fetch.timeout.ms). Otherwise, as for a bad partition assignment -> INVALID_REPLICA_ASSIGNMENT with the reason.
+ 4. The target in progress sent again is taken as it is (a client retrying after a failover must not be refused
+    because a target voter lags meanwhile). Otherwise each target id must be a voter, or a controller the leader
+    knows: registered (ControllerRegistration: its endpoints and kraft.version range), fetching as an observer (its
+    directory id), with an endpoint on the leader's listener, supporting the finalized kraft.version and caught up
+    (at the leader's log end within fetch.timeout.ms); else, as for a bad partition assignment
+    -> INVALID_REPLICA_ASSIGNMENT with the reason.
  5. Nothing in progress and the committed voters are the target     -> NONE at once.
  6. A target other than the one in progress replaces it (requests waiting for the old one are answered
     REASSIGNMENT_IN_PROGRESS); it is written at once, or as soon as no VotersRecord is uncommitted. The same
@@ -77,6 +79,8 @@ def handle_reassign_request(core: RaftCore, ref: Hashable, request: ReassignVote
         if active is None:
             return _answer(core, ref, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "no quorum reassignment is in progress")
         target = core.voters()
+    elif active is not None and sorted(request.target_ids) == sorted(active.ids()):
+        target = active  # the one in progress, sent again (a client retrying): accepted as it was
     else:
         try:
             target = resolve_target(core, leader, request, now_ms)  # step 4
