@@ -15,11 +15,6 @@ from .java_programs import failures
 
 # method -> the issue whose work makes pykraft answer it
 NOT_YET: dict[str, str] = {
-    "deleteRecords": "issue 35: DeleteRecords",
-    "describeLogDirs": "issue 35: DescribeLogDirs",
-    "describeReplicaLogDirs": "issue 35: DescribeLogDirs",
-    "alterReplicaLogDirs": "issue 35: AlterReplicaLogDirs",
-    "describeProducers": "issue 35: DescribeProducers",
     "unregisterBroker_unknown": "issue 29: kafka-cluster unregister (UnregisterBroker)",
     "listTransactions": "issue 31: transactions",
     "describeTransactions": "issue 31: transactions",

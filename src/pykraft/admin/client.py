@@ -279,6 +279,20 @@ class AdminClient:
                                            responses.simple_outcome)
         return topics.broker_infos(response)
 
+    async def metadata(self, names: Iterable[str] | None = None) -> Any:
+        """The raw Metadata v12 answer (brokers, and the named topics or all of them), for log_admin.py."""
+        return await self._leader_call("Metadata", topics.metadata_request(None if names is None else list(names)),
+                                       lambda _: Outcome(ErrorCode.NONE))
+
+    async def node_call(self, address: Address, what: str, message: Any) -> Any:
+        """One request to one given node (a partition leader, a broker's log dirs), retried on transport failures
+        until the deadline; the answer as it came (its per-partition errors are the caller's)."""
+        return await self._retrying(what, lambda remaining_ms: self._exchange(
+            address, message, min(self._request_timeout_ms, remaining_ms)))
+
+    def server_timeout_ms(self) -> int:
+        return self._server_timeout_ms()
+
     async def _controller_call(self, what: str, build: Callable[[], Any],
                                outcome_of: Callable[[Any], Outcome]) -> Any:
         """Send `build()` to the active controller until it answers something other than a retriable error."""

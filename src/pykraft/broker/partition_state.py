@@ -1,4 +1,5 @@
-"""The leader's state of one partition: follower fetch progress, acks=all waiters, produce admission.
+"""The leader's state of one partition: follower fetch progress, acks=all waiters, produce admission, and the
+DeleteRecords waiters released by the low watermark.
 
 Pure: times are passed in. The node's partition host (node/hosts/partitions.py) calls it on every follower Fetch and
 append, hands `progress()` to the ISR manager (KIP-497 decides ISR changes and the high watermark from the
@@ -7,10 +8,15 @@ maximal ISR there) and releases the acks=all waiters once the high watermark pas
 Follower progress follows Kafka's `Replica.updateFetchState`: a Fetch at offset >= the leader's log end offset
 means caught up now; a Fetch at offset >= the leader's log end offset at the follower's previous Fetch means it
 was caught up at that previous Fetch. A follower whose Fetch carries another leader epoch's view is not counted.
+
+The low watermark (Kafka's `Partition.lowWatermarkIfLeader`) is the smallest log start offset among the leader and
+every other replica whose broker is alive, as each follower's last Fetch reported it (-1 until it fetched in this
+leadership, so a DeleteRecords answer waits for it): a DeleteRecords answer waits until it reaches the new start.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -29,6 +35,7 @@ class _Follower:
     last_fetch_leader_leo: int = -1
     last_fetch_ms: int = -1
     broker_epoch: int = -1
+    log_start_offset: int = -1  # as its last Fetch reported it (Kafka's UNKNOWN_OFFSET until then)
 
 
 @dataclass(slots=True)
@@ -47,9 +54,10 @@ class LeaderState(Generic[T]):
     leader_id: int
     _followers: dict[int, _Follower] = field(default_factory=dict)
     _waiters: list[_Waiter[T]] = field(default_factory=list)
+    _deletions: list[_Waiter[T]] = field(default_factory=list)  # DeleteRecords: required = the new log start
 
     def on_follower_fetch(self, replica_id: int, fetch_offset: int, broker_epoch: int, leader_leo: int,
-                          now_ms: int) -> bool:
+                          now_ms: int, log_start_offset: int = -1) -> bool:
         """Record a follower's Fetch; False for a broker that is not a follower of this partition."""
         if replica_id == self.leader_id or replica_id not in self.replicas:
             return False
@@ -62,6 +70,7 @@ class LeaderState(Generic[T]):
         f.last_fetch_ms = now_ms
         f.log_end_offset = fetch_offset
         f.broker_epoch = broker_epoch
+        f.log_start_offset = log_start_offset
         return True
 
     def follower_log_end_offset(self, replica_id: int) -> int:
@@ -74,6 +83,40 @@ class LeaderState(Generic[T]):
         followers = tuple(FollowerProgress(r, f.log_end_offset, max(f.last_caught_up_ms, 0), f.broker_epoch)
                           for r, f in sorted(self._followers.items()) if f.log_end_offset >= 0)
         return LeaderProgress(self.leader_epoch, leader_leo, self.epoch_start_offset, followers)
+
+    def follower_log_start_offset(self, replica_id: int) -> int:
+        f = self._followers.get(replica_id)
+        return -1 if f is None else f.log_start_offset
+
+    def low_watermark(self, leader_log_start: int, alive: Callable[[int], bool]) -> int:
+        """The smallest log start among this leader and the other replicas on alive brokers."""
+        low = leader_log_start
+        for replica_id in self.replicas:
+            if replica_id != self.leader_id and alive(replica_id):
+                low = min(low, self.follower_log_start_offset(replica_id))
+        return low
+
+    # ---- DeleteRecords -----------------------------------------------------------------------------------------
+    def add_deletion_waiter(self, new_log_start: int, token: T) -> None:
+        self._deletions.append(_Waiter(new_log_start, token))
+
+    def release_deletions(self, low_watermark: int) -> list[T]:
+        """The DeleteRecords waiters whose new log start every alive replica has reached."""
+        done = [w.token for w in self._deletions if w.required_offset <= low_watermark]
+        if done:
+            self._deletions = [w for w in self._deletions if w.required_offset > low_watermark]
+        return done
+
+    def forget_deletions(self, gone: Callable[[T], bool]) -> None:
+        """Drop the waiters whose request stopped waiting (timed out): nothing will read their answer."""
+        self._deletions = [w for w in self._deletions if not gone(w.token)]
+
+    def abandon_deletions(self) -> list[T]:
+        """The leadership ended: the waiting DeleteRecords answer NOT_LEADER_OR_FOLLOWER (Kafka's
+        DelayedDeleteRecords finds the leader gone)."""
+        tokens = [w.token for w in self._deletions]
+        self._deletions.clear()
+        return tokens
 
     # ---- acks=all ----------------------------------------------------------------------------------------------
     def add_waiter(self, required_offset: int, token: T) -> None:

@@ -90,6 +90,16 @@ class ProducerStates:
                 known.last_timestamp))
         return found
 
+    def active(self) -> list[tuple[int, int, int, int]]:
+        """DescribeProducers: (producer id, epoch, last sequence, last timestamp) of each producer, by id (-1: no
+        batch kept)."""
+        found = []
+        for producer_id in sorted(self._producers):
+            known = self._producers[producer_id]
+            last = known.recent[-1].last_sequence if known.recent else -1
+            found.append((producer_id, known.epoch, last, known.last_timestamp))
+        return found
+
     def restore(self, entries: list[ProducerSnapshotEntry]) -> None:
         """Replace the state by a snapshot's (then `observe` the batches after the snapshot's offset)."""
         self._producers.clear()

@@ -129,6 +129,22 @@ def brokers(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@app.command("delete-records", context_settings=_FORWARD, add_help_option=False)
+def delete_records(ctx: typer.Context) -> None:
+    """Delete records of partitions down to an offset (kafka-delete-records)."""
+    from .delete_records_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
+
+@app.command("log-dirs", context_settings=_FORWARD, add_help_option=False)
+def log_dirs(ctx: typer.Context) -> None:
+    """Describe the brokers' log directories and the partitions in them (kafka-log-dirs)."""
+    from .log_dirs_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
+
 @app.command("quickstart")
 def quickstart(
     directory: Annotated[Path | None, typer.Option("--dir", help="Where the nodes live (default: a new "

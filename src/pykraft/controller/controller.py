@@ -51,6 +51,7 @@ from .metrics import ControllerMetrics
 from .partitions import PartitionRecordError
 from .producer_ids import PRODUCER_IDS_RECORD, ProducerIdControl
 from .replication import MetadataReplayError, ReplicationControl
+from .dir_assignment import assign_replicas_to_dirs
 from .result import ControllerResult
 
 CREATE_TOPICS = 19
@@ -66,9 +67,11 @@ ALTER_CONFIGS = 33
 CREATE_PARTITIONS = 37
 INCREMENTAL_ALTER_CONFIGS = 44
 ALLOCATE_PRODUCER_IDS = 67
+ASSIGN_REPLICAS_TO_DIRS = 73
 HANDLED_APIS = frozenset({CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, ALTER_PARTITION, UPDATE_FEATURES,
                           BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER, CONTROLLER_REGISTRATION,
-                          ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ALLOCATE_PRODUCER_IDS})
+                          ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ALLOCATE_PRODUCER_IDS,
+                          ASSIGN_REPLICAS_TO_DIRS})
 
 # Which part of the image replays which metadata record type (api key); ConfigRecords (and the configs of a removed
 # topic) go to ConfigControl.replay_side, ProducerIdsRecords to ProducerIdControl. Types not listed (quotas, ACLs,
@@ -239,6 +242,8 @@ class QuorumController:
             return create_partitions(self.replication, request, self.cluster)
         if api_key == ALLOCATE_PRODUCER_IDS:
             return self.producer_ids.handle_allocate(request, self.cluster)
+        if api_key == ASSIGN_REPLICAS_TO_DIRS:
+            return assign_replicas_to_dirs(self.replication, self.cluster, request, self.features.metadata_version)
         raise UnsupportedControllerApiError(f"the controller does not handle api key {api_key}")
 
     def note_kraft_version(self, version: int) -> None:

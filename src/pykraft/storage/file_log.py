@@ -35,6 +35,7 @@ from .epoch_cache import write_epoch_checkpoint
 from .files import EPOCH_CHECKPOINT, TOPIC_NAME
 from .flush import FlushTicket
 from .locking import DirectoryLock
+from .log_start import increment_log_start, truncate_epochs_from_start
 from .producer_snapshots import ProducerSnapshotFiles
 from .segment import HEADER, LOG_OVERHEAD, BatchInfo, Segment
 from .snapshots import FileSnapshotReader, FileSnapshotWriter, SnapshotFiles
@@ -232,6 +233,23 @@ class FileLog(EpochIndexedLog):
         self._segments[i].truncate_to(position, new_end)
         self._after_truncation(new_end)
 
+    def adopt_epochs(self, epochs: list[tuple[int, int]]) -> None:
+        """A moved replica's copy takes the epoch cache of the log it copied (the same batches, plus the epochs a
+        leader started without appending), cut at its own start."""
+        self._epochs = truncate_epochs_from_start([(e, s) for e, s in epochs if s <= self.end_offset()],
+                                                  self._start_offset)
+        self._dirty_epochs = True
+
+    def forget_epochs_from_end(self) -> None:
+        """Kafka's `UnifiedLog.truncateTo` at or past the log end: nothing is cut, but epochs starting at the log end
+        go (one this replica started as leader without appending anything), or a partition follower would keep
+        sending that epoch as its last fetched one and get the same DivergingEpoch forever."""
+        end = self.end_offset()
+        kept = [(e, s) for e, s in self._epochs if s < end]
+        if kept != self._epochs:
+            self._epochs = kept
+            self._dirty_epochs = True
+
     def _after_truncation(self, end: int) -> None:
         self.producer_snapshots.delete_above(end)
         kept = [(e, s) for e, s in self._epochs if s < end]
@@ -244,6 +262,11 @@ class FileLog(EpochIndexedLog):
         self._high_watermark = min(self._high_watermark, end)
         for ticket in list(self._tickets):
             ticket.clamp(end)
+
+    def increment_log_start(self, offset: int) -> bool:
+        """DeleteRecords, or a follower adopting its leader's log start: log_start.py. Returns whether it moved;
+        `LogStartBeyondHighWatermarkError` above the high watermark."""
+        return increment_log_start(self, offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Kafka's `truncateFullyAndStartAt`: empty the log and restart it at `offset` (a partition follower

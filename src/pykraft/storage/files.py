@@ -36,6 +36,9 @@ TOPIC_NAME = "__cluster_metadata"
 # A partition directory being deleted is first renamed `<topic>-<partition>.<32 hex>-delete` (Kafka's scheme), so
 # a crash half-way through leaves a name that recovery finishes deleting, never a half-empty live partition.
 DELETE_DIR_SUFFIX = "-delete"
+# A replica being moved to another log directory (AlterReplicaLogDirs) is copied into `<topic>-<partition>.<32
+# hex>-future` there, then renamed live (Kafka's scheme).
+FUTURE_DIR_SUFFIX = "-future"
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 _SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")

@@ -40,6 +40,7 @@ from .files import (
     sync_dir,
 )
 from .locking import DirectoryLock
+from .log_start import truncate_epochs_from_start
 from .offset_checkpoints import read_offsets
 from .recovery import TornTail, cut_torn_tail, scan_segment
 from .retention import reset_to_snapshot
@@ -64,7 +65,7 @@ class RecoveryReport:
 
 def open_file_log(
     log_dir: str, config: LogConfig | None = None, *, lock: DirectoryLock | None = None,
-    topic: str = TOPIC_NAME, partition: int = 0, topic_id: uuid.UUID = METADATA_TOPIC_ID,
+    topic: str = TOPIC_NAME, partition: int = 0, topic_id: uuid.UUID = METADATA_TOPIC_ID, name: str | None = None,
 ) -> tuple[FileLog, RecoveryReport]:
     """Open (creating if needed) `<log_dir>/<topic>-<partition>` (by default `__cluster_metadata-0`). Takes the
     directory lock unless one is given; the log then releases it on close. Raises a `StorageError` subclass for
@@ -74,7 +75,7 @@ def open_file_log(
     owned = lock is None
     lock = lock or DirectoryLock(log_dir)
     try:
-        return _open(log_dir, config, lock if owned else None, (topic, partition), topic_id)
+        return _open(log_dir, config, lock if owned else None, (topic, partition), topic_id, name)
     except BaseException:
         if owned:
             lock.release()
@@ -124,8 +125,8 @@ def _write_partition_metadata(directory: str, topic_id: uuid.UUID) -> None:
 
 
 def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None, key: tuple[str, int],
-          topic_id: uuid.UUID) -> tuple[FileLog, RecoveryReport]:
-    directory = os.path.join(log_dir, partition_dir_name(*key))
+          topic_id: uuid.UUID, name: str | None = None) -> tuple[FileLog, RecoveryReport]:
+    directory = os.path.join(log_dir, name or partition_dir_name(*key))
     if not os.path.isdir(directory):  # a fresh directory: nothing in it can be refused
         os.makedirs(directory)
         _write_partition_metadata(directory, topic_id)
@@ -148,6 +149,8 @@ def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None, key
     earliest = log.earliest_snapshot_id()
     if log._start_offset > 0 and earliest is not None:
         log._epochs = [(e, max(s, log._start_offset)) for e, s in log._epochs if e >= earliest.epoch]
+    elif log._start_offset > log._bases[0]:  # a partition log whose start DeleteRecords moved into a segment
+        log._epochs = truncate_epochs_from_start(log._epochs, log._start_offset)
     log._high_watermark = log._flushed = min(log._start_offset, end)
     latest = log.latest_snapshot_id()
     if log._start_offset > end:

@@ -19,6 +19,7 @@ from pykraft.records import RecordsError, iter_batches
 from pykraft.records.control import ControlRecordType, decode_control_record
 
 from .files import LOG_START_CHECKPOINT, sync_dir
+from .log_start import truncate_epochs_from_start
 from .offset_checkpoints import update_offsets
 from .segment import Segment
 
@@ -116,37 +117,35 @@ def maybe_clean(log: FileLog, now_ms: int) -> bool:
 
 
 def _drop_oldest_segment(log: FileLog) -> None:
-    """Delete the oldest segment of a partition log; the log start moves to the next segment's base (persisted
-    first, so a crash leaves an extra file, never a gap)."""
-    new_start = log._segments[1].base_offset
+    """Delete the oldest segment of a partition log; the log start moves to the next segment's base, or stays
+    where DeleteRecords put it when that is further (persisted first, so a crash leaves an extra file, never a
+    gap)."""
+    new_start = max(log._segments[1].base_offset, log._start_offset)
     write_log_start(log, new_start)
     log._segments.pop(0).delete()
     log._bases.pop(0)
     log._start_offset = new_start
-    log.producer_snapshots.delete_below(new_start)  # Kafka deletes a segment's producer snapshot with it
-    # Kafka's truncateFromStart: the epoch covering the new start is kept, moved up to it.
-    kept = [(e, s) for e, s in log._epochs if s >= new_start]
-    covering = [(e, s) for e, s in log._epochs if s < new_start]
-    if covering and (not kept or kept[0][1] > new_start):
-        kept.insert(0, (covering[-1][0], new_start))
-    log._epochs = kept
+    log.producer_snapshots.delete_below(log._segments[0].base_offset)  # a segment's producer snapshot goes with it
+    log._epochs = truncate_epochs_from_start(log._epochs, new_start)  # Kafka's truncateFromStart
     log._dirty_epochs = True
     log._dirty_dir = True
 
 
 def delete_expired_segments(log: FileLog, now_ms: int, retention_ms: int, retention_bytes: int) -> int:
     """Partition-log retention (Kafka's `deleteOldSegments`): drop whole sealed segments, oldest first, while the
-    oldest one's newest record is older than `retention.ms` or the log without it still holds `retention.bytes`
-    (-1: no limit). Only segments wholly below the high watermark go, and never the active one. Returns how many
-    segments were deleted."""
+    oldest one lies wholly below the log start (moved there by DeleteRecords: Kafka's
+    `deleteLogStartOffsetBreachedSegments`), or its newest record is older than `retention.ms`, or the log without
+    it still holds `retention.bytes` (-1: no limit). Only segments wholly below the high watermark go, and never
+    the active one. Returns how many segments were deleted."""
     deleted = 0
     while len(log._segments) > 1:
         oldest = log._segments[0]
         if oldest.next_offset > log.high_watermark():
             break
+        below_start = log._segments[1].base_offset <= log._start_offset
         too_old = retention_ms >= 0 and 0 <= oldest.index.max_timestamp < now_ms - retention_ms
         too_big = retention_bytes >= 0 and log.size_in_bytes() - oldest.size >= retention_bytes
-        if not (too_old or too_big):
+        if not (below_start or too_old or too_big):
             break
         _drop_oldest_segment(log)
         deleted += 1

@@ -113,7 +113,7 @@ def _answer_one(host: PartitionHost, name: str | None, unknown: ErrorCode, p: An
     if offset < start or offset > end:
         return _PartitionAnswer(index, ErrorCode.OFFSET_OUT_OF_RANGE, hwm, start)
     if replica_id >= 0:
-        host.on_follower_fetch(replica, replica_id, offset, broker_epoch, now_ms)
+        host.on_follower_fetch(replica, replica_id, offset, broker_epoch, now_ms, int(getattr(p, "log_start_offset", -1)))
         hwm = log.high_watermark()
     upper = end if replica_id >= 0 else hwm
     records: bytes | memoryview = b""

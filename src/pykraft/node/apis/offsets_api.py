@@ -69,7 +69,7 @@ def find_by_timestamp(log: FileLog, target: int, upper: int) -> tuple[int, int] 
     """(timestamp, offset) of the first record below `upper` with timestamp >= target (target -3: the record
     with the largest timestamp). Headers only, except for the one batch that holds the answer."""
     best: tuple[int, int] | None = None
-    offset = log.start_offset()
+    offset = lower = log.start_offset()
     while offset < upper:
         data = log.read(offset, _CHUNK).records
         before = offset
@@ -80,9 +80,11 @@ def find_by_timestamp(log: FileLog, target: int, upper: int) -> tuple[int, int] 
                 offset = batch.last_offset + 1
                 if target == MAX_TIMESTAMP:
                     if best is None or batch.max_timestamp > best[0]:
-                        best = _record_with(batch, lambda ts, m=batch.max_timestamp: ts == m, upper)
+                        best = _record_with(batch, lambda ts, m=batch.max_timestamp: ts == m, upper, lower) or best
                 elif batch.max_timestamp >= target:
-                    return _record_with(batch, lambda ts: ts >= target, upper)
+                    hit = _record_with(batch, lambda ts: ts >= target, upper, lower)
+                    if hit is not None:
+                        return hit
         except RecordsError:
             return best
         if offset == before:
@@ -90,9 +92,11 @@ def find_by_timestamp(log: FileLog, target: int, upper: int) -> tuple[int, int] 
     return best
 
 
-def _record_with(batch: Any, wanted: Any, upper: int) -> tuple[int, int] | None:
+def _record_with(batch: Any, wanted: Any, upper: int, lower: int) -> tuple[int, int] | None:
+    """The first record in [lower, upper) of `batch` whose timestamp is `wanted` (`lower`: the log start, which
+    DeleteRecords may have moved into the batch: records below it are gone for clients)."""
     for record in batch.records():
-        if record.offset < upper and wanted(record.timestamp):
+        if lower <= record.offset < upper and wanted(record.timestamp):
             return record.timestamp, record.offset
     return None
 

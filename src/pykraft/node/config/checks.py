@@ -35,7 +35,7 @@ IMPLEMENTED_KEYS = frozenset({
     "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "auto.create.topics.enable",
     "inter.broker.listener.name", "log.roll.ms", "log.roll.hours", "log.retention.minutes", "log.retention.hours",
     "log.message.timestamp.type", "producer.id.expiration.ms", "log.flush.interval.ms",
-    "log.flush.interval.messages",
+    "log.flush.interval.messages", "max.request.partition.size.limit",
     # a broker's group coordinator (node/apis/group_api.py, node/hosts/group_host.py)
     "offsets.topic.num.partitions", "offsets.topic.replication.factor", "group.initial.rebalance.delay.ms",
     "group.min.session.timeout.ms", "group.max.session.timeout.ms",

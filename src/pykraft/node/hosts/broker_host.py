@@ -84,7 +84,28 @@ def broker_host(node_config: Any) -> BrokerHost:
         cluster_id, directory_id = meta.cluster_id, meta.directory_id
     except StorageError:
         cluster_id, directory_id = "", None  # NodeRuntime.start() refuses the directory with the proper message
-    return BrokerHost(node_config, cluster_id, directory_id)
+    return BrokerHost(node_config, cluster_id, directory_id, log_dir_ids=log_dir_ids(node_config))
+
+
+def log_dir_ids(node_config: Any) -> tuple[uuid.UUID, ...]:
+    """The directory ids of `log.dirs` (each one's meta.properties), sorted, as Kafka's broker registers them
+    (BrokerRegistration LogDirs); () when one cannot be read (start() refuses the directory then)."""
+    ids = []
+    for directory in node_config.log_dirs:
+        try:
+            found = read_meta_properties(directory).directory_id
+        except StorageError:
+            return ()
+        if found is not None:
+            ids.append(found)
+    return tuple(sorted(set(ids), key=_java_uuid_order))
+
+
+def _java_uuid_order(value: uuid.UUID) -> tuple[int, int]:
+    """Kafka's `Uuid.compareTo`: the two halves as signed longs."""
+    def signed(half: int) -> int:
+        return half - (1 << 64) if half >= 1 << 63 else half
+    return signed(value.int >> 64), signed(value.int & ((1 << 64) - 1))
 
 
 def broker_runtime(node_config: Any, **runtime_options: Any) -> NodeRuntime:
@@ -96,7 +117,7 @@ class BrokerHost:
     """A `StateMachine` for NodeRuntime; `bind(runtime)` before the runtime starts, `start()` after."""
 
     def __init__(self, node_config: Any, cluster_id: str, directory_id: uuid.UUID | None, *,
-                 incarnation_id: uuid.UUID | None = None) -> None:
+                 incarnation_id: uuid.UUID | None = None, log_dir_ids: tuple[uuid.UUID, ...] = ()) -> None:
         rack, lag_ms = broker_settings(node_config)
         self.node_id = node_config.node_id
         self.cache = MetadataCache()
@@ -106,7 +127,7 @@ class BrokerHost:
                                      SECURITY_PROTOCOL_IDS.get(node_config.security_protocol(l.name), 0))
                             for l in node_config.advertised_broker_listeners()),
             features=DEFAULT_SUPPORTED_FEATURES, rack=rack,
-            log_dirs=() if directory_id is None else (directory_id,),
+            log_dirs=log_dir_ids or (() if directory_id is None else (directory_id,)),
             heartbeat_interval_ms=node_config.broker_heartbeat_interval_ms,
             session_timeout_ms=node_config.broker_session_timeout_ms,
             initial_registration_timeout_ms=node_config.initial_broker_registration_timeout_ms,

@@ -31,10 +31,11 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pykraft.controller.configs import describe_configs
-from pykraft.controller.controller import (ALLOCATE_PRODUCER_IDS, ALTER_CONFIGS, ALTER_PARTITION, BROKER_HEARTBEAT,
-                                          BROKER_REGISTRATION, CONTROLLER_REGISTRATION, CREATE_PARTITIONS,
-                                          CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS,
-                                          UNREGISTER_BROKER, UPDATE_FEATURES, ControllerConfig, QuorumController)
+from pykraft.controller.controller import (ALLOCATE_PRODUCER_IDS, ALTER_CONFIGS, ALTER_PARTITION,
+                                          ASSIGN_REPLICAS_TO_DIRS, BROKER_HEARTBEAT, BROKER_REGISTRATION,
+                                          CONTROLLER_REGISTRATION, CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS,
+                                          ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, UNREGISTER_BROKER,
+                                          UPDATE_FEATURES, ControllerConfig, QuorumController)
 from pykraft.controller.host import ControllerHostView, HostedController, Refusal, Written, error_reply
 from pykraft.controller.log_replay import metadata_records
 from pykraft.controller.replication import ReplicationControl
@@ -71,7 +72,7 @@ HOST_APIS: Mapping[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ELECT_LEADERS: (0, 2), ALTER_PARTITION: (2, 3),
     BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0), CONTROLLER_REGISTRATION: (0, 0),
     UPDATE_FEATURES: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_CONFIGS: (0, 2), CREATE_PARTITIONS: (0, 3),
-    ALLOCATE_PRODUCER_IDS: (0, 0),
+    ALLOCATE_PRODUCER_IDS: (0, 0), ASSIGN_REPLICAS_TO_DIRS: (0, 0),
 }
 # Answered by any controller or broker from its own image, without the core task (Kafka's brokers and controllers
 # both serve DescribeConfigs from their metadata image).

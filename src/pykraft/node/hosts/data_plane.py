@@ -1,7 +1,8 @@
 """`DataPlane`: the broker host's partition replicas, wired to the node (handlers, fetchers, timers).
 
 - `handlers()`: Produce v3-v12, Fetch v4-v18, ListOffsets v1-v10, OffsetsForLeaderEpoch v2-v4, InitProducerId
-  v0-v5 (Kafka 4.x's ranges; producer-id blocks from the controller, producer_id_api.py). Produce and Fetch naming `__cluster_metadata` go to the metadata log's paths as before.
+  v0-v5, DeleteRecords v0-v2, DescribeLogDirs v1-v4, AlterReplicaLogDirs v1-v2 (replica_move.py), DescribeProducers
+  v0, DescribeTopicPartitions v0 (Kafka 4.x's ranges; producer-id blocks from the controller, producer_id_api.py). Produce and Fetch naming `__cluster_metadata` go to the metadata log's paths as before.
 - `open()` runs when the broker caught up with the metadata log: fix glibc's allocator thresholds for megabyte
   frames (runtime/allocator.py), recover the partition logs (the metadata log's
   directory lock is shared when metadata.log.dir is one of log.dirs), follow the metadata, start the fetchers
@@ -19,16 +20,29 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.isr_rules import LeaderProgress
+from pykraft.broker.topic_partitions import DEFAULT_PARTITION_SIZE_LIMIT
 from pykraft.broker.metadata_cache import TopicPartition
 from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
 from pykraft.storage import PartitionLogs
 
-from pykraft.node.apis import auto_create, fetch_api, offsets_api, produce_api
+from pykraft.node.apis import (
+    auto_create,
+    delete_records_api,
+    fetch_api,
+    log_dirs_api,
+    offsets_api,
+    produce_api,
+    producers_api,
+    topic_partitions_api,
+)
 from pykraft.node.apis.producer_id_api import ProducerIdBlocks, init_producer_id
 from pykraft.node.runtime.allocator import tune_for_large_frames
 from pykraft.node.runtime.flusher import thread_runner
 from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
+from pykraft.node.hosts import dir_assignments
 from pykraft.node.hosts.replica_fetcher import ReplicaFetchers
+from pykraft.node.hosts.replica_move import ReplicaMover
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
@@ -37,8 +51,26 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("pykraft.node.data_plane")
 DATA_PLANE_APIS = {ApiKey.PRODUCE: (3, 12), ApiKey.FETCH: (4, 18), ApiKey.LIST_OFFSETS: (1, 10),
-                   ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4), ApiKey.INIT_PRODUCER_ID: (0, 5)}
+                   ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4), ApiKey.INIT_PRODUCER_ID: (0, 5),
+                   ApiKey.DELETE_RECORDS: (0, 2), ApiKey.DESCRIBE_LOG_DIRS: (1, 4), ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+                   ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0), ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2)}
 MAINTENANCE_INTERVAL_S = 5.0
+
+
+class _Closed:
+    """AlterReplicaLogDirs before the partition logs are open: every partition NOT_LEADER_OR_FOLLOWER, retriable."""
+
+    def request(self, topic: str, partition: int, path: str) -> ErrorCode:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def partition_size_limit(raw: Any) -> int:
+    """max.request.partition.size.limit (DescribeTopicPartitions' page size cap); ValueError when not a positive
+    integer."""
+    text = str(raw.get("max.request.partition.size.limit", DEFAULT_PARTITION_SIZE_LIMIT)).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"max.request.partition.size.limit: {text!r} is not a positive integer")
+    return int(text)
 
 
 class DataPlane:
@@ -51,8 +83,14 @@ class DataPlane:
                                   report_progress=self._report_progress, high_watermark_of=broker.isr.high_watermark,
                                   now_ms=broker._now)  # noqa: SLF001
         self.fetchers: ReplicaFetchers | None = None
+        self.mover: ReplicaMover | None = None
+        self._reporting: set[tuple[str, int, Any]] = set()  # (topic, partition, directory id) being reported
+        self._reports: set[asyncio.Task[bool | None]] = set()
+        self._assignments_unsupported = False
+        self._dir_ids: dict[str, Any] = {}  # log dir -> its meta.properties directory.id
         self.producer_ids = ProducerIdBlocks(node_config.node_id, lambda: broker.lifecycle.broker_epoch,
                                              self._ask_controller)
+        self.partition_size_limit = partition_size_limit(node_config.raw)
         self._timer: asyncio.TimerHandle | None = None
         self._maintenance: asyncio.Task[None] | None = None
 
@@ -67,6 +105,8 @@ class DataPlane:
         self.host.load()
         self.fetchers = ReplicaFetchers(self.host, broker_epoch=lambda: self.broker.lifecycle.broker_epoch,
                                         address_of=self._address_of, send=runtime.outbound.forward)
+        self.mover = ReplicaMover(self.host, self._moved)
+        self._dir_ids = {d: dir_assignments.directory_id(d) for d in config.log_dirs}
         _log.info("broker %d: %d partition logs recovered", self.settings.broker_id, len(self.host.replicas))
         self.sync_metadata(now_ms)
         self._schedule_maintenance()
@@ -79,6 +119,8 @@ class DataPlane:
         if self.fetchers is not None:
             for task in self.fetchers._tasks.values():  # noqa: SLF001 - the loop may be gone: cancel only
                 task.cancel()
+        if self.mover is not None:
+            self.mover.close()
         if self.host.logs is not None:
             self.host.close()
             self.host.logs = None
@@ -106,6 +148,7 @@ class DataPlane:
         if self.host.logs is None or self.fetchers is None:
             return
         self.fetchers.assign(self.host.sync_metadata(now_ms))
+        self._report_placements()
 
     def progress(self, partitions: list[TopicPartition], now_ms: int) -> dict[TopicPartition, LeaderProgress]:
         return self.host.progress(partitions, now_ms) if self.host.logs is not None else {}
@@ -129,6 +172,48 @@ class DataPlane:
         wanted = self.node_config.raw.get("inter.broker.listener.name")
         endpoint = next((l for l in registration.listeners if l.name == wanted), registration.listeners[0])
         return endpoint.host, endpoint.port
+
+    def _moved(self, replica: Any, directory: str) -> None:
+        """A replica moved to `directory` (replica_move.py): tell the controller its directory id."""
+        self._report_directory(replica, directory)
+
+    def _report_placements(self) -> None:
+        """With several log directories, Kafka's broker reports where each replica lives when the metadata says
+        otherwise (its AssignmentsManager: new replicas are recorded UNASSIGNED by the controller then)."""
+        logs = self.host.logs
+        if logs is None or len(logs.log_dirs) < 2 or self._assignments_unsupported:
+            return
+        me = self.settings.broker_id
+        for key, replica in self.host.replicas.items():
+            partition = self.broker.cache.partition(*replica.tp)
+            directory = logs.dir_of(*key)
+            if partition is None or directory is None or me not in partition.replicas:
+                continue
+            if partition.directories[partition.replicas.index(me)] != self._dir_ids.get(directory):
+                self._report_directory(replica, directory)
+
+    def _report_directory(self, replica: Any, directory: str) -> None:
+        dir_id = self._dir_ids.get(directory)
+        key = (replica.topic, replica.partition, dir_id)
+        if dir_id is None or key in self._reporting:
+            return
+        what = f"{replica.topic}-{replica.partition} in directory {dir_id}"
+
+        def build() -> Any:
+            return dir_assignments.assignment_request(self.settings.broker_id, self.broker.lifecycle.broker_epoch,
+                                                      dir_id, replica.topic_id, replica.partition)
+
+        self._reporting.add(key)
+        task = asyncio.get_running_loop().create_task(dir_assignments.report(self._ask_controller, build, what))
+        self._reports.add(task)
+
+        def done(finished: asyncio.Task[bool | None]) -> None:
+            self._reports.discard(finished)
+            self._reporting.discard(key)
+            if not finished.cancelled() and finished.exception() is None and finished.result() is None:
+                self._assignments_unsupported = True  # metadata.version before 3.7-IV2: Kafka assigns none
+
+        task.add_done_callback(done)
 
     # ---- requests ----------------------------------------------------------------------------------------------
     def handlers(self) -> dict[int, Any]:
@@ -154,8 +239,28 @@ class DataPlane:
         async def metadata(decoded: DecodedRequest) -> Any:
             return await auto_create.metadata(self.broker, decoded.message)
 
+        async def delete_records(decoded: DecodedRequest) -> Any:
+            return await delete_records_api.handle(self.host, decoded.message)
+
+        async def describe_log_dirs(decoded: DecodedRequest) -> Any:
+            return log_dirs_api.describe_log_dirs(self.host, tuple(self.node_config.log_dirs), decoded.message)
+
+        async def alter_replica_log_dirs(decoded: DecodedRequest) -> Any:
+            if self.mover is None:  # the logs are not open yet: no directory can take a replica now
+                return log_dirs_api.alter_replica_log_dirs(_Closed(), decoded.message)
+            return log_dirs_api.alter_replica_log_dirs(self.mover, decoded.message)
+
+        async def describe_producers(decoded: DecodedRequest) -> Any:
+            return producers_api.handle(self.host, decoded.message)
+
+        async def describe_topic_partitions(decoded: DecodedRequest) -> Any:
+            return topic_partitions_api.handle(self.broker.cache, decoded.message, self.partition_size_limit)
+
         return {ApiKey.METADATA: metadata, ApiKey.PRODUCE: produce, ApiKey.FETCH: fetch, ApiKey.LIST_OFFSETS: list_offsets,
-                ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_epoch, ApiKey.INIT_PRODUCER_ID: init_pid}
+                ApiKey.OFFSET_FOR_LEADER_EPOCH: offsets_for_epoch, ApiKey.INIT_PRODUCER_ID: init_pid,
+                ApiKey.DELETE_RECORDS: delete_records, ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs,
+                ApiKey.DESCRIBE_PRODUCERS: describe_producers, ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions,
+                ApiKey.ALTER_REPLICA_LOG_DIRS: alter_replica_log_dirs}
 
     async def _ask_controller(self, request: Any) -> Any | None:
         address = self.broker._controller_address()  # noqa: SLF001

@@ -42,6 +42,7 @@ from pykraft.storage.segment import HEADER, LOG_OVERHEAD
 
 from pykraft.node.hosts.producer_recovery import open_producer_state, reload_after_truncation, snapshot_producers
 from pykraft.node.hosts import partition_maintenance as maintenance
+from pykraft.node.hosts import record_deletion
 from pykraft.node.hosts.replica_settings import DataPlaneSettings, TopicSettingsCache, to_log_config
 
 _log = logging.getLogger("pykraft.node.partitions")
@@ -58,9 +59,10 @@ class Replica:
     producers: ProducerStates = field(default_factory=ProducerStates)
     leader_id: int = -1
     leader_epoch: int = -1
-    leading: LeaderState[asyncio.Future[ErrorCode]] | None = None
+    leading: LeaderState[asyncio.Future[Any]] | None = None  # acks=all and DeleteRecords waiters
     settings: TopicSettings = TopicSettings()
     last_flush_ms: int = -1  # when the maintenance round last flushed it (-1: not yet seen by one)
+    generation: int = 0  # bumped when the log is truncated or reset (a copy of it, replica_move.py, starts again)
 
     @property
     def tp(self) -> TopicPartition:
@@ -142,10 +144,7 @@ class PartitionHost:
             replica.log.config = to_log_config(settings)
 
     def _change_role(self, replica: Replica, leader: int, epoch: int, replicas: tuple[int, ...], now_ms: int) -> None:
-        if replica.leading is not None:
-            for waiter in replica.leading.abandon():
-                if not waiter.done():
-                    waiter.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        _abandon(replica)
         replica.leader_id, replica.leader_epoch = leader, epoch
         replica.leading = None
         if leader == self.settings.broker_id:
@@ -161,10 +160,7 @@ class PartitionHost:
 
     def _remove(self, key: tuple[str, int]) -> None:
         replica = self.replicas.pop(key)
-        if replica.leading is not None:
-            for waiter in replica.leading.abandon():
-                if not waiter.done():
-                    waiter.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        _abandon(replica)
         self.logs.delete(*key)
 
     # ---- leader: appends ---------------------------------------------------------------------------------------
@@ -239,13 +235,17 @@ class PartitionHost:
 
     # ---- leader: follower progress and the high watermark ------------------------------------------------------
     def on_follower_fetch(self, replica: Replica, follower: int, fetch_offset: int, broker_epoch: int,
-                          now_ms: int) -> None:
+                          now_ms: int, log_start_offset: int = -1) -> None:
         leading = replica.leading
         if leading is None:
             return
         before = leading.follower_log_end_offset(follower)
-        if leading.on_follower_fetch(follower, fetch_offset, broker_epoch, replica.log.end_offset(), now_ms) \
-                and before != fetch_offset:
+        start_before = leading.follower_log_start_offset(follower)
+        counted = leading.on_follower_fetch(follower, fetch_offset, broker_epoch, replica.log.end_offset(), now_ms,
+                                            log_start_offset)
+        if counted and start_before != log_start_offset:
+            record_deletion.release_deletions(self, replica)
+        if counted and before != fetch_offset:
             followers = (r for r in leading.replicas if r != leading.leader_id)
             replica.log.release_cached_below(min(leading.follower_log_end_offset(r) for r in followers))
             self._after_leader_change(replica)
@@ -273,9 +273,11 @@ class PartitionHost:
                 waiter.set_result(error)
 
     def refresh_all(self) -> None:
-        """After the ISR manager's state changed (an AlterPartition answer, new metadata)."""
+        """After the ISR manager's state changed (an AlterPartition answer, new metadata: a broker fenced no longer
+        holds back the DeleteRecords waiters)."""
         for replica in self.replicas.values():
             self.refresh_high_watermark(replica)
+            record_deletion.release_deletions(self, replica)
 
     def progress(self, partitions: list[TopicPartition], now_ms: int) -> dict[TopicPartition, LeaderProgress]:
         """`FollowerProgressSource` for the ISR manager (broker/progress.py)."""
@@ -299,6 +301,7 @@ class PartitionHost:
         hwm = min(leader_hwm, log.end_offset())
         if hwm > log.high_watermark():
             log.update_high_watermark(hwm)
+        record_deletion.adopt_leader_log_start(replica, leader_log_start)
         self._notify()
 
     def truncate_diverging(self, replica: Replica, end_offset: int, epoch: int) -> int:
@@ -307,6 +310,16 @@ class PartitionHost:
         offset = truncation_offset(log, OffsetAndEpoch(end_offset, epoch))
         _log.info("truncating %s-%d to %d (leader's epoch %d ends at %d)", replica.topic, replica.partition, offset,
                   epoch, end_offset)
+        replica.generation += 1
+        if offset < log.start_offset():
+            # Below a log start DeleteRecords moved: Kafka's truncateTo empties the log there; the leader's own
+            # log start (above it) then answers OFFSET_OUT_OF_RANGE and we restart at that.
+            log.truncate_fully_and_start_at(offset)
+            replica.producers.clear()
+            return offset
+        if offset >= log.end_offset():
+            log.forget_epochs_from_end()
+            return offset
         log.truncate_to(offset)  # drops the producer snapshots above the new end
         reload_after_truncation(replica)
         return offset
@@ -318,9 +331,15 @@ class PartitionHost:
         _log.info("%s-%d: our log ends at %d, below the leader's log start %d: emptied, restarting there",
                   replica.topic, replica.partition, log.end_offset(), leader_log_start)
         log.truncate_fully_and_start_at(leader_log_start)
+        replica.generation += 1
         replica.producers.clear()
 
     # ---- helpers -----------------------------------------------------------------------------------------------
+    def changed_partition(self, replica: Replica) -> None:
+        """A leader's log start moved (DeleteRecords): wake long polls, release what the move completes."""
+        record_deletion.release_deletions(self, replica)
+        self._notify()
+
     def _notify(self) -> None:
         self.changed.set()
         self.changed = asyncio.Event()
@@ -338,11 +357,17 @@ class PartitionHost:
         reads no batch header at all."""
         for replica in self.replicas.values():
             snapshot_producers(replica)
-            if replica.leading is not None:
-                for waiter in replica.leading.abandon():
-                    if not waiter.done():
-                        waiter.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            _abandon(replica)
         self.logs.close()
+
+
+def _abandon(replica: Replica) -> None:
+    """The leadership ends (or the replica goes): its waiters answer NOT_LEADER_OR_FOLLOWER."""
+    if replica.leading is not None:
+        for waiter in replica.leading.abandon():
+            if not waiter.done():
+                waiter.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        record_deletion.abandon_deletions(replica)
 
 
 def whole_batches_length(view: memoryview) -> int:
