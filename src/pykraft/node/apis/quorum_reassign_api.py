@@ -2,13 +2,15 @@
 reassignment as KIP-642 designs it. This module is the I/O side; every decision is the raft core's
 (raft/handlers/reassign_voters.py), handed a `ReassignVotersRequest` on the core task like any raft request.
 
-The seam with partition reassignment of user topics (KIP-455, the controller's): a handler of the two APIs splits
-the request with `split_metadata_topic`, sends the `__cluster_metadata` entries to `alter_metadata_topic` /
-`list_metadata_topic` and the rest to the controller, and joins the answers (`join_alter_answers`). Until the
-controller has such a handler, `QuorumReassignApi.handlers()` serves both APIs on a controller (brokers forward
-them), answering other topics as a controller that never reassigns their partitions: nothing listed, a
-cancellation NO_REASSIGNMENT_IN_PROGRESS, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION, and a new
-assignment INVALID_REQUEST ("not supported yet").
+The seam with partition reassignment of user topics (KIP-455, the controller's): `RaftQuorumReassignments` answers
+the `__cluster_metadata` entries, with the two methods of the `QuorumReassignments` protocol the controller's
+handler calls for them (`alter(topics, timeout_ms)` -> [(topic name, [partition answers])], `ongoing(requested)`
+-> [OngoingTopicReassignment]); that handler splits the request, runs the rest on the controller and joins the
+answers, lifting a NOT_CONTROLLER partition answer to the top level (`join_alter_answers` here does) so that the
+client retries on the active controller. Until the controller has such a handler, `QuorumReassignApi.handlers()`
+serves both APIs on a controller (brokers forward them), answering other topics as a controller that never
+reassigns their partitions: nothing listed, a cancellation NO_REASSIGNMENT_IN_PROGRESS, an unknown topic or
+partition UNKNOWN_TOPIC_OR_PARTITION, and a new assignment INVALID_REQUEST ("not supported yet").
 
 What the core needs beyond its own state comes from the controller's image: the registered controllers
 (ControllerRegistration: endpoints and supported kraft.version, `VoterCandidate`) and the registered brokers (only
@@ -147,13 +149,48 @@ def join_alter_answers(message: Any, topics: list[Any]) -> Any:
     return to_request_version(response, version)
 
 
-# ---- the handlers a controller serves until the controller's own take over ----------------------------------------
-class QuorumReassignApi:
-    """The two APIs on a controller node: `__cluster_metadata` through the raft core; other topics refused."""
+class RaftQuorumReassignments:
+    """The `__cluster_metadata` entries of both APIs, through the raft core (the controller's QuorumReassignments
+    seam: see the module docstring). `runtime_of()` None (not started) answers NOT_CONTROLLER."""
 
     def __init__(self, runtime_of: Callable[[], NodeRuntime | None], image_of: Callable[[], Any]) -> None:
         self._runtime_of = runtime_of
         self._image_of = image_of
+
+    async def alter(self, topics: Iterable[Any], timeout_ms: int,
+                    allow_replication_factor_change: bool = True) -> list[tuple[str, list[Any]]]:
+        runtime = self._runtime_of()
+        answers = []
+        for topic in topics:
+            if runtime is None:
+                answer = _every_partition(topic, ErrorCode.NOT_CONTROLLER, "the node is not running")
+            else:
+                answer = await alter_metadata_topic(runtime, self._image_of(), topic, timeout_ms,
+                                                    allow_replication_factor_change)
+            answers.append((answer.name, list(answer.partitions)))
+        return answers
+
+    def ongoing(self, requested: Iterable[Any] | None) -> list[Any]:
+        runtime = self._runtime_of()
+        found = None if runtime is None else list_metadata_topic(runtime, requested)
+        return [] if found is None else [found]
+
+
+def _every_partition(topic: Any, error: ErrorCode, text: str) -> Any:
+    return alter_resp.ReassignableTopicResponse(name=topic.name, partitions=tuple(
+        alter_resp.ReassignablePartitionResponse(partition_index=p.partition_index, error_code=error,
+                                                 error_message=text) for p in topic.partitions))
+
+
+# ---- the handlers a controller serves until the controller's own take over ----------------------------------------
+class QuorumReassignApi:
+    """The two APIs on a controller node: `__cluster_metadata` through the raft core; other topics as a controller
+    that reassigns none of their partitions (see the module docstring)."""
+
+    def __init__(self, runtime_of: Callable[[], NodeRuntime | None], image_of: Callable[[], Any]) -> None:
+        self._runtime_of = runtime_of
+        self._image_of = image_of
+        self.quorum = RaftQuorumReassignments(runtime_of, image_of)
 
     def handlers(self) -> dict[int, Any]:
         return {int(ApiKey.ALTER_PARTITION_REASSIGNMENTS): self.alter,
@@ -166,8 +203,8 @@ class QuorumReassignApi:
         metadata, others = split_metadata_topic(message.topics)
         timeout_ms = max(0, int(message.timeout.total_seconds() * 1000))
         allow = bool(getattr(message, "allow_replication_factor_change", True))
-        answers = [await alter_metadata_topic(runtime, self._image_of(), topic, timeout_ms, allow)
-                   for topic in metadata]
+        answers = [alter_resp.ReassignableTopicResponse(name=name, partitions=tuple(parts))
+                   for name, parts in await self.quorum.alter(metadata, timeout_ms, allow)]
         answers += [_user_topic(self._image_of(), topic) for topic in others]
         return join_alter_answers(message, answers)
 
@@ -176,10 +213,9 @@ class QuorumReassignApi:
         core = None if runtime is None else runtime.core
         if core is None or core.leader_state() is None or core.high_watermark is None:
             return error_response_for(message, ErrorCode.NOT_CONTROLLER, error_message="not the active controller")
-        ongoing = list_metadata_topic(runtime, message.topics)
         return list_resp.ListPartitionReassignmentsResponse(
             throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE, error_message=None,
-            topics=() if ongoing is None else (ongoing,))
+            topics=tuple(self.quorum.ongoing(message.topics)))
 
 
 def _user_topic(image: Any, topic: Any) -> Any:
