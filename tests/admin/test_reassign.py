@@ -18,7 +18,7 @@ from pykraft.admin.reassign import (
     reassign,
     status,
 )
-from pykraft.admin.reassignments import QuorumReassignment
+from pykraft.admin.quorum_reassignments import QuorumReassignment
 from pykraft.admin.responses import Outcome
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.reassignment import AddVoterStep, next_step

@@ -15,6 +15,7 @@ Durability: appends, truncations and segment rolls reach the page cache only; `f
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import weakref
 from collections.abc import Callable
@@ -39,6 +40,8 @@ from .log_start import increment_log_start, truncate_epochs_from_start
 from .producer_snapshots import ProducerSnapshotFiles
 from .segment import HEADER, LOG_OVERHEAD, BatchInfo, Segment
 from .snapshots import FileSnapshotReader, FileSnapshotWriter, SnapshotFiles
+
+_log = logging.getLogger("pykraft.storage.log")
 
 _MIN_LENGTH = 49
 _MAX_RELATIVE_OFFSET = (1 << 31) - 1
@@ -160,6 +163,8 @@ class FileLog(EpochIndexedLog):
         """Start a new active segment at the end offset (the old one is made durable first)."""
         if self.on_roll is not None:
             self.on_roll(self.end_offset())
+        _log.debug("[LocalLog dir=%s] Rolled new log segment at offset %d (the old one: %d bytes)", self.directory,
+                   self.end_offset(), self._segments[-1].size)
         self._segments[-1].seal()
         segment = Segment(self.directory, self.end_offset(), self.config.index_interval_bytes)
         segment.index.open_files()
@@ -397,3 +402,6 @@ class FileLog(EpochIndexedLog):
 
     def size_in_bytes(self) -> int:
         return sum(segment.size for segment in self._segments)
+
+    def segment_count(self) -> int:
+        return len(self._segments)

@@ -11,6 +11,7 @@ durably *before* any file behind it is deleted, so a crash in between leaves ext
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,8 @@ from .segment import Segment
 if TYPE_CHECKING:
     from .file_log import FileLog
 
+_log = logging.getLogger("pykraft.storage.log")
+
 
 def write_log_start(log: FileLog, offset: int) -> None:
     """Persist the log start of this partition, keeping the other partitions' entries of the directory."""
@@ -37,8 +40,11 @@ def advance_log_start(log: FileLog, snapshot_id: SnapshotId) -> None:
     write_log_start(log, snapshot_id.offset)
     log._start_offset = snapshot_id.offset
     while len(log._segments) > 1 and log._segments[0].next_offset <= snapshot_id.offset:
-        log._segments.pop(0).delete()
+        segment = log._segments.pop(0)
+        segment.delete()
         log._bases.pop(0)
+        _log.debug("[LocalLog dir=%s] Deleted segment %d-%d (%d bytes): below snapshot %d", log.directory,
+                   segment.base_offset, segment.next_offset - 1, segment.size, snapshot_id.offset)
     for older in [s for s in log._snapshots.ids if s < snapshot_id]:
         log._snapshots.delete(older)
     # Keep the epoch covering the new start so end_offset_for_epoch stays right for later epochs.
@@ -122,7 +128,10 @@ def _drop_oldest_segment(log: FileLog) -> None:
     gap)."""
     new_start = max(log._segments[1].base_offset, log._start_offset)
     write_log_start(log, new_start)
-    log._segments.pop(0).delete()
+    segment = log._segments.pop(0)
+    segment.delete()
+    _log.debug("[LocalLog dir=%s] Deleted segment %d-%d (%d bytes) by retention; log start offset %d", log.directory,
+               segment.base_offset, new_start - 1, segment.size, new_start)
     log._bases.pop(0)
     log._start_offset = new_start
     log.producer_snapshots.delete_below(log._segments[0].base_offset)  # a segment's producer snapshot goes with it

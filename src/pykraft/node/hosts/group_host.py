@@ -88,8 +88,12 @@ class GroupHost:
         led = {index for (topic, index), replica in self.host.replicas.items()
                if topic == OFFSETS_TOPIC and replica.leading is not None}
         for partition in [p for p in self.coordinators if p not in led]:
-            self._deliver(self.coordinators.pop(partition).unload())
-            _log.info("groups of %s-%d unloaded", OFFSETS_TOPIC, partition)
+            coordinator = self.coordinators.pop(partition)
+            count = len(coordinator.groups)
+            self._deliver(coordinator.unload())
+            # a partition without groups is per-partition noise (50 of them by default): DEBUG
+            _log.log(logging.INFO if count else logging.DEBUG, "groups of %s-%d unloaded: %d groups", OFFSETS_TOPIC,
+                     partition, count)
         for partition in [p for p in self.loading if p not in led]:
             self.loading.pop(partition).cancel()
             _log.info("loading the groups of %s-%d abandoned: no longer its leader", OFFSETS_TOPIC, partition)
@@ -106,7 +110,8 @@ class GroupHost:
             for group in groups.values():
                 coordinator.load_group(group, now)
             self.coordinators[partition] = coordinator
-            _log.info("groups of %s-%d loaded: %d groups", OFFSETS_TOPIC, partition, len(groups))
+            _log.log(logging.INFO if groups else logging.DEBUG, "groups of %s-%d loaded: %d groups", OFFSETS_TOPIC,
+                     partition, len(groups))
             self._reschedule()
         finally:
             if self.loading.get(partition) is asyncio.current_task():

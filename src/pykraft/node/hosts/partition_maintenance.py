@@ -68,9 +68,12 @@ def due_for_flush(host: PartitionHost, now_ms: int) -> list[Replica]:
 
 
 def retention_and_checkpoints(host: PartitionHost, now_ms: int) -> None:
+    # producer.id.expiration.ms may change without a restart (a dynamic broker config, as in Kafka)
+    expiration_ms = host.topic_settings.broker_int("producer.id.expiration.ms", host.settings.producer_id_expiration_ms,
+                                                   minimum=1)
     for replica in host.replicas.values():
         settings = replica.settings
         delete_expired_segments(replica.log, now_ms, settings.retention_ms, settings.retention_bytes)
-        replica.producers.expire(now_ms, host.settings.producer_id_expiration_ms)
+        replica.producers.expire(now_ms, expiration_ms)
     assert host.logs is not None
     host.logs.checkpoint()
