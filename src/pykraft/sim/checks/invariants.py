@@ -84,14 +84,11 @@ class Checker:
     ack_checked: dict[tuple[int, int], int] = field(default_factory=dict)  # (leader, epoch) -> acks verified
     storage_faults: list[str] = field(default_factory=list)
     elections: set[tuple[int, int]] = field(default_factory=set)  # (epoch, leader) seen
-<<<<<<< HEAD
     # Checks of the hosts beyond raft (the data plane's, data_invariants.py): after every event, every K events
     event_hooks: list[Callable[[], None]] = field(default_factory=list)
     full_hooks: list[Callable[[], None]] = field(default_factory=list)
-=======
     # (offset, target ids or None when cleared) of the newest committed target record any leader held
     committed_target: tuple[int, frozenset[int] | None] | None = None
->>>>>>> main
     _majority_signature: tuple[int, int, int, int] | None = None
     _majority_countdown: int = 0
 
