@@ -13,9 +13,10 @@ Names:
 - AckedRecordConsumable (at the end, once converged): every record acknowledged with acks=all and not deleted is
   read back by a consumer's Fetch (broker/fetch_answers.py, replica id -1) from the leader, below its high
   watermark.
-- GroupOffsetMonotonic (after every event): in every loaded group coordinator, a group's committed offset of a
-  partition never moves backwards within a generation, and is never below an OffsetCommit acknowledged in that
-  generation (a coordinator failover must not lose one).
+- GroupOffsetMonotonic (after every event): in the current coordinator of each `__consumer_offsets` partition (the
+  highest leader epoch; a deposed one that has not heard yet holds a stale memory nobody may act on), a group's
+  committed offset of a partition never moves backwards within a generation, and is never below an OffsetCommit
+  acknowledged in that generation (a coordinator failover must not lose one).
 KIP-841 (fenced or shutting-down brokers never in an ISR or leading) is the metadata checker's FencedNotInIsr, on
 every committed image of every node.
 """
@@ -128,23 +129,36 @@ class DataChecker:
                 self.hwms[key] = max(before, hwm)
 
     def _check_groups(self) -> None:
+        for broker, coordinator in self._current_coordinators():
+            for group in coordinator.groups.values():
+                floors = self.group_floors.setdefault((group.group_id, group.generation), {})
+                for tp, floor in floors.items():
+                    entry = group.offsets.get(tp)
+                    if entry is None or entry.offset < floor:
+                        self.violation("GroupOffsetMonotonic", broker, f"group {group.group_id} generation "
+                                                                       f"{group.generation} {tp[0]}-{tp[1]}: "
+                                                                       f"committed {entry and entry.offset} after "
+                                                                       f"{floor}")
+                        return
+                for tp, entry in group.offsets.items():
+                    floors[tp] = max(floors.get(tp, -1), entry.offset)
+
+    def _current_coordinators(self) -> list[tuple[Any, Any]]:
+        """Per `__consumer_offsets` partition, the coordinator of the highest leader epoch among the live brokers:
+        a deposed one that has not heard of it yet keeps a stale memory that nobody may act on (its writes cannot
+        commit), the group's committed offsets are the current coordinator's."""
+        best: dict[int, tuple[int, Any, Any]] = {}
         for broker in self._brokers():
             groups = getattr(broker, "groups", None)
-            if groups is None:
+            data = broker.data
+            if groups is None or data is None or not data.open:
                 continue
-            for coordinator in groups.coordinators.values():
-                for group in coordinator.groups.values():
-                    floors = self.group_floors.setdefault((group.group_id, group.generation), {})
-                    for tp, floor in floors.items():
-                        entry = group.offsets.get(tp)
-                        if entry is None or entry.offset < floor:
-                            self.violation("GroupOffsetMonotonic", broker, f"group {group.group_id} generation "
-                                                                           f"{group.generation} {tp[0]}-{tp[1]}: "
-                                                                           f"committed {entry and entry.offset} "
-                                                                           f"after {floor}")
-                            return
-                    for tp, entry in group.offsets.items():
-                        floors[tp] = max(floors.get(tp, -1), entry.offset)
+            for partition, coordinator in groups.coordinators.items():
+                replica = data.host.replicas.get(("__consumer_offsets", partition))
+                epoch = -1 if replica is None else replica.leader_epoch
+                if partition not in best or epoch > best[partition][0]:
+                    best[partition] = (epoch, broker, coordinator)
+        return [(broker, coordinator) for _, broker, coordinator in best.values()]
 
     def check_full(self) -> None:
         self.full_checks += 1

@@ -3,7 +3,7 @@ coordinators (sim/hosts/group_plane.py), as a classic Kafka consumer does:
 
 find the coordinator (the leader of `partition_for(group)` of `__consumer_offsets`, from a broker's metadata) ->
 JoinGroup (MEMBER_ID_REQUIRED first) -> the leader assigns the topic's partitions by range -> SyncGroup -> the
-committed offsets of its partitions (OffsetFetch; none: the log start) -> Fetch from each partition's leader,
+committed offsets of the partitions it has no position for (OffsetFetch; none: the log start) -> Fetch from each partition's leader,
 commit its positions every few rounds with its generation, heartbeat; a rebalance, an unknown member, an illegal
 generation or no answer in time sends it back to JoinGroup. Acknowledged commits go to the data checker
 (`GroupOffsetMonotonic`).
@@ -137,9 +137,11 @@ class GroupConsumer:
         return None
 
     def _rejoin(self, forget_member: bool = False) -> None:
+        """Back to JoinGroup. The positions stay, as a Kafka consumer keeps them for the partitions it is assigned
+        again (it fetches committed offsets only for partitions without a position)."""
         self.stats["rejoins"] += 1
         self.phase = "join"
-        self.assigned, self.positions = [], {}
+        self.assigned = []
         if forget_member:
             self.member_id = ""
 
@@ -191,14 +193,16 @@ class GroupConsumer:
             if error is ErrorCode.NONE:
                 text = answer.value.assignment.decode()
                 self.assigned = [int(p) for p in text.split(",") if p]
-                self.phase = "offsets"
+                self.positions = {p: o for p, o in self.positions.items() if p in self.assigned}
+                self.phase = "consume" if all(p in self.positions for p in self.assigned) else "offsets"
             else:
                 self._rejoin(error is ErrorCode.UNKNOWN_MEMBER_ID)
             return self.id, "synced", f"{error.name} {self.assigned}"
         if what == "offsets":
             if error is ErrorCode.NONE:
                 committed = answer.value
-                self.positions = {p: committed.get((self.topic, p), 0) for p in self.assigned}
+                for p in self.assigned:
+                    self.positions.setdefault(p, committed.get((self.topic, p), 0))
                 self.phase = "consume"
             else:
                 self._rejoin()
