@@ -83,6 +83,8 @@ class DataChecker:
             floors[tp] = max(floors.get(tp, -1), offset)
 
     def on_deleted(self, topic: str, partition: int, offset: int) -> None:
+        """A DeleteRecords was sent: it may take effect even if its answer never comes (the leader moves its log
+        start at once and answers only once every replica followed), so from now on nothing below is promised."""
         key = (topic, partition)
         self.deleted[key] = max(self.deleted.get(key, 0), offset)
 
@@ -218,11 +220,23 @@ class DataChecker:
 
     # ---- at the end ------------------------------------------------------------------------------------------
     def gaps(self) -> list[str]:
-        """Liveness: every partition led, with every replica's log end at the leader's high watermark."""
+        """Liveness: every partition led, with its high watermark at its log end and every live broker's replica
+        caught up with it."""
         gaps = []
-        for key, replica in sorted(self._leaders().items()):
+        leaders = self._leaders()
+        for key, replica in sorted(leaders.items()):
             if replica.log.high_watermark() < replica.log.end_offset():
                 gaps.append(f"{key[0]}-{key[1]} hwm {replica.log.high_watermark()} < end {replica.log.end_offset()}")
+        for broker in self._brokers():
+            data = broker.data
+            if data is None or not data.open:
+                gaps.append(f"broker {broker.node_id}'s partition logs are not open")
+                continue
+            for key, replica in sorted(data.host.replicas.items()):
+                leader = leaders.get(key)
+                if leader is not None and replica.log.end_offset() < leader.log.end_offset():
+                    gaps.append(f"{key[0]}-{key[1]} on broker {broker.node_id} ends at {replica.log.end_offset()} "
+                                f"< {leader.log.end_offset()}")
         return gaps
 
     def check_consumable(self) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pykraft.broker.actions import BrokerState
 from pykraft.sim.checks.data_invariants import DataChecker
 from pykraft.sim.engine.node import Status
 from pykraft.sim.engine.world import Params, World
@@ -102,21 +103,30 @@ def _fetch_stats(world: World) -> dict[str, Any]:
 
 # ---- faults within the budget -------------------------------------------------------------------------------------
 def cluster_whole(world: World, brokers: list[int]) -> bool:
-    """Every broker up and unfenced, every data partition with its full ISR, in the active controller's image."""
+    """Every broker running as the incarnation the active controller has registered (a restarted broker that has
+    not registered again is not whole: its old registration still looks healthy), unfenced, with its partition logs
+    open; every data partition led, with its full ISR and every replica's log at the leader's log end."""
     image = None
     for node in world.nodes.values():
         if isinstance(node, ControllerNode) and node.status is Status.UP and node.controller.active:
             image = node.committed_image
     if image is None:
         return False
+    ends: dict[tuple[Any, int], set[int]] = {}
     for broker_id in brokers:
+        node = world.nodes[broker_id]
         registration = image.cluster.registration(broker_id)
-        if world.nodes[broker_id].status is not Status.UP or registration is None or registration.fenced \
-                or registration.in_controlled_shutdown:
+        lifecycle = node.lifecycle
+        if node.status is not Status.UP or registration is None or registration.fenced \
+                or registration.in_controlled_shutdown or lifecycle is None \
+                or lifecycle.state is not BrokerState.RUNNING or registration.epoch != lifecycle.broker_epoch \
+                or node.data is None or not node.data.open:
             return False
+        for (_, index), replica in node.data.host.replicas.items():
+            ends.setdefault((replica.topic_id, index), set()).add(replica.log.end_offset())
     for topic in image.replication.topics.values():
-        for p in topic.partitions.values():
-            if len(p.isr) < len(p.replicas) or p.leader < 0:
+        for index, p in topic.partitions.items():
+            if len(p.isr) < len(p.replicas) or p.leader < 0 or len(ends.get((topic.topic_id, index), {0})) > 1:
                 return False
     return True
 
