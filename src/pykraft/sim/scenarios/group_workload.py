@@ -63,6 +63,7 @@ class GroupConsumer:
         self.running = False
         self.stats = {"joins": 0, "commits": 0, "consumed": 0, "rejoins": 0}
         self._committing: dict[tuple[str, int], int] = {}  # the positions of the OffsetCommit in flight
+        self.positions_generation = -1  # the generation the positions were read in
         world.endpoints[self.id] = self
 
     def start(self, world: World | None = None) -> Any:
@@ -137,8 +138,9 @@ class GroupConsumer:
         return None
 
     def _rejoin(self, forget_member: bool = False) -> None:
-        """Back to JoinGroup. The positions stay, as a Kafka consumer keeps them for the partitions it is assigned
-        again (it fetches committed offsets only for partitions without a position)."""
+        """Back to JoinGroup. The positions stay for now: if the group answers with the same generation (a new
+        coordinator, no rebalance) the consumer goes on from them; a new generation drops them (another member may
+        have owned the partitions meanwhile) and the committed offsets are fetched."""
         self.stats["rejoins"] += 1
         self.phase = "join"
         self.assigned = []
@@ -193,7 +195,10 @@ class GroupConsumer:
             if error is ErrorCode.NONE:
                 text = answer.value.assignment.decode()
                 self.assigned = [int(p) for p in text.split(",") if p]
+                if self.positions_generation != self.generation:
+                    self.positions = {}
                 self.positions = {p: o for p, o in self.positions.items() if p in self.assigned}
+                self.positions_generation = self.generation
                 self.phase = "consume" if all(p in self.positions for p in self.assigned) else "offsets"
             else:
                 self._rejoin(error is ErrorCode.UNKNOWN_MEMBER_ID)
