@@ -22,11 +22,13 @@ again on every metadata change, so an altered config takes effect on a live brok
 max.message.bytes at the next Produce, segment.bytes/segment.ms at the next roll, retention at the next maintenance
 round.
 
-What the host supplies: `logs` (a container of partition logs: `load`, `get`, `get_or_create`, `delete`,
-`topic_ids`, `close`; each log has the raft log interface plus log-start moves, raft/log.py and
-storage/file_log.py), and four hooks: `new_waiter`/`finish`/`waiter_done` (a token per acks=all or DeleteRecords
-answer that waits in the leadership's purgatory), `_notify` (wake long polls), `_open_producers`/
-`_reload_producers` (the idempotent state of a log opened or truncated) and `_apply_log_config`.
+The follower side (appends of fetched batches, truncations, restarts at the leader's start) is in
+partition_follower.py. What the host supplies: `logs` (a container of partition logs: `load`, `get`,
+`get_or_create`, `delete`, `topic_ids`, `close`; each log has the raft log interface plus log-start moves,
+raft/log.py and storage/file_log.py), and four hooks: `new_waiter`/`finish`/`waiter_done` (a token per acks=all
+or DeleteRecords answer that waits in the leadership's purgatory), `_notify` (wake long polls),
+`_open_producers`/`_reload_producers` (the idempotent state of a log opened or truncated) and
+`_apply_log_config`.
 """
 
 from __future__ import annotations
@@ -38,17 +40,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pykraft.protocol.errors import ErrorCode
-from pykraft.raft.log import InvalidAppendError, OffsetAndEpoch, truncation_offset
-from pykraft.records import iter_batches
+from pykraft.raft.log import InvalidAppendError
 
 from . import record_deletion
 from .isr_rules import LeaderProgress
 from .leadership_log import log_role_changes, role_text
 from .metadata_cache import MetadataCache, TopicPartition
+from .partition_follower import FollowerSide
 from .partition_state import LeaderState, admit_produce
 from .produce_rules import Rejected, assign_offsets, require_keys, stamp_log_append_time, validate_batch
-from .producer_state import ProducerStates, last_sequence
-from .replica_fetch import batches_to_append, follower_high_watermark, restart_for_straddling_batch
+from .producer_state import ProducerStates
 from .replica_settings import DataPlaneSettings, TopicSettingsCache
 from .topic_settings import TopicSettings
 from .topic_stats import BrokerTopicStats
@@ -92,7 +93,7 @@ class AppendResult:
     waiter: Any = None  # acks=all: the host's token, finished with an ErrorCode when the HWM passes the batch
 
 
-class PartitionCore:
+class PartitionCore(FollowerSide):
     def __init__(self, settings: DataPlaneSettings, cache: MetadataCache, logs: Any, *,
                  report_progress: Callable[[Mapping[TopicPartition, LeaderProgress]], None],
                  high_watermark_of: Callable[[TopicPartition], int | None],
@@ -360,82 +361,6 @@ class PartitionCore:
         by_tp = {r.tp: r for r in self.replicas.values() if r.leading is not None}
         return {tp: by_tp[tp].leading.progress(by_tp[tp].log.end_offset())  # type: ignore[union-attr]
                 for tp in partitions if tp in by_tp}
-
-    # ---- followers ---------------------------------------------------------------------------------------------
-    def append_as_follower(self, replica: Replica, records: Any, leader_hwm: int, leader_log_start: int) -> None:
-        """Batches fetched from the leader, with the leader's offsets and epochs (CRCs checked by the log)."""
-        log = replica.log
-        if records is not None and len(records):
-            start, stop, first = batches_to_append(memoryview(records), log.end_offset())
-            restart = restart_for_straddling_batch(first, log.start_offset(), log.end_offset())
-            if restart is not None and stop > start:
-                _log.info("%s-%d: the leader's first batch begins at %d, below our empty log's start %d: the log "
-                          "starts there", replica.topic, replica.partition, restart, log.start_offset())
-                self._before_truncation(replica)
-                log.truncate_fully_and_start_at(restart)
-                self._after_truncation(replica, restart)
-                replica.producers.clear()
-                replica.generation += 1
-            if stop > start:
-                view = memoryview(records)[start:stop]
-                log.append_as_follower(view, replica.leader_epoch)
-                self.topic_stats.of(replica.topic).replication_bytes_in += stop - start
-                for batch in iter_batches(view, verify_crc=False):
-                    replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                              last_sequence(batch.base_sequence, batch.last_offset_delta),
-                                              batch.base_offset, batch.last_offset, batch.max_timestamp)
-        hwm = follower_high_watermark(leader_hwm, log.end_offset(), log.high_watermark())
-        if hwm is not None:
-            log.update_high_watermark(hwm)
-        record_deletion.adopt_leader_log_start(replica, leader_log_start)
-        self._notify()
-
-    def truncate_diverging(self, replica: Replica, end_offset: int, epoch: int) -> int:
-        """The leader said our log diverges after (epoch, end_offset): cut it (KIP-101/KIP-279 via epochs)."""
-        log = replica.log
-        offset = truncation_offset(log, OffsetAndEpoch(end_offset, epoch))
-        # Cutting records is worth a line; a check that cuts nothing is not (per-partition noise)
-        _log.log(logging.INFO if offset < log.end_offset() else logging.DEBUG,
-                 "[UnifiedLog partition=%s-%d] Truncating to offset %d from %d (the leader's epoch %d ends at %d)",
-                 replica.topic, replica.partition, offset, log.end_offset(), epoch, end_offset)
-        self._before_truncation(replica)
-        replica.generation += 1
-        if offset < log.start_offset():
-            # Below a log start DeleteRecords moved: Kafka's truncateTo empties the log there; the leader's own
-            # log start (above it) then answers OFFSET_OUT_OF_RANGE and we restart at that.
-            log.truncate_fully_and_start_at(offset)
-            self._after_truncation(replica, offset)
-            replica.producers.clear()
-            return offset
-        if offset >= log.end_offset():
-            log.forget_epochs_from_end()
-            return offset
-        log.truncate_to(offset)  # drops the producer snapshots above the new end
-        self._after_truncation(replica, log.end_offset())
-        self._reload_producers(replica)
-        return offset
-
-    def _before_truncation(self, replica: Replica) -> None:
-        if self.cleaning is not None:
-            self.cleaning.abort(replica.tp_key)  # a pass planned on the old log swaps nothing in
-
-    def _after_truncation(self, replica: Replica, offset: int) -> None:
-        """Kafka's maybeTruncateCheckpoint: what follows the new end is dirty again."""
-        log_dir = self.logs.dir_of(replica.topic, replica.partition) if self.logs is not None else None
-        if self.cleaning is not None and log_dir is not None:
-            self.cleaning.truncated(replica.tp_key, log_dir, offset)
-
-    def restart_at_leader_start(self, replica: Replica, leader_log_start: int) -> None:
-        """Our log ends below the leader's log start (retention removed what we miss): Kafka's follower empties
-        its log and starts again at the leader's log start."""
-        log = replica.log
-        _log.info("%s-%d: our log ends at %d, below the leader's log start %d: emptied, restarting there",
-                  replica.topic, replica.partition, log.end_offset(), leader_log_start)
-        self._before_truncation(replica)
-        log.truncate_fully_and_start_at(leader_log_start)
-        self._after_truncation(replica, leader_log_start)
-        replica.generation += 1
-        replica.producers.clear()
 
     # ---- helpers -----------------------------------------------------------------------------------------------
     def changed_partition(self, replica: Replica) -> None:
