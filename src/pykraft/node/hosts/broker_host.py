@@ -48,8 +48,9 @@ from pykraft.node.apis.client_apis import controllers
 from pykraft.node.apis.configs_api import with_logger_changes
 from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
+from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS, ConsumerGroupApi
 from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
-from pykraft.node.hosts.group_host import GroupHost, group_config
+from pykraft.node.hosts.group_host import GroupHost, consumer_group_config, group_config
 from pykraft.node.apis.versions import to_request_version
 
 if TYPE_CHECKING:
@@ -136,8 +137,10 @@ class BrokerHost:
                                                request_timeout_ms=node_config.quorum.request_timeout_ms), self.cache)
         self.data_plane = DataPlane(self, node_config)
         offsets_topic_settings(node_config.raw)  # refuse a bad value at start, not at the first FindCoordinator
-        self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now())
+        self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now(),
+                                consumer_group_config(node_config.raw))
         self.group_api = GroupApi(self, self.groups)
+        self.consumer_group_api = ConsumerGroupApi(self, self.groups)
         self.runtime: NodeRuntime | None = None
         self.finished: asyncio.Future[ShutdownComplete] | None = None
         self.undecodable_records = 0
@@ -157,7 +160,7 @@ class BrokerHost:
         for key in FORWARDED_APIS:
             low, high = HOST_APIS[key]
             base = base.with_range(key, low, high)
-        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items()):
+        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items(), *CONSUMER_GROUP_APIS.items()):
             base = base.with_range(key, low, high)
         return with_image_apis(base)
 
@@ -169,6 +172,7 @@ class BrokerHost:
         handlers.update(image_handlers(self.metadata_image, self.node_id, self.data_plane.node_config.raw))
         handlers.update(self.data_plane.handlers())
         handlers.update(self.group_api.handlers())
+        handlers.update(self.consumer_group_api.handlers())
         return handlers
 
     # ---- lifecycle of the process ------------------------------------------------------------------------------
