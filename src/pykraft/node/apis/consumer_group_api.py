@@ -14,6 +14,7 @@ online migration.
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,7 @@ class ConsumerGroupApi:
             assignment = make(ns.Assignment, topic_partitions=wire_partitions(ns.TopicPartitions, result.assignment))
         return make(ns.ConsumerGroupHeartbeatResponse, error_code=result.error, error_message=result.message,
                     member_id=result.member_id, member_epoch=i32(result.member_epoch),
-                    heartbeat_interval=i32(result.heartbeat_interval_ms), assignment=assignment)
+                    heartbeat_interval=datetime.timedelta(milliseconds=result.heartbeat_interval_ms), assignment=assignment)
 
     async def _heartbeat(self, m: Any, version: int, client_id: str) -> HeartbeatResult:
         if not self.enabled():
