@@ -67,20 +67,29 @@ class Connection:
     bootstrap_controller: str | None
     bootstrap_server: str | None
     command_config: Path | None
+    timeout_ms: int | None = None  # --timeout: the deadline of each operation (else default.api.timeout.ms)
 
     def overridden_by(self, bootstrap_controller: str | None, bootstrap_server: str | None,
                       command_config: Path | None) -> Connection:
         """These flags (a group's), each replaced by the same flag given after the sub-command."""
         return Connection(self.bootstrap_controller if bootstrap_controller is None else bootstrap_controller,
                           self.bootstrap_server if bootstrap_server is None else bootstrap_server,
-                          self.command_config if command_config is None else command_config)
+                          self.command_config if command_config is None else command_config, self.timeout_ms)
+
+
+def wait_notice(text: str) -> None:
+    """A long wait for a dead bootstrap address says what it waits for (one stderr line, once)."""
+    typer.echo(f"pykraft: {text}", err=True)
 
 
 def run_admin(connection: Connection, operation: Callable[[AdminClient], Awaitable[T]]) -> T:
     """Build the admin client from the global flags, run `operation`, and turn errors into ToolFailure."""
+    overrides: dict[str, object] = {"on_wait": wait_notice}
+    if connection.timeout_ms is not None:
+        overrides["deadline_ms"] = connection.timeout_ms
     try:
         props = read_command_config(connection.command_config)
-        client = make_client(connection.bootstrap_controller, connection.bootstrap_server, props)
+        client = make_client(connection.bootstrap_controller, connection.bootstrap_server, props, **overrides)
     except SettingsError as exc:
         raise ToolFailure(str(exc)) from None
 
@@ -103,14 +112,18 @@ BootstrapController = Annotated[str | None, typer.Option(
 CommandConfig = Annotated[Path | None, typer.Option(
     "--command-config", help="Properties for the admin client (security.protocol, ssl.*, timeouts); for "
                              "add-controller, the new controller's own properties file.")]
+Timeout = Annotated[int | None, typer.Option(
+    "--timeout", min=1, help="Milliseconds each operation may take, retries included (pykraft's; default: the "
+                             "command config's default.api.timeout.ms, 60000).")]
 
 
 @app.callback()
 def options(ctx: typer.Context, bootstrap_server: BootstrapServer = None,
-            bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None) -> None:
+            bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None,
+            timeout: Timeout = None) -> None:
     # The bootstrap flags are checked when a request is about to be sent (make_client): click runs this callback
     # before it parses the sub-command, so checking here would break `describe --help`.
-    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config)
+    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config, timeout)
 
 
 @app.command("describe")

@@ -121,7 +121,8 @@ class RaftCore:
         self.reload_history()
         self.quorum.initialize(stored, self.log.last_fetched_epoch(), now_ms)
         key = self.local.key
-        if key is not None and self.voters().is_only_voter(key) and self.quorum.role is Role.UNATTACHED:
+        if key is not None and self.local.can_become_voter and self.voters().is_only_voter(key) \
+                and self.quorum.role is Role.UNATTACHED:
             self.start_election(now_ms)
         if self.quorum.role is Role.UNATTACHED and not self.quorum.is_voter():
             # An Unattached observer has no timer that would ever fire: like Kafka's first poll after start-up, it
@@ -273,7 +274,8 @@ class RaftCore:
             return  # not shutting down, or ShutdownComplete was already emitted
         key = self.local.key
         leader = self.quorum.leader_id()
-        done = (key is None or not self.voters().is_voter(key) or self.voters().is_only_voter(key)
+        done = (key is None or not self.local.can_become_voter or not self.voters().is_voter(key)
+                or self.voters().is_only_voter(key)
                 or (leader is not None and leader != self.local.node_id))
         if done or now_ms >= self.shutdown_deadline_ms:
             self.emit(ShutdownComplete(graceful=done))

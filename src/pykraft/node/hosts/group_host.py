@@ -7,6 +7,9 @@
   The load runs in slices of `LOAD_SLICE_BYTES` between event-loop turns (a task per partition), so a large
   partition does not stall the broker's other requests (Kafka loads on its scheduler thread for the same reason);
   it is abandoned if the leadership moves meanwhile.
+- Committed offsets expire after offsets.retention.minutes by Kafka's rules (broker/offset_expiry.py, checked every
+  offsets.retention.check.interval.ms): a tombstone per expired offset, and one for a group left empty; with
+  deleted groups and offsets they keep the compacted `__consumer_offsets` bounded by its live keys.
 - Writes (offsets, a generation's assignment) are appended as leader with acks=all and answered only once the
   high watermark passed them; a write that fails or times out answers COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR
   when the leadership moved meanwhile).
@@ -22,6 +25,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.consumer_coordinator import ConsumerCoordinator, ConsumerGroupConfig, Record, TopicImage
+from pykraft.node.hosts.consumer_group_host import adopt_offsets
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
 from pykraft.broker.group_state import Group, Member, OffsetEntry, StoreGroup
 from pykraft.protocol.errors import ErrorCode
@@ -46,55 +50,17 @@ _WRITE_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
 def group_config(raw: Any) -> GroupConfig:
     """group.* settings from server.properties; ValueError on a value that is not a non-negative integer."""
     values = {}
-    for name, key in (("min_session_timeout_ms", "group.min.session.timeout.ms"),
-                      ("max_session_timeout_ms", "group.max.session.timeout.ms"),
-                      ("initial_rebalance_delay_ms", "group.initial.rebalance.delay.ms")):
+    for name, key, unit in (("min_session_timeout_ms", "group.min.session.timeout.ms", 1),
+                            ("max_session_timeout_ms", "group.max.session.timeout.ms", 1),
+                            ("initial_rebalance_delay_ms", "group.initial.rebalance.delay.ms", 1),
+                            ("offsets_retention_ms", "offsets.retention.minutes", 60_000),
+                            ("offsets_retention_check_interval_ms", "offsets.retention.check.interval.ms", 1)):
         text = str(raw.get(key, "")).strip()
         if text:
             if not text.isdigit():
                 raise ValueError(f"{key}: {text!r} is not a non-negative integer")
-            values[name] = int(text)
+            values[name] = int(text) * unit
     return GroupConfig(**values)
-
-
-_CONSUMER_INTS = (("session_timeout_ms", "group.consumer.session.timeout.ms", 45000),
-                  ("heartbeat_interval_ms", "group.consumer.heartbeat.interval.ms", 5000),
-                  ("max_size", "group.consumer.max.size", 2**31 - 1))
-_CONSUMER_BOUNDS = (("group.consumer.min.session.timeout.ms", 45000, "group.consumer.max.session.timeout.ms", 60000,
-                     "group.consumer.session.timeout.ms"),
-                    ("group.consumer.min.heartbeat.interval.ms", 5000, "group.consumer.max.heartbeat.interval.ms",
-                     15000, "group.consumer.heartbeat.interval.ms"))
-
-
-_ASSIGNOR_CLASSES = {"org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
-                     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
-
-
-def consumer_group_config(raw: Any) -> ConsumerGroupConfig:
-    """group.consumer.* from server.properties (the config table checked their types and ranges), with Kafka's
-    cross-checks (GroupCoordinatorConfig): each value within its min and max, the heartbeat interval below the
-    session timeout, known assignor names. ValueError names the key."""
-    def number(key: str, default: int) -> int:
-        text = str(raw.get(key, default)).strip()
-        if not text.lstrip("-").isdigit():
-            raise ValueError(f"{key}: {text!r} is not an integer")
-        return int(text)
-    values: dict[str, Any] = {name: number(key, default) for name, key, default in _CONSUMER_INTS}
-    for low_key, low, high_key, high, key in _CONSUMER_BOUNDS:
-        value = values["session_timeout_ms" if "session" in key else "heartbeat_interval_ms"]
-        minimum, maximum = number(low_key, low), number(high_key, high)
-        if not minimum <= value <= maximum:
-            raise ValueError(f"{key} must be between {low_key} ({minimum}) and {high_key} ({maximum}), not {value}")
-    if values["heartbeat_interval_ms"] >= values["session_timeout_ms"]:
-        raise ValueError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
-    listed = [n.strip() for n in str(raw.get("group.consumer.assignors", "uniform,range")).split(",") if n.strip()]
-    names = tuple(_ASSIGNOR_CLASSES.get(n, n) for n in listed)
-    unknown = [n for n in names if n not in ("uniform", "range")]
-    if unknown or not names:
-        raise ValueError(f"group.consumer.assignors: {', '.join(unknown) or 'none'} is not an assignor pykraft has "
-                         f"(uniform, range, or Kafka's class names of them)")
-    values["assignors"] = names
-    return ConsumerGroupConfig(**values)
 
 
 class GroupHost:
@@ -111,6 +77,7 @@ class GroupHost:
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._tokens = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
+        self._expiry_timer: asyncio.TimerHandle | None = None
 
     # ---- which partition, and is it ours -----------------------------------------------------------------------
     def partition_count(self) -> int | None:
@@ -156,9 +123,16 @@ class GroupHost:
         for consumer in self.consumers.values():
             consumer.metadata_changed(image)
         for partition in [p for p in self.coordinators if p not in led]:
-            self._deliver(self.coordinators.pop(partition).unload())
-            self.consumers.pop(partition, ConsumerCoordinator(self.consumer_config)).unload()
-            _log.info("groups of %s-%d unloaded", OFFSETS_TOPIC, partition)
+            coordinator = self.coordinators.pop(partition)
+            count = len(coordinator.groups)
+            self._deliver(coordinator.unload())
+            consumers = self.consumers.pop(partition, None)
+            count += 0 if consumers is None else len(consumers.groups)
+            if consumers is not None:
+                consumers.unload()
+            # a partition without groups is per-partition noise (50 of them by default): DEBUG
+            _log.log(logging.INFO if count else logging.DEBUG, "groups of %s-%d unloaded: %d groups", OFFSETS_TOPIC,
+                     partition, count)
         for partition in [p for p in self.loading if p not in led]:
             self.loading.pop(partition).cancel()
             _log.info("loading the groups of %s-%d abandoned: no longer its leader", OFFSETS_TOPIC, partition)
@@ -172,7 +146,7 @@ class GroupHost:
             if groups is None:
                 return
             now = self.clock()
-            _adopt_offsets(groups, consumers)
+            adopt_offsets(groups, consumers)
             coordinator = GroupCoordinator(self.config)
             for group in groups.values():
                 coordinator.load_group(group, now)
@@ -181,8 +155,11 @@ class GroupHost:
             consumers.metadata_changed(self.image())
             self.coordinators[partition] = coordinator
             self.consumers[partition] = consumers
-            _log.info("groups of %s-%d loaded: %d groups", OFFSETS_TOPIC, partition, len(groups))
+            count = len(groups) + len(consumers.groups)
+            _log.log(logging.INFO if count else logging.DEBUG, "groups of %s-%d loaded: %d groups", OFFSETS_TOPIC,
+                     partition, count)
             self._reschedule()
+            self._schedule_expiry()
         finally:
             if self.loading.get(partition) is asyncio.current_task():
                 del self.loading[partition]
@@ -304,6 +281,34 @@ class GroupHost:
             _log.warning("consumer group %s: %d records not written (%s)", group_id, len(encoded), error.name)
         return error
 
+    # ---- offset expiry (offsets.retention.minutes) ---------------------------------------------------------------
+    def _schedule_expiry(self) -> None:
+        if self._expiry_timer is None:
+            delay = self.config.offsets_retention_check_interval_ms / 1000
+            self._expiry_timer = asyncio.get_running_loop().call_later(delay, self._expire)
+
+    def _expire(self) -> None:
+        """Kafka's cleanupGroupMetadata: tombstones for expired offsets and for groups left empty, so that the
+        compacted `__consumer_offsets` drops them (broker/offset_expiry.py)."""
+        self._expiry_timer = None
+        now = self.clock()
+        for coordinator in self.coordinators.values():
+            for expired in coordinator.expiration(now):
+                group = coordinator.groups[expired.group_id]
+                decided = {key: group.offsets[key] for key in expired.partitions}
+                asyncio.get_running_loop().create_task(self._write_expiry(coordinator, expired, decided))
+        if self.coordinators:
+            self._schedule_expiry()
+
+    async def _write_expiry(self, coordinator: GroupCoordinator, expired: Any, decided: dict) -> None:
+        records = [SimpleRecord(None, encode_key(OffsetKey(expired.group_id, t, p))) for t, p in expired.partitions]
+        if expired.group_too:
+            records.append(SimpleRecord(None, encode_key(GroupKey(expired.group_id))))
+        if await self.write(expired.group_id, records) is ErrorCode.NONE:
+            coordinator.expiry_written(expired, decided)
+            _log.info("group %s: %d committed offsets expired%s", expired.group_id, len(expired.partitions),
+                      ", the group is removed" if expired.group_too else "")
+
     # ---- time --------------------------------------------------------------------------------------------------
     def _reschedule(self) -> None:
         if self._timer is not None:
@@ -329,6 +334,9 @@ class GroupHost:
         self._reschedule()
 
     def close(self) -> None:
+        if self._expiry_timer is not None:
+            self._expiry_timer.cancel()
+            self._expiry_timer = None
         if self._timer is not None:
             self._timer.cancel()
         for task in self.loading.values():
@@ -399,6 +407,7 @@ def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | N
 def _restore_metadata(group: Group, value: GroupValue) -> None:
     group.generation, group.protocol_type = value.generation, value.protocol_type or None
     group.protocol_name, group.leader = value.protocol, value.leader
+    group.state_timestamp_ms = value.state_timestamp_ms
     group.members = {m.member_id: Member(
         m.member_id, m.instance_id, m.client_id, m.client_host, m.session_timeout_ms,
         m.rebalance_timeout_ms if m.rebalance_timeout_ms >= 0 else m.session_timeout_ms, value.protocol_type,
@@ -412,12 +421,3 @@ def _group_value(group: Group) -> GroupValue:
     return GroupValue(group.protocol_type or "", group.generation, group.protocol_name, group.leader,
                       group.state_timestamp_ms, members)
 
-
-def _adopt_offsets(groups: dict[str, Group], consumers: ConsumerCoordinator) -> None:
-    """Offsets are keyed by group id alone: a consumer group's were read into a member-less classic placeholder (or
-    belonged to the classic group it was converted from)."""
-    for group_id, group in consumers.groups.items():
-        group.offsets.update(consumers.orphan_offsets.get(group_id, {}))
-        placeholder = groups.get(group_id)
-        if placeholder is not None and not placeholder.members:
-            group.offsets.update(groups.pop(group_id).offsets)
