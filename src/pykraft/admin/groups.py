@@ -58,8 +58,9 @@ class MemberDescription:
     client_id: str
     host: str
     assignment: tuple[TopicPartition, ...]
-    member_epoch: int | None = None  # consumer groups only, as the next field
+    member_epoch: int | None = None  # consumer groups only, as the next fields
     target_assignment: tuple[TopicPartition, ...] | None = None
+    subscribed_topic_regex: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +150,8 @@ async def _describe_consumer_group(client: BrokerClient, group: str) -> GroupDes
                             for p in tp.partitions))
 
     members = tuple(MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host,
-                                      partitions(m.assignment), int(m.member_epoch), partitions(m.target_assignment))
+                                      partitions(m.assignment), int(m.member_epoch), partitions(m.target_assignment),
+                                      m.subscribed_topic_regex)
                     for m in described.members)
     return GroupDescription(group, described.group_state, CONSUMER_PROTOCOL, described.assignor_name, members,
                             await client.coordinator(group), "consumer", int(described.group_epoch),
