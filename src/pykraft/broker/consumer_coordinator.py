@@ -212,8 +212,10 @@ class ConsumerCoordinator:
         reconciled = reconcile(current, group.assignment_epoch, group.target.get(member_id, {}), group, r.owned)
         self._record_assignment(group, current, reconciled, now_ms)
         self.session_deadlines[(group.group_id, member_id)] = now_ms + self.config.session_timeout_ms
-        full = r.member_epoch == 0 or (r.rebalance_timeout_ms != -1 and r.subscribed_topic_names is not None
-                                       and r.owned is not None)
+        # A full request (a join, or a member resending everything after an error or a timeout) gets the
+        # whole assignment again; otherwise only a changed one is sent.
+        subscribed = r.subscribed_topic_names is not None or r.subscribed_topic_regex is not None
+        full = r.member_epoch == 0 or (r.rebalance_timeout_ms != -1 and subscribed and r.owned is not None)
         changed = reconciled.assigned != member.assigned or member_id != r.member_id
         return HeartbeatResult(ErrorCode.NONE, None, member_id, reconciled.member_epoch,
                                self.config.heartbeat_interval_ms,
