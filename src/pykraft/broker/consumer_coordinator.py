@@ -26,18 +26,22 @@ import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any
 from dataclasses import dataclass, replace
+from typing import Any
 
 from pykraft.broker import consumer_assignors as assignors
 from pykraft.broker.consumer_group import (
     LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerGroupState, ConsumerMember, FencedMember, MemberState,
-    Partitions, reconcile,
+    reconcile,
+)
+from pykraft.broker.consumer_requests import (
+    HeartbeatError, HeartbeatRequest, HeartbeatResult, Record, check_epoch, validate,
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import consumer_group_records as rec
 
-Record = tuple[rec.ConsumerGroupKey, "rec.ConsumerGroupValue | None"]
+__all__ = ["REGEX_REFRESH_MS", "ConsumerCoordinator", "ConsumerGroupConfig", "HeartbeatRequest", "HeartbeatResult",
+           "Record", "TopicImage", "subscription_metadata"]
 REGEX_REFRESH_MS = 10_000  # Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS
 
 
@@ -58,40 +62,6 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
     max_size: int = 2**31 - 1  # group.consumer.max.size
     assignors: tuple[str, ...] = assignors.ASSIGNORS  # group.consumer.assignors, the first is the default
-
-
-@dataclass(frozen=True, slots=True)
-class HeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_topic_names: tuple[str, ...] | None = None
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    owned: Partitions | None = None
-    client_id: str = ""
-    client_host: str = ""
-    version: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class HeartbeatResult:
-    error: ErrorCode
-    message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Partitions | None = None
-    records: tuple[Record, ...] = ()
-
-
-class HeartbeatError(Exception):
-    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message)
-        self.error, self.message = error, message
 
 
 class ConsumerCoordinator:
@@ -127,7 +97,7 @@ class ConsumerCoordinator:
     # ---- ConsumerGroupHeartbeat -------------------------------------------------------------------------------
     def heartbeat(self, request: HeartbeatRequest, image: TopicImage, now_ms: int) -> HeartbeatResult:
         try:
-            self._validate(request)
+            validate(request, self.config.assignors)
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 return self._leave(request, now_ms)
             return self._heartbeat(request, image, now_ms)
@@ -135,42 +105,6 @@ class ConsumerCoordinator:
             return HeartbeatResult(exc.error, exc.message, records=self._take())
         except FencedMember as exc:
             return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH, str(exc), records=self._take())
-
-    def _validate(self, r: HeartbeatRequest) -> None:
-        def invalid(message: str) -> HeartbeatError:
-            return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
-        for value, name in ((r.group_id, "GroupId"), (r.instance_id, "InstanceId"), (r.rack_id, "RackId")):
-            if value is not None and not value.strip():
-                raise invalid(f"{name} can't be empty.")
-        # KIP-1082 (v1): the member chooses its id; v0 lets the coordinator choose it at the first join.
-        if (r.version >= 1 or r.member_epoch > 0 or r.member_epoch == LEAVE_EPOCH) and not r.member_id.strip():
-            raise invalid("MemberId can't be empty.")
-        if r.member_epoch == 0:
-            if r.rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
-            if r.owned is None or r.owned:
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not r.subscribed_topic_names and not r.subscribed_topic_regex:
-                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request." if
-                              r.version >= 1 else "SubscribedTopicNames must be set in first request.")
-        elif r.member_epoch == STATIC_LEAVE_EPOCH:
-            if not r.member_id.strip():
-                raise invalid("MemberId can't be empty.")
-            if r.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-        elif r.member_epoch < LEAVE_EPOCH:
-            raise invalid("MemberEpoch is invalid.")
-        if r.server_assignor is not None and r.server_assignor not in self.config.assignors:
-            raise HeartbeatError(ErrorCode.UNSUPPORTED_ASSIGNOR,
-                                 f"ServerAssignor {r.server_assignor} is not supported. Supported assignors: "
-                                 f"{', '.join(self.config.assignors)}.")
-        if r.subscribed_topic_regex is not None:
-            try:
-                re.compile(r.subscribed_topic_regex)
-            except re.error as exc:
-                raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                                     f"SubscribedTopicRegex `{r.subscribed_topic_regex}` is not a valid regular "
-                                     f"expression: {exc}.") from None
 
     def _group_for(self, group_id: str, create: bool) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -229,7 +163,7 @@ class ConsumerCoordinator:
                     raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
                                          f"Member {member_id} is not a member of group {group.group_id}.")
                 return ConsumerMember(member_id)
-            _check_epoch(member, r.member_epoch, r.owned)
+            check_epoch(member, r.member_epoch, r.owned)
             return member
         static = group.static_member(r.instance_id)
         if r.member_epoch == 0:
@@ -246,7 +180,7 @@ class ConsumerCoordinator:
             raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
                                  f"Static member {member_id} with instance id {r.instance_id} was fenced by member "
                                  f"{static.member_id}.")
-        _check_epoch(static, r.member_epoch, r.owned)
+        check_epoch(static, r.member_epoch, r.owned)
         return static
 
     def _replace_static(self, group: ConsumerGroup, old: ConsumerMember, member_id: str) -> ConsumerMember:
@@ -462,26 +396,6 @@ class ConsumerCoordinator:
         self.groups.clear()
         self.session_deadlines.clear()
         self.rebalance_deadlines.clear()
-
-
-def _check_epoch(member: ConsumerMember, received: int, owned: Partitions | None) -> None:
-    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: ahead is fenced; behind only by the epoch whose answer
-    may have been lost, still owning nothing outside the current assignment, is accepted."""
-    if received > member.member_epoch:
-        raise FencedMember(f"The consumer group member has a greater member epoch ({received}) than the one known "
-                           f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
-                           f"partitions and rejoin.")
-    if received < member.member_epoch and (received != member.previous_member_epoch
-                                          or not _subset(owned, member.assigned)):
-        raise FencedMember(f"The consumer group member has a smaller member epoch ({received}) than the one known "
-                           f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
-                           f"partitions and rejoin.")
-
-
-def _subset(owned: Partitions | None, target: Partitions) -> bool:
-    if owned is None:
-        return False
-    return all(topic_id in target and numbers <= target[topic_id] for topic_id, numbers in owned.items())
 
 
 def subscription_metadata(group: ConsumerGroup, image: TopicImage) -> dict[str, tuple[uuid.UUID, int]]:
