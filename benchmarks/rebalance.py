@@ -13,6 +13,7 @@ a fourth joins. Reported per protocol (the median over `--rounds`):
 - **join -> settled**: until the four members own all partitions between them, each its share;
 - **longest pause**: the longest gap in the three old members' reading while the group rebalanced (a classic eager
   rebalance stops every member; KIP-848 only moves the partitions that change hands);
+- **longest gap before**: the same measure over the 10 s before the join (what a loaded machine shows anyway);
 - **records read** by the three old members in the 10 s after the join, against the same span before.
 
 Both protocols run with Kafka's default timings unless told otherwise (the consumer protocol's heartbeat is the
@@ -114,11 +115,16 @@ def measure(logs: list[dict], joined: float, partitions: int) -> dict:
     for log in olds:
         times = [joined] + [t for t, n in log["reads"] if joined <= t <= end and n] + [end]
         pauses.append(max(b - a for a, b in zip(times, times[1:])))
+    quiet = []  # the same measure over the span before the join: the noise floor of a loaded machine
+    for log in olds:
+        times = [t for t, n in log["reads"] if joined - WINDOW_S <= t < joined and n]
+        quiet.append(max((b - a for a, b in zip(times, times[1:])), default=0.0))
     before = sum(n for log in olds for t, n in log["reads"] if joined - WINDOW_S <= t < joined)
     after = sum(n for log in olds for t, n in log["reads"] if joined <= t < joined + WINDOW_S)
     return {"join_to_assigned_s": None if assigned is None else assigned - joined,
             "join_to_settled_s": None if settled is None else settled - joined,
-            "longest_pause_s": max(pauses), "records_before": before, "records_after": after}
+            "longest_pause_s": max(pauses), "longest_gap_before_s": max(quiet), "records_before": before,
+            "records_after": after}
 
 
 def main() -> None:
@@ -168,7 +174,8 @@ def report(results: dict[str, list[dict]], args: argparse.Namespace) -> None:
           f"(median of {args.rounds}; consumer protocol heartbeat {args.consumer_heartbeat_ms} ms)")
     print(f"{'':24}{'classic (eager range)':>24}{'consumer (KIP-848)':>22}")
     for key, label in (("join_to_assigned_s", "join -> assigned (s)"), ("join_to_settled_s", "join -> settled (s)"),
-                       ("longest_pause_s", "longest pause (s)"), ("records_before", "read 10 s before"),
+                       ("longest_pause_s", "longest pause (s)"), ("longest_gap_before_s", "longest gap before (s)"),
+                       ("records_before", "read 10 s before"),
                        ("records_after", "read 10 s after")):
         values = [median(p, key) for p in ("classic", "consumer")]
         print(f"{label:24}" + "".join(f"{'-' if v is None else f'{v:.2f}':>24}" if i == 0 else
