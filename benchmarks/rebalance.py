@@ -14,7 +14,7 @@ a fourth joins. Reported per protocol (the median over `--rounds`):
 - **longest pause**: the longest gap in the three old members' reading while the group rebalanced (a classic eager
   rebalance stops every member; KIP-848 only moves the partitions that change hands);
 - **longest gap before**: the same measure over the 10 s before the join (what a loaded machine shows anyway);
-- **records read** by the three old members in the 10 s after the join, against the same span before.
+- **records read** in the 10 s before the join (the three) and after it (the four: nothing is lost either way).
 
 Both protocols run with Kafka's default timings unless told otherwise (the consumer protocol's heartbeat is the
 broker's group.consumer.heartbeat.interval.ms, 5 s by default; the classic member's heartbeat.interval.ms, 3 s).
@@ -38,9 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 WINDOW_S = 10.0
 
 
-def member(servers: str, topic: str, group: str, protocol: str, stop, out) -> None:
-    """One member process: reads and notes (time, records) per batch and (time, partitions) per change."""
+def member(servers: str, topic: str, group: str, protocol: str, stop, out, go=None) -> None:
+    """One member process: reads and notes (time, records) per batch and (time, partitions) per change. The
+    newcomer is started early and waits for `go`, so its interpreter's start is not in the measured window."""
     import confluent_kafka
+    if go is not None:
+        go.wait()
     config = {"bootstrap.servers": servers, "group.id": group, "group.protocol": protocol,
               "auto.offset.reset": "latest", "enable.auto.commit": True, "fetch.wait.max.ms": 50}
     consumer = confluent_kafka.Consumer(config)
@@ -77,18 +80,18 @@ def producer(servers: str, topic: str, partitions: int, rate: int, stop: threadi
 
 def one_round(servers: str, protocol: str, topic: str, partitions: int, rate: int, tag: str) -> dict:
     ctx = multiprocessing.get_context("spawn")
-    stop, out = ctx.Event(), ctx.Queue()
+    stop, out, go = ctx.Event(), ctx.Queue(), ctx.Event()
     group = f"bench-{protocol}-{tag}"
     feeding = threading.Event()
     feeder = threading.Thread(target=producer, args=(servers, topic, partitions, rate, feeding), daemon=True)
     feeder.start()
     olds = [ctx.Process(target=member, args=(servers, topic, group, protocol, stop, out)) for _ in range(3)]
-    for process in olds:
+    newcomer = ctx.Process(target=member, args=(servers, topic, group, protocol, stop, out, go))
+    for process in [*olds, newcomer]:
         process.start()
     time.sleep(25)  # the three settle and read at full speed (a classic empty group waits its initial delay)
     joined = time.time()
-    newcomer = ctx.Process(target=member, args=(servers, topic, group, protocol, stop, out))
-    newcomer.start()
+    go.set()
     time.sleep(WINDOW_S + 20)
     stop.set()
     logs = [out.get(timeout=60) for _ in range(4)]
@@ -120,7 +123,7 @@ def measure(logs: list[dict], joined: float, partitions: int) -> dict:
         times = [t for t, n in log["reads"] if joined - WINDOW_S <= t < joined and n]
         quiet.append(max((b - a for a, b in zip(times, times[1:])), default=0.0))
     before = sum(n for log in olds for t, n in log["reads"] if joined - WINDOW_S <= t < joined)
-    after = sum(n for log in olds for t, n in log["reads"] if joined <= t < joined + WINDOW_S)
+    after = sum(n for log in logs for t, n in log["reads"] if joined <= t < joined + WINDOW_S)
     return {"join_to_assigned_s": None if assigned is None else assigned - joined,
             "join_to_settled_s": None if settled is None else settled - joined,
             "longest_pause_s": max(pauses), "longest_gap_before_s": max(quiet), "records_before": before,
@@ -176,7 +179,7 @@ def report(results: dict[str, list[dict]], args: argparse.Namespace) -> None:
     for key, label in (("join_to_assigned_s", "join -> assigned (s)"), ("join_to_settled_s", "join -> settled (s)"),
                        ("longest_pause_s", "longest pause (s)"), ("longest_gap_before_s", "longest gap before (s)"),
                        ("records_before", "read 10 s before"),
-                       ("records_after", "read 10 s after")):
+                       ("records_after", "read 10 s after (all 4)")):
         values = [median(p, key) for p in ("classic", "consumer")]
         print(f"{label:24}" + "".join(f"{'-' if v is None else f'{v:.2f}':>24}" if i == 0 else
                                       f"{'-' if v is None else f'{v:.2f}':>22}" for i, v in enumerate(values)))
