@@ -279,3 +279,19 @@ def test_members_joining_one_at_a_time_converge_to_a_balanced_disjoint_assignmen
     assert sum(counts) == 6 and counts[-1] - counts[0] <= 1
     assert len(set().union(*(a.get(T, frozenset()) for a in owned_by.values()))) == 6
     assert g.state() is ConsumerGroupState.STABLE
+
+
+def test_offsets_expire_unless_subscribed_and_an_empty_group_goes_with_them():
+    from pykraft.broker.group_state import OffsetEntry
+    from pykraft.broker.offset_expiry import expired_consumer_offsets
+    g = Group(topics={"t": (T, 1), "u": (U, 1)})
+    g.join()
+    group = g.c.groups["g"]
+    group.offsets.update({("t", 0): OffsetEntry(5, 1, "", 0), ("u", 0): OffsetEntry(7, 1, "", 0),
+                          ("u", 1): OffsetEntry(8, 1, "", 900)})
+    assert expired_consumer_offsets(group, 999, 1000) is None
+    expired = expired_consumer_offsets(group, 1000, 1000)  # "t" is subscribed: kept; "u" 0 is old enough
+    assert (expired.partitions, expired.group_too) == ((("u", 0),), False)
+    g.hb("m0", -1)
+    gone = expired_consumer_offsets(group, 1900, 1000)  # empty now: every offset is eligible
+    assert (gone.partitions, gone.group_too) == ((("t", 0), ("u", 0), ("u", 1)), True)

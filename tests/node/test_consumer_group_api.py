@@ -159,3 +159,25 @@ def test_any_request_gets_an_encodable_answer(api_key, version, data):
     decoded = SimpleNamespace(message=request, client_id="client", api_key=api_key)
     answer = asyncio.run(asyncio.wait_for(consumer_api.handlers()[api_key](decoded), 5))
     encode_response(1, answer)
+
+
+def test_offsets_retention_expires_a_consumer_groups_offsets_and_then_the_empty_group():
+    group_api, consumer_api = apis()
+    heartbeat(consumer_api, "member-a", 0)
+    oc = __import__(request_class(ApiKey.OFFSET_COMMIT, 9).__module__, fromlist=["x"])
+    call(group_api, ApiKey.OFFSET_COMMIT, 9, group_id=GROUP, generation_id_or_member_epoch=1, member_id="member-a",
+         group_instance_id=None, topics=(oc.OffsetCommitRequestTopic(name="t", partitions=(
+             oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=3, committed_leader_epoch=-1,
+                                             committed_metadata=""),)),))
+    heartbeat(consumer_api, "member-a", -1)
+    groups = group_api.groups
+    groups.config = type(groups.config)(offsets_retention_ms=0)
+    written = len(groups.written)
+
+    async def expire() -> bool:
+        groups._expire()
+        await asyncio.sleep(0.05)
+        gone = GROUP not in groups.consumers[0].groups
+        groups.close()
+        return gone
+    assert asyncio.run(expire()) and len(groups.written) == written + 1

@@ -7,10 +7,18 @@ timers.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 from pykraft.broker.consumer_coordinator import ConsumerCoordinator, ConsumerGroupConfig
 from pykraft.broker.group_state import Group
+from pykraft.broker.offset_expiry import Expired, expired_consumer_offsets
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records import SimpleRecord
+from pykraft.records.group_records import OffsetKey, encode_key
+
+_log = logging.getLogger("pykraft.node.groups")
 
 _CONSUMER_INTS = (("session_timeout_ms", "group.consumer.session.timeout.ms", 45000),
                   ("heartbeat_interval_ms", "group.consumer.heartbeat.interval.ms", 5000),
@@ -60,3 +68,27 @@ def adopt_offsets(groups: dict[str, Group], consumers: ConsumerCoordinator) -> N
         placeholder = groups.get(group_id)
         if placeholder is not None and not placeholder.members:
             group.offsets.update(groups.pop(group_id).offsets)
+
+
+def expire_consumer_offsets(host: Any, consumers: ConsumerCoordinator, now_ms: int, retention_ms: int) -> None:
+    """offsets.retention.minutes for KIP-848 groups (broker/offset_expiry.py): tombstones for expired offsets and,
+    for an empty group whose offsets all expired, for its records too; written by `host` (a GroupHost)."""
+    for group in list(consumers.groups.values()):
+        expired = expired_consumer_offsets(group, now_ms, retention_ms)
+        if expired is not None:
+            decided = {key: group.offsets[key] for key in expired.partitions}
+            asyncio.get_running_loop().create_task(_write_expiry(host, consumers, expired, decided))
+
+
+async def _write_expiry(host: Any, consumers: ConsumerCoordinator, expired: Expired, decided: dict) -> None:
+    group_id = expired.group_id
+    offsets = [SimpleRecord(None, encode_key(OffsetKey(group_id, t, p))) for t, p in expired.partitions]
+    group = consumers.groups.get(group_id)
+    records = consumers.tombstone_group(group_id) if expired.group_too and group is not None \
+        and not group.members and set(group.offsets) <= set(decided) else ()
+    if await host.write_records(group_id, records, offsets) is ErrorCode.NONE and group is not None:
+        for key, entry in decided.items():
+            if group.offsets.get(key) is entry:  # not committed again meanwhile
+                del group.offsets[key]
+        _log.info("consumer group %s: %d committed offsets expired%s", group_id, len(expired.partitions),
+                  ", the group is removed" if records else "")

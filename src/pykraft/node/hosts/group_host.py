@@ -25,7 +25,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.consumer_coordinator import ConsumerCoordinator, ConsumerGroupConfig, Record, TopicImage
-from pykraft.node.hosts.consumer_group_host import adopt_offsets
+from pykraft.node.hosts.consumer_group_host import adopt_offsets, expire_consumer_offsets
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
 from pykraft.broker.group_state import Group, Member, OffsetEntry, StoreGroup
 from pykraft.protocol.errors import ErrorCode
@@ -297,6 +297,8 @@ class GroupHost:
                 group = coordinator.groups[expired.group_id]
                 decided = {key: group.offsets[key] for key in expired.partitions}
                 asyncio.get_running_loop().create_task(self._write_expiry(coordinator, expired, decided))
+        for consumers in self.consumers.values():
+            expire_consumer_offsets(self, consumers, now, self.config.offsets_retention_ms)
         if self.coordinators:
             self._schedule_expiry()
 
