@@ -79,6 +79,7 @@ class CombinedHost:
         handlers[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)] = with_logger_changes(forwarded, self.broker.node_id)
         handlers.update(self.broker.data_plane.handlers())
         handlers.update(self.broker.group_api.handlers())  # the group coordinator, as on a broker-only node
+        handlers.update(self.broker.consumer_group_api.handlers())  # and its KIP-848 consumer groups
         return handlers
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
