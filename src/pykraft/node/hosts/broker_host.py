@@ -48,6 +48,7 @@ from pykraft.storage.meta_properties import read_meta_properties
 from pykraft.node.apis.client_apis import controllers
 from pykraft.node.hosts.broker_log import error_name, log_isr_change, log_state_change
 from pykraft.node.apis.configs_api import with_logger_changes
+from pykraft.node.apis.quorum_reassign_api import forward_timeout_ms
 from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
 from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS, ConsumerGroupApi
@@ -399,7 +400,8 @@ class BrokerHost:
         address = self._controller_address()
         response = None
         if address is not None:
-            response = await self.runtime.outbound.forward(address[0], address[1], message)  # type: ignore[union-attr]
+            response = await self.runtime.outbound.forward(  # type: ignore[union-attr]
+                address[0], address[1], message, forward_timeout_ms(message))
         if response is None:
             self.forward_failures += 1
             reply = error_reply(api_key, message, ErrorCode.NOT_CONTROLLER,

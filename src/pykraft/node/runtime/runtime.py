@@ -187,6 +187,11 @@ class NodeRuntime:
         self._inline_busy_s = 0.0  # seconds of inline inputs inside the task's waits (poll-idle-ratio)
         self._released_at_hwm: int | None = None  # the high watermark when the log's tail cache was last trimmed
 
+    @property
+    def stopping(self) -> bool:
+        """Whether stop() has begun (hosts stop starting new work)."""
+        return self._stopping or self._stop_started
+
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
         """Open storage, start the core task and listen. Raises StorageError, NetError or OSError (port in use,
