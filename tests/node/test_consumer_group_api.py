@@ -83,10 +83,34 @@ def test_heartbeat_describe_and_list_a_consumer_group():
     assert classic.groups[0].group_state == "Dead" and classic.groups[0].members == ()  # Kafka's answer before v6
 
 
-def test_without_group_version_1_the_heartbeat_is_unsupported():
-    _, consumer_api = apis(group_version=0)
-    answer = heartbeat(consumer_api, "member-a", 0)
-    assert answer.error_code == ErrorCode.UNSUPPORTED_VERSION
+def test_without_group_version_1_or_the_consumer_protocol_both_apis_are_unsupported():
+    from pykraft.node.hosts.consumer_group_host import consumer_group_config
+    for group_version, protocols in ((0, "classic,consumer"), (1, "classic")):
+        group_api, consumer_api = apis(group_version=group_version)
+        group_api.groups.consumer_config = consumer_group_config({"group.coordinator.rebalance.protocols": protocols})
+        assert heartbeat(consumer_api, "member-a", 0).error_code == ErrorCode.UNSUPPORTED_VERSION
+        described = run(consumer_api, ApiKey.CONSUMER_GROUP_DESCRIBE, 0, group_ids=(GROUP,),
+                        include_authorized_operations=False)
+        assert described.groups[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_group_consumer_settings_and_kafkas_cross_checks():
+    from pykraft.node.hosts.consumer_group_host import consumer_group_config
+    config = consumer_group_config({"group.consumer.session.timeout.ms": "50000",
+                                    "group.consumer.assignors": "org.apache.kafka.coordinator.group.assignor.RangeAssignor,uniform",
+                                    "group.consumer.max.size": "7"})
+    assert (config.session_timeout_ms, config.assignors, config.max_size, config.enabled) == (
+        50000, ("range", "uniform"), 7, True)
+    refused = [({"group.consumer.session.timeout.ms": "70000"}, "between group.consumer.min.session.timeout.ms"),
+               ({"group.consumer.heartbeat.interval.ms": "4000"}, "between group.consumer.min.heartbeat.interval.ms"),
+               ({"group.consumer.min.session.timeout.ms": "1000", "group.consumer.session.timeout.ms": "5000"},
+                "must be less than group.consumer.session.timeout.ms"),
+               ({"group.consumer.assignors": "sticky"}, "sticky is not an assignor"),
+               ({"group.coordinator.rebalance.protocols": "consumer"}, "must contain classic"),
+               ({"group.coordinator.rebalance.protocols": "classic,share"}, "share groups are not implemented")]
+    for raw, message in refused:
+        with pytest.raises(ValueError, match=message):
+            consumer_group_config(raw)
 
 
 def test_offsets_of_a_consumer_group_carry_the_member_epoch():

@@ -62,6 +62,7 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
     max_size: int = 2**31 - 1  # group.consumer.max.size
     assignors: tuple[str, ...] = assignors.ASSIGNORS  # group.consumer.assignors, the first is the default
+    enabled: bool = True  # "consumer" in group.coordinator.rebalance.protocols
 
 
 class ConsumerCoordinator:

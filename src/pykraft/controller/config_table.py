@@ -85,7 +85,7 @@ group.consumer.min.heartbeat.interval.ms             | INT      | 5000 | [1,...]
 group.consumer.min.session.timeout.ms                | INT      | 45000 | [1,...] | read-only | honoured
 group.consumer.session.timeout.ms                    | INT      | 45000 | [1,...] | read-only | honoured
 group.coordinator.append.linger.ms                   | INT      | 5 | [0,...] | read-only | ignored
-group.coordinator.rebalance.protocols                | LIST     | classic,consumer | [consumer, classic, share] | read-only | ignored
+group.coordinator.rebalance.protocols                | LIST     | classic,consumer | [consumer, classic, share] | read-only | honoured
 group.coordinator.threads                            | INT      | 4 | [1,...] | read-only | ignored
 group.initial.rebalance.delay.ms                     | INT      | 3000 |  | read-only | honoured
 group.max.session.timeout.ms                         | INT      | 1800000 |  | read-only | honoured

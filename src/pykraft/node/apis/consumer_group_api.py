@@ -2,9 +2,9 @@
 
 Both go to the group's coordinator (the leader of its `__consumer_offsets` partition, group_host.py), like the
 classic requests. A heartbeat's records are written (acks=all) before it is answered, as Kafka's runtime does; a
-failed write answers the write's error (NOT_COORDINATOR when the leadership moved). The APIs are offered while the
-finalized `group.version` is 1 or more (Kafka 4.0's bootstrap default); under 1 a heartbeat is answered
-UNSUPPORTED_VERSION, as a Kafka broker without the feature does.
+failed write answers the write's error (NOT_COORDINATOR when the leadership moved). Both APIs are advertised, and
+answered UNSUPPORTED_VERSION unless the finalized `group.version` is 1 or more (Kafka 4.0's bootstrap default) and
+`group.coordinator.rebalance.protocols` has "consumer" (Kafka's isConsumerGroupProtocolEnabled).
 
 Group types are exclusive per group id: a heartbeat (epoch 0) to an *empty* classic group converts it (its
 GroupMetadata is tombstoned, its committed offsets stay), and a JoinGroup to an empty consumer group converts it
@@ -55,9 +55,11 @@ class ConsumerGroupApi:
         return {ApiKey.CONSUMER_GROUP_HEARTBEAT: self.heartbeat, ApiKey.CONSUMER_GROUP_DESCRIBE: self.describe}
 
     def enabled(self) -> bool:
+        """Kafka's isConsumerGroupProtocolEnabled: "consumer" in group.coordinator.rebalance.protocols and the
+        finalized group.version at 1 or more."""
         features = getattr(self.broker.cache, "features", None)
         levels = features.finalized_levels() if features is not None else {}
-        return levels.get(GROUP_VERSION, 0) >= 1
+        return self.groups.consumer_config.enabled and levels.get(GROUP_VERSION, 0) >= 1
 
     # ---- ConsumerGroupHeartbeat -------------------------------------------------------------------------------
     async def heartbeat(self, decoded: DecodedRequest) -> Any:
@@ -74,8 +76,7 @@ class ConsumerGroupApi:
 
     async def _heartbeat(self, m: Any, version: int, client_id: str) -> HeartbeatResult:
         if not self.enabled():
-            return HeartbeatResult(ErrorCode.UNSUPPORTED_VERSION, "The new consumer group protocol is not enabled "
-                                   "(group.version is 0).")
+            return HeartbeatResult(ErrorCode.UNSUPPORTED_VERSION)
         consumer = self.groups.consumer_of(m.group_id)
         classic = self.groups.coordinator_of(m.group_id)
         if isinstance(consumer, ErrorCode) or isinstance(classic, ErrorCode):
@@ -116,6 +117,10 @@ class ConsumerGroupApi:
     async def describe(self, decoded: DecodedRequest) -> Any:
         m = decoded.message
         ns = response_namespace(ApiKey.CONSUMER_GROUP_DESCRIBE, int(m.__version__))
+        if not self.enabled():  # as Kafka: every group answered UNSUPPORTED_VERSION
+            return make(ns.ConsumerGroupDescribeResponse, groups=tuple(
+                make(ns.DescribedGroup, group_id=g, error_code=ErrorCode.UNSUPPORTED_VERSION, members=())
+                for g in m.group_ids))
         image = self.groups.image()
         return make(ns.ConsumerGroupDescribeResponse, groups=tuple(self._describe(ns, g, image) for g in m.group_ids))
 

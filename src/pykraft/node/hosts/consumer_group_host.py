@@ -57,6 +57,13 @@ def consumer_group_config(raw: Any) -> ConsumerGroupConfig:
         raise ValueError(f"group.consumer.assignors: {', '.join(unknown) or 'none'} is not an assignor pykraft has "
                          f"(uniform, range, or Kafka's class names of them)")
     values["assignors"] = names
+    protocols = {n.strip().lower() for n in str(raw.get("group.coordinator.rebalance.protocols", "classic,consumer"))
+                 .split(",") if n.strip()}
+    if "classic" not in protocols:
+        raise ValueError("group.coordinator.rebalance.protocols must contain classic")
+    if "share" in protocols:
+        raise ValueError("group.coordinator.rebalance.protocols: share groups are not implemented by pykraft")
+    values["enabled"] = "consumer" in protocols
     return ConsumerGroupConfig(**values)
 
 
