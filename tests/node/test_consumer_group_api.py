@@ -81,6 +81,10 @@ def test_heartbeat_describe_and_list_a_consumer_group():
     assert call(group_api, ApiKey.LIST_GROUPS, 5, states_filter=("empty",), types_filter=()).groups == ()
     classic = call(group_api, ApiKey.DESCRIBE_GROUPS, 5, groups=(GROUP,), include_authorized_operations=False)
     assert classic.groups[0].group_state == "Dead" and classic.groups[0].members == ()  # Kafka's answer before v6
+    v6 = call(group_api, ApiKey.DESCRIBE_GROUPS, 6, groups=(GROUP, "absent"), include_authorized_operations=False)
+    assert [(g.error_code, g.error_message, g.group_state) for g in v6.groups] == [
+        (ErrorCode.GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a classic group.", "Dead"),
+        (ErrorCode.GROUP_ID_NOT_FOUND, "Group absent not found.", "Dead")]
 
 
 def test_without_group_version_1_or_the_consumer_protocol_both_apis_are_unsupported():

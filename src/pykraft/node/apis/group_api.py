@@ -37,10 +37,11 @@ if TYPE_CHECKING:
     from pykraft.node.hosts.broker_host import BrokerHost
 
 _log = logging.getLogger("pykraft.node.group_api")
-# Kafka 4.0's ranges (KIP-896 removed the oldest); OffsetCommit/OffsetFetch v10 (topic ids, 4.1) are not served.
+# Kafka 4.0's ranges (KIP-896 removed the oldest; DescribeGroups v6 is KIP-1043's); OffsetCommit/OffsetFetch v10
+# (topic ids, 4.1) are not served.
 GROUP_APIS = {ApiKey.FIND_COORDINATOR: (0, 6), ApiKey.JOIN_GROUP: (2, 9), ApiKey.SYNC_GROUP: (0, 5),
               ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 5), ApiKey.OFFSET_COMMIT: (2, 9),
-              ApiKey.OFFSET_FETCH: (1, 9), ApiKey.LIST_GROUPS: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 5),
+              ApiKey.OFFSET_FETCH: (1, 9), ApiKey.LIST_GROUPS: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 6),
               ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0)}
 GROUP_KEY_TYPE = 0
 CREATE_TIMEOUT = datetime.timedelta(seconds=10)
@@ -329,15 +330,21 @@ class GroupApi:
     async def describe_groups(self, decoded: DecodedRequest) -> Any:
         m = decoded.message
         ns = response_namespace(ApiKey.DESCRIBE_GROUPS, int(m.__version__))
-        return make(ns.DescribeGroupsResponse, groups=tuple(self._describe(ns, g) for g in m.groups))
+        version = int(m.__version__)
+        return make(ns.DescribeGroupsResponse, groups=tuple(self._describe(ns, g, version) for g in m.groups))
 
-    def _describe(self, ns: Any, group_id: str) -> Any:
+    def _describe(self, ns: Any, group_id: str, version: int = 5) -> Any:
         coordinator = self.groups.coordinator_of(group_id)
         if isinstance(coordinator, ErrorCode):
             return make(ns.DescribedGroup, error_code=coordinator, group_id=group_id, members=())
         group = coordinator.groups.get(group_id)
-        if group is None:  # unknown, or a consumer group: Kafka answers Dead (v6 would add GROUP_ID_NOT_FOUND)
-            return make(ns.DescribedGroup, error_code=ErrorCode.NONE, group_id=group_id,
+        if group is None:  # unknown, or a consumer group: Dead, and from v6 (KIP-1043) GROUP_ID_NOT_FOUND as well
+            error, message = ErrorCode.NONE, None
+            if version >= 6:
+                modern = consumer_groups.consumer_group(self.groups, group_id) is not None
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+                message = f"Group {group_id} is not a classic group." if modern else f"Group {group_id} not found."
+            return make(ns.DescribedGroup, error_code=error, error_message=message, group_id=group_id,
                         group_state=GroupState.DEAD.value, members=(), authorized_operations=i32(-2147483648))
         stable = group.state is GroupState.STABLE
         members = tuple(make(ns.DescribedGroupMember, member_id=x.member_id, group_instance_id=x.instance_id,
