@@ -195,3 +195,41 @@ def test_the_coordinator_sigkilled_under_a_member_nothing_is_lost(cluster):
         member.join(30)
     assert len(seen) == 600
     cluster.start(victim)
+
+
+def test_a_static_member_restarts_without_a_rebalance(cluster):
+    """librdkafka closes a static member with member epoch -2; the instance back under a new member id gets the same
+    partitions, the other member's stay where they were and the group epoch does not move."""
+    servers, seen = bootstrap(cluster), Counter()
+    cluster.cli("topics", "create", "--bootstrap-server", servers.split(",")[0], "--topic", "statics",
+                "--partitions", "6", "--replication-factor", "3")
+
+    def static_member() -> Member:
+        member = Member(servers, "statics", ["statics"], seen)
+        member.consumer.close()
+        member.consumer = confluent_kafka.Consumer({
+            "bootstrap.servers": servers, "group.id": "statics", "group.protocol": "consumer",
+            "group.instance.id": "instance-1", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        return member
+
+    first, other = static_member(), Member(servers, "statics", ["statics"], seen)
+    first.start()
+    other.start()
+    wait_for(lambda: settled([first, other]), "two members sharing the 6 partitions", timeout=90)
+    before = asyncio.run(_describe_with_pykraft(servers, "statics"))
+    kept, others = set(first.assigned), set(other.assigned)
+    first.stop.set()
+    first.join(30)
+    back = static_member()
+    back.start()
+    try:
+        wait_for(lambda: back.assigned == kept, "the restarted instance holding its partitions again", timeout=60)
+        after = asyncio.run(_describe_with_pykraft(servers, "statics"))
+        assert other.assigned == others and after.group_epoch == before.group_epoch
+        assert {m.instance_id for m in after.members} == {"instance-1", None}
+        assert next(m for m in after.members if m.instance_id).member_id != next(
+            m for m in before.members if m.instance_id).member_id
+    finally:
+        for member in (back, other):
+            member.stop.set()
+            member.join(30)
