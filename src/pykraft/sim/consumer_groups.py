@@ -19,6 +19,7 @@ rejoins when fenced. After every event the invariants are checked:
 from __future__ import annotations
 
 import random
+import re
 import uuid
 from dataclasses import dataclass, field
 
@@ -291,7 +292,7 @@ class GroupSim:
             return
         wanted: set[Partition] = set()
         for client in live:
-            names = client.subscription or tuple(n for n in self.topics if __import__("re").fullmatch(client.regex, n))
+            names = client.subscription or tuple(n for n in self.topics if re.fullmatch(client.regex or "", n))
             wanted |= {(TOPIC_IDS[n], i) for n in names if n in self.topics for i in range(self.topics[n])}
         owned = set().union(*(c.owned for c in live))
         if owned != wanted:
