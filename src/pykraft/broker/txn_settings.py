@@ -38,10 +38,10 @@ class TxnSettings:
     verification: bool = True  # transaction.partition.verification.enable
 
     def topic_configs(self) -> dict[str, str]:
-        """The configs Kafka creates __transaction_state with (TransactionStateManager.transactionTopicConfigs)."""
-        return {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                "unclean.leader.election.enable": "false", "min.insync.replicas": str(self.min_isr),
-                "segment.bytes": str(self.segment_bytes)}
+        """The configs Kafka creates __transaction_state with (TransactionStateManager.transactionTopicConfigs),
+        but compression.type: pykraft keeps the producer's compression, and the coordinator writes uncompressed."""
+        return {"cleanup.policy": "compact", "unclean.leader.election.enable": "false",
+                "min.insync.replicas": str(self.min_isr), "segment.bytes": str(self.segment_bytes)}
 
 
 def txn_settings(raw: Any) -> TxnSettings:
