@@ -214,7 +214,7 @@ class TxnApi:
             if isinstance(meta, ErrorCode):
                 states.append(make(ns.TransactionState, error_code=meta, transactional_id=transactional_id,
                                    transaction_state="", producer_id=-1, producer_epoch=-1,
-                                   transaction_timeout=datetime.timedelta(0), transaction_start_time=None))
+                                   transaction_timeout=datetime.timedelta(0), transaction_start_time=_timestamp(-1)))
                 continue
             by_topic: dict[str, list[int]] = {}
             for topic, partition in sorted(meta.partitions):
@@ -277,5 +277,6 @@ def _topic_results(ns: Any, errors: dict[tuple[str, int], ErrorCode]) -> tuple[A
                  for topic, parts in by_topic.items())
 
 
-def _timestamp(ms: int) -> datetime.datetime | None:
-    return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+def _timestamp(ms: int) -> datetime.datetime:
+    """A timestamp field (-1, Kafka's "none", is 1 ms before the epoch on the wire)."""
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
