@@ -140,8 +140,7 @@ class TxnIndexFiles:
         bases = sorted(self.entries)
         found = []
         for base in bases[max(bisect.bisect_right(bases, fetch_offset) - 1, 0):]:
-            if base >= upper_bound:
-                break
+            # No early stop at upper_bound: a transaction that began before it may end (and be filed) after it.
             found += [e for e in self.entries[base] if e.last_offset >= fetch_offset and e.first_offset < upper_bound]
         return found
 
