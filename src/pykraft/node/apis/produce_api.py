@@ -109,7 +109,7 @@ async def _verify(host: PartitionHost, message: Any, verifier: Verifier | None,
                 open_already[key] = None  # checked again at the append: a marker may close it meanwhile
                 continue
             producer = (pid, epoch)
-            guards[key] = txn_verification.start(found, pid)
+            guards[key] = txn_verification.start(found, pid, epoch)
     if producer is None:
         return open_already, {}
     errors = await verifier(transactional_id, producer[0], producer[1], list(guards))

@@ -64,7 +64,7 @@ async def _verify(groups: GroupHost, verifier: Verifier | None, m: Any) -> tuple
         return ErrorCode.NONE, txn_verification.SKIP
     if not txn_verification.needs_verification(replica, pid, epoch):
         return ErrorCode.NONE, None
-    guard = txn_verification.start(replica, pid)
+    guard = txn_verification.start(replica, pid, epoch)
     errors = await verifier(m.transactional_id, pid, epoch, [(OFFSETS_TOPIC, replica.partition)])
     error = errors.get((OFFSETS_TOPIC, replica.partition), ErrorCode.UNKNOWN_SERVER_ERROR)
     if error is ErrorCode.NONE:

@@ -68,7 +68,7 @@ class Replica:
     settings: TopicSettings = TopicSettings()
     last_flush_ms: int = -1  # when the maintenance round last flushed it (-1: not yet seen by one)
     generation: int = 0  # bumped when the log is truncated or reset (a copy of it, replica_move.py, starts again)
-    verifying: dict[int, object] = field(default_factory=dict)  # producer id -> guard (txn_verification.py)
+    verifying: dict[int, tuple[int, object]] = field(default_factory=dict)  # pid -> (epoch, guard): txn_verification
 
     @property
     def tp(self) -> TopicPartition:

@@ -6,7 +6,8 @@ Kafka's VerificationGuard: the leader records a guard for the producer before it
 (AddPartitionsToTxn v4 with VerifyOnly), and the append goes ahead only if the guard is still the producer's one;
 a marker written meanwhile removes it (producer_recovery.record_marker), and the write is then refused
 INVALID_TXN_STATE. A producer whose transaction is already open in the partition with the same epoch needs no
-verification. `SKIP` is the guard when transaction.partition.verification.enable is false.
+verification. `SKIP` is the guard when transaction.partition.verification.enable is false. Produce requests
+pipelined by one producer share its guard (one per producer and epoch).
 """
 
 from __future__ import annotations
@@ -38,16 +39,22 @@ def needs_verification(replica: Replica, producer_id: int, epoch: int) -> bool:
     return producer_id not in open_txns or replica.producers.epoch_of(producer_id) != epoch
 
 
-def start(replica: Replica, producer_id: int) -> object:
+def start(replica: Replica, producer_id: int, epoch: int) -> object:
+    """The producer's guard: the one already out for this epoch (pipelined Produce requests of one transaction
+    share it, as Kafka's VerificationStateEntry is shared), else a new one."""
+    current = replica.verifying.get(producer_id)
+    if current is not None and current[0] == epoch:
+        return current[1]
     guard = object()
-    replica.verifying[producer_id] = guard
+    replica.verifying[producer_id] = (epoch, guard)
     return guard
 
 
 def admits(replica: Replica, checked: ProducedBatch, verified: object | None) -> bool:
     if verified is SKIP or not needs_verification(replica, checked.producer_id, checked.producer_epoch):
         return True
-    return verified is not None and replica.verifying.get(checked.producer_id) is verified
+    current = replica.verifying.get(checked.producer_id)
+    return verified is not None and current is not None and current[1] is verified
 
 
 def produce_error(coordinator_error: ErrorCode) -> ErrorCode:
