@@ -31,7 +31,7 @@ def build_transactions(broker: BrokerHost) -> tuple[TxnHost, TxnApi]:
 
     async def to_broker(host: str, port: int, message: Any) -> Any:
         runtime = broker.runtime
-        return None if runtime is None else await runtime.outbound.to_broker(host, port, message)
+        return None if runtime is None else await runtime.outbound.to_broker_for_coordinator(host, port, message)
 
     def value_version() -> int:
         return 1 if broker.cache.features.finalized.get(TRANSACTION_VERSION, 0) >= 1 else 0
