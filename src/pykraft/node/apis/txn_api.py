@@ -211,10 +211,10 @@ class TxnApi:
         for transactional_id in m.transactional_ids:
             coordinator = self.txns.coordinator_of(transactional_id)
             meta = coordinator if isinstance(coordinator, ErrorCode) else coordinator.describe(transactional_id)
-            if isinstance(meta, ErrorCode):
+            if isinstance(meta, ErrorCode):  # the other fields at the schema's defaults (zeros), as Kafka sends them
                 states.append(make(ns.TransactionState, error_code=meta, transactional_id=transactional_id,
-                                   transaction_state="", producer_id=-1, producer_epoch=-1,
-                                   transaction_timeout=datetime.timedelta(0), transaction_start_time=_timestamp(-1)))
+                                   transaction_state="", producer_id=0, producer_epoch=0,
+                                   transaction_timeout=datetime.timedelta(0), transaction_start_time=_timestamp(0)))
                 continue
             by_topic: dict[str, list[int]] = {}
             for topic, partition in sorted(meta.partitions):
