@@ -192,3 +192,39 @@ def test_a_transaction_past_its_timeout_is_aborted(cluster):
     with pytest.raises(ck.KafkaException):
         p.commit_transaction(30)
     assert read_all(cluster, "b", "read_committed") == []
+
+
+def _table(text: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.split("\t")[:-1]] for line in text.splitlines()]
+
+
+def test_the_transactions_tool(cluster):
+    """`pykraft transactions` as kafka-transactions.sh: an open transaction listed, described, its producer's start
+    offset shown, not hanging (its coordinator has it), then aborted by its start offset: the LSO moves past it."""
+    p = producer(cluster, "tool", **{"transaction.timeout.ms": 60000})
+    p.begin_transaction()
+    p.produce("b", value=b"open")
+    p.flush(30)
+    server = bootstrap(cluster).split(",")[0]
+
+    def tool(*args: str, check: bool = True):
+        return cluster.cli("transactions", "--bootstrap-server", server, *args, check=check)
+
+    listed = _table(tool("list").stdout)
+    assert listed[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    assert any(row[0] == "tool" and row[3] == "Ongoing" for row in listed[1:]), listed
+    described = _table(tool("describe", "--transactional-id", "tool").stdout)
+    assert described[1][1] == "tool" and described[1][4] == "Ongoing" and described[1][8] == "b-0", described
+    producers = _table(tool("describe-producers", "--topic", "b", "--partition", "0").stdout)
+    assert producers[0][-1] == "CurrentTransactionStartOffset" and producers[1][-1] == "0", producers
+    hanging = _table(tool("find-hanging", "--topic", "b", "--max-transaction-timeout", "0").stdout)
+    assert hanging == [["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
+                        "LastTimestamp", "Duration(min)"]]
+    tool("abort", "--topic", "b", "--partition", "0", "--start-offset", "0")
+    wait_for(lambda: (lambda e: e[0] == e[1] or None)(ends(cluster, "b")), "the LSO past the aborted transaction")
+    again = _table(tool("describe-producers", "--topic", "b", "--partition", "0").stdout)
+    assert again[1][-1] == "None", again
+    missing = tool("abort", "--topic", "b", "--partition", "0", "--start-offset", "0", check=False)
+    assert missing.returncode == 1 and "Could not find any open transactions starting at offset 0" in missing.stderr
+    unknown = tool("describe", "--transactional-id", "nope", check=False)
+    assert unknown.returncode == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in unknown.stderr, unknown.stderr
