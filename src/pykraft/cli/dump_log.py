@@ -57,6 +57,11 @@ def decode_payload(batch: RecordBatch, record: Record) -> DecodedPayload:
             control = decode_control_record(record)
         except RecordsError as exc:
             return DecodedPayload(raw_value=_raw(record), problem=str(exc))
+        if control.type in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+            epoch = int.from_bytes(bytes(record.value)[2:6], "big", signed=True) if record.value is not None \
+                and len(record.value) >= 6 else -1
+            return DecodedPayload(control={"type": "endTxnMarker", "marker": control.type.name,
+                                           "coordinatorEpoch": epoch})
         label = _CONTROL_LABELS.get(control.type, f"Control{control.type_id}")
         fields = message_to_dict(control.message) if control.message is not None else {}
         return DecodedPayload(control={"type": label, **fields})
@@ -98,6 +103,8 @@ def record_line(record: Record, payload: DecodedPayload) -> str:
         f"| offset: {record.offset} CreateTime: {record.timestamp} keySize: {key_size} valueSize: {value_size} "
         f"sequence: -1 headerKeys: {header_keys}"
     )
+    if payload.control is not None and payload.control["type"] == "endTxnMarker":  # a transaction's COMMIT/ABORT
+        return f"{line} endTxnMarker: {payload.control['marker']} coordinatorEpoch: {payload.control['coordinatorEpoch']}"
     if payload.control is not None:
         fields = {k: v for k, v in payload.control.items() if k != "type"}
         label = payload.control["type"]
