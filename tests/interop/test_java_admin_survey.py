@@ -15,7 +15,6 @@ from .java_programs import failures
 
 # method -> the issue whose work makes pykraft answer it
 NOT_YET: dict[str, str] = {
-    "unregisterBroker_unknown": "issue 29: kafka-cluster unregister (UnregisterBroker)",
     "describeAcls": "issue 33: ACLs",
     "describeUserScramCredentials": "issue 33: SCRAM credentials",
     "alterUserScramCredentials": "issue 33: SCRAM credentials",

@@ -36,7 +36,7 @@ from kio.static.primitive import i8, i32, i64
 from pykraft.protocol.errors import ErrorCode
 
 from . import isr_rules as rules
-from .actions import Action, FindController, Ready, SendToController, earliest
+from .actions import Action, FindController, IsrChange, Ready, SendToController, earliest
 from .isr_rules import Committed, LeaderProgress, Proposal, ProposalKind, ProposalState
 from .metadata_cache import MetadataCache, TopicPartition
 
@@ -106,6 +106,7 @@ class IsrManager:
         self._now_ms = 0  # the time of the input being handled (the eligibility callback has no time argument)
         self._in_flight: _InFlight | None = None
         self._next_request_id = 0
+        self._changes: list[Action] = []  # IsrChange notes, handed out with the next Ready
 
     # ---- queries -------------------------------------------------------------------------------------------
     def led_partitions(self) -> list[TopicPartition]:
@@ -211,11 +212,14 @@ class IsrManager:
         current = led is not None and led.proposal is sent
         error = _error_of(data)
         if error is ErrorCode.NONE:
+            # Counted even when the metadata carrying the change overtook this answer (the proposal is gone then):
+            # the controller applied it either way.
+            self._count(sent.kind)
+            self._note(tp, sent, "accepted", partition_epoch=int(data.partition_epoch))  # type: ignore[attr-defined]
             if led is not None:
                 self._adopt(tp, led, data)
                 if current:
                     led.proposal = None
-                    self._count(sent.kind)
             return False
         self.metrics = replace(self.metrics, failed_isr_updates=self.metrics.failed_isr_updates + 1)
         if not current:
@@ -228,7 +232,13 @@ class IsrManager:
             return error is ErrorCode.NOT_CONTROLLER
         else:
             led.proposal = replace(sent, state=ProposalState.AWAITING_METADATA)
+        self._note(tp, sent, "refused", error=error)
         return False
+
+    def _note(self, tp: TopicPartition, proposal: Proposal, outcome: str, *, partition_epoch: int = -1,
+              error: ErrorCode | None = None) -> None:
+        self._changes.append(IsrChange(tp[0], tp[1], proposal.kind.value, proposal.base.isr, proposal.isr, outcome,
+                                       partition_epoch, error))
 
     def _adopt(self, tp: TopicPartition, led: _Led, data: object) -> None:
         """Take the controller's answer as committed when it is newer than what the cache shows and keeps us
@@ -299,6 +309,9 @@ class IsrManager:
         send = self._maybe_send(now_ms)
         if send is not None:
             actions.append(send)
+        if self._changes:
+            actions += self._changes
+            self._changes = []
         if self._in_flight is not None:
             wakeups.append(self._in_flight.deadline_ms)
         elif self.cache.broker_epoch(self.config.broker_id) is not None:  # else wait for our registration
@@ -318,17 +331,17 @@ class IsrManager:
         if led.proposal is not None:
             return None
         if committed.recovery is rules.LeaderRecoveryState.RECOVERING:
-            self._propose(led, committed, ProposalKind.RECOVER, committed.isr)
+            self._propose(tp, led, committed, ProposalKind.RECOVER, committed.isr)
             return None
         lag = self.config.replica_lag_time_max_ms
         stale = rules.out_of_sync(committed, led.progress, led.leader_since_ms, now_ms, lag)
         if stale:
-            self._propose(led, committed, ProposalKind.SHRINK, tuple(b for b in committed.isr if b not in stale))
+            self._propose(tp, led, committed, ProposalKind.SHRINK, tuple(b for b in committed.isr if b not in stale))
             return None
         if led.progress is not None:
             joining = rules.can_join(committed, led.progress, led.high_watermark, self._eligible)
             if joining:
-                self._propose(led, committed, ProposalKind.EXPAND, committed.isr + joining)
+                self._propose(tp, led, committed, ProposalKind.EXPAND, committed.isr + joining)
                 return None
         return rules.next_shrink_check_ms(committed, led.progress, led.leader_since_ms, lag)
 
@@ -341,11 +354,13 @@ class IsrManager:
         return (refused is not None and self._now_ms < refused.until_ms
                 and all(self.cache.registration(b) is seen for b, seen in refused.seen))
 
-    def _propose(self, led: _Led, committed: Committed, kind: ProposalKind, isr: tuple[int, ...]) -> None:
+    def _propose(self, tp: TopicPartition, led: _Led, committed: Committed, kind: ProposalKind,
+                 isr: tuple[int, ...]) -> None:
         epochs = rules.member_epochs(isr, committed.leader, self.cache.broker_epoch(self.config.broker_id),
                                      led.progress)
         seen = tuple((b, self.cache.registration(b)) for b in isr if b not in committed.isr)
         led.proposal = Proposal(kind, isr, epochs, committed, seen=seen)
+        self._note(tp, led.proposal, "proposed")
 
     def _maybe_send(self, now_ms: int) -> SendToController | None:
         own_epoch = self.cache.broker_epoch(self.config.broker_id)

@@ -278,7 +278,8 @@ class QuorumController:
         where the broker being fenced still looks eligible."""
         if not self.active:
             return ControllerResult()
-        records = list(self.lifecycle.maybe_fence_one_stale_broker(now_ms).records)
+        fenced = self.lifecycle.maybe_fence_one_stale_broker(now_ms)
+        records = list(fenced.records)
         if self.config.auto_leader_rebalance and now_ms >= self.next_balance_ms and not records:
             records += self.replication.records_for_preferred_balance(self.cluster,
                                                                       self.config.max_elections_per_balance)
@@ -289,7 +290,7 @@ class QuorumController:
         if self.config.max_idle_interval_ms > 0 and now_ms >= self.next_noop_ms:
             records.append(NoOpRecordV0())
             self.next_noop_ms = now_ms + self.config.max_idle_interval_ms
-        return ControllerResult(tuple(records))
+        return ControllerResult(tuple(records), notes=fenced.notes)
 
     def next_wakeup_ms(self) -> int | None:
         """The earliest time `tick` has something to do (None when inactive)."""

@@ -69,7 +69,8 @@ def build_config(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str], l
         quorum=_quorum(read),
         tls=_tls(read, listeners, protocols),
         metrics_port=_metrics_port(read),
-        log_format=read.choice("pykraft.log.format", "json", ("json", "text")),
+        log_format=read.choice("pykraft.log.format", "text", ("json", "text")),
+        logs_dir=read.text("pykraft.logs.dir") or None,
         **_metadata_log(read),
     )
     for problem in kafka_value_problems(props):
