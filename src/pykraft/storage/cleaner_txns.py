@@ -1,9 +1,9 @@
 """What the log cleaner does with transactions (Kafka's `CleanedTransactionMetadata` and the transaction part of
 `Cleaner.cleanInto`'s batch filter), as pure decisions over the batches of one cleaning pass, in log order.
 
-The seam for the log cleaner (storage/cleaner.py on the compaction work): build `CleanedTransactions` with the
-aborted transactions of the range being cleaned (`TxnIndexFiles.collect(start, end)`), call `on_batch` for each
-data batch and `on_marker` for each control batch, and:
+The log cleaner (storage/cleaner.py) builds `CleanedTransactions` with the aborted transactions of the range it
+cleans (`TxnIndexFiles.collect`, captured with its task) and feeds it every batch through compaction_rules'
+`TransactionSeam` (`on_batch_read`, `on_control_batch_read` with the marker's type from `marker_type`):
 - a data batch of an aborted transaction is dropped whole (`on_batch` returns True), whatever the offset map says;
   a committed transaction's batches are compacted like any other;
 - a COMMIT or ABORT marker may go (`on_marker` True) only once no batch of its transaction is left before it in
@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+
+from pykraft.records import RecordBatch, RecordsError
+from pykraft.records.control import ControlRecordType
 
 from .txn_index import AbortedTxn
 
@@ -70,6 +73,35 @@ class CleanedTransactions:
         had_batches = producer_id in self._committing
         self._committing.discard(producer_id)
         return not had_batches  # a committed transaction's marker stays while any of its batches is before it
+
+
+    # ---- compaction_rules.TransactionSeam ----------------------------------------------------------------------
+    def on_batch_read(self, producer_id: int, is_transactional: bool, last_offset: int) -> bool:
+        return self.on_batch(producer_id, is_transactional, last_offset)
+
+    def on_control_batch_read(self, producer_id: int, last_offset: int, control_type: int | None) -> bool:
+        if control_type not in (None, ControlRecordType.ABORT, ControlRecordType.COMMIT):
+            return False  # another control record: never discarded here
+        return self.on_marker(producer_id, last_offset, None if control_type is None
+                              else control_type == ControlRecordType.ABORT)
+
+
+def transaction_seam(aborted: tuple[AbortedTxn, ...] | list[AbortedTxn] = ()) -> CleanedTransactions:
+    """The cleaner's seam factory: one per pass, over the aborted transactions of its range."""
+    return CleanedTransactions(list(aborted))
+
+
+def marker_type(batch: RecordBatch) -> int | None:
+    """The control type of a control batch's record (None: an emptied control batch, or one we cannot read)."""
+    if batch.record_count == 0:
+        return None
+    try:
+        record = next(iter(batch.records()), None)
+    except RecordsError:
+        return None
+    if record is None or record.key is None or len(record.key) < 4:
+        return None
+    return int.from_bytes(bytes(record.key[2:4]), "big", signed=True)
 
 
 def marker_removable(can_discard: bool, delete_horizon_ms: int | None, now_ms: int) -> bool:

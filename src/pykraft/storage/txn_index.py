@@ -120,6 +120,20 @@ class TxnIndexFiles:
                 os.unlink(os.path.join(self.directory, name))
                 self._names_changed = True
 
+    def replace_segments(self, old_bases: list[int], new_base: int, entries: list[AbortedTxn]) -> None:
+        """A cleaner swap: the segments at `old_bases` became one at `new_base`, whose aborted transactions are
+        `entries` (those its kept ABORT markers end). The new file is written first."""
+        if entries:
+            atomic_write(self.path(new_base), encode_entries(entries))
+            self._names_changed = True
+        for base in old_bases:
+            if base != new_base:
+                self._rewrite(base, [])
+        if entries:
+            self.entries[new_base] = list(entries)
+        elif new_base in self.entries:
+            self._rewrite(new_base, [])
+
     def _rewrite(self, base: int, kept: list[AbortedTxn]) -> None:
         self._unsynced.discard(base)
         if kept:
