@@ -21,18 +21,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import struct
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
 from pykraft.broker.group_state import Group, Member, OffsetEntry, StoreGroup
 from pykraft.broker.txn_offsets import PendingTxnOffsets
+
+from pykraft.node.hosts.group_txn_offsets import encode_txn_batch, replay_marker, replay_txn_offsets
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
-from pykraft.records.batch import ATTR_TRANSACTIONAL
-from pykraft.records.crc import crc32c
-from pykraft.records.txn_markers import decode_txn_marker
 from pykraft.records.group_records import (
     GroupKey, GroupRecordError, GroupValue, MemberValue, OffsetKey, OffsetValue, decode_group_value, decode_key,
     decode_offset_value, encode_group_value, encode_key, encode_offset_value, partition_for,
@@ -336,11 +334,11 @@ def _replay_slice(log: Any, offset: int, groups: dict[str, Group], pending: Pend
             continue
         if batch.is_control:
             if batch.is_transactional:
-                _replay_marker(batch, groups, pending)
+                replay_marker(batch, groups, pending)
             offset = max(offset, batch.next_offset)
             continue
         if batch.is_transactional:
-            _replay_txn_offsets(batch, pending)
+            replay_txn_offsets(batch, pending)
             offset = batch.next_offset
             continue
         try:
@@ -355,28 +353,6 @@ def _replay_slice(log: Any, offset: int, groups: dict[str, Group], pending: Pend
     if offset == start:  # a batch larger than the slice: FileLog.read returns it whole, so only a bug lands here
         raise AssertionError(f"no progress loading {OFFSETS_TOPIC} at offset {offset}")
     return offset
-
-
-def _replay_marker(batch: Any, groups: dict[str, Group], pending: PendingTxnOffsets) -> None:
-    try:
-        commit = decode_txn_marker(batch).commit
-    except RecordsError as exc:
-        _log.error("skipping an unreadable marker of %s at offset %d: %s", OFFSETS_TOPIC, batch.base_offset, exc)
-        return
-    for group_id, offsets in pending.complete(batch.producer_id, commit).items():
-        groups.setdefault(group_id, Group(group_id)).offsets.update(offsets)
-
-
-def _replay_txn_offsets(batch: Any, pending: PendingTxnOffsets) -> None:
-    try:
-        for r in batch.records():
-            key = decode_key(bytes(r.key)) if r.key is not None else None
-            if isinstance(key, OffsetKey) and r.value is not None:
-                v = decode_offset_value(bytes(r.value))
-                pending.add(batch.producer_id, key.group, {(key.topic, key.partition): OffsetEntry(
-                    v.offset, v.leader_epoch, v.metadata, v.commit_timestamp_ms)})
-    except (RecordsError, GroupRecordError) as exc:
-        _log.error("skipping transactional offsets of %s at offset %d: %s", OFFSETS_TOPIC, batch.base_offset, exc)
 
 
 def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | None) -> None:
@@ -408,15 +384,6 @@ def _restore_metadata(group: Group, value: GroupValue) -> None:
         m.member_id, m.instance_id, m.client_id, m.client_host, m.session_timeout_ms,
         m.rebalance_timeout_ms if m.rebalance_timeout_ms >= 0 else m.session_timeout_ms, value.protocol_type,
         ((value.protocol or "", m.subscription),), assignment=m.assignment) for m in value.members}
-
-
-def encode_txn_batch(records: list[SimpleRecord], producer_id: int, epoch: int, sequence: int, now_ms: int) -> bytes:
-    """A transactional batch of the producer (Kafka writes TxnOffsetCommit's records so)."""
-    batch = bytearray(encode_batch(records, base_offset=0, partition_leader_epoch=0, timestamp_ms=now_ms))
-    struct.pack_into(">h", batch, 21, ATTR_TRANSACTIONAL)
-    struct.pack_into(">qhi", batch, 43, producer_id, epoch, sequence)
-    struct.pack_into(">I", batch, 17, crc32c(memoryview(batch)[21:]))
-    return bytes(batch)
 
 
 def _group_value(group: Group) -> GroupValue:

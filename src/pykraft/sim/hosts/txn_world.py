@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from pykraft.broker.group_state import OffsetEntry
 from pykraft.broker.producer_state import ProducerStates
-from pykraft.broker.txn_coordinator import NEED_PRODUCER_ID, MarkerSend, Purpose, TxnCoordinator, TxnWrite
+from pykraft.broker.txn_coordinator import NEED_PRODUCER_ID, MarkerSend, TxnCoordinator, TxnWrite
 from pykraft.broker.txn_offsets import PendingTxnOffsets
 from pykraft.broker.txn_state import TxnMetadata, TxnState
 from pykraft.protocol.errors import ErrorCode
@@ -345,4 +345,4 @@ def check(seed: int) -> list[str]:
             *fencing_violations(world.outcome_of, world.records)]
 
 
-__all__ = ["Purpose", "TxnWorld", "check"]
+__all__ = ["TxnWorld", "check"]
