@@ -109,10 +109,11 @@ def test_bootstrap_checkpoint_layout(tmp_path):
     plan = plan_format(request(tmp_path, quorum_flag=QuorumFlag.NONE, has_static_voters=True), random.Random(1))
     records = decode_file_bytes(tmp_path, fmt.bootstrap_checkpoint_bytes(plan, now_ms=1234))
     assert [type(m).__name__ for _, m in records] == ["SnapshotHeaderRecord", "FeatureLevelRecordV0",
-                                                      "FeatureLevelRecordV0", "SnapshotFooterRecord"]
+                                                      "FeatureLevelRecordV0", "FeatureLevelRecordV0",
+                                                      "SnapshotFooterRecord"]
     assert [(m.name, int(m.feature_level)) for control, m in records if not control] == [
-        ("metadata.version", 27), ("group.version", 1)]  # group.version 1: the default from 4.0-IV0 on
-    assert [control for control, _ in records] == [True, False, False, True]
+        ("metadata.version", 27), ("transaction.version", 1), ("group.version", 1)]  # group.version 1 from 4.0-IV0
+    assert [control for control, _ in records] == [True, False, False, False, True]
 
 
 def decode_file_bytes(tmp_path: Path, data: bytes):

@@ -154,7 +154,7 @@ def test_one_failing_update_fails_the_whole_request() -> None:
     result = handle_update_features(features, _request(("metadata.version", 27, 1), ("metadata.version", 1, 1)),
                                     cluster)
     assert result.response.error_code == ErrorCode.invalid_request and result.records == ()
-    result = handle_update_features(features, _request(("metadata.version", 27, 1), ("transaction.version", 1, 1)),
+    result = handle_update_features(features, _request(("metadata.version", 27, 1), ("share.version", 1, 1)),
                                     cluster)
     assert result.response.error_code == ErrorCode.invalid_update_version and result.records == ()
     assert {r.error_code for r in result.response.results} == {ErrorCode.invalid_update_version}

@@ -36,10 +36,12 @@ from .format_options import (
     GROUP_VERSION,
     KRAFT_VERSION,
     METADATA_VERSION,
+    TRANSACTION_VERSION,
     FormatError,
     QuorumFlag,
     effective_group_version,
     effective_kraft_version,
+    effective_transaction_version,
     effective_metadata_version,
     initial_voter_set,
     metadata_version_name,
@@ -92,6 +94,7 @@ class FormatPlan:
     kraft_version: int
     directories: tuple[DirectoryPlan, ...]
     group_version: int = 0
+    transaction_version: int = 0
 
 
 def plan_format(request: FormatRequest, rng: random.Random) -> FormatPlan:
@@ -138,8 +141,9 @@ def plan_format(request: FormatRequest, rng: random.Random) -> FormatPlan:
                 kind = "dynamic metadata voter directory" if voter else "dynamic metadata directory"
         meta = MetaProperties(request.cluster_id, request.node_id, directory_id)
         directories.append(DirectoryPlan(path, kind, meta, voters if is_metadata else None))
-    group_version = effective_group_version(features, metadata_version)
-    return FormatPlan(metadata_version, kraft_version, tuple(directories), group_version)
+    return FormatPlan(metadata_version, kraft_version, tuple(directories),
+                      group_version=effective_group_version(features, metadata_version),
+                      transaction_version=effective_transaction_version(features, metadata_version))
 
 
 def _initial_voters(request: FormatRequest, rng: random.Random) -> tuple[VoterSet | None, uuid.UUID | None]:
@@ -249,6 +253,8 @@ def bootstrap_checkpoint_bytes(plan: FormatPlan, now_ms: int) -> bytes:
     records = [FeatureLevelRecordV0(name=METADATA_VERSION, feature_level=i16(plan.metadata_version))]
     if plan.kraft_version > 0:
         records.append(FeatureLevelRecordV0(name=KRAFT_VERSION, feature_level=i16(plan.kraft_version)))
+    if plan.transaction_version > 0:
+        records.append(FeatureLevelRecordV0(name=TRANSACTION_VERSION, feature_level=i16(plan.transaction_version)))
     if plan.group_version > 0:
         records.append(FeatureLevelRecordV0(name=GROUP_VERSION, feature_level=i16(plan.group_version)))
     buffer = _BufferSnapshot()

@@ -28,6 +28,9 @@ from pykraft.broker.consumer_coordinator import ConsumerCoordinator, ConsumerGro
 from pykraft.node.hosts.consumer_group_host import adopt_offsets, expire_consumer_offsets
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
 from pykraft.broker.group_state import Group, Member, OffsetEntry, StoreGroup
+from pykraft.broker.txn_offsets import PendingTxnOffsets
+
+from pykraft.node.hosts.group_txn_offsets import encode_txn_batch, replay_marker, replay_txn_offsets
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
 from pykraft.records import consumer_group_records as cg_records
@@ -73,6 +76,7 @@ class GroupHost:
         self.coordinators: dict[int, GroupCoordinator] = {}  # loaded partitions
         self.consumers: dict[int, ConsumerCoordinator] = {}  # their KIP-848 consumer groups
         self._image: TopicImage | None = None
+        self.txn_offsets: dict[int, PendingTxnOffsets] = {}  # partition -> offsets of open transactions
         self.loading: dict[int, asyncio.Task[None]] = {}  # partition -> its load, until loaded
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._tokens = itertools.count()
@@ -123,6 +127,7 @@ class GroupHost:
         for consumer in self.consumers.values():
             consumer.metadata_changed(image)
         for partition in [p for p in self.coordinators if p not in led]:
+            self.txn_offsets.pop(partition, None)
             coordinator = self.coordinators.pop(partition)
             count = len(coordinator.groups)
             self._deliver(coordinator.unload())
@@ -142,7 +147,8 @@ class GroupHost:
     async def _load(self, partition: int) -> None:
         try:
             consumers = ConsumerCoordinator(self.consumer_config)
-            groups = await self._read_groups(partition, consumers)
+            pending = PendingTxnOffsets()
+            groups = await self._read_groups(partition, pending, consumers)
             if groups is None:
                 return
             now = self.clock()
@@ -155,6 +161,7 @@ class GroupHost:
             consumers.metadata_changed(self.image())
             self.coordinators[partition] = coordinator
             self.consumers[partition] = consumers
+            self.txn_offsets[partition] = pending
             count = len(groups) + len(consumers.groups)
             _log.log(logging.INFO if count else logging.DEBUG, "groups of %s-%d loaded: %d groups", OFFSETS_TOPIC,
                      partition, count)
@@ -164,7 +171,8 @@ class GroupHost:
             if self.loading.get(partition) is asyncio.current_task():
                 del self.loading[partition]
 
-    async def _read_groups(self, partition: int, consumers: ConsumerCoordinator) -> dict[str, Group] | None:
+    async def _read_groups(self, partition: int, pending: PendingTxnOffsets,
+                           consumers: ConsumerCoordinator | None = None) -> dict[str, Group] | None:
         """Replay the partition from its start to its end, one slice per loop turn. None when the leadership
         moved meanwhile (the load is then pointless: the new leader loads)."""
         replica = self.host.replicas.get((OFFSETS_TOPIC, partition))
@@ -180,7 +188,7 @@ class GroupHost:
             offset = max(offset, log.start_offset())  # retention may have moved the start between slices
             if offset >= log.end_offset():
                 return groups
-            offset = _replay_slice(log, offset, groups, consumers)
+            offset = _replay_slice(log, offset, groups, pending, consumers)
             await asyncio.sleep(0)  # let the loop serve everything else before the next slice
 
     # ---- parking requests and delivering replies ---------------------------------------------------------------
@@ -221,7 +229,10 @@ class GroupHost:
         if not count:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         batch = encode_batch(records, base_offset=0, partition_leader_epoch=0, timestamp_ms=self.clock())
-        result = self.host.append_as_leader(OFFSETS_TOPIC, partition_for(group_id, count), batch, -1)
+        return await self._append(group_id, partition_for(group_id, count), batch)
+
+    async def _append(self, group_id: str, partition: int, batch: bytes, verified: object = None) -> ErrorCode:
+        result = self.host.append_as_leader(OFFSETS_TOPIC, partition, batch, -1, verified)
         error = result.error
         if error is ErrorCode.NONE and result.waiter is not None:
             try:
@@ -280,6 +291,44 @@ class GroupHost:
         if error is not ErrorCode.NONE:
             _log.warning("consumer group %s: %d records not written (%s)", group_id, len(encoded), error.name)
         return error
+
+    # ---- offsets committed in transactions (broker/txn_offsets.py) ---------------------------------------------
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, epoch: int,
+                                 offsets: dict[tuple[str, int], OffsetEntry], verified: object) -> ErrorCode:
+        """TxnOffsetCommit: the offsets as a transactional batch of the producer, pending until its marker."""
+        count = self.partition_count()
+        if not count:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        partition = partition_for(group_id, count)
+        replica = self.host.replicas.get((OFFSETS_TOPIC, partition))
+        if replica is None or partition not in self.coordinators:
+            return ErrorCode.NOT_COORDINATOR
+        records = [SimpleRecord(encode_offset_value(OffsetValue(e.offset, e.leader_epoch, e.metadata,
+                                                                e.commit_timestamp_ms)),
+                                encode_key(OffsetKey(group_id, topic, index))) for (topic, index), e in offsets.items()]
+        sequence = replica.producers.next_sequence(producer_id, epoch)
+        batch = encode_txn_batch(records, producer_id, epoch, sequence, self.clock())
+        error = await self._append(group_id, partition, batch, verified)
+        if error is ErrorCode.NONE and partition in self.txn_offsets:
+            self.txn_offsets[partition].add(producer_id, group_id, offsets)
+        return error
+
+    def txn_completed(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A marker of the producer's transaction was written to our __consumer_offsets partition."""
+        pending, coordinator = self.txn_offsets.get(partition), self.coordinators.get(partition)
+        if pending is None or coordinator is None:
+            return
+        consumers = self.consumers.get(partition)
+        for group_id, offsets in pending.complete(producer_id, commit).items():
+            if consumers is not None and group_id in consumers.groups:  # a KIP-848 group keeps its own offsets
+                consumers.groups[group_id].offsets.update(offsets)
+            else:
+                coordinator.offsets_committed(group_id, offsets)
+
+    def txn_offset_pending(self, group_id: str, tp: tuple[str, int]) -> bool:
+        count = self.partition_count()
+        pending = None if not count else self.txn_offsets.get(partition_for(group_id, count))
+        return pending is not None and pending.is_pending(group_id, tp)
 
     # ---- offset expiry (offsets.retention.minutes) ---------------------------------------------------------------
     def _schedule_expiry(self) -> None:
@@ -352,13 +401,24 @@ class GroupHost:
         self.consumers.clear()
 
 
-def _replay_slice(log: Any, offset: int, groups: dict[str, Group], consumers: ConsumerCoordinator | None = None) -> int:
-    """Apply the records of up to `LOAD_SLICE_BYTES` of the log from `offset`; returns the next offset."""
+def _replay_slice(log: Any, offset: int, groups: dict[str, Group], pending: PendingTxnOffsets,
+                  consumers: ConsumerCoordinator | None = None) -> int:
+    """Apply the records of up to `LOAD_SLICE_BYTES` of the log from `offset`; returns the next offset.
+    Offsets in a transactional batch wait in `pending` for their transaction's marker; KIP-848 records go to
+    `consumers`."""
     info = log.read(offset, LOAD_SLICE_BYTES)
     start = offset
     for batch in iter_batches(info.records, verify_crc=False, allow_truncated_tail=True):
-        if batch.is_control or batch.next_offset <= offset:
+        if batch.next_offset <= offset:
+            continue
+        if batch.is_control:
+            if batch.is_transactional:
+                replay_marker(batch, groups, pending)
             offset = max(offset, batch.next_offset)
+            continue
+        if batch.is_transactional:
+            replay_txn_offsets(batch, pending)
+            offset = batch.next_offset
             continue
         try:
             records = list(batch.records())
