@@ -7,6 +7,9 @@ the simulated brokers both answer with it.
   fetched epoch) is not in our history gets DivergingEpoch and no records: it truncates and fetches again.
 - Partition errors: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, FENCED_LEADER_EPOCH /
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, OFFSET_OUT_OF_RANGE.
+- READ_COMMITTED: a consumer reads below the last stable offset only, and gets the aborted transactions
+  overlapping what it read (from the log's `.txnindex`), so it drops their records; every answer carries the
+  partition's last stable offset. READ_UNCOMMITTED answers carry a null list, as Kafka's do.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ class PartitionAnswer:
     log_start_offset: int = -1
     records: bytes | memoryview = b""
     diverging: tuple[int, int] | None = None  # (epoch, end offset)
+    last_stable_offset: int = -1
+    aborted: tuple[tuple[int, int], ...] | None = None  # read_committed: (producer id, first offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +48,7 @@ class PartitionFetch:
     last_fetched_epoch: int = -1
     max_bytes: int = 1 << 20
     log_start_offset: int = -1  # a follower's, reported for DeleteRecords' low watermark
+    read_committed: bool = False  # a consumer's IsolationLevel READ_COMMITTED
 
 
 def leader_epoch_error(replica: Replica, current_leader_epoch: int) -> ErrorCode:
@@ -74,11 +80,30 @@ def answer_partition(host: PartitionCore, name: str | None, unknown: ErrorCode, 
     if replica_id >= 0:
         host.on_follower_fetch(replica, replica_id, offset, broker_epoch, now_ms, p.log_start_offset)
         hwm = log.high_watermark()
-    upper = end if replica_id >= 0 else hwm
+    lso = replica.producers.last_stable_offset(hwm)
+    committed = replica_id < 0 and p.read_committed
+    upper = end if replica_id >= 0 else (lso if committed else hwm)
     records: bytes | memoryview = b""
     if offset < upper:
         records = trim(log.read(offset, max(p.max_bytes, 1)).records, upper)
-    return PartitionAnswer(index, ErrorCode.NONE, hwm, start, records)
+    aborted = None
+    if committed:
+        read_end = end_of_batches(records, offset)
+        aborted = tuple((a.producer_id, a.first_offset) for a in log.txn_index.collect(offset, read_end)) \
+            if read_end > offset else ()
+    return PartitionAnswer(index, ErrorCode.NONE, hwm, start, records, last_stable_offset=lso, aborted=aborted)
+
+
+def end_of_batches(records: bytes | memoryview, offset: int) -> int:
+    """The offset after the last batch of `records` (`offset` when there is none)."""
+    view = memoryview(records)
+    pos, end = 0, offset
+    while pos + 27 <= len(view):
+        base = int.from_bytes(view[pos:pos + 8], "big", signed=True)
+        length = int.from_bytes(view[pos + 8:pos + 12], "big")
+        end = base + int.from_bytes(view[pos + 23:pos + 27], "big", signed=True) + 1
+        pos += 12 + length
+    return end
 
 
 def trim(records: bytes | memoryview, upper: int) -> bytes | memoryview:

@@ -13,7 +13,6 @@ from pykraft.raft.log import OffsetAndEpoch, truncation_offset
 from pykraft.records import iter_batches
 
 from . import record_deletion
-from .producer_state import last_sequence
 from .replica_fetch import batches_to_append, follower_high_watermark, restart_for_straddling_batch
 
 if TYPE_CHECKING:
@@ -30,6 +29,8 @@ class FollowerSide:
     def _notify(self) -> None: ...
 
     def _reload_producers(self, replica: Replica) -> None: ...
+
+    def _observe_batch(self, replica: Replica, batch: Any) -> None: ...
 
     def append_as_follower(self, replica: Replica, records: Any, leader_hwm: int, leader_log_start: int) -> None:
         """Batches fetched from the leader, with the leader's offsets and epochs (CRCs checked by the log)."""
@@ -50,12 +51,12 @@ class FollowerSide:
                 log.append_as_follower(view, replica.leader_epoch)
                 self.topic_stats.of(replica.topic).replication_bytes_in += stop - start
                 for batch in iter_batches(view, verify_crc=False):
-                    replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                              last_sequence(batch.base_sequence, batch.last_offset_delta),
-                                              batch.base_offset, batch.last_offset, batch.max_timestamp)
+                    if batch.producer_id >= 0:
+                        self._observe_batch(replica, batch)
         hwm = follower_high_watermark(leader_hwm, log.end_offset(), log.high_watermark())
         if hwm is not None:
             log.update_high_watermark(hwm)
+            replica.producers.last_stable_offset(hwm)  # forgets transactions completed below the new HWM
         record_deletion.adopt_leader_log_start(replica, leader_log_start)
         self._notify()
 

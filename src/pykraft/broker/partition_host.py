@@ -42,14 +42,14 @@ from typing import Any
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import InvalidAppendError
 
-from . import record_deletion
+from . import record_deletion, txn_verification
 from .isr_rules import LeaderProgress
 from .leadership_log import log_role_changes, role_text
 from .metadata_cache import MetadataCache, TopicPartition
 from .partition_follower import FollowerSide
 from .partition_state import LeaderState, admit_produce
 from .produce_rules import Rejected, assign_offsets, require_keys, stamp_log_append_time, validate_batch
-from .producer_state import ProducerStates
+from .producer_state import ProducerStates, last_sequence
 from .replica_settings import DataPlaneSettings, TopicSettingsCache
 from .topic_settings import TopicSettings
 from .topic_stats import BrokerTopicStats
@@ -72,6 +72,7 @@ class Replica:
     settings: TopicSettings = TopicSettings()
     last_flush_ms: int = -1  # when the maintenance round last flushed it (-1: not yet seen by one)
     generation: int = 0  # bumped when the log is truncated or reset (a copy of it, replica_move.py, starts again)
+    verifying: dict[int, tuple[int, object]] = field(default_factory=dict)  # pid -> (epoch, guard): txn_verification
 
     @property
     def tp(self) -> TopicPartition:
@@ -138,6 +139,13 @@ class PartitionCore(FollowerSide):
     def _reload_producers(self, replica: Replica) -> None:
         """Reload the idempotent state after a truncation cut the log's end."""
         raise NotImplementedError
+
+    def _observe_batch(self, replica: Replica, batch: Any) -> None:
+        """A producer's batch fetched from the leader is in our log: its sequences. The node's host also follows
+        transactions (markers, the `.txnindex`: node/hosts/producer_recovery.py); the simulator writes none."""
+        replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                                  last_sequence(batch.base_sequence, batch.last_offset_delta), batch.base_offset,
+                                  batch.last_offset, batch.max_timestamp, transactional=batch.is_transactional)
 
     def _apply_log_config(self, replica: Replica) -> None:
         """The topic's settings changed: what the log itself rolls and retains by (none by default)."""
@@ -235,7 +243,9 @@ class PartitionCore(FollowerSide):
         partition = self.cache.partition(*replica.tp)
         return 0 if partition is None else len(partition.isr)
 
-    def append_as_leader(self, topic: str, partition: int, records: Any, acks: int) -> AppendResult:
+    def append_as_leader(self, topic: str, partition: int, records: Any, acks: int,
+                         verified: object | None = None) -> AppendResult:
+        """`verified`: the guard of a KIP-890 verification of this transactional write (txn_verification.py)."""
         found = self.leader_replica(topic, partition)
         if isinstance(found, ErrorCode):
             if found is ErrorCode.NOT_LEADER_OR_FOLLOWER:  # a topic this broker knows: Kafka counts the request
@@ -245,12 +255,12 @@ class PartitionCore(FollowerSide):
         assert leading is not None
         counters = self.topic_stats.of(topic)
         counters.total_produce_requests += 1
-        result = self._append_checked(replica, records, acks)
+        result = self._append_checked(replica, records, acks, verified)
         if result.error is not ErrorCode.NONE:
             counters.produce_failed(result.error, len(records))
         return result
 
-    def _append_checked(self, replica: Replica, records: Any, acks: int) -> AppendResult:
+    def _append_checked(self, replica: Replica, records: Any, acks: int, verified: object | None) -> AppendResult:
         """`append_as_leader` for a replica this broker leads: validate, admit, check sequences, append."""
         log, leading, topic, partition = replica.log, replica.leading, replica.topic, replica.partition
         assert leading is not None
@@ -267,11 +277,14 @@ class PartitionCore(FollowerSide):
             return AppendResult(admitted, message=f"the ISR of {topic}-{partition} is below min.insync.replicas")
         if checked.is_idempotent:
             seq = replica.producers.check(checked.producer_id, checked.producer_epoch, checked.base_sequence,
-                                          checked.last_sequence)
+                                          checked.last_sequence, checked.transactional)
             if seq.error is not ErrorCode.NONE:
                 return AppendResult(seq.error, log_start_offset=log.start_offset())
             if seq.duplicate_of is not None:
                 return self._answer(replica, seq.duplicate_of.base_offset, seq.duplicate_of.last_offset, acks)
+        if checked.transactional and not txn_verification.admits(replica, checked, verified):
+            return AppendResult(ErrorCode.INVALID_TXN_STATE, log_start_offset=log.start_offset(),
+                                message="a transaction marker ended the verified transaction before this write")
         # A writable view is the request frame's own buffer (codec borrow_records, FrameReader): patched in place
         # and kept as it is; anything else is copied first, as it may be shared or read-only.
         buffer = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
@@ -293,7 +306,12 @@ class PartitionCore(FollowerSide):
         counters.bytes_in += len(buffer)
         replica.producers.observe(checked.producer_id, checked.producer_epoch, checked.base_sequence,
                                   checked.last_sequence, base, last,
-                                  append_time if append_time >= 0 else checked.max_timestamp)
+                                  append_time if append_time >= 0 else checked.max_timestamp, checked.transactional)
+        return self.appended(replica, base, last, acks, append_time)
+
+    def appended(self, replica: Replica, base: int, last: int, acks: int, append_time: int = -1) -> AppendResult:
+        """After a leader's append (a client's batch, or a transaction marker): the answer, the followers woken,
+        the high watermark reconsidered."""
         result = self._answer(replica, base, last, acks, append_time)
         self._notify()  # wake the followers' long polls: the HWM cannot move before they fetch this
         self._after_leader_change(replica)

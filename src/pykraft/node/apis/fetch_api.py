@@ -8,6 +8,9 @@
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, OFFSET_OUT_OF_RANGE. Every partition answer,
   error or empty, carries empty records, never null (librdkafka spins on null).
 - The request waits up to MaxWaitMs for MinBytes, woken by every append or high watermark move.
+- IsolationLevel READ_COMMITTED (1): a consumer reads below the last stable offset only, and gets the aborted
+  transactions overlapping what it read (from the `.txnindex`), so it drops their records; every answer carries
+  the partition's last stable offset. READ_UNCOMMITTED answers carry a null list, as Kafka's do.
 Requests for `__cluster_metadata` are the raft core's (the caller routes them there).
 """
 
@@ -27,6 +30,7 @@ from pykraft.node.apis.wire_build import has_field, make, response_namespace
 
 __all__ = ["CONSUMER", "fetch", "leader_epoch_error", "names_metadata_topic", "replica_of"]
 
+READ_COMMITTED = 1
 
 _PartitionAnswer = PartitionAnswer  # the pure answer, broker/fetch_answers.py
 
@@ -45,11 +49,12 @@ def replica_of(message: Any) -> tuple[int, int]:
 
 async def fetch(host: PartitionHost, message: Any, clock: Any) -> Any:
     replica_id, broker_epoch = replica_of(message)
+    committed = replica_id < 0 and int(getattr(message, "isolation_level", 0)) == READ_COMMITTED
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(message.max_wait.total_seconds(), 0)
     while True:
         changed = host.changed
-        answers, total, urgent = _answer_all(host, message, replica_id, broker_epoch, clock())
+        answers, total, urgent = _answer_all(host, message, replica_id, broker_epoch, clock(), committed)
         remaining = deadline - loop.time()
         if total >= int(message.min_bytes) or urgent or remaining <= 0:
             _count(host, answers, replica_id)
@@ -63,8 +68,8 @@ async def fetch(host: PartitionHost, message: Any, clock: Any) -> Any:
 Answers = list[tuple[Any, "str | None", list[_PartitionAnswer]]]  # (request topic, its name, partition answers)
 
 
-def _answer_all(host: PartitionHost, message: Any, replica_id: int, broker_epoch: int,
-                now_ms: int) -> tuple[Answers, int, bool]:
+def _answer_all(host: PartitionHost, message: Any, replica_id: int, broker_epoch: int, now_ms: int,
+                committed: bool = False) -> tuple[Answers, int, bool]:
     answers = []
     total = 0
     urgent = False
@@ -74,7 +79,7 @@ def _answer_all(host: PartitionHost, message: Any, replica_id: int, broker_epoch
         unknown = ErrorCode.UNKNOWN_TOPIC_ID if topic_id is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         parts = []
         for p in topic.partitions:
-            answer = _answer_one(host, name, unknown, p, replica_id, broker_epoch, now_ms)
+            answer = _answer_one(host, name, unknown, p, replica_id, broker_epoch, now_ms, committed)
             total += len(answer.records)
             urgent = urgent or answer.error is not ErrorCode.NONE or answer.diverging is not None
             parts.append(answer)
@@ -100,11 +105,11 @@ def _count(host: PartitionHost, answers: Answers, replica_id: int) -> None:
 
 
 def _answer_one(host: PartitionHost, name: str | None, unknown: ErrorCode, p: Any, replica_id: int,
-                broker_epoch: int, now_ms: int) -> _PartitionAnswer:
+                broker_epoch: int, now_ms: int, committed: bool = False) -> _PartitionAnswer:
     """One partition of a wire Fetch request, answered by broker/fetch_answers.py."""
     wanted = PartitionFetch(int(p.partition), int(p.fetch_offset), int(getattr(p, "current_leader_epoch", -1)),
                             int(getattr(p, "last_fetched_epoch", -1)), int(p.partition_max_bytes),
-                            int(getattr(p, "log_start_offset", -1)))
+                            int(getattr(p, "log_start_offset", -1)), committed)
     return answer_partition(host, name, unknown, wanted, replica_id, broker_epoch, now_ms)
 
 
@@ -117,9 +122,11 @@ def _response(version: int, answers: Answers) -> Any:
             extra = {}
             if a.diverging is not None:
                 extra["diverging_epoch"] = ns.EpochEndOffset(epoch=a.diverging[0], end_offset=a.diverging[1])
+            aborted = None if a.aborted is None else tuple(
+                ns.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in a.aborted)
             datas.append(make(ns.PartitionData, partition_index=a.index, error_code=a.error,
-                              high_watermark=a.high_watermark, last_stable_offset=a.high_watermark,
-                              log_start_offset=a.log_start_offset, aborted_transactions=(),
+                              high_watermark=a.high_watermark, last_stable_offset=a.last_stable_offset,
+                              log_start_offset=a.log_start_offset, aborted_transactions=aborted,
                               preferred_read_replica=-1, records=a.records, **extra))
         topics.append(make(ns.FetchableTopicResponse, topic=getattr(topic, "topic", ""),
                            topic_id=getattr(topic, "topic_id", None), partitions=tuple(datas)))

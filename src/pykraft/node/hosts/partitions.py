@@ -24,7 +24,9 @@ from pykraft.broker.partition_host import AppendResult, PartitionCore, Replica
 from pykraft.storage import LogConfig, PartitionLogs
 from pykraft.storage.segment import HEADER, LOG_OVERHEAD
 
-from pykraft.node.hosts.producer_recovery import open_producer_state, reload_after_truncation, snapshot_producers
+from pykraft.node.hosts.producer_recovery import (
+    observe_batch, open_producer_state, reload_after_truncation, snapshot_producers,
+)
 from pykraft.node.hosts import partition_maintenance as maintenance
 from pykraft.node.hosts.replica_settings import DataPlaneSettings, TopicSettingsCache, to_log_config
 
@@ -64,6 +66,9 @@ class PartitionHost(PartitionCore):
 
     def _reload_producers(self, replica: Replica) -> None:
         reload_after_truncation(replica)
+
+    def _observe_batch(self, replica: Replica, batch: Any) -> None:
+        observe_batch(replica, batch)  # with transactions' markers and the `.txnindex`
 
     def _apply_log_config(self, replica: Replica) -> None:
         replica.log.config = to_log_config(replica.settings)
