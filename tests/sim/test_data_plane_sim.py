@@ -122,9 +122,9 @@ def test_a_coordinator_that_loses_committed_offsets_on_failover_is_caught(monkey
 
     original = group_log.apply_record
 
-    def forgets_offsets(groups, raw_key: bytes, raw_value: bytes | None) -> None:  # noqa: ANN001 - a bad load
-        if not isinstance(decode_key(raw_key), OffsetKey):
-            original(groups, raw_key, raw_value)
+    def forgets_offsets(groups, raw_key: bytes, raw_value: bytes | None, consumers=None) -> None:  # noqa: ANN001
+        if not isinstance(decode_key(raw_key), OffsetKey):  # a bad load: the committed offsets are dropped
+            original(groups, raw_key, raw_value, consumers)
 
     monkeypatch.setattr(group_log, "apply_record", forgets_offsets)
     assert run(3, "data_groups").invariant == "GroupOffsetMonotonic"
