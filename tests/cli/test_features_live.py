@@ -129,8 +129,17 @@ def test_version_mapping_and_feature_dependencies_offline():
         older = runner.invoke(app, [group, "version-mapping", "--release-version", "3.8"])
         assert older.stdout == "metadata.version=20 (3.8-IV0)\nkraft.version=0\ntransaction.version=0\ngroup.version=0\n"
         newer = runner.invoke(app, [group, "version-mapping", "--release-version", "4.0"])
-        assert newer.stdout == ("metadata.version=25 (4.0-IV3)\nkraft.version=1\ntransaction.version=1\n"
+        assert newer.stdout == ("metadata.version=25 (4.0-IV3)\nkraft.version=1\ntransaction.version=2\n"
                                 "group.version=1\n")
+        # transaction.version 1 and 2 both bootstrap from 4.0-IV2 (Kafka 4.0's TransactionVersion): not 4.0-IV1
+        before = runner.invoke(app, [group, "version-mapping", "--release-version", "4.0-IV1"])
+        assert "transaction.version=0\n" in before.stdout
+        at = runner.invoke(app, [group, "version-mapping", "--release-version", "4.0-IV2"])
+        assert "transaction.version=2\n" in at.stdout
+        txn_deps = runner.invoke(app, [group, "feature-dependencies", "--feature", "transaction.version=2"])
+        assert (txn_deps.exit_code, txn_deps.stdout) == (0, "transaction.version=2 has no dependencies.\n")
+        too_high = runner.invoke(app, [group, "feature-dependencies", "--feature", "transaction.version=3"])
+        assert too_high.exit_code != 0
         group_deps = runner.invoke(app, [group, "feature-dependencies", "--feature", "group.version=1"])
         assert (group_deps.exit_code, group_deps.stdout) == (0, "group.version=1 has no dependencies.\n")
         deps = runner.invoke(app, [group, "feature-dependencies", "--feature", "kraft.version=1",

@@ -256,7 +256,9 @@ def _log_value(write: TxnWrite) -> TxnLogValue:
         by_topic.setdefault(topic, []).append(partition)
     partitions = None if transit.state is TxnState.EMPTY else tuple((t, tuple(p)) for t, p in by_topic.items())
     return TxnLogValue(transit.producer_id, transit.producer_epoch, transit.timeout_ms, transit.state.id, partitions,
-                       transit.last_update_ms, transit.start_ms)
+                       transit.last_update_ms, transit.start_ms, previous_producer_id=transit.last_producer_id,
+                       next_producer_id=transit.next_producer_id,
+                       client_transaction_version=transit.client_txn_version)
 
 
 def _replay_slice(log: Any, offset: int, txns: dict[str, TxnMetadata]) -> int:
@@ -300,4 +302,7 @@ def _apply_record(txns: dict[str, TxnMetadata], raw_key: bytes, raw_value: bytes
     partitions = set() if state is TxnState.EMPTY or value.partitions is None else {
         (topic, p) for topic, ids in value.partitions for p in ids}
     txns[transactional_id] = TxnMetadata(transactional_id, value.producer_id, value.producer_epoch, value.timeout_ms,
-                                         state, partitions, value.start_ms, value.last_update_ms)
+                                         state, partitions, value.start_ms, value.last_update_ms,
+                                         last_producer_id=value.previous_producer_id,
+                                         next_producer_id=value.next_producer_id,
+                                         client_txn_version=value.client_transaction_version)
