@@ -101,6 +101,26 @@ async def test_describe_shows_the_finalized_metadata_version_of_the_controller_i
 
 
 @pytest.mark.asyncio
+async def test_transaction_version_upgrades_to_2_and_no_further(controller):
+    """The controller (3.9-IV0 here: transaction.version not finalized) takes transaction.version 1 then 2, which
+    describe shows supported 0-2; 3 is out of its range."""
+    port, host = controller
+    before = await features(port, "describe")
+    assert "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: 0\t" \
+        in before.stdout, before.stdout
+    for level in (1, 2):
+        result = await features(port, "upgrade", "--feature", f"transaction.version={level}")
+        assert (result.exit_code, result.stdout) == (0, f"transaction.version was upgraded to {level}.\n"), \
+            result.stderr
+    assert host.controller.features.finalized.get("transaction.version") == 2
+    after = await features(port, "describe")
+    assert "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: 2\t" \
+        in after.stdout, after.stdout
+    too_high = await features(port, "upgrade", "--feature", "transaction.version=3")
+    assert too_high.exit_code == 1 and "Local controller 1 only supports versions 0-2." in too_high.stdout
+
+
+@pytest.mark.asyncio
 async def test_downgrade_and_disable_send_downgrades_and_print_kafkas_lines(controller):
     """Issue 15: downgrade and disable reach the controller as downgrades; it supports none, so each prints Kafka's
     "Could not ..." line with the controller's reason and the tool exits 1; nothing changes."""
