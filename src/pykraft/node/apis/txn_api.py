@@ -116,6 +116,7 @@ class TxnApi:
         expected = (pid, epoch) if pid >= 0 and epoch >= 0 else None
         error, producer_id, producer_epoch = await self.txns.init_producer_id(message.transactional_id, timeout_ms,
                                                                                expected, self.txns.server_version())
+        error = _older_fenced(error, int(message.__version__), 4)
         return make(ns.InitProducerIdResponse, throttle_time=ZERO_THROTTLE, error_code=error,
                     producer_id=producer_id, producer_epoch=producer_epoch)
 
@@ -128,6 +129,7 @@ class TxnApi:
             wanted = [(t.name, int(p)) for t in m.v3_and_below_topics for p in t.partitions]
             error = await self._add(m.v3_and_below_transactional_id, int(m.v3_and_below_producer_id),
                                     int(m.v3_and_below_producer_epoch), wanted)
+            error = _older_fenced(error, version, 2)
             return make(ns.AddPartitionsToTxnResponse, throttle_time=ZERO_THROTTLE,
                         results_by_topic_v3_and_below=_topic_results(ns, {tp: error for tp in wanted}))
         results = []
@@ -204,7 +206,8 @@ class TxnApi:
             tp = (OFFSETS_TOPIC, partition_for(m.group_id, count))
             error = await self.txns.step(m.transactional_id, lambda c, now: c.add_partitions(
                 m.transactional_id, int(m.producer_id), int(m.producer_epoch), [tp], now))
-        return make(ns.AddOffsetsToTxnResponse, throttle_time=ZERO_THROTTLE, error_code=error)
+        return make(ns.AddOffsetsToTxnResponse, throttle_time=ZERO_THROTTLE,
+                    error_code=_older_fenced(error, int(m.__version__), 2))
 
     async def end_txn(self, decoded: DecodedRequest) -> Any:
         m = decoded.message
@@ -214,7 +217,7 @@ class TxnApi:
         error, producer_id, epoch = await self.txns.end_txn(m.transactional_id, int(m.producer_id),
                                                             int(m.producer_epoch), bool(m.committed), client_version)
         if version < TXN_V2_END_TXN_VERSION:
-            return make(ns.EndTxnResponse, throttle_time=ZERO_THROTTLE, error_code=error)
+            return make(ns.EndTxnResponse, throttle_time=ZERO_THROTTLE, error_code=_older_fenced(error, version, 2))
         return make(ns.EndTxnResponse, throttle_time=ZERO_THROTTLE, error_code=error,
                     producer_id=ProducerId(producer_id), producer_epoch=i16(epoch))
 
@@ -270,6 +273,12 @@ class TxnApi:
                     unknown_state_filters=unknown, transaction_states=tuple(
                         make(ns.TransactionState, transactional_id=t.transactional_id, producer_id=t.producer_id,
                              transaction_state=t.state.state_name) for t in found))
+
+
+def _older_fenced(error: ErrorCode, version: int, fenced_since: int) -> ErrorCode:
+    """PRODUCER_FENCED (KIP-588) is INVALID_PRODUCER_EPOCH for a request version older than the one that knows it
+    (InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2), as Kafka's KafkaApis answers them."""
+    return ErrorCode.INVALID_PRODUCER_EPOCH if error is ErrorCode.PRODUCER_FENCED and version < fenced_since else error
 
 
 def verify_request(transactional_id: str, producer_id: int, epoch: int, partitions: list[tuple[str, int]],
