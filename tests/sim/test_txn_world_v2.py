@@ -52,3 +52,16 @@ def test_partitions_the_coordinator_never_added_are_caught(monkeypatch):
 def test_transaction_invariants_sweep_at_version_2():
     failing = [seed for seed in range(1000) if check_v2(seed)]
     assert failing == [], f"replay with check_v2(seed) for seed in {failing[:10]}"
+
+
+def test_pykraft_sim_transactions_runs_both_versions():
+    from typer.testing import CliRunner
+
+    from pykraft.cli.main import app
+
+    for version in ("1", "2"):
+        result = CliRunner().invoke(app, ["sim", "transactions", "--seeds", "3", "--transaction-version", version])
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith("3/3 seeds passed") and "records commit" in result.output
+    bad = CliRunner().invoke(app, ["sim", "transactions", "--transaction-version", "3"])
+    assert bad.exit_code != 0
