@@ -162,3 +162,19 @@ def test_load_restores_the_version_2_fields():
     assert isinstance(last, TxnWrite) and (last.transit.producer_id, last.transit.producer_epoch) == (2000, 0)
     written(other, last, 31)
     assert (other.txns["t"].producer_id, other.txns["t"].last_producer_id) == (2000, 1000)
+
+
+def test_a_fence_at_the_top_of_the_epochs_does_not_overflow():
+    """The fence takes Short.MaxValue; the version 2 bump stays there (Kafka 4.0 would overflow), and the next
+    InitProducerId rotates to a new producer id."""
+    c = TxnCoordinator(0, 1)
+    init(c)
+    c.txns["t"].producer_epoch = MAX_EPOCH - 1
+    add_v2(c)
+    fence = c.init_producer_id("t", 60000, None, 20, server_version=TV2)
+    assert isinstance(fence, TxnWrite) and fence.transit.producer_epoch == MAX_EPOCH
+    done = written(c, fence, 20)
+    finish_markers(c, done)
+    assert c.init_producer_id("t", 60000, None, 40, server_version=TV2) is NEED_PRODUCER_ID
+    again = init(c, pid=3000, now=40)
+    assert (again.answer, again.producer_id, again.producer_epoch) == (E.NONE, 3000, 0)

@@ -162,8 +162,9 @@ class TxnMetadata:
 
     def prepare_end(self, commit: bool, now_ms: int, client_txn_version: int = 0,
                     next_producer_id: int = NO_PRODUCER_ID) -> TxnTransit:
-        """PrepareCommit/PrepareAbort. tv2: the epoch is bumped (never past Short.MaxValue: an exhausted epoch
-        rotates to `next_producer_id` at completion anyway), and an abort with no partition added starts now."""
+        """PrepareCommit/PrepareAbort. tv2: the epoch is bumped, never past Short.MaxValue (where Kafka 4.0 would
+        overflow): an exhausted epoch moves to `next_producer_id` at completion, and after a fence the next
+        InitProducerId rotates the id; an abort with no partition added starts now."""
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         epoch, last_epoch, start_ms = self.producer_epoch, self.last_producer_epoch, self.start_ms
         if client_txn_version >= 2:
