@@ -117,6 +117,12 @@ def test_a_transaction_version_2_producer(tmp_path):
         asyncio.run(_run(cluster))
         assert read_all(cluster, "tv2", "read_committed") == ["c1", "c2", "c4"]
         assert read_all(cluster, "tv2", "read_uncommitted") == ["c1", "c2", "a3", "c4"]
+        group = ck.Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": "tv2-group",
+                             "isolation.level": "read_committed"})
+        try:  # the offsets committed in the transaction (TxnOffsetCommit v5, no AddOffsetsToTxn) are the group's now
+            assert [tp.offset for tp in group.committed([ck.TopicPartition("tv2", 0)], timeout=30)] == [7]
+        finally:
+            group.close()
         described = cluster.cli("transactions", "--bootstrap-server", bootstrap(cluster).split(",")[0], "describe",
                                 "--transactional-id", TXN_ID)
         assert "CompleteCommit" in described.stdout, described.stdout
