@@ -17,6 +17,7 @@ SyncGroup, Heartbeat and LeaveGroup); when the last consumer-protocol member lea
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ from pykraft.node.hosts.group_host import GroupHost
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
+_log = logging.getLogger("pykraft.node.groups")
 CONSUMER_GROUP_APIS = {ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1), ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1)}
 GROUP_VERSION = "group.version"
 CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1 MemberType: the member uses the consumer protocol
@@ -110,6 +112,8 @@ class ConsumerGroupApi:
             consumer.abandon(m.group_id)  # nothing of the conversion is written: the group stays classic
             return HeartbeatResult(result.error, result.message)
         if upgraded is not None:
+            _log.info("classic group %s converted to a consumer group (%d classic members) as member %s joins",
+                      m.group_id, len(upgraded.members), result.member_id)
             self.groups.run(classic, classic.release(m.group_id))
             extra = [SimpleRecord(None, encode_key(GroupKey(m.group_id)))]
         else:
