@@ -34,10 +34,8 @@ from pykraft.broker.consumer_group import (
     LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerGroupState, ConsumerMember, FencedMember, MemberState,
     reconcile,
 )
-from pykraft.broker.group_migration import (
-    MigrationPolicy, MigrationRefused, check_upgrade, classic_group_of, classic_group_record, consumer_members_of,
-    downgrade_allowed, downgrade_tombstones, upgrade_records,
-)
+from pykraft.broker.consumer_migration import MigrationSteps
+from pykraft.broker.group_migration import MigrationPolicy, downgrade_allowed
 from pykraft.broker.group_state import Group
 from pykraft.broker.consumer_requests import (
     HeartbeatError, HeartbeatRequest, HeartbeatResult, Record, check_epoch, validate,
@@ -71,7 +69,7 @@ class ConsumerGroupConfig:
     migration_policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL  # group.consumer.migration.policy
 
 
-class ConsumerCoordinator:
+class ConsumerCoordinator(MigrationSteps):
     def __init__(self, config: ConsumerGroupConfig, new_member_id: Callable[[], str] | None = None) -> None:
         self.config = config
         self.groups: dict[str, ConsumerGroup] = {}
@@ -331,45 +329,6 @@ class ConsumerCoordinator:
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         for timers in (self.session_deadlines, self.rebalance_deadlines, self.join_deadlines, self.sync_deadlines):
             timers.pop((group_id, member_id), None)  # type: ignore[attr-defined]
-
-    # ---- online migration (group_migration.py) ----------------------------------------------------------------
-    def upgrade(self, classic: Group, image: TopicImage, now_ms: int) -> None:
-        """Convert a classic group with members into a consumer group (its records emitted, to be written after
-        the classic group's tombstone); MigrationRefused leaves everything as it was. The caller goes on with the
-        heartbeat that asked for it, and calls `abandon` if that fails."""
-        check_upgrade(classic, self.config.migration_policy, self.config.max_size)
-        members = consumer_members_of(classic, image.topics)
-        for key, value in upgrade_records(classic.group_id, classic.generation, members):
-            self._emit(key, value)
-        group = self.groups[classic.group_id]
-        group.offsets.update(classic.offsets)
-        for member in members:
-            self.session_deadlines[(classic.group_id, member.member_id)] = \
-                now_ms + member.classic.session_timeout_ms  # type: ignore[union-attr]
-
-    def abandon(self, group_id: str) -> None:
-        """Undo an upgrade whose heartbeat failed: nothing of it is written, the classic group stays."""
-        self.groups.pop(group_id, None)
-        for timers in (self.session_deadlines, self.rebalance_deadlines, self.join_deadlines, self.sync_deadlines):
-            for key in [k for k in timers if k[0] == group_id]:
-                del timers[key]  # type: ignore[attr-defined]
-        self._pending.clear()
-
-    def _downgrade(self, group: ConsumerGroup, leaving: set[str], now_ms: int) -> None:
-        """The last consumer-protocol member goes: the group becomes a classic one (records: the consumer
-        group's tombstones, then its GroupMetadata); the host hands the classic group to its coordinator."""
-        classic = classic_group_of(group, leaving, group.subscription_metadata, now_ms)
-        for member_id in list(group.members):
-            self._cancel_timers(group.group_id, member_id)
-        for key, value in downgrade_tombstones(group):
-            self._emit(key, value)
-        self._pending.append(classic_group_record(classic))  # type: ignore[arg-type]
-        self.groups.pop(group.group_id, None)
-        self.downgraded.append(classic)
-
-    def take_downgrades(self) -> list[Group]:
-        taken, self.downgraded = self.downgraded, []
-        return taken
 
     # ---- time -------------------------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> tuple[Record, ...]:
