@@ -100,3 +100,25 @@ def test_a_classic_group_with_a_member_is_upgraded_served_and_downgraded_through
     classic = group_api.groups.coordinators[0].groups[GROUP]
     assert classic.state.value == "PreparingRebalance"
     assert _beat(group_api, classic_id, 2) == ErrorCode.REBALANCE_IN_PROGRESS  # the classic coordinator now
+
+
+def test_the_migration_policy_is_read_from_the_broker_settings_and_a_disabled_upgrade_refuses():
+    import pytest
+
+    from pykraft.broker.group_migration import MigrationPolicy
+    from pykraft.node.hosts.consumer_group_host import consumer_group_config
+    assert consumer_group_config({}).migration_policy is MigrationPolicy.BIDIRECTIONAL  # Kafka 4.0's default
+    assert consumer_group_config({"group.consumer.migration.policy": "Downgrade"}).migration_policy \
+        is MigrationPolicy.DOWNGRADE
+    with pytest.raises(ValueError, match="group.consumer.migration.policy"):
+        consumer_group_config({"group.consumer.migration.policy": "both"})
+    group_api, consumer_api = apis()
+    group_api.groups.consumer_config = consumer_group_config({"group.consumer.migration.policy": "downgrade"})
+    classic_id = _join(group_api, "").member_id
+    _sync(group_api, classic_id, 1, [(classic_id, encode_assignment([("t", 0)]))])
+    refused = heartbeat(consumer_api, "java", 0)
+    assert (refused.error_code, refused.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {GROUP} to consumer group because online upgrade "
+                                      f"is disabled.")
+    assert group_api.groups.coordinators[0].groups[GROUP].members  # untouched
+    assert _beat(group_api, classic_id, 1) == ErrorCode.NONE
