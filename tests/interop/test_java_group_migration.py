@@ -1,5 +1,5 @@
-"""KIP-848's online migration of a non-empty group, judged by Kafka's Java client (kafka-clients 3.9.1) and
-kafka-python: two classic members (kafka-python, eager assignors) consume a 6-partition topic with commitSync; a
+"""KIP-848's online migration of a non-empty group, judged by Kafka's Java client (kafka-clients 3.9.1), kafka-python
+and librdkafka: two classic members (kafka-python and confluent-kafka, their default eager assignors) consume a 6-partition topic with commitSync; a
 Java member with `group.protocol=consumer` joins the same group, which the coordinator converts to a consumer group
 while the classic members keep consuming through JoinGroup/SyncGroup/Heartbeat (they rejoin to reconcile); when the
 Java member leaves, the group is converted back to a classic group. Records are produced in each phase: every one
@@ -45,7 +45,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 
 class ClassicMember(threading.Thread):
-    """A kafka-python consumer (classic protocol, its default eager assignors): poll, note, commit synchronously."""
+    """A kafka-python consumer (classic protocol, its default eager assignors): poll, note, commit synchronously.
+    With `librdkafka`, a confluent-kafka consumer (group.protocol=classic) doing the same."""
 
     def __init__(self, servers: str, name: str) -> None:
         super().__init__(daemon=True, name=name)
@@ -54,6 +55,9 @@ class ClassicMember(threading.Thread):
         self.error: BaseException | None = None
 
     def run(self) -> None:
+        if self.name.startswith("rd-"):
+            self._run_librdkafka()
+            return
         from kafka import KafkaConsumer
         from kafka.errors import CommitFailedError, RebalanceInProgressError
         try:
@@ -68,6 +72,28 @@ class ClassicMember(threading.Thread):
                     try:
                         consumer.commit()
                     except (CommitFailedError, RebalanceInProgressError) as exc:
+                        self.commit_errors.append(repr(exc))
+                self.assigned = len(consumer.assignment())
+            consumer.close()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            self.error = exc
+
+
+    def _run_librdkafka(self) -> None:
+        from confluent_kafka import Consumer, KafkaException
+        try:
+            consumer = Consumer({"bootstrap.servers": self.servers, "group.id": GROUP, "client.id": self.name,
+                                 "group.protocol": "classic", "enable.auto.commit": False,
+                                 "auto.offset.reset": "earliest", "heartbeat.interval.ms": 500,
+                                 "session.timeout.ms": 10000})
+            consumer.subscribe([TOPIC])
+            while not self.stop.is_set():
+                batch = [m for m in consumer.consume(500, timeout=0.2) if m.error() is None]
+                self.values += [m.value().decode() for m in batch]
+                if batch:
+                    try:
+                        consumer.commit(asynchronous=False)
+                    except KafkaException as exc:
                         self.commit_errors.append(repr(exc))
                 self.assigned = len(consumer.assignment())
             consumer.close()
@@ -96,7 +122,7 @@ def test_classic_members_and_a_java_consumer_member_migrate_the_group_both_ways(
     servers = brokers_of(cluster)
     cluster.cli("topics", "create", "--bootstrap-server", servers, "--topic", TOPIC, "--partitions", "6",
                 "--replication-factor", "1")
-    classic = [ClassicMember(servers, "py-a"), ClassicMember(servers, "py-b")]
+    classic = [ClassicMember(servers, "py-a"), ClassicMember(servers, "rd-b")]
     for member in classic:
         member.start()
     java_member = None
@@ -115,7 +141,7 @@ def test_classic_members_and_a_java_consumer_member_migrate_the_group_both_ways(
         assert _group_type(cluster, servers) == "consumer"
         described = cluster.cli("consumer-groups", "--bootstrap-server", servers, "--describe", "--group", GROUP,
                                 "--members").stdout
-        assert "py-a" in described and "py-b" in described, described  # the classic members, inside it
+        assert "py-a" in described and "rd-b" in described, described  # the classic members, inside it
         _produce(servers, "mixed-")
         read = lambda: sum(len(m.values) for m in classic) + max(  # noqa: E731
             [int(line.split('"read":')[1].rstrip("}\n")) for line in lines if '"read":' in line] or [0])
