@@ -220,7 +220,7 @@ def test_the_last_consumer_member_leaving_downgrades_the_group_with_kafkas_recor
     assert isinstance(value, GroupValue) and value.generation == epoch and value.protocol_type == "consumer"
     assert [m.member_id for m in value.members] == ["a-id", "b-id"] and value.leader == "a-id"
     assert G not in w.consumer.groups and not w.consumer.session_deadlines
-    (classic,) = w.consumer.take_downgrades()
+    ((classic, _),) = w.consumer.take_downgrades()
     replies = w.classic.adopt(classic, w.now)
     assert replies == [] and w.classic.groups[G].state is GroupState.PREPARING_REBALANCE
     assert w.classic.heartbeat(G, "a-id", epoch, w.now) is ErrorCode.REBALANCE_IN_PROGRESS
@@ -232,7 +232,7 @@ def test_the_downgrade_hands_each_classic_member_its_target_in_its_protocol_vers
     w.upgrade_with("java")
     targets = {m: sorted(("t", n) for n in w.group.target[m][T]) for m in ("a-id", "b-id")}
     w.hb("java", -1)
-    (classic,) = w.consumer.take_downgrades()
+    ((classic, _),) = w.consumer.take_downgrades()
     assert {m: decode_assignment(x.assignment) for m, x in classic.members.items()} == targets
     assert classic.offsets == {} and classic.protocol_name == "range"
 
@@ -330,3 +330,42 @@ def test_the_converted_group_loads_back_as_it_was_built():
     assert loaded.groups[G].members == w.group.members and loaded.groups[G].target == w.group.target
     loaded.loaded(0)
     assert loaded.session_deadlines[(G, "a-id")] == 10000  # a classic member keeps its classic session timeout
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_without_a_rebalance():
+    w = World()
+    w.classic_group("a", "b")
+    w.consumer.upgrade(w.classic.groups[G], w.image, w.now)
+    static = HeartbeatRequest(G, "java", 0, instance_id="i1", rebalance_timeout_ms=30000,
+                              subscribed_topic_names=("t",), owned={})
+    assert w.consumer.heartbeat(static, w.image, w.now).error is ErrorCode.NONE
+    w.classic.release(G)
+    java_target = w.group.target["java"]
+    epoch = w.group.group_epoch
+    request = JoinRequest(G, "", "i1", "i1-client", "/h", 10000, 20000, "consumer",
+                          (("range", encode_subscription(["t"])),), True)
+    reply, records = consumer_classic.join(w.consumer, w.group, request, w.image, w.now)
+    assert reply.error is ErrorCode.NONE and reply.generation == epoch and reply.member_id != "java"
+    assert G not in w.consumer.groups
+    assert isinstance(records[-1][0], GroupKey) and records[-1][1].generation == epoch
+    tombstoned = {key.sub for key, value in records[:-1] if value is None and key.type == rec.MEMBER_METADATA}
+    assert tombstoned == {"java", "a-id", "b-id", reply.member_id}  # the replaced one, then all under their ids
+    ((classic, rebalance),) = w.consumer.take_downgrades()
+    assert not rebalance and set(classic.members) == {"a-id", "b-id", reply.member_id}
+    assert decode_assignment(classic.members[reply.member_id].assignment) == sorted(("t", n) for n in java_target[T])
+    w.classic.adopt(classic, w.now, rebalance)
+    assert w.classic.groups[G].state is GroupState.STABLE
+    synced = w.classic.sync(G, reply.member_id, epoch, {}, "tok", w.now)
+    assert decode_assignment(synced[0].assignment) == sorted(("t", n) for n in java_target[T])
+
+
+def test_no_downgrade_when_a_classic_static_member_replaces_a_classic_one():
+    w = World()
+    w.classic_group("a", "b")
+    w.upgrade_with("java")
+    first = JoinRequest(G, "", "i2", "c", "/h", 10000, 20000, "consumer", (("range", encode_subscription(["t"])),),
+                        True)
+    joined, _ = consumer_classic.join(w.consumer, w.group, first, w.image, w.now)
+    again, _ = consumer_classic.join(w.consumer, w.group, first, w.image, w.now)  # restarted: replaces itself
+    assert again.error is ErrorCode.NONE and again.member_id != joined.member_id
+    assert w.consumer.take_downgrades() == [] and "java" in w.group.members

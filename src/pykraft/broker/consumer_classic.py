@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from pykraft.broker.consumer_group import ConsumerGroup, ConsumerMember, MemberState, reconcile
 from pykraft.broker.group_coordinator import JoinRequest
-from pykraft.broker.group_migration import CONSUMER_PROTOCOL_TYPE, to_ids, to_names
+from pykraft.broker.group_migration import CONSUMER_PROTOCOL_TYPE, downgrade_replacing, to_ids, to_names
 from pykraft.broker.group_state import JoinReply, SyncReply
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import consumer_group_records as rec
@@ -85,6 +85,10 @@ def _join(coord: ConsumerCoordinator, group: ConsumerGroup, r: JoinRequest, imag
         subscription = read_subscription(r.protocols[0][1])
     except ValueError:
         raise ClassicError(ErrorCode.UNKNOWN_SERVER_ERROR) from None  # Kafka: IllegalStateException
+    # A static member replacing the last one on the consumer protocol turns the group classic (decided on the
+    # group as it was, Kafka's validateOnlineDowngradeWithReplacedMember).
+    replaced = group.static_member(r.instance_id) if r.instance_id is not None and not r.member_id else None
+    downgrade = replaced is not None and downgrade_replacing(group, replaced.member_id, coord.config.migration_policy)
     member = _member_for(coord, group, member_id, r)
     group = coord.groups.get(group.group_id, group)
     updated = replace(member, instance_id=r.instance_id if r.instance_id is not None else member.instance_id,
@@ -109,8 +113,11 @@ def _join(coord: ConsumerCoordinator, group: ConsumerGroup, r: JoinRequest, imag
                     reconciled.assignment_value())
     key = (group.group_id, member.member_id)
     coord.join_deadlines.pop(key, None)
-    coord.session_deadlines[key] = now_ms + r.session_timeout_ms
-    coord.sync_deadlines[key] = now_ms + r.rebalance_timeout_ms
+    if downgrade:
+        coord._downgrade(coord.groups[group.group_id], set(), now_ms, rebalance=bump)  # noqa: SLF001
+    else:
+        coord.session_deadlines[key] = now_ms + r.session_timeout_ms
+        coord.sync_deadlines[key] = now_ms + r.rebalance_timeout_ms
     return JoinReply(None, ErrorCode.NONE, member.member_id, reconciled.member_epoch, CONSUMER_PROTOCOL_TYPE,
                      r.protocols[0][0], "", ())
 

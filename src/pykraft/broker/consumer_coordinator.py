@@ -78,7 +78,7 @@ class ConsumerCoordinator(MigrationSteps):
         # Classic members (consumer_classic.py): told to rejoin / answered their JoinGroup, by then they must act.
         self.join_deadlines: dict[tuple[str, str], int] = {}
         self.sync_deadlines: dict[tuple[str, str], int] = {}
-        self.downgraded: list[Group] = []  # classic groups the host must adopt (group_migration.py)
+        self.downgraded: list[tuple[Group, bool]] = []  # classic groups for the host, rebalance or not
         self._new_member_id = new_member_id or (lambda: str(uuid.uuid4()))
         self._pending: list[Record] = []
         self.orphan_offsets: dict[str, dict[tuple[str, int], Any]] = {}  # while loading: see group_host

@@ -24,7 +24,7 @@ class MigrationSteps:
     rebalance_deadlines: dict[tuple[str, str], tuple[int, int]]
     join_deadlines: dict[tuple[str, str], int]
     sync_deadlines: dict[tuple[str, str], int]
-    downgraded: list[Group]
+    downgraded: list[tuple[Group, bool]]
     _pending: list[Any]
 
     def _emit(self, key: Any, value: Any) -> None:
@@ -55,9 +55,10 @@ class MigrationSteps:
                 del timers[key]  # type: ignore[attr-defined]
         self._pending.clear()
 
-    def _downgrade(self, group: ConsumerGroup, leaving: set[str], now_ms: int) -> None:
+    def _downgrade(self, group: ConsumerGroup, leaving: set[str], now_ms: int, rebalance: bool = True) -> None:
         """The last consumer-protocol member goes: the group becomes a classic one (records: the consumer
-        group's tombstones, then its GroupMetadata); the host hands the classic group to its coordinator."""
+        group's tombstones, then its GroupMetadata); the host hands the classic group to its coordinator, which
+        starts a rebalance unless told not to (a static member replaced with the same subscription)."""
         classic = classic_group_of(group, leaving, group.subscription_metadata, now_ms)
         for member_id in list(group.members):
             self._cancel_timers(group.group_id, member_id)
@@ -65,8 +66,9 @@ class MigrationSteps:
             self._emit(key, value)
         self._pending.append(classic_group_record(classic))  # type: ignore[arg-type]
         self.groups.pop(group.group_id, None)
-        self.downgraded.append(classic)
+        self.downgraded.append((classic, rebalance))
 
-    def take_downgrades(self) -> list[Group]:
+    def take_downgrades(self) -> list[tuple[Group, bool]]:
+        """The classic groups to adopt, each with whether to rebalance it."""
         taken, self.downgraded = self.downgraded, []
         return taken

@@ -383,13 +383,14 @@ class GroupCoordinator:
         replies += self._fail_pending_syncs(group, ErrorCode.REBALANCE_IN_PROGRESS)
         return replies
 
-    def adopt(self, group: Group, now_ms: int) -> list[Reply]:
-        """A consumer group downgraded to this classic group (Kafka's convertToClassicGroup after a member left):
-        the members' sessions start now and a rebalance begins."""
+    def adopt(self, group: Group, now_ms: int, rebalance: bool = True) -> list[Reply]:
+        """A consumer group downgraded to this classic group (Kafka's convertToClassicGroup): the members'
+        sessions start now and, after a member left (or a replacing static member changed the subscription), a
+        rebalance begins."""
         for member in group.members.values():
             member.session_deadline_ms = now_ms + member.session_timeout_ms
         self.groups[group.group_id] = group
-        return self._prepare_rebalance(group, now_ms)
+        return self._prepare_rebalance(group, now_ms) if rebalance else []
 
     # ---- time --------------------------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> list[Reply]:

@@ -136,6 +136,17 @@ def downgrade_allowed(group: ConsumerGroup, leaving: set[str], policy: Migration
     return bool(remaining) and policy.downgrade_enabled and len(remaining) <= classic_max_size
 
 
+def downgrade_replacing(group: ConsumerGroup, replaced: str, policy: MigrationPolicy,
+                        classic_max_size: int = 2**31 - 1) -> bool:
+    """Kafka's validateOnlineDowngradeWithReplacedMember: a classic static member takes the place of the last
+    member on the consumer protocol (checked on the group before the replacement)."""
+    member = group.members.get(replaced)
+    if member is None or member.uses_classic:
+        return False
+    others = [m for m in group.members.values() if m.member_id != replaced]
+    return all(m.uses_classic for m in others) and policy.downgrade_enabled and len(group.members) <= classic_max_size
+
+
 def downgrade_tombstones(group: ConsumerGroup) -> list[tuple[rec.ConsumerGroupKey, None]]:
     """Kafka's ConsumerGroup.createGroupTombstoneRecords, in its order (and the resolved regexes)."""
     def key(kind: int, sub: str | None = None) -> tuple[rec.ConsumerGroupKey, None]:

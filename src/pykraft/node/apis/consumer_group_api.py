@@ -211,6 +211,7 @@ async def before_classic_join(groups: GroupHost, request: JoinRequest, now_ms: i
     consumer, group = found
     if group.members:
         reply, records = consumer_classic.join(consumer, group, request, groups.image(), now_ms)
+        groups.adopt_downgrades(partition_for(group_id, groups.partition_count() or 1), consumer, now_ms)
         error = await groups.write_records(group_id, records) if records else ErrorCode.NONE
         groups._reschedule()  # noqa: SLF001 - the member's session and sync deadlines moved
         return reply if error is ErrorCode.NONE else JoinReply(None, error, member_id=request.member_id)

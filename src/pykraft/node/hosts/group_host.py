@@ -294,11 +294,11 @@ class GroupHost:
         """Consumer groups that became classic again (their last consumer-protocol member left): the classic
         coordinator takes them and starts their rebalance (group_migration.py)."""
         coordinator = self.coordinators.get(partition)
-        for group in consumers.take_downgrades():
+        for group, rebalance in consumers.take_downgrades():
             if coordinator is not None:
                 _log.info("consumer group %s converted to a classic group (%d classic members)", group.group_id,
                           len(group.members))
-                self.run(coordinator, coordinator.adopt(group, now_ms))
+                self.run(coordinator, coordinator.adopt(group, now_ms, rebalance))
 
     # ---- offsets committed in transactions (broker/txn_offsets.py) ---------------------------------------------
     async def commit_txn_offsets(self, group_id: str, producer_id: int, epoch: int,
