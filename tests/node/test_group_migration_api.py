@@ -7,10 +7,17 @@ ConsumerGroupDescribe's member types, and the downgrade when the consumer-protoc
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from pykraft.protocol.apis import ApiKey, request_class
+from pykraft.protocol.codec import encode_response
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import consumer_group_records as cg
 from pykraft.records.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
@@ -18,6 +25,7 @@ from pykraft.records.group_records import GroupKey, decode_group_value, decode_k
 
 from node.test_consumer_group_api import apis, heartbeat, run
 from node.test_group_api import GROUP, call
+from protocol.schema_strategies import message
 
 
 def _capture(group_api) -> list[tuple[Any, Any]]:
@@ -103,8 +111,6 @@ def test_a_classic_group_with_a_member_is_upgraded_served_and_downgraded_through
 
 
 def test_the_migration_policy_is_read_from_the_broker_settings_and_a_disabled_upgrade_refuses():
-    import pytest
-
     from pykraft.broker.group_migration import MigrationPolicy
     from pykraft.node.hosts.consumer_group_host import consumer_group_config
     assert consumer_group_config({}).migration_policy is MigrationPolicy.BIDIRECTIONAL  # Kafka 4.0's default
@@ -122,3 +128,27 @@ def test_the_migration_policy_is_read_from_the_broker_settings_and_a_disabled_up
                                       f"is disabled.")
     assert group_api.groups.coordinators[0].groups[GROUP].members  # untouched
     assert _beat(group_api, classic_id, 1) == ErrorCode.NONE
+
+
+def _classic_requests():
+    from pykraft.node.apis.group_api import GROUP_APIS
+    keys = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT)
+    return [(key, v) for key in keys for v in range(GROUP_APIS[key][0], GROUP_APIS[key][1] + 1)]
+
+
+@pytest.mark.parametrize("api_key,version", _classic_requests())
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_classic_request_to_a_migrated_group_gets_an_encodable_answer(api_key, version, data):
+    """Fuzzed classic requests to a consumer group holding a classic member: an answer at the request's version
+    (Kafka's error codes), never a crash."""
+    group_api, consumer_api = apis()
+    classic_id = _join(group_api, "").member_id
+    _sync(group_api, classic_id, 1, [(classic_id, encode_assignment([("t", 0)]))])
+    heartbeat(consumer_api, "java", 0)
+    request = data.draw(message(request_class(api_key, version), hints=(("group_id", (GROUP,)),
+                                                                         ("member_id", (classic_id, "java", "")))))
+    decoded = SimpleNamespace(message=request, client_id="client", api_key=api_key,
+                              context=SimpleNamespace(listener_name=None))
+    answer = asyncio.run(asyncio.wait_for(group_api.handlers()[api_key](decoded), 5))
+    encode_response(1, answer)
