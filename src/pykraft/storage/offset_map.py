@@ -1,92 +1,242 @@
 """The cleaner's key -> latest offset map over the dirty section of a log, in bounded memory (Kafka's `OffsetMap`,
-`SkimpyOffsetMap`), and the throttle of the cleaner's I/O (Kafka's `Throttler`). Pure: no files, time passed in.
+`SkimpyOffsetMap`), and the throttle of the cleaner's I/O (Kafka's `Throttler`). No files; time passed in.
 
-Kafka's map is an open-addressing table in a byte buffer of `log.cleaner.dedupe.buffer.size / log.cleaner.threads`
-bytes, one slot of 24 bytes per key (its MD5 hash and the offset), filled to `log.cleaner.io.buffer.load.factor`
-(0.9). Here the table is a dict, whose entry costs more: a key of up to 16 bytes is kept as it is, a longer one by
-its 16-byte BLAKE2b digest (like Kafka's hash, a collision is out of reach), and an entry (the dict's share after a
-resize, the key and the offset objects) was measured at up to `ENTRY_BYTES`, so the same buffer holds fewer keys
-than in Kafka and the map's memory stays within it (benchmarks/compaction.py measures it). When the map is full,
-Kafka's behaviour: the pass stops mapping, cleans up to the last offset it mapped, and the next pass goes on from
-there.
+As Kafka's: an open-addressing table in one flat buffer of `log.cleaner.dedupe.buffer.size / log.cleaner.threads`
+bytes, a slot of 24 bytes per key (its 16-byte hash, key_hash.py, and its offset), `slots` = the buffer / 24, filled
+up to `log.cleaner.io.buffer.load.factor` (0.9) of them (`max_entries`). Two keys with the same hash are the same
+key (a 2^-128 chance per pair with key_hash.py's hash). When the map is full, Kafka's behaviour: the pass stops
+mapping at the first keyed record it cannot take, cleans up to the last offset it mapped, and the next pass goes on
+from there.
+
+The table is a numpy array (slot = high hash word, low hash word, offset + 1; 0 marks an empty slot) and is worked
+on a run of keys at a time (`put_run`, `lookup`): probing is vectorised, so a chunk's records cost numpy steps, not
+Python steps. The probe sequence is double hashing for `_HASHED_PROBES` steps, then linear (which reaches every
+slot). A pass that cannot map more keys than the offsets of its dirty range (`clear(expected_keys)`) uses a
+smaller table (at most half full) than the buffer allows: zeroed pages are only touched where used, so a pass over
+few keys stays cheap; `slots`, `max_entries` and the utilization stay Kafka's, from the whole buffer.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
+from collections.abc import Sequence
 
-ENTRY_BYTES = 176  # measured peak per entry (tracemalloc, 16-byte keys, offsets above 2^30, just after a resize)
-_SHORT_KEY = 16
+import numpy as np
 
+from .key_hash import KeyHasher
 
-def map_key(key: bytes) -> bytes:
-    """What the map stores for a record key: the key itself up to 16 bytes, else its 16-byte digest."""
-    return key if len(key) <= _SHORT_KEY else hashlib.blake2b(key, digest_size=16).digest()
+ENTRY_BYTES = 24  # Kafka's: the hash (16 bytes) and the offset (8 bytes)
+_HASHED_PROBES = 16
+_MIN_TABLE = 16
 
 
 class OffsetMap:
-    def __init__(self, memory_bytes: int, load_factor: float = 0.9) -> None:
+    def __init__(self, memory_bytes: int, load_factor: float = 0.9, *, seed: bytes | None = None) -> None:
         self.memory_bytes = memory_bytes
         self.slots = memory_bytes // ENTRY_BYTES
-        self.max_entries = int(self.slots * load_factor)
+        # A full table could never end a probe for an absent key: one slot always stays empty.
+        self.max_entries = min(int(self.slots * load_factor), self.slots - 1)
         if self.max_entries < 1:  # Kafka's check: the cleaner could never make progress
             raise ValueError("offset map is too small to fit in even a single message, so log cleaning will never "
                              "make progress. You can increase log.cleaner.dedupe.buffer.size or decrease "
                              "log.cleaner.threads")
-        self._offsets: dict[bytes, int] = {}
+        self.hasher = KeyHasher(seed)
+        self._buffer: np.ndarray | None = None  # allocated by the first clear (or use)
+        self._table: np.ndarray | None = None  # the part of the buffer this pass works in
+        self.size = 0
         self.latest_offset = -1
 
-    def clear(self) -> None:
-        self._offsets = {}
+    def clear(self, expected_keys: int | None = None) -> None:
+        """Empty the map for a pass that maps at most `expected_keys` keys (None: any number)."""
+        limit = self.max_entries if expected_keys is None else min(self.max_entries, max(expected_keys, 1))
+        self._use(self.slots if limit == self.max_entries else min(self.slots, max(2 * limit, _MIN_TABLE)))
+        self.size = 0
         self.latest_offset = -1
 
-    @property
-    def size(self) -> int:
-        return len(self._offsets)
+    def _use(self, size: int) -> None:
+        """Work in the first `size` slots of the buffer, emptied. The buffer is allocated once (zeroed pages the
+        system hands out as they are first touched) and kept from pass to pass, as Kafka keeps its own."""
+        if self._buffer is None:
+            self._buffer = np.zeros((self.slots, 3), dtype=np.uint64)
+        self._table = self._buffer[:size]
+        self._table.fill(0)
 
     @property
     def full(self) -> bool:
-        return len(self._offsets) >= self.max_entries
+        return self.size >= self.max_entries
 
     @property
     def utilization(self) -> float:
-        return len(self._offsets) / self.slots
+        return self.size / self.slots
 
+    def _ready(self) -> np.ndarray:
+        if self._table is None:
+            self.clear()
+        assert self._table is not None
+        return self._table
+
+    # ---- runs of keys ----------------------------------------------------------------------------------------
+    def put_run(self, high: np.ndarray, low: np.ndarray, offsets: np.ndarray) -> int:
+        """Map the keys of a run of records (their hashes and offsets, in log order): later records of a key
+        replace earlier ones. Returns how many records were mapped: all of them, or fewer when the map filled
+        up first (Kafka's check before each keyed record: the record at the returned index found the map full)."""
+        n = len(high)
+        room = self.max_entries - self.size
+        if n == 0 or room <= 0:
+            return 0
+        order, first, ends = _groups(high, low)
+        where, found = self._probe(high[order[first]], low[order[first]])
+        if len(first) - int(np.count_nonzero(found)) >= room:  # the run's new keys may fill the map
+            new_firsts = np.sort(order[first[~found]])
+            if new_firsts[room - 1] + 1 < n:
+                mapped = int(new_firsts[room - 1]) + 1  # the map is full from the next record on
+                return self.put_run(high[:mapped], low[:mapped], offsets[:mapped])
+        self._store(high, low, offsets, (order, first, ends, where, found))
+        return n
+
+    def _store(self, high: np.ndarray, low: np.ndarray, offsets: np.ndarray, probed: tuple | None = None) -> None:
+        """Map each key of the run to its last offset in the run, however full the map is."""
+        if probed is None:
+            order, first, ends = _groups(high, low)
+            where, found = self._probe(high[order[first]], low[order[first]])
+        else:
+            order, first, ends, where, found = probed
+        table = self._ready()
+        stored = offsets[order[ends]].astype(np.uint64) + np.uint64(1)
+        table[where[found], 2] = stored[found]
+        new = ~found
+        if new.any():
+            keys = order[first[new]]
+            if 4 * (self.size + len(keys)) > 3 * len(table) and len(table) < self.slots:
+                self._grow(len(keys))  # more keys than the pass expected (offsets out of its range)
+                where[new], _ = self._probe(high[keys], low[keys])
+            self._insert(high[keys], low[keys], stored[new], where[new])
+        self.latest_offset = max(self.latest_offset, int(offsets.max()))
+
+    def lookup(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
+        """The latest offset mapped for each key hash, -1 where none (int64)."""
+        if len(high) == 0 or self._table is None:
+            return np.full(len(high), -1, dtype=np.int64)
+        where, found = self._probe(high, low)
+        return np.where(found, self._table[where, 2].astype(np.int64) - 1, -1)
+
+    def _probe(self, high: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each hash: the slot holding it, or the first empty slot of its probe sequence; and whether found."""
+        table = self._ready()
+        size = len(table)
+        n = len(high)
+        position = (high % np.uint64(size)).astype(np.int64)
+        step = (low % np.uint64(size - 1)).astype(np.int64) + 1
+        where = np.empty(n, dtype=np.int64)
+        found = np.zeros(n, dtype=bool)
+        pending = np.arange(n)
+        attempt = 0
+        while True:
+            rows = table[position]
+            empty = rows[:, 2] == 0
+            match = (rows[:, 0] == high) & (rows[:, 1] == low) & ~empty
+            done = empty | match
+            if done.all():
+                where[pending] = position
+                found[pending] = match
+                return where, found
+            where[pending[done]] = position[done]
+            found[pending[match]] = True
+            going = ~done
+            pending, high, low, position, step = pending[going], high[going], low[going], position[going], step[going]
+            attempt += 1
+            position += step if attempt < _HASHED_PROBES else 1
+            position %= size
+
+    def _insert(self, high: np.ndarray, low: np.ndarray, stored: np.ndarray, where: np.ndarray) -> None:
+        """Put keys known to be absent (distinct hashes) into the empty slots `where` found for them; two keys
+        aiming at one slot: the first takes it, the other probes on."""
+        table = self._ready()
+        while len(high):
+            slots, first = _first_per_slot(where)
+            table[slots, 0] = high[first]
+            table[slots, 1] = low[first]
+            table[slots, 2] = stored[first]
+            self.size += len(slots)
+            if len(slots) == len(high):
+                return
+            rest = np.ones(len(high), dtype=bool)
+            rest[first] = False
+            high, low, stored = high[rest], low[rest], stored[rest]
+            where, _ = self._probe(high, low)
+
+    def _grow(self, more: int) -> None:
+        old = self._ready()
+        used = old[old[:, 2] != 0].copy()
+        self._use(min(self.slots, max(2 * len(old), 4 * (self.size + more))))
+        self.size = 0
+        if len(used):
+            where, _ = self._probe(used[:, 0], used[:, 1])
+            self._insert(used[:, 0], used[:, 1], used[:, 2], where)
+
+    # ---- one key at a time (tests, the record-by-record path) ------------------------------------------------
     def put(self, key: bytes, offset: int) -> None:
-        """Map `key` to `offset` (later offsets of a key replace earlier ones). The caller checks `full` first."""
-        self._offsets[key if len(key) <= _SHORT_KEY else map_key(key)] = offset
-        if offset > self.latest_offset:
-            self.latest_offset = offset
+        """Map `key` to `offset`, whether or not the map is full (the caller checks `full` first)."""
+        high, low = self.hasher.hash_key(key)
+        self._store(np.array([high], dtype=np.uint64), np.array([low], dtype=np.uint64),
+                    np.array([offset], dtype=np.int64))
 
-    def put_records(self, base_offset: int, records: list, start: int) -> bool:
+    def put_records(self, base_offset: int, records: Sequence, start: int) -> bool:
         """Map the keyed records (`KeyedRecord`s of one batch at `base_offset`) at offsets >= `start`. Returns True
         when the map filled up first: the records from there on are not mapped (Kafka's cleaner then cleans up to
         the last mapped offset)."""
-        offsets, limit, latest = self._offsets, self.max_entries, self.latest_offset
-        try:
-            for record in records:
-                key = record[2]
-                if key is None:
-                    continue
-                offset = base_offset + record[0]
-                if offset < start:
-                    continue
-                if len(offsets) >= limit:
-                    return True
-                offsets[key if len(key) <= _SHORT_KEY else map_key(key)] = offset
-                if offset > latest:
-                    latest = offset
+        hashes, offsets = [], []
+        for record in records:
+            key, offset = record[2], base_offset + record[0]
+            if key is not None and offset >= start:
+                hashes.append(self.hasher.hash_key(key))
+                offsets.append(offset)
+        if not offsets:
             return False
-        finally:
-            self.latest_offset = latest
+        pairs = np.array(hashes, dtype=np.uint64)
+        return self.put_run(pairs[:, 0], pairs[:, 1], np.array(offsets, dtype=np.int64)) < len(offsets)
 
     def get(self, key: bytes) -> int:
         """The latest offset mapped for `key`, -1 when none."""
-        return self._offsets.get(key if len(key) <= _SHORT_KEY else map_key(key), -1)
+        high, low = self.hasher.hash_key(key)
+        return int(self.lookup(np.array([high], dtype=np.uint64), np.array([low], dtype=np.uint64))[0])
 
     def update_latest_offset(self, offset: int) -> None:
         self.latest_offset = max(self.latest_offset, offset)
+
+
+def _groups(high: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The run's records grouped by hash: (an order that sorts them by hash, stable; where each group starts and
+    ends in that order). order[first] is each key's first record in the run, order[ends] its last."""
+    n = len(high)
+    order = np.argsort(high, kind="stable")
+    sorted_high, sorted_low = high[order], low[order]
+    starts = np.empty(n, dtype=bool)
+    starts[0] = True
+    np.not_equal(sorted_high[1:], sorted_high[:-1], out=starts[1:])
+    other_low = sorted_low[1:] != sorted_low[:-1]
+    if (other_low & ~starts[1:]).any():  # two keys whose hashes share the high word: sort by both words
+        order = np.lexsort((low, high))
+        sorted_high, sorted_low = high[order], low[order]
+        np.not_equal(sorted_high[1:], sorted_high[:-1], out=starts[1:])
+        other_low = sorted_low[1:] != sorted_low[:-1]
+    starts[1:] |= other_low
+    first = np.flatnonzero(starts)
+    ends = np.empty_like(first)
+    ends[:-1] = first[1:] - 1
+    ends[-1] = n - 1
+    return order, first, ends
+
+
+def _first_per_slot(where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct slots of `where` and the first index aiming at each (np.unique's answer, without its cost
+    when no two aim at the same slot)."""
+    order = np.argsort(where, kind="stable")
+    ordered = where[order]
+    distinct = np.empty(len(where), dtype=bool)
+    distinct[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=distinct[1:])
+    return ordered[distinct], order[distinct]
 
 
 class Throttler:
