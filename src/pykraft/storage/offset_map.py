@@ -34,9 +34,10 @@ class OffsetMap:
     def __init__(self, memory_bytes: int, load_factor: float = 0.9, *, seed: bytes | None = None) -> None:
         self.memory_bytes = memory_bytes
         self.slots = memory_bytes // ENTRY_BYTES
-        # A full table could never end a probe for an absent key: one slot always stays empty.
+        # A full table could never end a probe for an absent key: one slot always stays empty (a load factor of
+        # 1 or more would fill it; Kafka's table then loops forever on a new key).
         self.max_entries = min(int(self.slots * load_factor), self.slots - 1)
-        if self.max_entries < 1:  # Kafka's check: the cleaner could never make progress
+        if not self.slots * load_factor > 1 or self.max_entries < 1:  # Kafka's check: no progress possible
             raise ValueError("offset map is too small to fit in even a single message, so log cleaning will never "
                              "make progress. You can increase log.cleaner.dedupe.buffer.size or decrease "
                              "log.cleaner.threads")
@@ -242,7 +243,8 @@ def _first_per_slot(where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class Throttler:
     """Kafka's `Throttler` (check interval 300 ms), shared by the cleaner threads: after each observation, if at
     least a check interval passed since the period began and the observed rate is above `rate_per_s`, the caller
-    sleeps the time that brings it back to the rate. `observe` returns that time (seconds) instead of sleeping."""
+    sleeps the time that brings it back to the rate. `observe` returns that time (seconds) instead of sleeping.
+    (node/hosts/cleaner_child.py keeps the same state in memory shared by the cleaner processes.)"""
 
     CHECK_INTERVAL_NS = 300_000_000
 
@@ -254,13 +256,20 @@ class Throttler:
 
     def observe(self, amount: float, now_ns: int) -> float:
         with self._lock:
-            self._observed += amount
-            elapsed = now_ns - self._period_start
-            if elapsed <= self.CHECK_INTERVAL_NS or self._observed <= 0:
-                return 0.0
-            sleep_s = 0.0
-            if self._observed * 1e9 / elapsed > self.rate_per_s:
-                sleep_s = max(0.0, self._observed / self.rate_per_s - elapsed / 1e9)
-            self._period_start = now_ns + int(sleep_s * 1e9)
-            self._observed = 0.0
+            self._period_start, self._observed, sleep_s = throttle_step(
+                self._period_start, self._observed, amount, now_ns, self.rate_per_s)
             return sleep_s
+
+
+def throttle_step(period_start: int, observed: float, amount: float, now_ns: int,
+                  rate_per_s: float) -> tuple[int, float, float]:
+    """One observation of Kafka's throttler: (the period's new start, the bytes observed in it, the seconds to
+    sleep). The period ends once it lasted a check interval; it restarts after the sleep."""
+    observed += amount
+    elapsed = now_ns - period_start
+    if elapsed <= Throttler.CHECK_INTERVAL_NS or observed <= 0:
+        return period_start, observed, 0.0
+    sleep_s = 0.0
+    if observed * 1e9 / elapsed > rate_per_s:
+        sleep_s = max(0.0, observed / rate_per_s - elapsed / 1e9)
+    return now_ns + int(sleep_s * 1e9), 0.0, sleep_s
