@@ -177,21 +177,25 @@ class LogCleaner:
             worker.child.close(self.STOP_GRACE_S)
 
     def _one_pass(self, worker: _Thread) -> bool:
-        if worker.child.process is None:
-            worker.child.start(self._stopped.is_set)
         task = self._on_loop(self._plan)
         if task is None:
             return False
         worker.last_delay_ms = self.manager.last_delay_ms
         worker.task = task
         end: int | None = None
+        started = False
         try:
+            if worker.child.process is None:  # started with the first pass it has: a broker with no compacted
+                worker.child.start(self._stopped.is_set)  # log due for cleaning starts no process
+            started = True
             end, stats = worker.child.clean(task, self._swap_on_loop, lambda: self._aborted(task))
             worker.last_stats = stats
             _log.info("%s", pass_line(worker.index, task, end, stats))
         except CleaningAborted:
             pass
         except Exception as exc:  # noqa: BLE001 - Kafka marks the partition uncleanable and goes on
+            if not started:
+                raise  # no process to run it: the thread tries again after its backoff
             if not self._aborted(task):
                 _log.warning("unexpected exception when cleaning %s-%d, marking it uncleanable: %s", *task.key, exc)
                 self.manager.mark_uncleanable(task.log_dir, task.key)
