@@ -18,6 +18,9 @@ pass to pass.
   checks it between chunks and while it sleeps for the throttle, stops, and removes its half-written `.cleaned`
   files. A child that does not answer within a grace period is killed and the broker removes the files itself.
 - A child dies with its cleaner thread (PR_SET_PDEATHSIG) and leaves when its broker is gone (its parent changes).
+- A child runs at nice `CHILD_NICE`: compaction is background work (Kafka runs it on spare cores), so when the
+  machine's cores are all busy the scheduler serves the broker's requests first and the cleaner with what is left
+  (a tenth of a core's weight against each busy broker process, never nothing).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ _THROTTLE = struct.Struct("=qd")  # the period's start (monotonic ns), the bytes
 _FLAGS = 64  # where the abort flags begin in the page
 _PR_SET_PDEATHSIG = 1
 _SLEEP_SLICE_S = 0.05
+CHILD_NICE = 10
 
 
 class ChildFailed(Exception):
@@ -257,6 +261,7 @@ def _die_with_parent(parent: int) -> None:
 def main(argv: list[str]) -> int:
     sock_fd, page_fd, index, parent = (int(a) for a in argv[1:5])
     _die_with_parent(parent)
+    os.nice(CHILD_NICE)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the broker's terminal is the broker's to handle
     conn = Connection(sock_fd)
     page = SharedPage(page_fd)
