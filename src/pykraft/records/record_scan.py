@@ -30,6 +30,7 @@ _INT_VARINT_BYTES = 5
 _LONG_VARINT_BYTES = 9  # 63 bits: the values record_keys reads from longer ones may not fit an int64
 _ROUNDS = 4  # framing rounds before the remaining records of a batch are walked
 _FEW = 8  # a round that frames fewer records of a batch than this leaves the rest of it to the walk
+_PAD = bytes(8)  # scan_records' callers leave room after the last record (a key hash reads whole words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,14 @@ def scan_records(raw: bytes, bodies: Sequence[tuple[int, int, int]]) -> RecordCo
     if framed is None:
         return None
     return _fields(buf, first, *framed)
+
+
+def every_record_keyed(section: bytes | memoryview, count: int) -> bool | None:
+    """Whether every record of a records section (uncompressed) has a key, or None where the scan refuses the
+    section (`record_keys` then judges it): a compacted topic's produce check, without a Python step per record."""
+    raw = b"".join((section, _PAD))
+    columns = scan_records(raw, [(0, len(section), count)])
+    return None if columns is None else bool((columns.key_length >= 0).all())
 
 
 def _frame(raw: bytes, buf: np.ndarray, bodies: Sequence[tuple[int, int, int]],
