@@ -26,9 +26,11 @@ def test_the_vectorised_hash_is_the_one_key_hash() -> None:
     keys = [rng.randbytes(rng.choice((0, 1, 3, 4, 5, 12, 36, 255, 256, 257, 1000))) for _ in range(400)]
     keys += [b"a", b"a\x00", b"a\x00\x00\x00\x00", b"\x00" * 4, b"\x00" * 8]
     hasher = KeyHasher(b"seed")
-    raw, starts, lengths = _packed(keys)
-    high, low = hasher.hash_keys(raw, starts, lengths)
-    assert [(int(h), int(lo)) for h, lo in zip(high, low)] == [hasher.hash_key(k) for k in keys]
+    for run in (keys, [rng.randbytes(5) for _ in range(50)], [rng.randbytes(12) for _ in range(50)],
+                [rng.randbytes(300) for _ in range(5)]):  # keys of one length take a shorter way
+        raw, starts, lengths = _packed(run)
+        high, low = hasher.hash_keys(raw, starts, lengths)
+        assert [(int(h), int(lo)) for h, lo in zip(high, low)] == [hasher.hash_key(k) for k in run]
     distinct = {bytes(k) for k in keys}
     assert len({hasher.hash_key(k) for k in distinct}) == len(distinct)  # zero-padded keys stay apart too
     assert hasher.hash_key(b"x" * (VECTOR_KEY_BYTES + 1)) != hasher.hash_key(b"x" * (VECTOR_KEY_BYTES + 2))

@@ -61,8 +61,13 @@ class KeyHasher:
             windows = np.ndarray(shape=(len(raw) - 3,), dtype="<u4", buffer=raw, strides=(1,))
             steps = np.arange(words, dtype=np.int64) * 4
             values = windows[np.minimum(start[:, None] + steps, len(raw) - 4)]
-            left = np.clip(length[:, None] - steps, 0, 4)
-            np.bitwise_and(values, _LOW_BYTES[left], out=matrix[:, 1:])
+            if longest == int(length.min()):  # one length (ids of one format): only the last word is partial
+                matrix[:, 1:] = values
+                if longest % 4:
+                    matrix[:, words] &= _LOW_BYTES[longest % 4]
+            else:
+                left = np.clip(length[:, None] - steps, 0, 4)
+                np.bitwise_and(values, _LOW_BYTES[left], out=matrix[:, 1:])
         lanes = matrix @ self._coefficients[:words + 1]  # wraps mod 2^64
         lanes += self._constant
         lanes >>= np.uint64(32)

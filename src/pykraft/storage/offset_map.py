@@ -27,6 +27,7 @@ from .key_hash import KeyHasher
 
 ENTRY_BYTES = 24  # Kafka's: the hash (16 bytes) and the offset (8 bytes)
 _HASHED_PROBES = 16
+_SHIFT = np.uint64(32)
 _MIN_TABLE = 16
 
 
@@ -122,32 +123,38 @@ class OffsetMap:
         return np.where(found, self._table[where, 2].astype(np.int64) - 1, -1)
 
     def _probe(self, high: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each hash: the slot holding it, or the first empty slot of its probe sequence; and whether found."""
+        """For each hash: the slot holding it, or the first empty slot of its probe sequence; and whether found.
+        Slots come from the hash words by multiply-shift (a table has fewer than 2^32 slots)."""
         table = self._ready()
         size = len(table)
-        n = len(high)
-        position = (high % np.uint64(size)).astype(np.int64)
-        step = (low % np.uint64(size - 1)).astype(np.int64) + 1
-        where = np.empty(n, dtype=np.int64)
-        found = np.zeros(n, dtype=bool)
-        pending = np.arange(n)
+        position = (((high >> _SHIFT) * np.uint64(size)) >> _SHIFT).astype(np.int64)
+        rows = table[position]
+        empty = rows[:, 2] == 0
+        match = (rows[:, 0] == high) & (rows[:, 1] == low)
+        match &= ~empty
+        done = empty | match
+        if done.all():  # the usual case: the first slot holds the key or nothing
+            return position, match
+        where, found = position, match
+        pending = np.flatnonzero(~done)
+        high, low, position = high[pending], low[pending], position[pending]
+        step = (((low >> _SHIFT) * np.uint64(size - 1)) >> _SHIFT).astype(np.int64) + 1
         attempt = 0
         while True:
-            rows = table[position]
-            empty = rows[:, 2] == 0
-            match = (rows[:, 0] == high) & (rows[:, 1] == low) & ~empty
-            done = empty | match
-            if done.all():
-                where[pending] = position
-                found[pending] = match
-                return where, found
-            where[pending[done]] = position[done]
-            found[pending[match]] = True
-            going = ~done
-            pending, high, low, position, step = pending[going], high[going], low[going], position[going], step[going]
             attempt += 1
             position += step if attempt < _HASHED_PROBES else 1
             position %= size
+            rows = table[position]
+            empty = rows[:, 2] == 0
+            match = (rows[:, 0] == high) & (rows[:, 1] == low)
+            match &= ~empty
+            done = empty | match
+            where[pending[done]] = position[done]
+            found[pending[match]] = True
+            if done.all():
+                return where, found
+            going = ~done
+            pending, high, low, position, step = pending[going], high[going], low[going], position[going], step[going]
 
     def _insert(self, high: np.ndarray, low: np.ndarray, stored: np.ndarray, where: np.ndarray) -> None:
         """Put keys known to be absent (distinct hashes) into the empty slots `where` found for them; two keys
