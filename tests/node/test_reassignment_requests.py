@@ -15,7 +15,7 @@ from kio.schema.list_partition_reassignments.v0 import request as list_v0
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32
 
-from pykraft.controller.reassignments import QUORUM_TOPIC, QUORUM_UNSUPPORTED
+from pykraft.controller.reassignments import QUORUM_TOPIC
 from pykraft.protocol.errors import ErrorCode
 
 from .helpers import call
@@ -50,7 +50,9 @@ async def test_reassignment_requests_over_the_wire(tmp_path):
         answer = await call(port, mixed)
         assert int(answer.error_code) == 0
         assert codes(answer) == [("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find a topic named nope."),
-                                 (QUORUM_TOPIC, ErrorCode.INVALID_REQUEST, QUORUM_UNSUPPORTED),
+                                 # static voters (kraft.version 0): the raft core cannot move them
+                                 (QUORUM_TOPIC, ErrorCode.UNSUPPORTED_VERSION,
+                                  "kraft.version 0 keeps the voters in configuration: upgrade kraft.version to 1 first"),
                                  ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find a topic named nope.")]
 
         v0 = await call(port, alter(alter_v0, 30_000, ("nope", [1])))

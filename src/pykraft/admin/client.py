@@ -47,7 +47,7 @@ from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.raft.reconfig_messages import add_voter_request, api_versions_request, remove_voter_request
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
-from . import configs, responses, topic_configs, topics
+from . import configs, quorum_reassignments, responses, topic_configs, topics
 from . import partition_reassignments as reassignments
 from .brokers import WAIT_NOTICE_S
 from .errors import AdminError, DeadlineError, OutcomeUnknownError, TopicError, UnreachableError
@@ -163,6 +163,30 @@ class AdminClient:
         what = f"removing controller {voter_id}"
         await self._leader_call(what, message, responses.simple_outcome,
                                 conflicts=frozenset({ErrorCode.VOTER_NOT_FOUND}))
+
+    async def alter_quorum_reassignment(self, target: Sequence[int] | None, timeout_ms: int) -> Outcome:
+        """AlterPartitionReassignments of `__cluster_metadata-0` (quorum reassignment) at the active controller;
+        `target` None cancels. Returns the partition's outcome when it is NONE (the voters are the target) or
+        REQUEST_TIMED_OUT (accepted, still in progress after `timeout_ms`); another refusal raises AdminError. The
+        same target sent again is not recorded again, so the retries after NOT_CONTROLLER are safe."""
+        result: list[Outcome] = []
+
+        def outcome(response: Any) -> Outcome:
+            found = quorum_reassignments.alter_partition_outcome(response)
+            if found.code in (ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT):
+                result.append(found)
+                return Outcome(ErrorCode.NONE)
+            return found
+
+        await self._controller_call("AlterPartitionReassignments",
+                                    lambda: quorum_reassignments.alter_request(target, timeout_ms), outcome)
+        return result[-1]
+
+    async def list_quorum_reassignment(self) -> quorum_reassignments.QuorumReassignment | None:
+        """ListPartitionReassignments of `__cluster_metadata-0`: None when no quorum reassignment is in progress."""
+        response = await self._controller_call("ListPartitionReassignments", quorum_reassignments.list_request,
+                                               responses.simple_outcome)
+        return quorum_reassignments.quorum_reassignment(response)
 
     async def describe_features(self) -> FeatureMetadata:
         response = await self._leader_call("ApiVersions", api_versions_request(), responses.simple_outcome)

@@ -122,6 +122,8 @@ def decode_payload(batch: RecordBatch, record: Record) -> DecodedPayload:
             return DecodedPayload(raw_value=_raw(record), problem=str(exc))
         label = _CONTROL_LABELS.get(control.type, f"Control{control.type_id}")
         fields = message_to_dict(control.message) if control.message is not None else {}
+        if control.voters_target is not None:  # pykraft's target tag (records/control.py); Kafka shows none
+            fields["pykraftTargetVoters"] = message_to_dict(control.voters_target)["voters"]
         return DecodedPayload(control={"type": label, **fields})
     if record.value is None:
         return DecodedPayload(problem="null value")

@@ -203,29 +203,30 @@ def remove_controller(
 def reassign_command(
     ctx: typer.Context,
     target_voters: Annotated[str | None, typer.Option(
-        "--target-voters", help="The voters to end with: ID@HOST:PORT:DIRECTORY_ID,...")] = None,
-    cancel: Annotated[bool, typer.Option("--cancel", help="Roll back to the voters recorded at the start.")] = False,
-    state_file: Annotated[Path | None, typer.Option(
-        "--state-file", help="Where the starting voters are recorded (default: ./pykraft-reassign.json).")] = None,
+        "--target-voters", help="The voter ids to end with: ID,ID,... (ID@HOST:PORT:DIRECTORY_ID items count by "
+                                "their id)")] = None,
+    cancel: Annotated[bool, typer.Option("--cancel", help="Cancel the reassignment in progress: the voters stay "
+                                                          "as they are now.")] = False,
+    show: Annotated[bool, typer.Option("--status", help="Show the reassignment in progress.")] = False,
+    timeout_ms: Annotated[int, typer.Option("--timeout-ms", help="How long to report progress before giving up "
+                                                                 "(the leader goes on).")] = 600_000,
 ) -> None:
-    """Move the quorum to --target-voters one voter change at a time (pykraft only; Kafka has no such tool)."""
-    if cancel == (target_voters is not None):
-        raise ToolFailure("give exactly one of --target-voters or --cancel")
-    run_admin(ctx.obj, lambda client: _reassign(client, target_voters, state_file))
+    """Move the quorum to --target-voters (pykraft only: AlterPartitionReassignments on __cluster_metadata-0,
+    KIP-642; the raft leader records the target and moves the voters one at a time, resuming after failovers)."""
+    if (target_voters is not None) + cancel + show != 1:
+        raise ToolFailure("give exactly one of --target-voters, --cancel or --status")
+    if timeout_ms <= 0:
+        raise ToolFailure(f"Invalid --timeout-ms: {timeout_ms}")
+    run_admin(ctx.obj, lambda client: _reassign(client, target_voters, cancel, timeout_ms))
 
 
-async def _reassign(client: AdminClient, target_text: str | None, state_file: Path | None) -> None:
+async def _reassign(client: AdminClient, target_text: str | None, cancel: bool, timeout_ms: int) -> None:
     from pykraft.admin import reassign as driver
 
-    path = state_file if state_file is not None else driver.DEFAULT_STATE_FILE
-    if target_text is None:
-        events = driver.cancel(client, path)
-    else:
-        # The target syntax has no listener name: use the one the leader's own endpoint is listed under.
-        info = await client.describe_quorum()
-        endpoints = info.endpoints_of(info.leader_id)
-        target = driver.parse_target_voters(target_text, endpoints[0].name if endpoints else "CONTROLLER")
-        typer.echo(f"Recording the current voters in {path} (used by --cancel; deleted when done)")
-        events = driver.reassign(client, target, path)
-    async for event in events:
+    if target_text is None and not cancel:
+        progress = await driver.status(client)
+        typer.echo("No quorum reassignment is in progress." if progress is None else out.reassign_event_line(progress))
+        return
+    target = None if cancel else driver.parse_target_ids(target_text or "")
+    async for event in driver.reassign(client, target, deadline_ms=timeout_ms):
         typer.echo(out.reassign_event_line(event))

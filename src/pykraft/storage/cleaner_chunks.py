@@ -25,6 +25,7 @@ from pykraft.records.compression import decompress
 from pykraft.records.rebuild import delete_horizon, empty_batch, rebuild_records
 from pykraft.records.record_scan import RecordColumns, scan_records
 
+from .cleaner_txns import marker_type
 from .compaction_rules import BatchRetention, ProducerLast, batch_retention, needs_delete_horizon
 from .key_hash import PAD_BYTES
 from .offset_map import OffsetMap
@@ -176,7 +177,7 @@ def verdict_of(batch: RecordBatch, seam, now_ms: int) -> Verdict:
     """Ask the seam about `batch` (see Cleaner.filter_batch): whether its records may all go."""
     horizon = delete_horizon(batch)
     if batch.is_control:
-        can_discard = seam.on_control_batch_read(batch.producer_id, batch.last_offset, None)
+        can_discard = seam.on_control_batch_read(batch.producer_id, batch.last_offset, marker_type(batch))
         return Verdict(can_discard, can_discard and horizon is not None and horizon <= now_ms, horizon)
     can_discard = seam.on_batch_read(batch.producer_id, batch.is_transactional, batch.last_offset)
     return Verdict(can_discard, can_discard, horizon)

@@ -61,6 +61,7 @@ class CleanedSegment:
     size: int
     next_offset: int
     first_timestamp: int
+    aborted: tuple = ()  # the aborted transactions its kept ABORT markers end (its .txnindex), set by the cleaner
 
     def path(self, suffix: str, extra: str = CLEANED_SUFFIX) -> str:
         return os.path.join(self.directory, f"{self.base_offset:020d}{suffix}{extra}")
@@ -81,7 +82,6 @@ class CleanedSegment:
                 except FileNotFoundError:
                     pass
 
-
     def detach(self) -> CleanedFiles:
         """The segment to hand to another process (the broker, from a cleaner child): its files closed, its index
         entries kept in memory. The log's bytes were made durable by the writer (cleaner.CleanedWriter.finish)."""
@@ -91,7 +91,7 @@ class CleanedSegment:
         if fd >= 0:
             os.close(fd)
         return CleanedFiles(self.directory, self.base_offset, self.index, self.size, self.next_offset,
-                            self.first_timestamp)
+                            self.first_timestamp, self.aborted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +104,7 @@ class CleanedFiles:
     size: int
     next_offset: int
     first_timestamp: int
+    aborted: tuple = ()  # CleanedSegment.aborted: its .txnindex entries
 
     def attach(self) -> CleanedSegment:
         path = os.path.join(self.directory, f"{self.base_offset:020d}{LOG_SUFFIX}{CLEANED_SUFFIX}")
@@ -114,7 +115,7 @@ class CleanedFiles:
             os.close(fd)
             raise
         return CleanedSegment(self.directory, self.base_offset, fd, self.index, self.size, self.next_offset,
-                              self.first_timestamp)
+                              self.first_timestamp, self.aborted)
 
     def discard(self) -> None:
         remove_cleaned(self.directory, [self.base_offset])

@@ -44,7 +44,8 @@ from typing import Any
 
 import pykraft
 from pykraft.storage.cleaner import Cleaner, CleanerStats, CleaningAborted, CleanTask
-from pykraft.storage.compaction_rules import NoTransactions, TransactionSeam
+from pykraft.storage.cleaner_txns import transaction_seam
+from pykraft.storage.compaction_rules import TransactionSeam
 from pykraft.storage.offset_map import OffsetMap, throttle_step
 from pykraft.storage.segment_swap import CleanedSegment, remove_cleaned
 
@@ -65,7 +66,7 @@ class ChildConfig:
     load_factor: float
     io_buffer_size: int
     max_io_bytes_per_second: float
-    seam_factory: Callable[[], TransactionSeam] = NoTransactions
+    seam_factory: Callable[[Any], TransactionSeam] = transaction_seam  # (the pass's aborted transactions)
 
 
 class SharedPage:

@@ -54,6 +54,8 @@ from pykraft.storage.meta_properties import read_meta_properties
 
 from pykraft.node.runtime.metrics import EventQueueStats
 from pykraft.node.apis.configs_api import describe_handler, node_view, with_logger_changes
+from pykraft.node.apis.quorum_reassign_api import RaftQuorumReassignments
+from pykraft.node.hosts.controller_registration import ControllerRegistrar
 from pykraft.node.apis.versions import to_request_version
 from pykraft.node.apis.writes import WriteFailed
 from pykraft.node.hosts import reassignment_requests
@@ -149,7 +151,9 @@ def controller_host(node_config: Any) -> ControllerHost:
     except StorageError:
         cluster_id = ""  # NodeRuntime.start() refuses the directory with the proper message
     bootstrap = read_bootstrap_records(node_config.metadata_log_dir)
-    return ControllerHost(controller_config(node_config, cluster_id, bootstrap))
+    host = ControllerHost(controller_config(node_config, cluster_id, bootstrap))
+    host.registrar = ControllerRegistrar.of_config(host, node_config)
+    return host
 
 
 def hosted_runtime(node_config: Any, host: Any, **runtime_options: Any) -> NodeRuntime:
@@ -187,9 +191,12 @@ class ControllerHost(ControllerHostView):
         self.not_controller_answers = 0
         self.last_applied_timestamp_ms: int | None = None  # append time of the last committed batch (lag metric)
         self.event_queue = EventQueueStats()
-        # KIP-642's seam: the __cluster_metadata entries of AlterPartitionReassignments (reassignment_requests.py).
-        self.quorum_reassignments: reassignment_requests.QuorumReassignments = (
-            reassignment_requests.UnsupportedQuorumReassignments())
+        # Registers this controller with the active one (set by `controller_host`; None for a bare host in tests).
+        self.registrar: ControllerRegistrar | None = None
+        # KIP-642's seam: the __cluster_metadata entries of AlterPartitionReassignments (reassignment_requests.py),
+        # answered by the raft core (node/apis/quorum_reassign_api.py).
+        self.quorum_reassignments: reassignment_requests.QuorumReassignments = RaftQuorumReassignments(
+            lambda: self.runtime, lambda: self.controller)
 
     def bind(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
@@ -232,13 +239,20 @@ class ControllerHost(ControllerHostView):
         records = metadata_records(batches, on_undecodable=self._count_undecodable,
                                    skip=ahead.covers if ahead else None, on_batch=self._note_batch)
         self.hosted.replay_committed(records, last_offset, self._core())
+        self._poke_registrar()
 
     def load_snapshot(self, reader: RawSnapshotReader) -> None:
         records = metadata_records(reader.records(), on_undecodable=self._count_undecodable)
         self.hosted.load_snapshot([record for _, record in records], reader.snapshot_id.offset - 1)
         self.snapshots_loaded += 1
+        self._poke_registrar()
+
+    def _poke_registrar(self) -> None:
+        if self.registrar is not None:
+            self.registrar.poke()
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
+        self._poke_registrar()
         # Every controller says who leads now (Kafka's QuorumController logs the same on each of them).
         if leader_id is not None:
             _log.info("%sIn the new epoch %d, the active controller is node %d", self._prefix, epoch, leader_id)

@@ -2,10 +2,12 @@
 QuorumController (controller/reassignments.py) like any controller request, the quorum entries (KIP-642, naming
 `__cluster_metadata`) go to the node's `QuorumReassignments`, and the two answers are merged in the request's order.
 
-`QuorumReassignments` is the seam for quorum reassignment: `ControllerHost.quorum_reassignments` holds one, and until
-the raft layer's planner serves KIP-642 it is `UnsupportedQuorumReassignments` (INVALID_REQUEST naming the missing
-support; nothing listed). A planner plugs in by replacing that attribute: `alter` answers its entries (it may wait
-for the target voter set to commit, up to `timeout_ms`), `ongoing` adds the metadata partition to a listing.
+`QuorumReassignments` is the seam for quorum reassignment: `ControllerHost.quorum_reassignments` holds one, the raft
+core's (`node/apis/quorum_reassign_api.RaftQuorumReassignments`; `UnsupportedQuorumReassignments` answers
+INVALID_REQUEST naming the missing support, for a host without it). `alter` answers its entries (it waits for the
+target voter set to commit, up to `timeout_ms`), `ongoing` adds the metadata partition to a listing. A quorum entry
+answered NOT_CONTROLLER (this node is not the raft leader) makes the whole answer NOT_CONTROLLER, so that the client
+retries on the active controller.
 
 AlterPartitionReassignments carries a timeout: a request the controller has not started running by then is answered
 REQUEST_TIMED_OUT everywhere, without effect (Kafka's deadline on the controller's event queue); once started it
@@ -34,7 +36,8 @@ ALTER_VERSION = 1  # the version the controller's answers are merged at, then lo
 
 
 class QuorumReassignments(Protocol):
-    async def alter(self, topics: tuple[Any, ...], timeout_ms: int) -> list[tuple[str, list[Any]]]:
+    async def alter(self, topics: tuple[Any, ...], timeout_ms: int,
+                    allow_replication_factor_change: bool = True) -> list[tuple[str, list[Any]]]:
         """(topic name, [ReassignablePartitionResponse v1, ...]) for each `__cluster_metadata` entry, in order."""
 
     def ongoing(self, requested: tuple[Any, ...] | None) -> list[Any]:
@@ -42,7 +45,8 @@ class QuorumReassignments(Protocol):
 
 
 class UnsupportedQuorumReassignments:
-    async def alter(self, topics: tuple[Any, ...], timeout_ms: int) -> list[tuple[str, list[Any]]]:
+    async def alter(self, topics: tuple[Any, ...], timeout_ms: int,
+                    allow_replication_factor_change: bool = True) -> list[tuple[str, list[Any]]]:
         return quorum_reassignment_unsupported(topics)
 
     def ongoing(self, requested: tuple[Any, ...] | None) -> list[Any]:
@@ -61,13 +65,17 @@ async def alter_reassignments(host: ControllerHost, message: Any) -> Any:
         error, error_message = ErrorCode(int(partitions.error_code)), partitions.error_message
         for topic in partitions.responses:
             answers.setdefault(topic.name, []).extend(topic.partitions)
-    quorum = {}
-    for name, parts in await host.quorum_reassignments.alter(quorum_topics, timeout_ms):
+    quorum: dict[str, list[Any]] = {}
+    allow = bool(getattr(message, "allow_replication_factor_change", True))
+    for name, parts in await host.quorum_reassignments.alter(quorum_topics, timeout_ms, allow):
         quorum.setdefault(name, []).extend(parts)
+    lost = [p.error_message for parts in quorum.values() for p in parts
+            if int(p.error_code) == ErrorCode.NOT_CONTROLLER]
+    if lost and error == ErrorCode.NONE:
+        error, error_message = ErrorCode.NOT_CONTROLLER, lost[0]
     merged = alter_response.AlterPartitionReassignmentsResponse(
         throttle_time=ZERO_THROTTLE, error_code=error, error_message=error_message,
-        allow_replication_factor_change=bool(getattr(message, "allow_replication_factor_change", True)),
-        responses=merged_topic_answers(message, answers, quorum))
+        allow_replication_factor_change=allow, responses=merged_topic_answers(message, answers, quorum))
     return to_request_version(merged, version)
 
 

@@ -187,6 +187,11 @@ class NodeRuntime:
         self._inline_busy_s = 0.0  # seconds of inline inputs inside the task's waits (poll-idle-ratio)
         self._released_at_hwm: int | None = None  # the high watermark when the log's tail cache was last trimmed
 
+    @property
+    def stopping(self) -> bool:
+        """Whether stop() has begun (hosts stop starting new work)."""
+        return self._stopping or self._stop_started
+
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
         """Open storage, start the core task and listen. Raises StorageError, NetError or OSError (port in use,
@@ -257,6 +262,7 @@ class NodeRuntime:
         raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls) for _ in range(2))
         broker_tls = self._tls_broker
         broker_pool = ConnectionPool(ssl_context=broker_tls) if config.is_broker else None
+        coordinator_pool = ConnectionPool(ssl_context=broker_tls) if config.is_broker else None
         self.outbound = Outbound(raft_pool if client_tls is None else _TlsFailureLog(raft_pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
@@ -264,7 +270,9 @@ class NodeRuntime:
                                  forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool),
                                  on_unreachable=self._peer_unreachable,
                                  broker_pool=broker_pool if broker_tls is None or broker_pool is None
-                                 else _TlsFailureLog(broker_pool))
+                                 else _TlsFailureLog(broker_pool),
+                                 coordinator_pool=coordinator_pool if broker_tls is None or coordinator_pool is None
+                                 else _TlsFailureLog(coordinator_pool))
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.inbound = InboundHandler(self, self.registry, self._extra, self._broker_registry)
         self.lane.start()
