@@ -15,6 +15,8 @@ chunk goes through cleaner_chunks.py's numpy paths (the map's records, the filte
 batch needs it; `fast=False` takes the record-by-record path everywhere (`filter_batch`: the reference the fast
 path is tested against, and what it falls back to for control batches, discarded ones and malformed chunks).
 A broker runs passes in a child process (node/hosts/cleaner_child.py), so that decoding never holds its GIL.
+Without a working numpy (a platform with no wheel of it) every pass takes the record-by-record path over a
+`PlainOffsetMap` (offset_map.py): slower, the same segments.
 """
 
 from __future__ import annotations
@@ -25,23 +27,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
-
 from pykraft.records import RecordBatch, iter_batches
 from pykraft.records.rebuild import empty_batch, rebuild_batch, record_keys, records_section
 
-from .cleaner_chunks import (
-    Item,
-    Verdict,
-    filter_scanned,
-    kept_records,
-    map_chunk,
-    needs_rebuild,
-    rebuilt_columns,
-    scan_chunk,
-    verdict_of,
-)
-from .cleaner_txns import marker_type, transaction_seam
+from .cleaner_txns import Item, Verdict, marker_type, transaction_seam, verdict_of
 from .compaction_rules import (
     BatchRetention,
     ProducerLast,
@@ -55,9 +44,14 @@ from .compaction_rules import (
 )
 from .files import pread_exact, sync_data
 from .index import SegmentIndex
-from .offset_map import OffsetMap, Throttler
+from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, Throttler
 from .segment_swap import CLEANED_SUFFIX, CleanedSegment
 from .txn_index import AbortedTxn
+
+if HAVE_NUMPY:
+    import numpy as np
+
+    from .cleaner_chunks import filter_scanned, kept_records, map_chunk, needs_rebuild, rebuilt_columns, scan_chunk
 
 _PREFIX_SIZE = 12
 
@@ -125,7 +119,7 @@ class CleanerHost(Protocol):
 
 
 class Cleaner:
-    def __init__(self, offset_map: OffsetMap, io_buffer_size: int, throttler: Throttler, *,
+    def __init__(self, offset_map: OffsetMap | PlainOffsetMap, io_buffer_size: int, throttler: Throttler, *,
                  clock_ns: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], None] = time.sleep,
                  seam_factory: Callable[[Any], TransactionSeam] = transaction_seam, fast: bool = True) -> None:
         self.offset_map = offset_map
@@ -134,7 +128,7 @@ class Cleaner:
         self._clock_ns = clock_ns
         self._sleep = sleep
         self._seam_factory = seam_factory
-        self.fast = fast
+        self.fast = fast and HAVE_NUMPY and isinstance(offset_map, OffsetMap)
 
     # ---- the pass ----------------------------------------------------------------------------------------------
     def clean(self, task: CleanTask, host: CleanerHost) -> tuple[int, CleanerStats]:

@@ -22,27 +22,15 @@ import numpy as np
 from pykraft.records import RecordBatch
 from pykraft.records.batch import ATTR_COMPRESSION_MASK, BATCH_HEADER_SIZE
 from pykraft.records.compression import decompress
-from pykraft.records.rebuild import delete_horizon, empty_batch, rebuild_records
+from pykraft.records.rebuild import empty_batch, rebuild_records
 from pykraft.records.record_scan import RecordColumns, scan_records
 
-from .cleaner_txns import marker_type
+from .cleaner_txns import Item, Verdict
 from .compaction_rules import BatchRetention, ProducerLast, batch_retention, needs_delete_horizon
 from .key_hash import PAD_BYTES
 from .offset_map import OffsetMap
 
 _PAD = bytes(PAD_BYTES)
-
-Item = tuple[int, RecordBatch]  # a batch and its position in the chunk
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """The transaction seam's answer for one batch (Kafka's `CleanedTransactionMetadata`), asked in log order."""
-
-    can_discard: bool
-    discard_records: bool
-    horizon: int | None  # the batch's delete horizon (KIP-534), if set
-
 
 @dataclass(frozen=True, slots=True)
 class Scanned:
@@ -172,12 +160,3 @@ def filter_scanned(batch: RecordBatch, k: int, scanned: Scanned, kept: Kept, reb
                                 producers=producers, upper_bound=upper_bound, discard_records=False)  # type: ignore[arg-type]
     return empty_batch(batch) if retention is BatchRetention.RETAIN_EMPTY else None
 
-
-def verdict_of(batch: RecordBatch, seam, now_ms: int) -> Verdict:
-    """Ask the seam about `batch` (see Cleaner.filter_batch): whether its records may all go."""
-    horizon = delete_horizon(batch)
-    if batch.is_control:
-        can_discard = seam.on_control_batch_read(batch.producer_id, batch.last_offset, marker_type(batch))
-        return Verdict(can_discard, can_discard and horizon is not None and horizon <= now_ms, horizon)
-    can_discard = seam.on_batch_read(batch.producer_id, batch.is_transactional, batch.last_offset)
-    return Verdict(can_discard, can_discard, horizon)

@@ -20,13 +20,17 @@ from __future__ import annotations
 import hashlib
 import os
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # a platform with no numpy wheel: `hash_key` only (offset_map.PlainOffsetMap)
+    np = None  # type: ignore[assignment]
 
+HAVE_NUMPY = np is not None
 VECTOR_KEY_BYTES = 256
 _WORDS = VECTOR_KEY_BYTES // 4
 _DIGEST_BYTES = 32
 _MASK64 = (1 << 64) - 1
-_LOW_BYTES = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint64)  # by bytes left in a word
+_LOW_BYTES = [0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF]  # by bytes left in a word
 PAD_BYTES = 8  # the buffer given to `hash_keys` holds this many bytes after its last key (words are read whole)
 
 
@@ -37,11 +41,14 @@ class KeyHasher:
         raw = seed if seed is not None else os.urandom(8 * 4 * (_WORDS + 2))
         if len(raw) < 8 * 4 * (_WORDS + 2):
             raw = hashlib.shake_256(raw).digest(8 * 4 * (_WORDS + 2))
-        table = np.frombuffer(raw, dtype="<u8", count=4 * (_WORDS + 2)).reshape(_WORDS + 2, 4)
-        self._constant = table[0].copy()  # c_l
-        self._coefficients = table[1:].copy()  # a_{j,l}: row 0 multiplies the length word, row j the j-th word
-        self._py_constant = [int(v) for v in self._constant]
-        self._py_coefficients = [[int(v) for v in row] for row in self._coefficients]
+        words = [int.from_bytes(raw[i:i + 8], "little") for i in range(0, 8 * 4 * (_WORDS + 2), 8)]
+        self._py_constant = words[:4]  # c_l
+        # a_{j,l}: row 0 multiplies the length word, row j the j-th word
+        self._py_coefficients = [words[4 * j:4 * j + 4] for j in range(1, _WORDS + 2)]
+        if HAVE_NUMPY:
+            self._constant = np.array(self._py_constant, dtype=np.uint64)
+            self._coefficients = np.array(self._py_coefficients, dtype=np.uint64)
+            self._low_bytes = np.array(_LOW_BYTES, dtype=np.uint64)
 
     # ---- many keys -------------------------------------------------------------------------------------------
     def hash_keys(self, raw: bytes | bytearray, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray,
@@ -64,10 +71,10 @@ class KeyHasher:
             if longest == int(length.min()):  # one length (ids of one format): only the last word is partial
                 matrix[:, 1:] = values
                 if longest % 4:
-                    matrix[:, words] &= _LOW_BYTES[longest % 4]
+                    matrix[:, words] &= self._low_bytes[longest % 4]
             else:
                 left = np.clip(length[:, None] - steps, 0, 4)
-                np.bitwise_and(values, _LOW_BYTES[left], out=matrix[:, 1:])
+                np.bitwise_and(values, self._low_bytes[left], out=matrix[:, 1:])
         lanes = matrix @ self._coefficients[:words + 1]  # wraps mod 2^64
         lanes += self._constant
         lanes >>= np.uint64(32)

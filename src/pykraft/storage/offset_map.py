@@ -14,6 +14,8 @@ Python steps. The probe sequence is double hashing for `_HASHED_PROBES` steps, t
 slot). A pass that cannot map more keys than the offsets of its dirty range (`clear(expected_keys)`) uses a
 smaller table (at most half full) than the buffer allows: zeroed pages are only touched where used, so a pass over
 few keys stays cheap; `slots`, `max_entries` and the utilization stay Kafka's, from the whole buffer.
+Where numpy does not import, `new_offset_map` gives a `PlainOffsetMap` (a dict) and the cleaner goes record by
+record.
 """
 
 from __future__ import annotations
@@ -21,27 +23,38 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-import numpy as np
+from .key_hash import HAVE_NUMPY, KeyHasher
 
-from .key_hash import KeyHasher
+if HAVE_NUMPY:
+    import numpy as np
 
 ENTRY_BYTES = 24  # Kafka's: the hash (16 bytes) and the offset (8 bytes)
 _HASHED_PROBES = 16
-_SHIFT = np.uint64(32)
+_SHIFT = np.uint64(32) if HAVE_NUMPY else 32
 _MIN_TABLE = 16
+
+
+def new_offset_map(memory_bytes: int, load_factor: float = 0.9) -> OffsetMap | PlainOffsetMap:
+    """The cleaner's map: the numpy table, or a dict where numpy does not import (the record-by-record path)."""
+    return OffsetMap(memory_bytes, load_factor) if HAVE_NUMPY else PlainOffsetMap(memory_bytes, load_factor)
+
+
+def _max_entries(slots: int, load_factor: float) -> int:
+    # A full table could never end a probe for an absent key: one slot always stays empty (a load factor of
+    # 1 or more would fill it; Kafka's table then loops forever on a new key).
+    found = min(int(slots * load_factor), slots - 1)
+    if not slots * load_factor > 1 or found < 1:  # Kafka's check: no progress possible
+        raise ValueError("offset map is too small to fit in even a single message, so log cleaning will never "
+                         "make progress. You can increase log.cleaner.dedupe.buffer.size or decrease "
+                         "log.cleaner.threads")
+    return found
 
 
 class OffsetMap:
     def __init__(self, memory_bytes: int, load_factor: float = 0.9, *, seed: bytes | None = None) -> None:
         self.memory_bytes = memory_bytes
         self.slots = memory_bytes // ENTRY_BYTES
-        # A full table could never end a probe for an absent key: one slot always stays empty (a load factor of
-        # 1 or more would fill it; Kafka's table then loops forever on a new key).
-        self.max_entries = min(int(self.slots * load_factor), self.slots - 1)
-        if not self.slots * load_factor > 1 or self.max_entries < 1:  # Kafka's check: no progress possible
-            raise ValueError("offset map is too small to fit in even a single message, so log cleaning will never "
-                             "make progress. You can increase log.cleaner.dedupe.buffer.size or decrease "
-                             "log.cleaner.threads")
+        self.max_entries = _max_entries(self.slots, load_factor)
         self.hasher = KeyHasher(seed)
         self._buffer: np.ndarray | None = None  # allocated by the first clear (or use)
         self._table: np.ndarray | None = None  # the part of the buffer this pass works in
@@ -245,6 +258,58 @@ def _first_per_slot(where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     distinct[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=distinct[1:])
     return ordered[distinct], order[distinct]
+
+
+class PlainOffsetMap:
+    """The offset map without numpy (a platform with no wheel of it): the same keys (key_hash.py's hash, one key
+    at a time), the same `max_entries` and the same rule when it fills, in a dict (slower, and more memory a key
+    than the buffer's 24 bytes: only where numpy is missing)."""
+
+    def __init__(self, memory_bytes: int, load_factor: float = 0.9, *, seed: bytes | None = None) -> None:
+        self.memory_bytes = memory_bytes
+        self.slots = memory_bytes // ENTRY_BYTES
+        self.max_entries = _max_entries(self.slots, load_factor)
+        self.hasher = KeyHasher(seed)
+        self._latest: dict[tuple[int, int], int] = {}
+        self.latest_offset = -1
+
+    def clear(self, expected_keys: int | None = None) -> None:
+        self._latest = {}
+        self.latest_offset = -1
+
+    @property
+    def size(self) -> int:
+        return len(self._latest)
+
+    @property
+    def full(self) -> bool:
+        return self.size >= self.max_entries
+
+    @property
+    def utilization(self) -> float:
+        return self.size / self.slots
+
+    def put(self, key: bytes, offset: int) -> None:
+        self._latest[self.hasher.hash_key(key)] = offset
+        self.latest_offset = max(self.latest_offset, offset)
+
+    def put_records(self, base_offset: int, records: Sequence, start: int) -> bool:
+        """As OffsetMap.put_records: True when the map was full at a keyed record (Kafka's check before each)."""
+        latest = self._latest
+        for record in records:
+            key, offset = record[2], base_offset + record[0]
+            if key is not None and offset >= start:
+                if len(latest) >= self.max_entries:
+                    return True
+                latest[self.hasher.hash_key(key)] = offset
+                self.latest_offset = max(self.latest_offset, offset)
+        return False
+
+    def get(self, key: bytes) -> int:
+        return self._latest.get(self.hasher.hash_key(key), -1)
+
+    def update_latest_offset(self, offset: int) -> None:
+        self.latest_offset = max(self.latest_offset, offset)
 
 
 class Throttler:

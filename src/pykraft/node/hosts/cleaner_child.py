@@ -46,7 +46,7 @@ import pykraft
 from pykraft.storage.cleaner import Cleaner, CleanerStats, CleaningAborted, CleanTask
 from pykraft.storage.cleaner_txns import transaction_seam
 from pykraft.storage.compaction_rules import TransactionSeam
-from pykraft.storage.offset_map import OffsetMap, throttle_step
+from pykraft.storage.offset_map import new_offset_map, throttle_step
 from pykraft.storage.segment_swap import CleanedSegment, remove_cleaned
 
 _THROTTLE = struct.Struct("=qd")  # the period's start (monotonic ns), the bytes observed in it
@@ -269,7 +269,7 @@ def main(argv: list[str]) -> int:
     kind, config = conn.recv()
     assert kind == "config"
     host = _ChildHost(conn, page, index, parent)
-    cleaner = Cleaner(OffsetMap(config.dedupe_bytes, config.load_factor), config.io_buffer_size,
+    cleaner = Cleaner(new_offset_map(config.dedupe_bytes, config.load_factor), config.io_buffer_size,
                       SharedThrottler(page, config.max_io_bytes_per_second), sleep=host.sleep,
                       seam_factory=config.seam_factory)
     conn.send(("ready",))

@@ -30,7 +30,7 @@ from pykraft.node.hosts.cleaner_child import ChildConfig, CleanerChild, ChildFai
 from pykraft.storage.cleaner import CleanerStats, CleaningAborted, CleanTask
 from pykraft.storage.cleaner_manager import CleanableLog, CleanerManager, CompactionSettings
 from pykraft.storage.compaction_rules import ProducerLast
-from pykraft.storage.offset_map import OffsetMap
+from pykraft.storage.offset_map import new_offset_map
 from pykraft.storage.segment_swap import CleanedSegment
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class CleanerConfig:
             raise ValueError(f"log.cleaner.enable: {enable!r} is not true or false")
         config = cls(enable=enable == "true", **values)
         if config.enable and config.threads > 0:
-            OffsetMap(config.dedupe_buffer_size // config.threads, config.load_factor)  # Kafka's check at start
+            new_offset_map(config.dedupe_buffer_size // config.threads, config.load_factor)  # Kafka's check at start
         return config
 
 
