@@ -31,17 +31,8 @@ from pykraft.records import RecordBatch, iter_batches
 from pykraft.records.rebuild import empty_batch, rebuild_batch, record_keys, records_section
 
 from .cleaner_txns import Item, Verdict, marker_type, transaction_seam, verdict_of
-from .compaction_rules import (
-    BatchRetention,
-    ProducerLast,
-    SegmentFacts,
-    TransactionSeam,
-    batch_retention,
-    group_segments_by_size,
-    needs_delete_horizon,
-    retained_records,
-    segments_between,
-)
+from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, TransactionSeam, batch_retention,
+                               group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
 from .files import pread_exact, sync_data
 from .index import SegmentIndex
 from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, Throttler
