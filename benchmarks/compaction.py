@@ -83,11 +83,12 @@ def build_log(root: str, mib: int, keys: int, spec: str) -> int:
     return count
 
 
-def yardstick(directory: Path) -> tuple[float, int]:
-    """Copy every sealed segment file (read + write in cleaner-sized chunks, fsync per file): (seconds, bytes)."""
+def yardstick(directory: Path) -> tuple[float, int, float]:
+    """Copy every sealed segment file (read + write in cleaner-sized chunks, fsync per file): (seconds, bytes,
+    CPU seconds of this process)."""
     sources = sorted(p for p in directory.iterdir() if p.suffix == ".log" and p.stat().st_size)
     total = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for source in sources:
         fd_in = os.open(source, os.O_RDONLY)
         fd_out = os.open(str(source) + ".copy", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -104,10 +105,10 @@ def yardstick(directory: Path) -> tuple[float, int]:
         finally:
             os.close(fd_in)
             os.close(fd_out)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     for source in sources:
         os.unlink(str(source) + ".copy")
-    return elapsed, total
+    return elapsed, total, cpu
 
 
 def one_pass(root: str, omap: OffsetMap, traced: bool = False, fast: bool = True):
@@ -141,10 +142,11 @@ def throughput(base: str, dedupe_mib: int, spec: str) -> None:
     records = build_log(root, ARGS.mib, ARGS.keys, spec)
     partition_dir = Path(root) / f"{KEY[0]}-{KEY[1]}"
     omap = OffsetMap(dedupe_mib * MIB)
-    copies, passes = [], []
+    copies, passes, copy_cpus = [], [], []
     for round_ in range(ARGS.rounds):
-        copy_s, copied = yardstick(partition_dir)
+        copy_s, copied, copy_cpu = yardstick(partition_dir)
         copies.append(copied / MIB / copy_s)
+        copy_cpus.append(copy_cpu)
         work = f"{root}-pass-{round_}"
         shutil.copytree(root, work)
         passes.append(one_pass(work, omap, fast=not ARGS.record_by_record))
@@ -162,6 +164,10 @@ def throughput(base: str, dedupe_mib: int, spec: str) -> None:
           f"dirty log processed, {write_rate:8.1f} MB/s written ({stats.bytes_written / MIB:.1f} MiB, "
           f"{stats.messages_written:,} records kept); {read_rate / copy_rate:6.1%} of the yardstick (goal 40%; per "
           f"round: {ratios})")
+    copy_cpu, pass_cpu = statistics.median(copy_cpus), statistics.median(p[1] for p in passes)
+    print(f"    CPU (load-proof, the waits for the disk left out): the copy {copy_cpu:.2f} s, the pass {pass_cpu:.2f} "
+          f"s (medians): MB per CPU second {copied / MIB / max(pass_cpu, 1e-9):.0f} against the copy's "
+          f"{copied / MIB / max(copy_cpu, 1e-9):.0f}, {copy_cpu / max(pass_cpu, 1e-9):.1%}")
     map_s, clean_s = stats.map_elapsed_s, elapsed - stats.map_elapsed_s
     print(f"    offset map: {stats.map_bytes_read / MIB:.1f} MiB in {map_s:.2f} s "
           f"({stats.map_bytes_read / MIB / max(map_s, 1e-9):.1f} MB/s); rewrite and swaps: "
