@@ -115,7 +115,7 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == Compression.GZIP:
         import gzip
 
-        return gzip.compress(data)
+        return gzip.compress(data, mtime=0)  # as Java's GZIPOutputStream (Kafka's): the same bytes whenever written
     if codec == Compression.SNAPPY:
         snappy = _library(Compression.SNAPPY)
         out = bytearray(_XERIAL_MAGIC)
