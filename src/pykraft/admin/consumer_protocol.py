@@ -45,7 +45,7 @@ def decode_message(kind: str, data: bytes | memoryview) -> Any:
         raise ValueError(f"consumer protocol {kind} version {version}")
     try:
         message, _ = entity_reader(_class(kind, min(version, NEWEST)))(view[_VERSION.size:].toreadonly(), 0)
-    except Exception as exc:  # noqa: BLE001 - kio raises several kinds on bad bytes
+    except Exception as exc:  # kio raises several kinds on bad bytes
         raise ValueError(f"undecodable consumer protocol {kind}: {exc}") from None
     return message
 

@@ -289,7 +289,7 @@ class Producer:
         """Send `batches` to their leaders; settle each one or put it back for a retry."""
         try:
             metadata = await self.client.metadata(sorted({b.tp[0] for b in batches}))
-        except Exception as exc:  # noqa: BLE001 - no metadata: every batch is retried or fails
+        except Exception as exc:  # no metadata: every batch is retried or fails
             await self._retry_all(batches, f"{exc}")
             return
         by_leader: dict[int, list[_Batch]] = {}

@@ -157,7 +157,7 @@ async def _pump(producer: Producer, reader: LineReader, topic: str, sync: bool) 
     failed = False
     pending: list[asyncio.Future] = []
 
-    def report(key: bytes | None, value: bytes | None):  # noqa: ANN202 - a future's done callback
+    def report(key: bytes | None, value: bytes | None):  # a future's done callback
         def done(future: asyncio.Future) -> None:
             nonlocal failed
             if future.exception() is not None:

@@ -115,7 +115,7 @@ def feature_dependencies(feature: Feature = None) -> None:
     _print_lines(lambda: feature_dependencies_lines(feature or []))
 
 
-def _print_lines(build) -> None:  # noqa: ANN001 - a zero-argument callable returning lines
+def _print_lines(build) -> None:  # a zero-argument callable returning lines
     try:
         lines = build()
     except FeatureVersionError as exc:

@@ -90,7 +90,7 @@ async def _sleep_until(stop: asyncio.Event, when: float) -> None:
             pass
 
 
-def _status_line(info, stats: WriteStats, elapsed: float) -> str:  # noqa: ANN001 - QuorumInfo
+def _status_line(info, stats: WriteStats, elapsed: float) -> str:  # QuorumInfo
     voters = " ".join(f"{v.replica_id}:{v.log_end_offset}" for v in info.voters)
     observers = " ".join(f"{o.replica_id}:{o.log_end_offset}" for o in info.observers) or "-"
     rate = stats.acked / elapsed if elapsed > 0 else 0.0
@@ -99,7 +99,7 @@ def _status_line(info, stats: WriteStats, elapsed: float) -> str:  # noqa: ANN00
             f"records ({rate:.0f}/s), failed {stats.failed}")
 
 
-async def _wait_for_leader(admin: AdminClient, timeout_s: float):  # noqa: ANN202 - QuorumInfo
+async def _wait_for_leader(admin: AdminClient, timeout_s: float):  # QuorumInfo
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -197,7 +197,7 @@ async def _show_topic_and_brokers(admin: AdminClient, stats: WriteStats) -> None
     print("\n".join(broker_table(brokers)))
 
 
-async def _settled_quorum(admin: AdminClient, last_offset: int):  # noqa: ANN202 - QuorumInfo
+async def _settled_quorum(admin: AdminClient, last_offset: int):  # QuorumInfo
     """DescribeQuorum once every voter has replicated past the last acknowledged record (or after 10 s)."""
     deadline = time.monotonic() + 10
     while True:

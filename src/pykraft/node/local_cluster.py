@@ -165,7 +165,7 @@ class LocalCluster:
         node = self.nodes[node_id]
         if node.is_running():
             return node
-        log = open(node.log_path, "ab")  # noqa: SIM115 - the child owns it for its lifetime
+        log = open(node.log_path, "ab")  # the child owns it for its lifetime
         try:
             node.process = subprocess.Popen([*CLI, "server", "start", "--config", str(node.config_path)],
                                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -92,13 +92,13 @@ class ConsumerGroupApi:
             subscribed_topic_names=None if m.subscribed_topic_names is None else tuple(m.subscribed_topic_names),
             subscribed_topic_regex=getattr(m, "subscribed_topic_regex", None), server_assignor=m.server_assignor,
             owned=owned, client_id=client_id, client_host="/127.0.0.1", version=version)
-        result = consumer.heartbeat(request, self.groups.image(), self.broker._now())  # noqa: SLF001
+        result = consumer.heartbeat(request, self.groups.image(), self.broker._now())
         extra = self._absorb_empty_classic(classic, consumer, m.group_id, result)
         if result.records or extra:
             error = await self.groups.write_records(m.group_id, result.records, extra)
             if error is not ErrorCode.NONE:
                 return HeartbeatResult(error)
-        self.groups._reschedule()  # noqa: SLF001 - the member's session deadline moved
+        self.groups._reschedule()  # the member's session deadline moved
         return result
 
     @staticmethod

@@ -195,7 +195,7 @@ class GroupApi:
             return coordinator
         token, future = self.groups.park()
         try:
-            self.groups.run(coordinator, call(coordinator, token, self.broker._now()))  # noqa: SLF001
+            self.groups.run(coordinator, call(coordinator, token, self.broker._now()))
             return await future
         finally:
             self.groups.forget(token)
@@ -209,7 +209,7 @@ class GroupApi:
         elif coordinator.fenced(m.group_id, m.member_id, getattr(m, "group_instance_id", None)):
             error = ErrorCode.FENCED_INSTANCE_ID
         else:
-            error = coordinator.heartbeat(m.group_id, m.member_id, int(m.generation_id), self.broker._now())  # noqa: SLF001
+            error = coordinator.heartbeat(m.group_id, m.member_id, int(m.generation_id), self.broker._now())
             self.groups.run(coordinator, [])
         return make(ns.HeartbeatResponse, error_code=error)
 
@@ -222,7 +222,7 @@ class GroupApi:
         coordinator = self.groups.coordinator_of(m.group_id)
         if isinstance(coordinator, ErrorCode):
             return make(ns.LeaveGroupResponse, error_code=coordinator, members=())
-        errors, replies = coordinator.leave(m.group_id, identities, self.broker._now())  # noqa: SLF001
+        errors, replies = coordinator.leave(m.group_id, identities, self.broker._now())
         self.groups.run(coordinator, replies)
         if version < 3:
             return make(ns.LeaveGroupResponse, error_code=errors[0])
@@ -235,7 +235,7 @@ class GroupApi:
         m = decoded.message
         ns = response_namespace(ApiKey.OFFSET_COMMIT, int(m.__version__))
         coordinator = self.groups.coordinator_of(m.group_id)
-        now = self.broker._now()  # noqa: SLF001
+        now = self.broker._now()
         modern = consumer_groups.consumer_group(self.groups, m.group_id)
         if isinstance(coordinator, ErrorCode):
             error = coordinator

@@ -172,7 +172,7 @@ class TxnApi:
             return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in partitions}
         if partition.leader == self.broker.node_id:
             return await self.verify(transactional_id, producer_id, epoch, partitions)
-        address = self.broker.data_plane._address_of(partition.leader)  # noqa: SLF001
+        address = self.broker.data_plane._address_of(partition.leader)
         answer = None if address is None else await self._to_broker(address[0], address[1], verify_request(
             transactional_id, producer_id, epoch, partitions))
         if answer is None:
@@ -244,7 +244,7 @@ class TxnApi:
             return make(ns.ListTransactionsResponse, throttle_time=ZERO_THROTTLE,
                         error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, unknown_state_filters=unknown,
                         transaction_states=())
-        now = self.broker._now()  # noqa: SLF001
+        now = self.broker._now()
         found = []
         for coordinator in self.txns.coordinators.values():
             if unknown and not states:

@@ -328,7 +328,7 @@ class BrokerHost:
         registered = self.lifecycle.registered
         try:
             ready = component.handle_response(send.request_id, response, self._now())
-        except Exception as exc:  # noqa: BLE001 - a bug met by this one answer: as if it never came (contained)
+        except Exception as exc:  # a bug met by this one answer: as if it never came (contained)
             request = send.request
             self.runtime.handler_errors.record(int(request.__api_key__), int(request.__version__), exc,  # type: ignore[union-attr]
                                                f"response from the controller at {address}")

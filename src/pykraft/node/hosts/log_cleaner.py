@@ -148,7 +148,7 @@ class LogCleaner:
             except OSError as exc:  # a checkpoint that could not be written: the disk may come back
                 _log.error("log cleaner thread %d: %s; trying again after log.cleaner.backoff.ms", worker.index, exc)
                 cleaned = False
-            except Exception:  # noqa: BLE001 - a bug must not kill the thread silently (Kafka's DeadThreadCount)
+            except Exception:  # a bug must not kill the thread silently (Kafka's DeadThreadCount)
                 _log.exception("log cleaner thread %d failed", worker.index)
                 worker.failed = True
                 return
@@ -167,7 +167,7 @@ class LogCleaner:
             _log.info("%s", pass_line(worker.index, task, end, stats))
         except CleaningAborted:
             pass
-        except Exception as exc:  # noqa: BLE001 - Kafka marks the partition uncleanable and goes on
+        except Exception as exc:  # Kafka marks the partition uncleanable and goes on
             if not self._stopped.is_set():
                 _log.warning("unexpected exception when cleaning %s-%d, marking it uncleanable: %r", *task.key, exc,
                              exc_info=True)
@@ -185,7 +185,7 @@ class LogCleaner:
         def call() -> None:
             try:
                 future.set_result(fn())
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            except BaseException as exc:  # handed to the waiting thread
                 future.set_exception(exc)
 
         try:
@@ -253,13 +253,13 @@ class _LoopHost:
         self.cleaner = cleaner
 
     def check_aborted(self, key: tuple[str, int]) -> None:
-        if self.cleaner._stopped.is_set():  # noqa: SLF001
+        if self.cleaner._stopped.is_set():
             raise CleaningAborted()
         self.cleaner.manager.check_aborted(key)
 
     def swap(self, task: CleanTask, cleaned: CleanedSegment, old_bases: list[int]) -> bool:
         try:
-            return self.cleaner._on_loop(lambda: self.cleaner.swap(task, cleaned, old_bases))  # noqa: SLF001
+            return self.cleaner._on_loop(lambda: self.cleaner.swap(task, cleaned, old_bases))
         except CleaningAborted:
             cleaned.discard()
             raise

@@ -424,7 +424,7 @@ class NodeRuntime:
             now = self.clock()
             self._apply(fn(now), now)
             self._poll_if_due()
-        except BaseException as exc:  # noqa: BLE001 - handed to the task, which fails the node with it
+        except BaseException as exc:  # handed to the task, which fails the node with it
             self._inline_failure = exc
         finally:
             self._running_inline = False

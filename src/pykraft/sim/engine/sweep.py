@@ -30,7 +30,7 @@ def _run_task(task: SweepTask) -> RunResult:
     started = time.perf_counter()
     try:
         return run(task.seed, task.scenario, max_events=task.max_events, sim_ms=task.sim_ms, trace_size=40)
-    except Exception as error:  # noqa: BLE001 - any crash of one run is that run's verdict
+    except Exception as error:  # any crash of one run is that run's verdict
         return RunResult(task.seed, task.scenario, "SimulatorError", f"{type(error).__name__}: {error}", 0, 0,
                          time.perf_counter() - started, ())
 

@@ -127,7 +127,7 @@ class ControllerNode(ControllerHostView, SimNode):
         now = self.now()
         try:
             accepted = self.hosted.accept(self.core, payload.api_key, payload.request, now)
-        except Exception as exc:  # noqa: BLE001 - a controller bug met by a peer's request is a finding
+        except Exception as exc:  # a controller bug met by a peer's request is a finding
             self.world.checker.violation("ControllerRequestCrash", self, f"api {payload.api_key}: {exc!r}")
             accepted = Refusal(ErrorCode.UNKNOWN_SERVER_ERROR, repr(exc))
         if isinstance(accepted, Refusal):

@@ -26,7 +26,7 @@ Traced = tuple[int | None, str, str]
 
 def leader_id(world: World) -> int | None:
     # workload imports node, which imports us not
-    from pykraft.sim.scenarios.workload import newest_leader  # noqa: PLC0415
+    from pykraft.sim.scenarios.workload import newest_leader
 
     leader = newest_leader(world)
     return None if leader is None else leader.node_id
