@@ -75,7 +75,8 @@ _NO_SIZE_YET = bytes(SIZE_PREFIX_BYTES)
 @dataclass(frozen=True, slots=True)
 class DecodedRequest:
     header: headers.RequestHeader
-    message: RequestPayload
+    # One API's request dataclass, known only from the header at run time: each handler reads its own API's fields.
+    message: Any
     # Where the request came from (the server's connection info: listener, peer), opaque to the codec; handlers
     # that answer per listener read it (Kafka's RequestContext). None for a request decoded outside a server.
     context: Any = None
