@@ -163,7 +163,8 @@ def _fetch_constants(replica_id: int, directory_id: uuid.UUID | None, max_wait_m
 def fetch_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.NONE, high_watermark: int = -1,
                    log_start: int = -1, leader_id: int | None = None, epoch: int = -1,
                    diverging: OffsetAndEpoch | None = None, snapshot_id: OffsetAndEpoch | None = None,
-                   records: bytes | memoryview | None = None, endpoints: tuple[Any, ...] = ()) -> fetch_resp.FetchResponse:
+                   records: bytes | memoryview | None = None,
+                   endpoints: tuple[Any, ...] = ()) -> fetch_resp.FetchResponse:
     # A leader builds one per Fetch answer, on the commit path: the numbers (the core's own, in range) skip kio's
     # phantom-type checks and the parts that are absent are shared constants, as in `fetch_request`.
     partition = fetch_resp.PartitionData(

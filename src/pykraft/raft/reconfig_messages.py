@@ -43,7 +43,8 @@ def listeners_to_endpoints(listeners: tuple[Any, ...]) -> Endpoints:
 def add_voter_request(cluster_id: str | None, key: ReplicaKey, endpoints: Endpoints, timeout_ms: int,
                       ack_when_committed: bool = True) -> add_req.AddRaftVoterRequest:
     return add_req.AddRaftVoterRequest(
-        cluster_id=cluster_id, timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)), voter_id=i32(key.id),
+        cluster_id=cluster_id, timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+        voter_id=i32(key.id),
         voter_directory_id=_dir(key.directory_id),
         listeners=tuple(add_req.Listener(name=e.name, host=e.host, port=u16(e.port)) for e in endpoints.items),
         ack_when_committed=ack_when_committed,
@@ -51,7 +52,8 @@ def add_voter_request(cluster_id: str | None, key: ReplicaKey, endpoints: Endpoi
 
 
 def add_voter_response(error: ErrorCode, message: str | None = None) -> add_resp.AddRaftVoterResponse:
-    return add_resp.AddRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=kio_code(error), error_message=message)
+    return add_resp.AddRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=kio_code(error),
+                                         error_message=message)
 
 
 # ---- RemoveRaftVoter -------------------------------------------------------------------------------------------
@@ -61,7 +63,8 @@ def remove_voter_request(cluster_id: str | None, key: ReplicaKey) -> remove_req.
 
 
 def remove_voter_response(error: ErrorCode, message: str | None = None) -> remove_resp.RemoveRaftVoterResponse:
-    return remove_resp.RemoveRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=kio_code(error), error_message=message)
+    return remove_resp.RemoveRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=kio_code(error),
+                                               error_message=message)
 
 
 # ---- UpdateRaftVoter -------------------------------------------------------------------------------------------
@@ -81,7 +84,8 @@ def update_voter_response(error: ErrorCode, leader_id: int | None, epoch: int,
     leader = update_resp.CurrentLeader(
         leader_id=BrokerId(-1 if leader_id is None else leader_id), leader_epoch=i32(epoch),
         host=leader_address.host if leader_address else "", port=i32(leader_address.port if leader_address else -1))
-    return update_resp.UpdateRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=kio_code(error), current_leader=leader)
+    return update_resp.UpdateRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=kio_code(error),
+                                               current_leader=leader)
 
 
 # ---- ApiVersions (the AddVoter probe) ------------------------------------------------------------------------------

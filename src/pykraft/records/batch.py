@@ -74,6 +74,11 @@ class RecordBatch:
         "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
         "base_sequence", "record_count",
     )  # fmt: skip
+    base_offset: int
+    length: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
 
     def __init__(self, buffer: memoryview) -> None:
         self.buffer = buffer
@@ -193,6 +198,7 @@ def _decode_records(body: bytes, view: memoryview, count: int, base_offset: int,
             else:
                 key, pos = _read_bytes(body, view, pos, end)
             # value
+            value: memoryview | None
             b = body[pos]
             if b < 0x80 and not b & 1:
                 stop = pos + 1 + (b >> 1)
@@ -206,7 +212,7 @@ def _decode_records(body: bytes, view: memoryview, count: int, base_offset: int,
                 value, pos = _read_bytes(body, view, pos, end)
             # headers: usually none
             if body[pos] == 0:
-                headers: tuple = ()
+                headers: tuple[tuple[str, memoryview | None], ...] = ()
                 pos += 1
             else:
                 headers, pos = _read_headers(body, view, pos, end)

@@ -162,7 +162,8 @@ def maybe_send_discovery_fetch(core: RaftCore, now_ms: int) -> None:
 
 
 def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.FetchResponse, now_ms: int) -> None:
-    if int(response.error_code) != ErrorCode.NONE or len(response.responses) != 1 or len(response.responses[0].partitions) != 1:
+    if int(response.error_code) != ErrorCode.NONE or len(response.responses) != 1 \
+            or len(response.responses[0].partitions) != 1:
         core.requests.backoff(source_id, now_ms)
         return
     p = response.responses[0].partitions[0]

@@ -66,7 +66,8 @@ def handle_fetch_snapshot_request(core: RaftCore, ref: Hashable, request: fs_req
 # ---- follower side -------------------------------------------------------------------------------------------
 def handle_fetch_snapshot_response(core: RaftCore, source_id: int, response: fs_resp.FetchSnapshotResponse,
                                    now_ms: int) -> None:
-    if int(response.error_code) != ErrorCode.NONE or len(response.topics) != 1 or len(response.topics[0].partitions) != 1:
+    if int(response.error_code) != ErrorCode.NONE or len(response.topics) != 1 \
+            or len(response.topics[0].partitions) != 1:
         core.requests.backoff(source_id, now_ms)
         return
     p = response.topics[0].partitions[0]
