@@ -224,7 +224,7 @@ def zero_value(field_obj: Field[Any]) -> Any:
         (annotation,) = (arg for arg in get_args(annotation) if arg is not NoneType)
     if get_origin(annotation) is tuple:
         return ()  # collections stay empty
-    if is_dataclass(annotation):
+    if isinstance(annotation, type) and is_dataclass(annotation):
         # A nullable struct is left null; a required one is filled with its own zero values.
         return None if optional else _zero_entity(annotation, {})
     kafka_type = field_obj.metadata.get("kafka_type", "")
