@@ -16,12 +16,15 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .compression import Compression, decompress
 from .crc import crc32c
 from .errors import CorruptBatchError, MalformedBatchError, RecordsError, TruncatedBatchError
 from .varint import append_varint, read_varint
+
+if TYPE_CHECKING:
+    import mmap
 
 MAGIC = 2
 BATCH_HEADER_SIZE = 61
@@ -360,7 +363,7 @@ def restamp_batch(batch: bytearray, *, base_offset: int, partition_leader_epoch:
 
 
 def iter_batches(
-    data: bytes | bytearray | memoryview,
+    data: bytes | bytearray | memoryview | mmap.mmap,
     *,
     verify_crc: bool = True,
     allow_truncated_tail: bool = False,

@@ -187,7 +187,7 @@ class BrokerHost:
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.forward(int(decoded.api_key), decoded.message)
-        handlers = {int(key): handler for key in FORWARDED_APIS}
+        handlers: dict[int, Any] = {int(key): handler for key in FORWARDED_APIS}
         handlers[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)] = with_logger_changes(handler, self.node_id)
         handlers.update(image_handlers(self.metadata_image, self.node_id, self.data_plane.node_config.raw))
         handlers.update(self.data_plane.handlers())

@@ -218,7 +218,7 @@ class ControllerHost(ControllerHostView):
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.answer(int(decoded.api_key), decoded.message)
-        handlers = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}
+        handlers: dict[int, Any] = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}
         handlers[INCREMENTAL_ALTER_CONFIGS] = with_logger_changes(handler, self.config.node_id)
         return {**handlers, **image_handlers(self.metadata_image, self.config.node_id, self.config.static_configs)}
 
