@@ -103,9 +103,9 @@ class Consumer:
         self.fetcher.assign(dict(positions))
 
     def subscribe(self, topics: Sequence[str]) -> None:
-        if self.settings.group_id is None:
-            raise SettingsError("a subscription needs a group.id")
         s = self.settings
+        if s.group_id is None:
+            raise SettingsError("a subscription needs a group.id")
         self.member = GroupMember(self.client, MembershipSettings(
             s.group_id, s.session_timeout_ms, s.rebalance_timeout_ms, s.heartbeat_interval_ms, s.instance_id),
             topics)

@@ -43,6 +43,7 @@ def decode_message(kind: str, data: bytes | memoryview) -> Any:
     (version,) = _VERSION.unpack_from(view)
     if version < 0:
         raise ValueError(f"consumer protocol {kind} version {version}")
+    message: Any
     try:
         message, _ = entity_reader(_class(kind, min(version, NEWEST)))(view[_VERSION.size:].toreadonly(), 0)
     except Exception as exc:  # kio raises several kinds on bad bytes

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.heartbeat.v4 import request as hb_req
 from kio.schema.join_group.v7 import request as jg_req
@@ -66,7 +67,7 @@ class GroupMember:
         self.is_leader = False
         self.assigned_counts: dict[str, int] = {}  # the partition counts the leader assigned from
 
-    async def _group_call(self, message: object, error_of, what: str) -> object:
+    async def _group_call(self, message: object, error_of, what: str) -> Any:
         return await self.client.group_call(self.settings.group_id, message, error_of, what)
 
     async def join(self) -> list[TopicPartition]:
