@@ -151,14 +151,15 @@ class AdminClient:
         response = await self._leader_call("DescribeQuorum", message, responses.describe_quorum_outcome)
         return responses.quorum_info(response)
 
-    async def add_voter(self, voter_id: int, directory_id: uuid.UUID, endpoints: Endpoints | Iterable[Endpoint]) -> None:
+    async def add_voter(self, voter_id: int, directory_id: uuid.UUID | None,
+                        endpoints: Endpoints | Iterable[Endpoint]) -> None:
         endpoints = endpoints if isinstance(endpoints, Endpoints) else Endpoints.of(endpoints)
         message = add_voter_request(None, ReplicaKey.of(voter_id, directory_id), endpoints, self._server_timeout_ms())
         what = f"adding controller {voter_id}"
         await self._leader_call(what, message, responses.simple_outcome,
                                 conflicts=frozenset({ErrorCode.DUPLICATE_VOTER}))
 
-    async def remove_voter(self, voter_id: int, directory_id: uuid.UUID) -> None:
+    async def remove_voter(self, voter_id: int, directory_id: uuid.UUID | None) -> None:
         message = remove_voter_request(None, ReplicaKey.of(voter_id, directory_id))
         what = f"removing controller {voter_id}"
         await self._leader_call(what, message, responses.simple_outcome,

@@ -129,7 +129,7 @@ def _levels(feature: list[str] | None, metadata: str | None, release_version: st
         raise ToolFailure("Only one of --metadata and --release-version can be given.")
     levels: dict[str, int] = {}
     if metadata is not None or release_version is not None:
-        levels["metadata.version"] = _metadata_level(metadata if metadata is not None else release_version)
+        levels["metadata.version"] = _metadata_level(metadata if metadata is not None else str(release_version))
     try:
         for name, level in out.parse_levels(feature or []).items():
             if name in levels:
