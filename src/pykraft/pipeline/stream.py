@@ -143,6 +143,7 @@ async def _fetch_snapshot(transport, point: QuorumPoint, snapshot: tuple[int, in
         if error or not chunk:
             raise StreamSourceError(f"FetchSnapshot of snapshot {snapshot} at byte {len(data)} from "
                                     f"{point.host}:{point.port}: error code {error}")
+        assert partition is not None  # (error is -1 without one)
         size = int(partition.size)
         data += chunk
     return bytes(data)

@@ -59,7 +59,7 @@ class RunResult:
 
 
 def run(seed: int, scenario: str = "swarm", *, max_events: int = 400_000, sim_ms: int | None = None,
-        trace_size: int | None = 60, finished: Callable[[Plan], None] | None = None) -> RunResult:
+        trace_size: int | None = 60, finished: Callable[[Plan], object] | None = None) -> RunResult:
     """One seeded run; `finished` sees the plan (its world as the run left it) before the result is returned."""
     if scenario not in SCENARIOS:
         raise KeyError(f"unknown scenario {scenario!r}; known: {', '.join(sorted(SCENARIOS))}")

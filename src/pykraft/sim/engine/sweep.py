@@ -67,7 +67,7 @@ class SweepSummary:
         wall = sum(r.wall_s for r in results) or 1e-9
         sim = sum(r.sim_ms for r in results)
         events = sum(r.events for r in results)
-        live = [r.stats.get("live_after_ms") for r in results if r.stats.get("live_after_ms") is not None]
+        live = [v for r in results if (v := r.stats.get("live_after_ms")) is not None]
         return {
             "runs": len(results),
             "events": events,

@@ -37,7 +37,7 @@ PAUSED_RETRY_MS = 10  # a paused process runs its timers late: look again after 
 @dataclass(frozen=True, slots=True)
 class _Waiter:
     last_offset: int
-    epoch: int
+    epoch: int | None  # the active epoch when it was written
     reply: ReplyTo
     api_key: int
     request: Any
@@ -70,6 +70,7 @@ class ControllerNode(ControllerHostView, SimNode):
 
     @property
     def committed_image(self) -> QuorumController:
+        assert isinstance(self.machine, MetadataMachine)  # new_machine() above
         return self.machine.image
 
     # ---- committed replay ------------------------------------------------------------------------------------
@@ -137,7 +138,7 @@ class ControllerNode(ControllerHostView, SimNode):
         self._write(result, now, next_offset, (reply, payload.api_key, payload.request))
         self._schedule_tick()
 
-    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[SimNode, Any], None]]] = {
+    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[Any, Any], None]]] = {
         **SimNode.PAYLOAD_HANDLERS, ControllerRequest: _on_controller_request,
     }
 
