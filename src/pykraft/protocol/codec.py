@@ -347,7 +347,7 @@ def decode_response(
     return DecodedResponse(correlation_id, message, request_api_version)
 
 
-def _decode_api_versions_response(view: memoryview, offset: int, ids: dict) -> DecodedResponse:
+def _decode_api_versions_response(view: memoryview, offset: int, ids: dict[str, Any]) -> DecodedResponse:
     correlation_id, version = ids["correlation_id"], ids["api_version"]
     error = _INT16.unpack_from(view, offset)[0] if len(view) - offset >= _INT16.size else None
     # UNSUPPORTED_VERSION means "v0 body" from Kafka; otherwise v0 is only the fallback, as in Kafka's client.

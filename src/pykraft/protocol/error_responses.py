@@ -82,7 +82,8 @@ def error_response_for(
         overrides["error_code"] = error
         if error_message is not None and _has_field(response_type, "error_message"):
             overrides["error_message"] = error_message
-    return _zero_entity(response_type, overrides)
+    response: ResponsePayload = _zero_entity(response_type, overrides)
+    return response
 
 
 # ---- per-item errors (Kafka: each request's getErrorResponse) -----------------------------------------------------

@@ -306,6 +306,7 @@ def _sized_step(name: str, nullable: bool, max_length: int, prefix: struct.Struc
 
     def walk_sized(buf: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
         start = pos
+        length: int
         if prefix is not None:
             pos += prefix.size
             if pos > end:
@@ -355,6 +356,7 @@ def _array_step(name: str, element: Step, element_size: int | None, nullable: bo
 
     def walk_array(buf: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
         start = pos
+        count: int
         if not flexible:
             pos += 4
             if pos > end:

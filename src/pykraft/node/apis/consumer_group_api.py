@@ -193,7 +193,7 @@ async def before_classic_join(groups: GroupHost, group_id: str) -> Any:
 
 def listed(groups: GroupHost, ns: Any, states: set[str], types: set[str]) -> list[Any]:
     """ListGroups' entries for the consumer groups (type "consumer", protocol type "consumer")."""
-    found = []
+    found: list[Any] = []
     if types and "consumer" not in types:
         return found
     for consumer in groups.consumers.values():

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.broker.group_coordinator import JoinRequest
 from pykraft.broker.group_state import GroupState, JoinReply, OffsetEntry, SyncReply
@@ -45,7 +45,7 @@ GROUP_APIS = {ApiKey.FIND_COORDINATOR: (0, 6), ApiKey.JOIN_GROUP: (2, 9), ApiKey
               ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0)}
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
-CREATE_TIMEOUT = datetime.timedelta(seconds=10)
+CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
 MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
 
 
@@ -217,8 +217,8 @@ class GroupApi:
         m = decoded.message
         version = int(m.__version__)
         ns = response_namespace(ApiKey.LEAVE_GROUP, version)
-        identities = ([(x.member_id, x.group_instance_id) for x in m.members] if version >= 3
-                      else [(m.member_id, None)])
+        identities: list[tuple[str, str | None]] = (
+            [(x.member_id, x.group_instance_id) for x in m.members] if version >= 3 else [(m.member_id, None)])
         coordinator = self.groups.coordinator_of(m.group_id)
         if isinstance(coordinator, ErrorCode):
             return make(ns.LeaveGroupResponse, error_code=coordinator, members=())

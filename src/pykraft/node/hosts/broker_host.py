@@ -320,6 +320,7 @@ class BrokerHost:
             return
         error = int(getattr(response, "error_code", 0))
         if error:
+            assert address is not None  # (an answer came from it)
             # NOT_CONTROLLER is what a controller failover looks like from here: expected, the next send finds the
             # new one (the raft and controller lines say who it is)
             _log.log(logging.DEBUG if error == ErrorCode.NOT_CONTROLLER else logging.INFO,

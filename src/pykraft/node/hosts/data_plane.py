@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.isr_rules import LeaderProgress
@@ -177,7 +178,7 @@ class DataPlane:
         if self.host.logs is not None:
             self.host.refresh_all()
 
-    def _report_progress(self, progress: dict[TopicPartition, LeaderProgress]) -> None:
+    def _report_progress(self, progress: Mapping[TopicPartition, LeaderProgress]) -> None:
         broker = self.broker
         now = broker._now()
         # Progress of some partitions moves the high watermark of those only (the others' inputs did not change,

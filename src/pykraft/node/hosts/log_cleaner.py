@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import threading
 import time
@@ -209,7 +210,7 @@ class LogCleaner:
             log_dir = host.logs.dir_of(*key)
             if replica.settings.compact and log_dir is not None:
                 offered.append(CleanableLog(key, log_dir, replica.log, compaction_settings(replica),
-                                            lambda r=replica: _producers(r),
+                                            functools.partial(_producers, replica),
                                             replica.producers.last_stable_offset(replica.log.high_watermark())))
         self.manager.keep_only(host.replicas)
         self.last_run_ms = self.clock_ms()

@@ -61,7 +61,7 @@ class InboundHandler:
         self.refused_versions = 0
         self.requests = 0
 
-    async def __call__(self, info: ConnectionInfo, payload: memoryview) -> memoryview | FrameBody | None:
+    async def __call__(self, info: ConnectionInfo, payload: memoryview) -> bytes | memoryview | FrameBody | None:
         started = time.perf_counter()
         try:
             # The server's frame: ours. The connection info rides along (the listener the request came in on).
