@@ -162,7 +162,8 @@ class GroupApi:
             rebalance_timeout_ms=int(m.rebalance_timeout.total_seconds() * 1000),
             protocol_type=m.protocol_type, protocols=tuple((p.name, bytes(p.metadata)) for p in m.protocols),
             require_known_member_id=version >= 4)
-        refused = await consumer_groups.before_classic_join(self.groups, m.group_id)
+        refused = None if isinstance(self.groups.coordinator_of(m.group_id), ErrorCode) else \
+            await consumer_groups.before_classic_join(self.groups, request, self.broker._now())
         reply = refused if refused is not None else await self._parked(
             m.group_id, lambda c, token, now: c.join(request, token, now))
         if isinstance(reply, ErrorCode):
@@ -180,7 +181,9 @@ class GroupApi:
         ns = response_namespace(ApiKey.SYNC_GROUP, int(m.__version__))
         assignments = {a.member_id: bytes(a.assignment) for a in m.assignments}
         instance_id = getattr(m, "group_instance_id", None)
-        reply = await self._parked(m.group_id, lambda c, token, now: [SyncReply(token, ErrorCode.FENCED_INSTANCE_ID)]
+        reply = None if isinstance(self.groups.coordinator_of(m.group_id), ErrorCode) else \
+            consumer_groups.classic_sync(self.groups, m, self.broker._now())
+        reply = reply if reply is not None else await self._parked(m.group_id, lambda c, token, now: [SyncReply(token, ErrorCode.FENCED_INSTANCE_ID)]
                                    if c.fenced(m.group_id, m.member_id, instance_id)
                                    else c.sync(m.group_id, m.member_id, int(m.generation_id), assignments, token, now))
         if isinstance(reply, ErrorCode):
@@ -206,6 +209,8 @@ class GroupApi:
         coordinator = self.groups.coordinator_of(m.group_id)
         if isinstance(coordinator, ErrorCode):
             error = coordinator
+        elif (modern := consumer_groups.classic_heartbeat(self.groups, m, self.broker._now())) is not None:
+            error = modern
         elif coordinator.fenced(m.group_id, m.member_id, getattr(m, "group_instance_id", None)):
             error = ErrorCode.FENCED_INSTANCE_ID
         else:
@@ -222,8 +227,14 @@ class GroupApi:
         coordinator = self.groups.coordinator_of(m.group_id)
         if isinstance(coordinator, ErrorCode):
             return make(ns.LeaveGroupResponse, error_code=coordinator, members=())
-        errors, replies = coordinator.leave(m.group_id, identities, self.broker._now())
-        self.groups.run(coordinator, replies)
+        modern = await consumer_groups.classic_leave(self.groups, m.group_id, identities)
+        if modern is not None and modern[1] is not ErrorCode.NONE:
+            return make(ns.LeaveGroupResponse, error_code=modern[1], members=())
+        if modern is not None:
+            errors = modern[0]
+        else:
+            errors, replies = coordinator.leave(m.group_id, identities, self.broker._now())
+            self.groups.run(coordinator, replies)
         if version < 3:
             return make(ns.LeaveGroupResponse, error_code=errors[0])
         return make(ns.LeaveGroupResponse, error_code=ErrorCode.NONE, members=tuple(
