@@ -41,15 +41,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from pykraft.records import SimpleRecord, encode_batch  # noqa: E402
-from pykraft.storage import open_file_log  # noqa: E402
-from pykraft.storage.cleaner import Cleaner  # noqa: E402
-from pykraft.storage.cleaner_manager import CleanableLog, CleanerManager, CompactionSettings, clean_once  # noqa: E402
-from pykraft.storage.file_log import LogConfig  # noqa: E402
-from pykraft.storage.log_manager import read_topic_id  # noqa: E402
-from pykraft.storage.offset_map import OffsetMap, Throttler  # noqa: E402
+from pykraft.records import SimpleRecord, encode_batch
+from pykraft.storage import open_file_log
+from pykraft.storage.cleaner import Cleaner
+from pykraft.storage.cleaner_manager import CleanableLog, CleanerManager, CompactionSettings, clean_once
+from pykraft.storage.file_log import LogConfig
+from pykraft.storage.log_manager import read_topic_id
+from pykraft.storage.offset_map import OffsetMap, Throttler
 
 MIB = 1 << 20
 SEGMENT_BYTES = 8 * MIB

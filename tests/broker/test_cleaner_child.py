@@ -183,7 +183,7 @@ def test_the_processes_share_one_throttle_as_kafkas_threads_do() -> None:
         reference = Throttler(1000.0, now_ns=0)
         from pykraft.node.hosts import cleaner_child
 
-        cleaner_child._THROTTLE.pack_into(page.map, 0, 0, 0.0)  # noqa: SLF001 - the same start as the reference
+        cleaner_child._THROTTLE.pack_into(page.map, 0, 0, 0.0)  # the same start as the reference
         steps = [(one, 3000, 100_000_000), (other, 2000, 200_000_000), (one, 0, 500_000_000),
                  (other, 100, 5_400_000_000), (one, 10_000, 5_900_000_000)]
         for throttler, amount, now in steps:

@@ -75,7 +75,7 @@ class ClassicMember(threading.Thread):
                         self.commit_errors.append(repr(exc))
                 self.assigned = len(consumer.assignment())
             consumer.close()
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             self.error = exc
 
 
@@ -97,7 +97,7 @@ class ClassicMember(threading.Thread):
                         self.commit_errors.append(repr(exc))
                 self.assigned = len(consumer.assignment())
             consumer.close()
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             self.error = exc
 
 
@@ -143,7 +143,7 @@ def test_classic_members_and_a_java_consumer_member_migrate_the_group_both_ways(
                                 "--members").stdout
         assert "py-a" in described and "rd-b" in described, described  # the classic members, inside it
         _produce(servers, "mixed-")
-        read = lambda: sum(len(m.values) for m in classic) + max(  # noqa: E731
+        read = lambda: sum(len(m.values) for m in classic) + max(
             [int(line.split('"read":')[1].rstrip("}\n")) for line in lines if '"read":' in line] or [0])
         wait_for(lambda: read() >= 2 * PER_PHASE, "the mixed group reading the second phase", timeout=120)
 

@@ -45,7 +45,7 @@ def txn_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     cluster = LocalCluster(tmp_path_factory.mktemp("interop-txn") / "cluster", controllers=1, brokers=3,
                            properties={**DATA_PLANE_TIMING, **TXN_PROPERTIES})
     LEVEL_OF[id(cluster)] = request.param
-    format_at(cluster, request.param)
+    format_at(cluster, request.param)  # running_cluster's formatting would take the default level
     cluster.start_all()
     try:
         wait_for(lambda: len(unfenced_brokers(cluster)) == 3, "three unfenced brokers", timeout=120)

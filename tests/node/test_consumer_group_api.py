@@ -112,8 +112,8 @@ def test_group_consumer_settings_and_kafkas_cross_checks():
                ({"group.consumer.assignors": "sticky"}, "sticky is not an assignor"),
                ({"group.coordinator.rebalance.protocols": "consumer"}, "must contain classic"),
                ({"group.coordinator.rebalance.protocols": "classic,share"}, "share groups are not implemented")]
-    for raw, message in refused:
-        with pytest.raises(ValueError, match=message):
+    for raw, reason in refused:
+        with pytest.raises(ValueError, match=reason):
             consumer_group_config(raw)
 
 

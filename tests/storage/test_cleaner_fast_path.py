@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import time
 
 import numpy as np
@@ -200,7 +199,7 @@ def _walked(raw: bytes):
     batch = next(iter_batches(raw, verify_crc=False))
     try:
         return record_keys(bytes(batch.buffer[61:]), batch.record_count)
-    except Exception:  # noqa: BLE001 - any refusal
+    except Exception:  # any refusal
         return None
 
 

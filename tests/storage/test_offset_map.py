@@ -85,13 +85,13 @@ def test_a_map_given_fewer_keys_than_it_gets_grows_within_the_buffer() -> None:
     for i in range(3000):
         omap.put(b"key-%d" % i, i)
     assert omap.size == 3000 and all(omap.get(b"key-%d" % i) == i for i in range(0, 3000, 7))
-    assert omap._buffer.nbytes == omap.slots * ENTRY_BYTES == 10_000 * ENTRY_BYTES  # noqa: SLF001
+    assert omap._buffer.nbytes == omap.slots * ENTRY_BYTES == 10_000 * ENTRY_BYTES
 
 
 def test_the_map_is_the_dedupe_buffer_and_a_clear_forgets_everything() -> None:
     omap = OffsetMap(1 << 20, load_factor=0.9)
     assert omap.slots == (1 << 20) // 24 and omap.max_entries == int(omap.slots * 0.9)
     omap.put(b"a", 5)
-    assert omap._buffer.nbytes <= 1 << 20  # noqa: SLF001
+    assert omap._buffer.nbytes <= 1 << 20
     omap.clear()
     assert omap.get(b"a") == -1 and omap.size == 0 and omap.latest_offset == -1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pykraft.records.consumer_protocol import (  # noqa: F401 - the admin tools' names for them
+from pykraft.records.consumer_protocol import (  # the admin tools' names for them
     decode_assignment, decode_message, decode_subscription, encode_assignment, encode_subscription,
 )
 

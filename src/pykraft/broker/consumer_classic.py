@@ -65,15 +65,15 @@ def known_member(group: ConsumerGroup, member_id: str, instance_id: str | None) 
 def join(coord: ConsumerCoordinator, group: ConsumerGroup, r: JoinRequest, image: TopicImage,
          now_ms: int) -> tuple[JoinReply, tuple[Record, ...]]:
     try:
-        return _join(coord, group, r, image, now_ms), coord._take()  # noqa: SLF001
+        return _join(coord, group, r, image, now_ms), coord._take()
     except ClassicError as exc:
-        coord._take()  # noqa: SLF001 - nothing was emitted before the checks
+        coord._take()  # nothing was emitted before the checks
         return JoinReply(None, exc.error, member_id=r.member_id), ()
 
 
 def _join(coord: ConsumerCoordinator, group: ConsumerGroup, r: JoinRequest, image: TopicImage,
           now_ms: int) -> JoinReply:
-    member_id = r.member_id or coord._new_member_id()  # noqa: SLF001
+    member_id = r.member_id or coord._new_member_id()
     if len(group.members) >= coord.config.max_size and member_id not in group.members \
             and group.static_member(r.instance_id) is None:
         raise ClassicError(ErrorCode.GROUP_MAX_SIZE_REACHED)
@@ -99,22 +99,22 @@ def _join(coord: ConsumerCoordinator, group: ConsumerGroup, r: JoinRequest, imag
     new = member.member_id not in group.members
     bump = new or updated.subscribed_topic_names != member.subscribed_topic_names
     if new or updated.metadata_value() != member.metadata_value():
-        coord._emit(rec.ConsumerGroupKey(rec.MEMBER_METADATA, group.group_id, member.member_id),  # noqa: SLF001
+        coord._emit(rec.ConsumerGroupKey(rec.MEMBER_METADATA, group.group_id, member.member_id),
                     updated.metadata_value())
     group = coord.groups[group.group_id]
-    coord._maybe_bump(group, image, bump)  # noqa: SLF001
+    coord._maybe_bump(group, image, bump)
     if group.group_epoch > group.assignment_epoch:
-        coord._update_target(group)  # noqa: SLF001
+        coord._update_target(group)
     current = group.members[member.member_id]
     owned = to_ids(subscription.owned, image.topics)
     reconciled = reconcile(current, group.assignment_epoch, group.target.get(member.member_id, {}), group, owned)
     if reconciled != current:
-        coord._emit(rec.ConsumerGroupKey(rec.CURRENT_ASSIGNMENT, group.group_id, member.member_id),  # noqa: SLF001
+        coord._emit(rec.ConsumerGroupKey(rec.CURRENT_ASSIGNMENT, group.group_id, member.member_id),
                     reconciled.assignment_value())
     key = (group.group_id, member.member_id)
     coord.join_deadlines.pop(key, None)
     if downgrade:
-        coord._downgrade(coord.groups[group.group_id], set(), now_ms, rebalance=bump)  # noqa: SLF001
+        coord._downgrade(coord.groups[group.group_id], set(), now_ms, rebalance=bump)
     else:
         coord.session_deadlines[key] = now_ms + r.session_timeout_ms
         coord.sync_deadlines[key] = now_ms + r.rebalance_timeout_ms
@@ -134,7 +134,7 @@ def _member_for(coord: ConsumerCoordinator, group: ConsumerGroup, member_id: str
         if static.member_id != r.member_id:
             raise ClassicError(ErrorCode.FENCED_INSTANCE_ID)
         return static
-    return coord._replace_static(group, static, member_id)  # noqa: SLF001
+    return coord._replace_static(group, static, member_id)
 
 
 # ---- SyncGroup, Heartbeat ---------------------------------------------------------------------------------------
@@ -211,11 +211,11 @@ def leave(coord: ConsumerCoordinator, group: ConsumerGroup,
         if member is None or not member.uses_classic:
             errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
             continue
-        coord._remove_records(group, member.member_id)  # noqa: SLF001
-        coord._cancel_timers(group.group_id, member.member_id)  # noqa: SLF001
+        coord._remove_records(group, member.member_id)
+        coord._cancel_timers(group.group_id, member.member_id)
         group = coord.groups[group.group_id]
         errors.append(ErrorCode.NONE)
         removed = True
     if removed:
         coord.bump_without_members(group)
-    return errors, coord._take()  # noqa: SLF001
+    return errors, coord._take()

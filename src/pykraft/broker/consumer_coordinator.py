@@ -328,7 +328,7 @@ class ConsumerCoordinator(MigrationSteps):
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         for timers in (self.session_deadlines, self.rebalance_deadlines, self.join_deadlines, self.sync_deadlines):
-            timers.pop((group_id, member_id), None)  # type: ignore[attr-defined]
+            timers.pop((group_id, member_id), None)
 
     # ---- time -------------------------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> tuple[Record, ...]:
@@ -418,7 +418,7 @@ class ConsumerCoordinator(MigrationSteps):
     def unload(self) -> None:
         self.groups.clear()
         for timers in (self.session_deadlines, self.rebalance_deadlines, self.join_deadlines, self.sync_deadlines):
-            timers.clear()  # type: ignore[attr-defined]
+            timers.clear()
         self.downgraded.clear()
 
 

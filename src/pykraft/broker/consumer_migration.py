@@ -13,12 +13,12 @@ from pykraft.broker.group_migration import (
 from pykraft.broker.group_state import Group
 
 if TYPE_CHECKING:
-    from pykraft.broker.consumer_coordinator import TopicImage
+    from pykraft.broker.consumer_coordinator import ConsumerGroupConfig, TopicImage
 
 
 class MigrationSteps:
     # Provided by ConsumerCoordinator.
-    config: Any
+    config: ConsumerGroupConfig
     groups: dict[str, ConsumerGroup]
     session_deadlines: dict[tuple[str, str], int]
     rebalance_deadlines: dict[tuple[str, str], tuple[int, int]]
@@ -52,7 +52,7 @@ class MigrationSteps:
         self.groups.pop(group_id, None)
         for timers in (self.session_deadlines, self.rebalance_deadlines, self.join_deadlines, self.sync_deadlines):
             for key in [k for k in timers if k[0] == group_id]:
-                del timers[key]  # type: ignore[attr-defined]
+                del timers[key]
         self._pending.clear()
 
     def _downgrade(self, group: ConsumerGroup, leaving: set[str], now_ms: int, rebalance: bool = True) -> None:
@@ -64,7 +64,7 @@ class MigrationSteps:
             self._cancel_timers(group.group_id, member_id)
         for key, value in downgrade_tombstones(group):
             self._emit(key, value)
-        self._pending.append(classic_group_record(classic))  # type: ignore[arg-type]
+        self._pending.append(classic_group_record(classic))
         self.groups.pop(group.group_id, None)
         self.downgraded.append((classic, rebalance))
 

@@ -192,7 +192,7 @@ class GroupCoordinator:
         return replies
 
     def _join_reply(self, group: Group, member: Member, token: Hashable) -> JoinReply:
-        members = ()
+        members: tuple[tuple[str, str | None, bytes], ...] = ()
         if group.is_leader(member.member_id):
             members = tuple((m.member_id, m.instance_id, m.metadata_for(group.protocol_name))
                             for m in group.members.values())

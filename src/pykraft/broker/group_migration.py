@@ -173,13 +173,13 @@ def classic_group_of(group: ConsumerGroup, leaving: set[str], topics: Topics, no
             member.classic.protocols)
     classic.protocol_name = classic.select_protocol()
     classic.leader = next(iter(classic.members), None)
-    for member in classic.members.values():
-        metadata = member.metadata_for(classic.protocol_name)
+    for joined in classic.members.values():
+        metadata = joined.metadata_for(classic.protocol_name)
         try:
             version = version_of(metadata)
         except ValueError:
             version = 0
-        member.assignment = encode_assignment(to_names(group.target.get(member.member_id, {}), topics), version)
+        joined.assignment = encode_assignment(to_names(group.target.get(joined.member_id, {}), topics), version)
     return classic
 
 

@@ -31,8 +31,9 @@ NEWEST = 3
 
 @cache
 def _class(kind: str, version: int) -> type:
-    return getattr(importlib.import_module(f"kio.schema.consumer_protocol_{kind}.v{version}.data"),
-                   "ConsumerProtocolAssignment" if kind == "assignment" else "ConsumerProtocolSubscription")
+    cls: type = getattr(importlib.import_module(f"kio.schema.consumer_protocol_{kind}.v{version}.data"),
+                        "ConsumerProtocolAssignment" if kind == "assignment" else "ConsumerProtocolSubscription")
+    return cls
 
 
 def decode_message(kind: str, data: bytes | memoryview) -> Any:
@@ -43,9 +44,10 @@ def decode_message(kind: str, data: bytes | memoryview) -> Any:
     (version,) = _VERSION.unpack_from(view)
     if version < 0:
         raise ValueError(f"consumer protocol {kind} version {version}")
+    message: Any
     try:
         message, _ = entity_reader(_class(kind, min(version, NEWEST)))(view[_VERSION.size:].toreadonly(), 0)
-    except Exception as exc:  # noqa: BLE001 - kio raises several kinds on bad bytes
+    except Exception as exc:  # kio raises several kinds on bad bytes
         raise ValueError(f"undecodable consumer protocol {kind}: {exc}") from None
     return message
 
@@ -98,7 +100,8 @@ def version_of(data: bytes | memoryview) -> int:
     """The version of a subscription or an assignment; ValueError when too short."""
     if len(data) < _VERSION.size:
         raise ValueError("a consumer protocol message without its version")
-    return _VERSION.unpack_from(bytes(data[:_VERSION.size]))[0]
+    version: int = _VERSION.unpack_from(bytes(data[:_VERSION.size]))[0]
+    return version
 
 
 def read_subscription(data: bytes | memoryview) -> Subscription:

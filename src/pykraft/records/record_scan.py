@@ -132,7 +132,8 @@ def _frame(raw: bytes, buf: np.ndarray, bodies: Sequence[tuple[int, int, int]],
 
 def _delta_bytes(n: np.ndarray) -> np.ndarray:
     """The bytes beyond one each that the offset deltas 0..n-1 take as varints."""
-    return np.maximum(n - 64, 0) + np.maximum(n - 8192, 0) + np.maximum(n - 1048576, 0)
+    extra: np.ndarray = np.maximum(n - 64, 0) + np.maximum(n - 8192, 0) + np.maximum(n - 1048576, 0)
+    return extra
 
 
 def _delta_extra(n: np.ndarray) -> np.ndarray:

@@ -35,7 +35,7 @@ from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, Trans
                                group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
 from .files import pread_exact, sync_data
 from .index import SegmentIndex
-from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, Throttler
+from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter
 from .segment_swap import CLEANED_SUFFIX, CleanedSegment
 from .txn_index import AbortedTxn
 
@@ -110,7 +110,7 @@ class CleanerHost(Protocol):
 
 
 class Cleaner:
-    def __init__(self, offset_map: OffsetMap | PlainOffsetMap, io_buffer_size: int, throttler: Throttler, *,
+    def __init__(self, offset_map: OffsetMap | PlainOffsetMap, io_buffer_size: int, throttler: RateLimiter, *,
                  clock_ns: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], None] = time.sleep,
                  seam_factory: Callable[[Any], TransactionSeam] = transaction_seam, fast: bool = True) -> None:
         self.offset_map = offset_map
@@ -165,7 +165,7 @@ class Cleaner:
         self.offset_map.update_latest_offset(upper - 1)  # across an offset gap to the next segment
         return False
 
-    def _map_chunk(self, chunk: bytes, items: list[Item], start: int, seam: TransactionSeam,
+    def _map_chunk(self, chunk: bytes | bytearray, items: list[Item], start: int, seam: TransactionSeam,
                    stats: CleanerStats) -> bool:
         """Map one chunk's batches; True when the map filled up."""
         omap = self.offset_map
@@ -181,6 +181,7 @@ class Cleaner:
         scanned = scan_chunk(chunk, items, data) if self.fast and data else None
         full_at = -1
         if scanned is not None:
+            assert isinstance(omap, OffsetMap)  # self.fast: the flat map
             stop = map_chunk(omap, scanned, start)
             full_at = len(items) if stop is None else data[stop]
         for i, (_, batch) in enumerate(items):
@@ -216,7 +217,7 @@ class Cleaner:
             writer.discard()
             raise
 
-    def _filter_chunk(self, chunk: bytes, items: list[Item], task: CleanTask, seam: TransactionSeam,
+    def _filter_chunk(self, chunk: bytes | bytearray, items: list[Item], task: CleanTask, seam: TransactionSeam,
                       stats: CleanerStats) -> list[bytes | memoryview | None]:
         """What of each batch of the chunk goes into the cleaned segment (see `filter_batch`)."""
         verdicts = [verdict_of(batch, seam, task.now_ms) for _, batch in items]
@@ -226,7 +227,8 @@ class Cleaner:
             return [self._filter(batch, task, verdict, stats) for (_, batch), verdict in zip(items, verdicts)]
         now = task.now_ms
         tombstones_go = np.array([verdicts[i].horizon is not None and now >= verdicts[i].horizon  # type: ignore[operator]
-                                  for i in data], dtype=bool)
+                                  for i in data], dtype=np.bool_)
+        assert isinstance(self.offset_map, OffsetMap)  # self.fast: the flat map
         kept = kept_records(self.offset_map, scanned, tombstones_go)
         rebuilt = rebuilt_columns(scanned, kept, [needs_rebuild(items[i][1], kept.counts[k], kept.null_values[k],
                                                                 verdicts[i]) for k, i in enumerate(data)])
@@ -294,7 +296,7 @@ class Cleaner:
 
     # ---- reading -----------------------------------------------------------------------------------------------
     def _chunks(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int,
-                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[bytes, list[Item]]]:
+                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[bytes | bytearray, list[Item]]]:
         """The whole batches of a segment from `position`, a chunk of the I/O buffer at a time (the chunk and
         each batch's position in it), each chunk throttled and checked for an abort."""
         end = source.facts.size

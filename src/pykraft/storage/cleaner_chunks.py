@@ -40,7 +40,7 @@ class Scanned:
     batch_of: np.ndarray  # each record's index among the scanned batches
 
 
-def scan_chunk(chunk: bytes, items: Sequence[Item], wanted: Sequence[int]) -> Scanned | None:
+def scan_chunk(chunk: bytes | bytearray, items: Sequence[Item], wanted: Sequence[int]) -> Scanned | None:
     """The records of `items[i]` for each i in `wanted` (data batches), or None: the record-by-record path
     decides (and reports a malformed batch or a bad compressed section with its own error)."""
     bodies, extra = [], []
@@ -53,7 +53,7 @@ def scan_chunk(chunk: bytes, items: Sequence[Item], wanted: Sequence[int]) -> Sc
             continue
         try:
             section = decompress(codec, batch.buffer[BATCH_HEADER_SIZE:])
-        except Exception:  # noqa: BLE001 - records_section raises it again, as the full decode would
+        except Exception:  # records_section raises it again, as the full decode would
             return None
         bodies.append((end, end + len(section), batch.record_count))
         extra.append(section)

@@ -87,7 +87,7 @@ class KeyHasher:
         return high, low
 
     # ---- one key ---------------------------------------------------------------------------------------------
-    def hash_key(self, key: bytes | memoryview) -> tuple[int, int]:
+    def hash_key(self, key: bytes | bytearray | memoryview) -> tuple[int, int]:
         """The hash of one key, as `hash_keys` computes it."""
         size = len(key)
         data = bytes(key) if size <= VECTOR_KEY_BYTES else hashlib.blake2b(bytes(key), digest_size=_DIGEST_BYTES

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Protocol
 
 from .key_hash import HAVE_NUMPY, KeyHasher
 
@@ -310,6 +311,12 @@ class PlainOffsetMap:
 
     def update_latest_offset(self, offset: int) -> None:
         self.latest_offset = max(self.latest_offset, offset)
+
+
+class RateLimiter(Protocol):
+    """What a pass needs of a throttle: the pause (seconds) after reading `amount` bytes at `now_ns`."""
+
+    def observe(self, amount: float, now_ns: int) -> float: ...
 
 
 class Throttler:

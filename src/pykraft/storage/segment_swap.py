@@ -219,7 +219,7 @@ def plan_swap_recovery(directory: str) -> SwapRecovery:
     swaps = [n for n in names if n.endswith(SWAP_SUFFIX) and _base_of(n) is not None]
     plan.delete += [n for n in names if n.endswith(DELETED_SUFFIX) and not n.endswith(_SNAPSHOT_DELETED)]
     plan.delete += cleaned
-    min_cleaned = min((_base_of(n) for n in cleaned), default=None)
+    min_cleaned = min((base for n in cleaned if (base := _base_of(n)) is not None), default=None)
     valid = []
     for name in swaps:
         if min_cleaned is not None and _base_of(name) >= min_cleaned:  # type: ignore[operator]

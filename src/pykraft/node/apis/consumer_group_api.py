@@ -90,7 +90,7 @@ class ConsumerGroupApi:
         if isinstance(consumer, ErrorCode) or isinstance(classic, ErrorCode):
             error = consumer if isinstance(consumer, ErrorCode) else classic
             return HeartbeatResult(error)  # type: ignore[arg-type]
-        now = self.broker._now()  # noqa: SLF001
+        now = self.broker._now()
         upgraded = classic_conflict(classic, m.group_id)
         if upgraded is not None:
             if int(m.member_epoch) != 0:
@@ -123,7 +123,7 @@ class ConsumerGroupApi:
             error = await self.groups.write_records(m.group_id, result.records, extra)
             if error is not ErrorCode.NONE:
                 return HeartbeatResult(error)
-        self.groups._reschedule()  # noqa: SLF001 - the member's session deadline moved
+        self.groups._reschedule()  # the member's session deadline moved
         return result
 
     @staticmethod
@@ -213,7 +213,7 @@ async def before_classic_join(groups: GroupHost, request: JoinRequest, now_ms: i
         reply, records = consumer_classic.join(consumer, group, request, groups.image(), now_ms)
         groups.adopt_downgrades(partition_for(group_id, groups.partition_count() or 1), consumer, now_ms)
         error = await groups.write_records(group_id, records) if records else ErrorCode.NONE
-        groups._reschedule()  # noqa: SLF001 - the member's session and sync deadlines moved
+        groups._reschedule()  # the member's session and sync deadlines moved
         return reply if error is ErrorCode.NONE else JoinReply(None, error, member_id=request.member_id)
     offsets = dict(group.offsets)
     error = await groups.write_records(group_id, consumer.tombstone_group(group_id))
@@ -225,7 +225,7 @@ async def before_classic_join(groups: GroupHost, request: JoinRequest, now_ms: i
 
 def listed(groups: GroupHost, ns: Any, states: set[str], types: set[str]) -> list[Any]:
     """ListGroups' entries for the consumer groups (type "consumer", protocol type "consumer")."""
-    found = []
+    found: list[Any] = []
     if types and "consumer" not in types:
         return found
     for consumer in groups.consumers.values():
@@ -258,7 +258,7 @@ def classic_sync(groups: GroupHost, m: Any, now_ms: int) -> Any:
     reply = consumer_classic.sync(found[0], found[1], m.member_id, getattr(m, "group_instance_id", None),
                                   int(m.generation_id), getattr(m, "protocol_type", None),
                                   getattr(m, "protocol_name", None), groups.image(), now_ms)
-    groups._reschedule()  # noqa: SLF001
+    groups._reschedule()
     return reply
 
 
@@ -268,7 +268,7 @@ def classic_heartbeat(groups: GroupHost, m: Any, now_ms: int) -> ErrorCode | Non
         return None
     error = consumer_classic.heartbeat(found[0], found[1], m.member_id, getattr(m, "group_instance_id", None),
                                        int(m.generation_id), now_ms)
-    groups._reschedule()  # noqa: SLF001
+    groups._reschedule()
     return error
 
 
@@ -279,6 +279,6 @@ async def classic_leave(groups: GroupHost, group_id: str,
     if found is None:
         return None
     errors, records = consumer_classic.leave(found[0], found[1], identities)
-    groups._reschedule()  # noqa: SLF001
+    groups._reschedule()
     error = await groups.write_records(group_id, records) if records else ErrorCode.NONE
     return errors, error

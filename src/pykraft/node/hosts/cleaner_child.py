@@ -285,7 +285,7 @@ def main(argv: list[str]) -> int:
             conn.send(("done", end, stats))
         except CleaningAborted:
             conn.send(("aborted",))
-        except Exception:  # noqa: BLE001 - the broker reports it and marks the partition uncleanable
+        except Exception:  # the broker reports it and marks the partition uncleanable
             conn.send(("failed", traceback.format_exc()))
 
 

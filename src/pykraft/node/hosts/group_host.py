@@ -373,8 +373,8 @@ class GroupHost:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        deadlines = [d for d in (c.next_deadline() for c in [*self.coordinators.values(), *self.consumers.values()])
-                     if d is not None]
+        owners: list[Any] = [*self.coordinators.values(), *self.consumers.values()]  # classic and consumer groups
+        deadlines = [d for d in (c.next_deadline() for c in owners) if d is not None]
         if deadlines:
             delay = max(0.001, (min(deadlines) - self.clock()) / 1000)
             self._timer = asyncio.get_running_loop().call_later(delay, self._poll)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -167,7 +168,7 @@ class LogCleaner:
                     _log.error("log cleaner thread %d: %s; trying again after log.cleaner.backoff.ms", worker.index,
                                exc)
                     cleaned = False
-                except Exception:  # noqa: BLE001 - a bug must not kill the thread silently (Kafka's DeadThreadCount)
+                except Exception:  # a bug must not kill the thread silently (Kafka's DeadThreadCount)
                     _log.exception("log cleaner thread %d failed", worker.index)
                     worker.failed = True
                     return
@@ -193,7 +194,7 @@ class LogCleaner:
             _log.info("%s", pass_line(worker.index, task, end, stats))
         except CleaningAborted:
             pass
-        except Exception as exc:  # noqa: BLE001 - Kafka marks the partition uncleanable and goes on
+        except Exception as exc:  # Kafka marks the partition uncleanable and goes on
             if not started:
                 raise  # no process to run it: the thread tries again after its backoff
             if not self._aborted(task):
@@ -225,7 +226,7 @@ class LogCleaner:
         def call() -> None:
             try:
                 future.set_result(fn())
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            except BaseException as exc:  # handed to the waiting thread
                 future.set_exception(exc)
 
         try:
@@ -249,7 +250,7 @@ class LogCleaner:
             log_dir = host.logs.dir_of(*key)
             if replica.settings.compact and log_dir is not None:
                 offered.append(CleanableLog(key, log_dir, replica.log, compaction_settings(replica),
-                                            lambda r=replica: _producers(r),
+                                            functools.partial(_producers, replica),
                                             replica.producers.last_stable_offset(replica.log.high_watermark())))
         self.manager.keep_only(host.replicas)
         self.last_run_ms = self.clock_ms()
