@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pykraft.broker.txn_coordinator import NEED_PRODUCER_ID, TxnWrite, Written
+from pykraft.broker.txn_coordinator import NEED_PRODUCER_ID, MarkerSend, TxnCoordinator, TxnWrite, Written
 from pykraft.broker.txn_state import MAX_EPOCH, TxnMetadata, TxnState
 from pykraft.protocol.errors import ErrorCode
 from pykraft.sim.checks.txn_invariants import (
@@ -101,7 +101,7 @@ class TxnWorldV2(TxnWorld):
             self.append(client, partition, seq)
             client.sequences[tp] = seq + 1
 
-    def deliver_marker(self, coordinator, markers, tp) -> None:  # type: ignore[no-untyped-def]
+    def deliver_marker(self, coordinator: TxnCoordinator, markers: MarkerSend, tp: tuple[str, int]) -> None:
         before = len(self.partitions[tp].log)
         super().deliver_marker(coordinator, markers, tp)
         if len(self.partitions[tp].log) > before:
