@@ -156,7 +156,11 @@ async def _run(cluster) -> None:
             is ErrorCode.NONE
         aborted = await tv2.end(coordinator, pid, epoch, False)
         assert (int(aborted.error_code), int(aborted.producer_epoch)) == (0, epoch + 1)
-        # A late write of the aborted transaction, at its old epoch, is fenced by the bumped markers.
+        # Once the abort is complete (its retry is answered NONE, not CONCURRENT_TRANSACTIONS, only then), a late
+        # write of the aborted transaction at its old epoch is fenced by the bumped marker. (Before the marker it
+        # would join the aborting transaction, as in Kafka.)
+        again = await tv2.end(coordinator, pid, epoch, False)
+        assert (int(again.error_code), int(again.producer_epoch)) == (0, epoch + 1)
         assert await tv2.produce(leader, "tv2", transactional_batch([b"late"], pid, epoch, 1)) \
             is ErrorCode.INVALID_PRODUCER_EPOCH
         epoch += 1
