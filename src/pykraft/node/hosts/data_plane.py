@@ -100,9 +100,11 @@ class DataPlane:
         self._timer: asyncio.TimerHandle | None = None
         self._maintenance: asyncio.Task[None] | None = None
         # Set by the transaction coordinator's assembly (txn_wiring.py): InitProducerId with a transactional id goes
-        # there, and a transaction's first write to a partition is verified through `verifier` (KIP-890).
+        # there, and a transaction's first write to a partition is verified through `verifier` (KIP-890 part 1),
+        # or added to the transaction through `adder` for a client of transaction version 2 (Produce v12+).
         self.transactions: Any = None
         self.verifier: Any = None
+        self.adder: Any = None
 
     # ---- opening and closing -----------------------------------------------------------------------------------
     def open(self, now_ms: int) -> None:
@@ -243,7 +245,7 @@ class DataPlane:
             if produce_api.names_metadata_topic(decoded.message):
                 return await self.broker.runtime.inbound.produce_metadata(decoded)  # type: ignore[union-attr]
             try:
-                return await produce_api.produce(self.host, decoded.message, self.verifier)
+                return await produce_api.produce(self.host, decoded.message, self.verifier, self.adder)
             except Exception:
                 self._count_failed(decoded.message.topic_data, "name", "partition_data", "failed_produce_requests")
                 raise  # the inbound boundary answers UNKNOWN_SERVER_ERROR (handler_errors.py)
