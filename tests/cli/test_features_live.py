@@ -101,6 +101,26 @@ async def test_describe_shows_the_finalized_metadata_version_of_the_controller_i
 
 
 @pytest.mark.asyncio
+async def test_transaction_version_upgrades_to_2_and_no_further(controller):
+    """The controller (3.9-IV0 here: transaction.version not finalized) takes transaction.version 1 then 2, which
+    describe shows supported 0-2; 3 is out of its range."""
+    port, host = controller
+    before = await features(port, "describe")
+    assert "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: 0\t" \
+        in before.stdout, before.stdout
+    for level in (1, 2):
+        result = await features(port, "upgrade", "--feature", f"transaction.version={level}")
+        assert (result.exit_code, result.stdout) == (0, f"transaction.version was upgraded to {level}.\n"), \
+            result.stderr
+    assert host.controller.features.finalized.get("transaction.version") == 2
+    after = await features(port, "describe")
+    assert "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: 2\t" \
+        in after.stdout, after.stdout
+    too_high = await features(port, "upgrade", "--feature", "transaction.version=3")
+    assert too_high.exit_code == 1 and "Local controller 1 only supports versions 0-2." in too_high.stdout
+
+
+@pytest.mark.asyncio
 async def test_downgrade_and_disable_send_downgrades_and_print_kafkas_lines(controller):
     """Issue 15: downgrade and disable reach the controller as downgrades; it supports none, so each prints Kafka's
     "Could not ..." line with the controller's reason and the tool exits 1; nothing changes."""
@@ -129,8 +149,17 @@ def test_version_mapping_and_feature_dependencies_offline():
         older = runner.invoke(app, [group, "version-mapping", "--release-version", "3.8"])
         assert older.stdout == "metadata.version=20 (3.8-IV0)\nkraft.version=0\ntransaction.version=0\ngroup.version=0\n"
         newer = runner.invoke(app, [group, "version-mapping", "--release-version", "4.0"])
-        assert newer.stdout == ("metadata.version=25 (4.0-IV3)\nkraft.version=1\ntransaction.version=1\n"
+        assert newer.stdout == ("metadata.version=25 (4.0-IV3)\nkraft.version=1\ntransaction.version=2\n"
                                 "group.version=1\n")
+        # transaction.version 1 and 2 both bootstrap from 4.0-IV2 (Kafka 4.0's TransactionVersion): not 4.0-IV1
+        before = runner.invoke(app, [group, "version-mapping", "--release-version", "4.0-IV1"])
+        assert "transaction.version=0\n" in before.stdout
+        at = runner.invoke(app, [group, "version-mapping", "--release-version", "4.0-IV2"])
+        assert "transaction.version=2\n" in at.stdout
+        txn_deps = runner.invoke(app, [group, "feature-dependencies", "--feature", "transaction.version=2"])
+        assert (txn_deps.exit_code, txn_deps.stdout) == (0, "transaction.version=2 has no dependencies.\n")
+        too_high = runner.invoke(app, [group, "feature-dependencies", "--feature", "transaction.version=3"])
+        assert too_high.exit_code != 0
         group_deps = runner.invoke(app, [group, "feature-dependencies", "--feature", "group.version=1"])
         assert (group_deps.exit_code, group_deps.stdout) == (0, "group.version=1 has no dependencies.\n")
         deps = runner.invoke(app, [group, "feature-dependencies", "--feature", "kraft.version=1",

@@ -112,7 +112,7 @@ def test_bootstrap_checkpoint_layout(tmp_path):
                                                       "FeatureLevelRecordV0", "FeatureLevelRecordV0",
                                                       "SnapshotFooterRecord"]
     assert [(m.name, int(m.feature_level)) for control, m in records if not control] == [
-        ("metadata.version", 27), ("transaction.version", 1), ("group.version", 1)]  # group.version 1 from 4.0-IV0
+        ("metadata.version", 27), ("transaction.version", 2), ("group.version", 1)]  # group.version 1 from 4.0-IV0
     assert [control for control, _ in records] == [True, False, False, False, True]
 
 

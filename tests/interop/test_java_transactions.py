@@ -1,6 +1,7 @@
 """Kafka's Java client (kafka-clients 3.9.1) runs transactions against pykraft (Transactions.java): commit and abort
 across two topics (read_committed vs read_uncommitted), consume-transform-produce with sendOffsetsToTransaction,
-zombie fencing, the transaction timeout, and the transaction Admin calls; then Kafka's own parser reads every
+zombie fencing, the transaction timeout, and the transaction Admin calls, on a cluster finalized at
+transaction.version 1 and on one at 2 (describeFeatures shows the level); then Kafka's own parser reads every
 partition log the run wrote, with its COMMIT/ABORT control batches."""
 
 from __future__ import annotations
@@ -26,11 +27,25 @@ CHECKS = ["commit_and_abort_across_two_topics", "consume_transform_produce", "zo
           "transaction_timeout_aborts", "admin_transactions"]
 
 
-@pytest.fixture(scope="module")
-def txn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+# transaction.version 1 and 2 (a new 4.0-IV2+ cluster's default, KIP-890 part 2): kafka-clients 3.9.1 knows no
+# EndTxn v5 / Produce v12 / TxnOffsetCommit v5, so it keeps the version 1 protocol on both, which must work there.
+TXN_LEVELS = ["1", "2"]
+LEVEL_OF: dict[int, str] = {}  # id(cluster) -> its transaction.version
+
+
+def format_at(cluster: LocalCluster, level: str) -> None:
+    initial = ",".join(n.voter_spec for n in cluster.nodes.values() if n.initial_voter)
+    for node in cluster.nodes.values():
+        quorum = () if node.is_broker else ("--initial-controllers", initial)
+        cluster.format(node, *quorum, "--feature", f"transaction.version={level}")
+
+
+@pytest.fixture(scope="module", params=TXN_LEVELS)
+def txn_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = LocalCluster(tmp_path_factory.mktemp("interop-txn") / "cluster", controllers=1, brokers=3,
                            properties={**DATA_PLANE_TIMING, **TXN_PROPERTIES})
-    cluster.format_all()
+    LEVEL_OF[id(cluster)] = request.param
+    format_at(cluster, request.param)  # running_cluster's formatting would take the default level
     cluster.start_all()
     try:
         wait_for(lambda: len(unfenced_brokers(cluster)) == 3, "three unfenced brokers", timeout=120)
@@ -41,10 +56,10 @@ def txn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
 
 @pytest.fixture(scope="module")
 def run(java, txn_cluster):
-    return java.run("Transactions", brokers_of(txn_cluster), "txn", timeout=600)
+    return java.run("Transactions", brokers_of(txn_cluster), "txn", LEVEL_OF[id(txn_cluster)], timeout=600)
 
 
-@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("check", [*CHECKS, "transaction_version_feature"])
 def test_java_transactions(run, check):
     assert not failures(run, [check])
 

@@ -10,8 +10,13 @@ Markers: once PrepareCommit/PrepareAbort is written, the partitions' leaders get
 goes to `marker_result`, and when no partition is left the CompleteCommit/CompleteAbort write is returned.
 `timed_out(now)` aborts transactions open longer than their timeout (fencing the producer's epoch, as Kafka's
 abortTimedOutTransactions); `expired_ids(now)` writes tombstones for ids idle for transactional.id.expiration.ms.
-The rules are Kafka 4.x's for clients of transaction.version 0/1 (EndTxn up to v4): KIP-98 with KIP-360 epoch bumps,
-KIP-447 and KIP-890 part 1 verification (`verify_partitions`).
+The rules are Kafka 4.0's: KIP-98 with KIP-360 epoch bumps, KIP-447 and KIP-890 part 1 verification
+(`verify_partitions`) for clients of transaction version 0/1 (EndTxn up to v4); for clients of transaction version 2
+(EndTxn v5, partitions added by their Produce v12 / TxnOffsetCommit v5 through the partition leader) KIP-890 part 2:
+every commit/abort bumps the producer epoch (a new producer id once the epoch is exhausted) and EndTxn answers the
+producer id and epoch to continue with; a retried EndTxn is recognised by its previous epoch (`_end_v2`). Aborts
+the coordinator starts itself (a zombie fenced by InitProducerId, a timeout) follow the finalized transaction.version
+(`server_version`), as Kafka's use txnManager.transactionVersionLevel().
 """
 
 from __future__ import annotations
@@ -19,13 +24,15 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pykraft.protocol.errors import ErrorCode
 
 from .txn_state import (
     EXPIRABLE,
+    MAX_EPOCH,
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     TopicPartitionName,
     TxnMetadata,
     TxnState,
@@ -103,7 +110,8 @@ class TxnCoordinator:
 
     # ---- InitProducerId ----------------------------------------------------------------------------------------
     def init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None,
-                         now_ms: int, new_producer_id: int | None = None) -> ErrorCode | _NeedProducerId | TxnWrite:
+                         now_ms: int, new_producer_id: int | None = None,
+                         server_version: int = 0) -> ErrorCode | _NeedProducerId | TxnWrite:
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         if not 0 < timeout_ms <= self.max_timeout_ms:
@@ -124,7 +132,7 @@ class TxnCoordinator:
         if meta.state is TxnState.ONGOING:
             # A new instance while the old one's transaction is open: abort it under a bumped epoch and let the
             # client retry (its retry bumps the epoch once more, or rotates the id if that exhausted it).
-            return self._fence_and_abort(meta, Purpose.FENCE_ABORT, now_ms)
+            return self._fence_and_abort(meta, Purpose.FENCE_ABORT, now_ms, server_version)
         assert meta.state in EXPIRABLE, f"{transactional_id} is {meta.state} in the cache"
         if epoch_exhausted(meta.producer_epoch) and (expected is None or expected[1] == meta.producer_epoch):
             if new_producer_id is None:
@@ -137,10 +145,12 @@ class TxnCoordinator:
             transit = bumped
         return TxnWrite(transactional_id, transit, Purpose.INIT, self.epoch)
 
-    def _fence_and_abort(self, meta: TxnMetadata, purpose: Purpose, now_ms: int) -> TxnWrite:
+    def _fence_and_abort(self, meta: TxnMetadata, purpose: Purpose, now_ms: int, server_version: int) -> TxnWrite:
+        """Kafka 4.0: the fence's bumped epoch is taken, and at transaction version 2 the PrepareAbort bumps it once
+        more, as any tv2 end does (no new producer id: a fenced transaction never rotates)."""
         fence = meta.prepare_fence_epoch()
         meta.take_fence_for_abort(fence)
-        return TxnWrite(meta.transactional_id, meta.prepare_end(False, now_ms), purpose, self.epoch)
+        return TxnWrite(meta.transactional_id, meta.prepare_end(False, now_ms, server_version), purpose, self.epoch)
 
     # ---- AddPartitionsToTxn, AddOffsetsToTxn and verification --------------------------------------------------
     def _current(self, transactional_id: str, producer_id: int, epoch: int) -> TxnMetadata | ErrorCode:
@@ -154,17 +164,18 @@ class TxnCoordinator:
         return meta
 
     def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                       partitions: Iterable[TopicPartitionName], now_ms: int) -> ErrorCode | TxnWrite:
+                       partitions: Iterable[TopicPartitionName], now_ms: int,
+                       client_version: int = 0) -> ErrorCode | TxnWrite:
         meta = self._current(transactional_id, producer_id, epoch)
         if isinstance(meta, ErrorCode):
-            return meta
+            return _rotating(self.txns.get(transactional_id), producer_id, epoch, meta)
         wanted = set(partitions)
         if meta.pending is not None or meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if meta.state is TxnState.ONGOING and wanted <= meta.partitions:
             return ErrorCode.NONE  # already in the transaction: nothing to write
-        return TxnWrite(transactional_id, meta.prepare_add_partitions(wanted, now_ms), Purpose.ADD_PARTITIONS,
-                        self.epoch)
+        return TxnWrite(transactional_id, meta.prepare_add_partitions(wanted, now_ms, client_version),
+                        Purpose.ADD_PARTITIONS, self.epoch)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                           partitions: Iterable[TopicPartitionName]) -> dict[TopicPartitionName, ErrorCode]:
@@ -174,14 +185,20 @@ class TxnCoordinator:
         wanted = list(partitions)
         meta = self._current(transactional_id, producer_id, epoch)
         if isinstance(meta, ErrorCode):
-            return {tp: meta for tp in wanted}
+            error = _rotating(self.txns.get(transactional_id), producer_id, epoch, meta)
+            return {tp: error for tp in wanted}
         if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             return {tp: ErrorCode.CONCURRENT_TRANSACTIONS for tp in wanted}
         return {tp: ErrorCode.NONE if tp in meta.partitions else ErrorCode.TRANSACTION_ABORTABLE for tp in wanted}
 
     # ---- EndTxn ------------------------------------------------------------------------------------------------
-    def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
-                now_ms: int) -> ErrorCode | TxnWrite:
+    def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int,
+                client_version: int = 0, new_producer_id: int | None = None,
+                ) -> ErrorCode | TxnWrite | Written | _NeedProducerId:
+        """EndTxn. A client of transaction version 2 (EndTxn v5) may get NEED_PRODUCER_ID (its epoch is exhausted:
+        call again with a fresh id) or a `Written` (a retry answered with the producer id and epoch to use)."""
+        if client_version >= 2:
+            return self._end_v2(transactional_id, producer_id, epoch, commit, now_ms, new_producer_id)
         meta = self._current(transactional_id, producer_id, epoch)
         if isinstance(meta, ErrorCode):
             return meta
@@ -198,6 +215,48 @@ class TxnCoordinator:
         if state is underway:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         return ErrorCode.INVALID_TXN_STATE
+
+    def _end_v2(self, transactional_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int,
+                new_producer_id: int | None) -> ErrorCode | TxnWrite | Written | _NeedProducerId:
+        """Kafka 4.0's endTransaction for transaction version 2. A retry (the client's epoch is one below ours, or
+        it is the exhausted epoch of the id we rotated from) of a finished end answers NONE with our id and epoch;
+        the same epoch after a finished end is the next transaction's end (Empty/Complete* + abort: an empty
+        abort, bumping the epoch; + commit: INVALID_TXN_STATE)."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        state = meta.state
+        retry_on_overflow = (meta.last_producer_id == producer_id and epoch == MAX_EPOCH - 1
+                             and meta.producer_epoch == 0)
+        retry_on_bump = meta.producer_epoch == epoch + 1
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if meta.pending is not None:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if state in (TxnState.ONGOING, TxnState.EMPTY):
+            valid = epoch == meta.producer_epoch
+        elif state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            valid = retry_on_bump
+        else:
+            valid = retry_on_bump or retry_on_overflow or epoch == meta.producer_epoch
+        if not valid:
+            return ErrorCode.PRODUCER_FENCED
+        retry = retry_on_bump or retry_on_overflow
+        done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        if state is TxnState.ONGOING or (not commit and not retry and state in EXPIRABLE):
+            next_id = NO_PRODUCER_ID
+            if epoch_exhausted(meta.producer_epoch):
+                if new_producer_id is None:
+                    return NEED_PRODUCER_ID
+                next_id = new_producer_id
+            return TxnWrite(transactional_id, meta.prepare_end(commit, now_ms, 2, next_id), Purpose.END_TXN,
+                            self.epoch)
+        if state is done and retry:
+            return Written(ErrorCode.NONE, meta.producer_id, meta.producer_epoch)
+        underway = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        return ErrorCode.CONCURRENT_TRANSACTIONS if state is underway else ErrorCode.INVALID_TXN_STATE
 
     # ---- writes done -------------------------------------------------------------------------------------------
     def written(self, write: TxnWrite, error: ErrorCode, now_ms: int) -> Written:
@@ -216,7 +275,12 @@ class TxnCoordinator:
         if write.purpose in (Purpose.ADD_PARTITIONS, Purpose.COMPLETE):
             return Written(ErrorCode.NONE)
         answer = ErrorCode.CONCURRENT_TRANSACTIONS if write.purpose is Purpose.FENCE_ABORT else ErrorCode.NONE
-        return self._start_markers(meta, answer, now_ms)
+        started = self._start_markers(meta, answer, now_ms)
+        complete = self._marking.get(meta.transactional_id) or (started.then.transit if started.then else None)
+        if write.purpose is Purpose.END_TXN and meta.client_txn_version >= 2 and complete is not None:
+            # KIP-890 part 2: the client continues with the id and epoch the Complete state will have.
+            return replace(started, producer_id=complete.producer_id, producer_epoch=complete.producer_epoch)
+        return started
 
     def _write_failed(self, meta: TxnMetadata, write: TxnWrite, error: ErrorCode) -> Written:
         if write.purpose is Purpose.COMPLETE and error is ErrorCode.COORDINATOR_NOT_AVAILABLE:
@@ -272,9 +336,10 @@ class TxnCoordinator:
                 follow.append(started.markers if started.markers is not None else started.then)  # type: ignore[arg-type]
         return follow
 
-    def timed_out(self, now_ms: int) -> list[TxnWrite]:
+    def timed_out(self, now_ms: int, server_version: int = 0) -> list[TxnWrite]:
         """Abort transactions open for longer than their timeout (transaction.timeout.ms), fencing the producer."""
-        return [self._fence_and_abort(meta, Purpose.TIMEOUT_ABORT, now_ms) for meta in list(self.txns.values())
+        return [self._fence_and_abort(meta, Purpose.TIMEOUT_ABORT, now_ms, server_version)
+                for meta in list(self.txns.values())
                 if meta.pending is None and meta.state is TxnState.ONGOING
                 and meta.start_ms + meta.timeout_ms < now_ms]
 
@@ -314,6 +379,14 @@ class TxnCoordinator:
                 continue
             found.append(meta)
         return found
+
+
+def _rotating(meta: TxnMetadata | None, producer_id: int, epoch: int, error: ErrorCode) -> ErrorCode:
+    """tv2: the client already has the id its EndTxn rotated to while the Complete state is still being written
+    (the answer precedes the markers): it retries (CONCURRENT_TRANSACTIONS) rather than being refused."""
+    if meta is not None and producer_id == meta.next_producer_id != NO_PRODUCER_ID and epoch == 0:
+        return ErrorCode.CONCURRENT_TRANSACTIONS
+    return error
 
 
 def _expected_producer_valid(meta: TxnMetadata, producer_id: int, epoch: int) -> bool:

@@ -8,6 +8,12 @@ breaks the table is a bug in the coordinator, not bad input: it raises Assertion
 
 States (ids as in the log): Empty 0, Ongoing 1, PrepareCommit 2, PrepareAbort 3, CompleteCommit 4,
 CompleteAbort 5, Dead 6 (being expired), PrepareEpochFence 7 (a zombie being fenced: never written as such).
+
+Transaction version 2 (KIP-890 part 2, `tv2`): PrepareCommit/PrepareAbort bump the producer epoch (the markers carry
+the new one, so a late write of the finished transaction is fenced at every partition), and when the epoch is
+exhausted they name the next producer id, which the Complete state switches to at epoch 0. PrepareAbort may then
+also start from Empty/CompleteCommit/CompleteAbort (a client unsure whether its transaction began aborts anyway).
+Each move records the client's transaction version, as Kafka's TxnTransitMetadata.clientTransactionVersion.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
@@ -87,6 +93,8 @@ class TxnTransit:
     partitions: frozenset[TopicPartitionName]
     start_ms: int
     last_update_ms: int
+    next_producer_id: int = NO_PRODUCER_ID
+    client_txn_version: int = 0
 
 
 @dataclass(slots=True)
@@ -103,17 +111,20 @@ class TxnMetadata:
     last_producer_epoch: int = NO_PRODUCER_EPOCH
     pending: TxnState | None = None
     failed_epoch_fence: bool = False  # a fence's write failed: the next fence reuses the bumped epoch
+    next_producer_id: int = NO_PRODUCER_ID  # tv2: the id the Complete state rotates to (epoch exhausted)
+    client_txn_version: int = 0  # of the client whose request made the last move
 
     # ---- preparing moves ---------------------------------------------------------------------------------------
     def _prepare(self, state: TxnState, producer_id: int, epoch: int, last_epoch: int, timeout_ms: int,
-                 partitions: frozenset[TopicPartitionName], start_ms: int, now_ms: int) -> TxnTransit:
+                 partitions: frozenset[TopicPartitionName], start_ms: int, now_ms: int,
+                 next_producer_id: int = NO_PRODUCER_ID, client_txn_version: int = 0) -> TxnTransit:
         assert self.pending is None, f"{self.transactional_id}: {state} while {self.pending} is pending"
         assert producer_id >= 0, f"{self.transactional_id}: producer id {producer_id}"
         assert state is TxnState.DEAD or epoch >= 0, f"{self.transactional_id}: epoch {epoch}"
         assert self.state in VALID_PREVIOUS[state], f"{self.transactional_id}: {self.state} -> {state} is illegal"
         self.pending = state
         return TxnTransit(producer_id, self.producer_id, epoch, last_epoch, timeout_ms, state, partitions, start_ms,
-                          now_ms)
+                          now_ms, next_producer_id, client_txn_version)
 
     def prepare_fence_epoch(self) -> TxnTransit:
         """A zombie's transaction is aborted under the next epoch (InitProducerId of a new instance, or a
@@ -142,22 +153,37 @@ class TxnMetadata:
         last = self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH
         return self._prepare(TxnState.EMPTY, producer_id, 0, last, timeout_ms, frozenset(), -1, now_ms)
 
-    def prepare_add_partitions(self, partitions: set[TopicPartitionName], now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(self, partitions: set[TopicPartitionName], now_ms: int,
+                               client_txn_version: int = 0) -> TxnTransit:
         fresh = self.state in (TxnState.EMPTY, TxnState.COMPLETE_ABORT, TxnState.COMPLETE_COMMIT)
         return self._prepare(TxnState.ONGOING, self.producer_id, self.producer_epoch, self.last_producer_epoch,
                              self.timeout_ms, frozenset(self.partitions | partitions),
-                             now_ms if fresh else self.start_ms, now_ms)
+                             now_ms if fresh else self.start_ms, now_ms, client_txn_version=client_txn_version)
 
-    def prepare_end(self, commit: bool, now_ms: int) -> TxnTransit:
+    def prepare_end(self, commit: bool, now_ms: int, client_txn_version: int = 0,
+                    next_producer_id: int = NO_PRODUCER_ID) -> TxnTransit:
+        """PrepareCommit/PrepareAbort. tv2: the epoch is bumped, never past Short.MaxValue (where Kafka 4.0 would
+        overflow): an exhausted epoch moves to `next_producer_id` at completion, and after a fence the next
+        InitProducerId rotates the id; an abort with no partition added starts now."""
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        return self._prepare(state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.timeout_ms, frozenset(self.partitions), self.start_ms, now_ms)
+        epoch, last_epoch, start_ms = self.producer_epoch, self.last_producer_epoch, self.start_ms
+        if client_txn_version >= 2:
+            epoch, last_epoch = min(self.producer_epoch + 1, MAX_EPOCH), self.producer_epoch
+            if self.state is not TxnState.ONGOING:
+                start_ms = now_ms
+        return self._prepare(state, self.producer_id, epoch, last_epoch, self.timeout_ms,
+                             frozenset(self.partitions), start_ms, now_ms, next_producer_id, client_txn_version)
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
+        """CompleteCommit/CompleteAbort; tv2 with a next producer id: that id at epoch 0 (the last epoch stays the
+        one the client last saw)."""
         state = TxnState.COMPLETE_COMMIT if self.state is TxnState.PREPARE_COMMIT else TxnState.COMPLETE_ABORT
         self.failed_epoch_fence = False
-        return self._prepare(state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.timeout_ms, frozenset(), self.start_ms, now_ms)
+        producer_id, epoch = self.producer_id, self.producer_epoch
+        if self.client_txn_version >= 2 and self.next_producer_id != NO_PRODUCER_ID:
+            producer_id, epoch = self.next_producer_id, 0
+        return self._prepare(state, producer_id, epoch, self.last_producer_epoch, self.timeout_ms, frozenset(),
+                             self.start_ms, now_ms, client_txn_version=self.client_txn_version)
 
     def prepare_dead(self) -> TxnTransit:
         return self._prepare(TxnState.DEAD, self.producer_id, self.producer_epoch, self.last_producer_epoch,
@@ -183,6 +209,8 @@ class TxnMetadata:
             self.producer_id, self.last_producer_id = transit.producer_id, transit.last_producer_id
             self.producer_epoch, self.last_producer_epoch = transit.producer_epoch, transit.last_producer_epoch
             self.timeout_ms = transit.timeout_ms
+        elif transit.client_txn_version >= 2 and state is not TxnState.ONGOING:
+            self._complete_tv2(transit)
         else:
             assert transit.producer_id == self.producer_id and transit.producer_epoch == self.producer_epoch, \
                 f"{self.transactional_id}: a {state} transit of another producer epoch"
@@ -192,9 +220,29 @@ class TxnMetadata:
             elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
                 self.start_ms = transit.start_ms
                 self.partitions.clear()
+        self.client_txn_version = transit.client_txn_version
         self.last_update_ms = transit.last_update_ms
         self.pending = None
         self.state = state
+
+    def _complete_tv2(self, transit: TxnTransit) -> None:
+        """Kafka's completeTransitionTo for a tv2 PrepareCommit/PrepareAbort (the bumped epoch) or Complete* (the
+        rotated producer id, if any), with its consistency checks."""
+        if transit.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            assert transit.producer_id == self.producer_id and transit.last_producer_epoch == self.producer_epoch, \
+                f"{self.transactional_id}: a {transit.state} transit of another producer epoch"
+            self.producer_epoch, self.last_producer_epoch = transit.producer_epoch, transit.last_producer_epoch
+            self.next_producer_id = transit.next_producer_id
+        else:
+            rotated = transit.producer_id != self.producer_id
+            assert (transit.producer_epoch == 0 and transit.last_producer_id == self.producer_id) if rotated \
+                else transit.producer_epoch == self.producer_epoch, f"{self.transactional_id}: a {transit.state} " \
+                                                                    "transit of another producer epoch"
+            self.producer_id, self.last_producer_id = transit.producer_id, transit.last_producer_id
+            self.producer_epoch, self.last_producer_epoch = transit.producer_epoch, transit.last_producer_epoch
+            self.next_producer_id = NO_PRODUCER_ID
+            self.partitions.clear()
+        self.start_ms = transit.start_ms
 
     def abort_pending(self) -> None:
         self.pending = None

@@ -5,8 +5,8 @@ raises `FeatureVersionError` with the line to print.
 pykraft finalizes metadata.version, kraft.version, transaction.version and group.version, so these are the lines it
 prints (Kafka prints its other production features too: eligible.leader.replicas.version, ...). kraft.version 1
 (KIP-853) is the default from metadata.version 3.9-IV0 on and depends on it, as in Kafka's KRaftVersion.
-transaction.version has no dependency; its default from 4.0-IV2 on is pykraft's highest level, 1 (Kafka's is 2,
-KIP-890 part 2, not served here). group.version 1 (KIP-848) is the default from 4.0-IV0 on and has no dependency.
+transaction.version has no dependency; its default from 4.0-IV2 on is 2 (KIP-890 part 2), as Kafka 4.0's.
+group.version 1 (KIP-848) is the default from 4.0-IV0 on and has no dependency.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ DEFAULT_SUPPORTED_FEATURES: Mapping[str, FeatureRange] = {
     METADATA_VERSION: FeatureRange(MINIMUM_METADATA_VERSION, LATEST_METADATA_VERSION),
     KRAFT_VERSION: FeatureRange(0, 1),
     GROUP_VERSION: FeatureRange(0, 1),  # 1: the KIP-848 consumer group protocol
-    TRANSACTION_VERSION: FeatureRange(0, 1),  # 1: flexible __transaction_state records (KIP-890 part 2 is level 2)
+    TRANSACTION_VERSION: FeatureRange(0, 2),  # 1: flexible __transaction_state records; 2: KIP-890 part 2
 }
 
 
@@ -207,6 +207,7 @@ def handle_update_features(features: FeatureControl, request: Any, cluster: Clus
     version = int(request.__version__)
     updates: list[tuple[str, int, int]] = []
     for update in request.feature_updates:
+        upgrade_type: int
         if version == 0:
             upgrade_type = UpgradeType.SAFE_DOWNGRADE if update.allow_downgrade else UpgradeType.UPGRADE
         else:

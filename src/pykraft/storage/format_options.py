@@ -18,10 +18,11 @@ KRAFT_VERSION = "kraft.version"
 GROUP_VERSION = "group.version"
 GROUP_V1_BOOTSTRAP_METADATA_VERSION = 22  # group.version 1 (KIP-848) is a 4.0-IV0 cluster's default
 TRANSACTION_VERSION = "transaction.version"
-# transaction.version: Kafka finalizes 2 (KIP-890 part 2) from 4.0-IV2 on; pykraft serves levels 0-1 (the coordinator
-# of transaction.version 1 clients: EndTxn up to v4), so it finalizes 1 from that release on.
+# transaction.version: levels 1 (flexible __transaction_state records) and 2 (KIP-890 part 2: an epoch bump on every
+# commit/abort, EndTxn v5, the partition added by the Produce/TxnOffsetCommit path) both bootstrap from 4.0-IV2 on,
+# as Kafka 4.0's TransactionVersion; a new cluster of that release or later gets the highest, 2.
 TXN_VERSION_BOOTSTRAP_METADATA_VERSION = 24
-MAX_TRANSACTION_VERSION = 1
+MAX_TRANSACTION_VERSION = 2
 
 # Kafka's MetadataVersion feature levels, from the oldest Kafka 4.x accepts (3.3-IV3) to Kafka 4.1's latest.
 METADATA_VERSIONS: Mapping[str, int] = {

@@ -56,6 +56,28 @@ public final class Transactions {
         Checks.check("zombie_fenced", () -> zombie(a));
         Checks.check("transaction_timeout_aborts", () -> timeout(b));
         Checks.check("admin_transactions", () -> adminCalls(open));
+        if (args.length > 2) {
+            short level = Short.parseShort(args[2]);
+            Checks.check("transaction_version_feature", () -> transactionVersion(level));
+        }
+    }
+
+    /** describeFeatures: transaction.version supported 0-2 and finalized at the level the cluster was formatted
+     * with (a 3.9 client negotiates EndTxn v4 / Produce v11 whatever the level: it has no v5/v12). */
+    static Object transactionVersion(short level) throws Exception {
+        try (Admin admin = admin()) {
+            org.apache.kafka.clients.admin.FeatureMetadata features =
+                admin.describeFeatures().featureMetadata().get(60, TimeUnit.SECONDS);
+            org.apache.kafka.clients.admin.SupportedVersionRange supported =
+                features.supportedFeatures().get("transaction.version");
+            Checks.require(supported != null && supported.minVersion() == 0 && supported.maxVersion() == 2,
+                "supported transaction.version " + supported);
+            org.apache.kafka.clients.admin.FinalizedVersionRange finalized =
+                features.finalizedFeatures().get("transaction.version");
+            Checks.require(finalized != null && finalized.maxVersionLevel() == level,
+                "finalized transaction.version " + finalized + ", expected " + level);
+            return "finalized " + finalized.maxVersionLevel();
+        }
     }
 
     static Object commitAndAbort(String a, String b) throws Exception {

@@ -34,6 +34,7 @@ from pykraft.protocol.api_versions import (
     invalid_api_versions_response,
     is_valid_api_versions_request,
 )
+from pykraft.controller.features import DEFAULT_SUPPORTED_FEATURES
 from pykraft.protocol.apis import ApiKey, ApiRegistry, VersionRange, response_class
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
@@ -103,6 +104,12 @@ def leader_id(core: Any) -> int:
     return -1 if leader is None else leader
 
 
+# The other features a node supports, as Kafka's ApiVersions lists them (transaction.version 0-2, group.version 0-1):
+# describeFeatures and `pykraft features describe` show them beside their finalized levels.
+_OTHER_FEATURES = {name: VersionRange(r.min_version, r.max_version) for name, r in DEFAULT_SUPPORTED_FEATURES.items()
+                   if name not in (KRAFT_VERSION, METADATA_VERSION)}
+
+
 def api_versions(core: Any, registry: ApiRegistry, request: Any, image: Any | None = None) -> Any:
     """FinalizedFeatures: kraft.version from the raft log, the other features (metadata.version, ...) from the
     metadata image when the node keeps one (controllers and brokers do)."""
@@ -116,7 +123,7 @@ def api_versions(core: Any, registry: ApiRegistry, request: Any, image: Any | No
     return api_versions_response(
         registry, version,
         supported_features={KRAFT_VERSION: VersionRange(kraft.min_version, kraft.max_version),
-                            METADATA_VERSION: METADATA_VERSION_RANGE},
+                            METADATA_VERSION: METADATA_VERSION_RANGE, **_OTHER_FEATURES},
         finalized_features=finalized,
         finalized_features_epoch=hwm if hwm is not None else -1,
     )

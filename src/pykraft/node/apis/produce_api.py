@@ -2,7 +2,9 @@
 
 Per partition: `PartitionHost.append_as_leader` (validation from headers, acks admission, idempotent sequence
 check, in-place patch, append). A transaction's first batch in a partition is verified with its coordinator first
-(KIP-890 part 1, txn_verification.py), all the request's partitions in one question. acks=0 gets no answer (Kafka never sends one); acks=1 is answered once the batch is
+(KIP-890 part 1, txn_verification.py), all the request's partitions in one question; from v12 on (a client of
+transaction version 2, KIP-890 part 2) the coordinator is asked to add them to the transaction instead, the client
+sending no AddPartitionsToTxn of its own. acks=0 gets no answer (Kafka never sends one); acks=1 is answered once the batch is
 in the leader's log; acks=all once the high watermark passed it, or REQUEST_TIMED_OUT after the request's
 timeout. A Produce naming `__cluster_metadata` goes to the metadata write path (writes.py), as before.
 """
@@ -29,11 +31,15 @@ _TRANSACTIONAL = 0x10
 Verifier = Callable[[str, int, int, list[tuple[str, int]]], Awaitable[dict[tuple[str, int], ErrorCode]]]
 
 
-async def produce(host: PartitionHost, message: Any, verifier: Verifier | None = None) -> Any | None:
-    """`verifier`: asks the transaction coordinator (None: transaction.partition.verification.enable=false)."""
+async def produce(host: PartitionHost, message: Any, verifier: Verifier | None = None,
+                  adder: Verifier | None = None) -> Any | None:
+    """`verifier`: asks the transaction coordinator (None: transaction.partition.verification.enable=false);
+    `adder`: has it add the partitions (Produce v12+: Kafka's addPartition operation, whatever that setting)."""
     acks = int(message.acks)
     results: list[tuple[str, int, AppendResult]] = []
-    guards, refused = await _verify(host, message, verifier)
+    version = int(message.__version__)
+    ask = adder if version >= txn_verification.ADD_PARTITION_PRODUCE_VERSION and adder is not None else verifier
+    guards, refused = await _verify(host, message, ask, version)
     for topic in message.topic_data:
         for data in topic.partition_data:
             key = (topic.name, int(data.index))
@@ -86,7 +92,7 @@ def names_metadata_topic(message: Any) -> bool:
     return any(topic.name == METADATA_TOPIC for topic in message.topic_data)
 
 
-async def _verify(host: PartitionHost, message: Any, verifier: Verifier | None,
+async def _verify(host: PartitionHost, message: Any, verifier: Verifier | None, version: int,
                   ) -> tuple[dict[tuple[str, int], object], dict[tuple[str, int], AppendResult]]:
     """Guards for the transactional batches that need verifying, and the partitions the coordinator refused."""
     transactional_id = message.transactional_id
@@ -113,6 +119,7 @@ async def _verify(host: PartitionHost, message: Any, verifier: Verifier | None,
     if producer is None:
         return open_already, {}
     errors = await verifier(transactional_id, producer[0], producer[1], list(guards))
-    refused = {tp: AppendResult(txn_verification.produce_error(error), message=f"transaction verification: {error.name}")
+    refused = {tp: AppendResult(txn_verification.produce_error(error, version),
+                                message=f"transaction verification: {error.name}")
                for tp, error in errors.items() if error is not ErrorCode.NONE}
     return {**open_already, **{tp: g for tp, g in guards.items() if tp not in refused}}, refused

@@ -1,6 +1,7 @@
-"""The transaction coordinator's requests on a broker (`TXN_APIS`), at Kafka 4.x's versions for clients of
-transaction.version 0/1: InitProducerId with a transactional id, AddPartitionsToTxn (v0-3 from clients; v4-5
-batched, with VerifyOnly for the partition leaders' KIP-890 verification), AddOffsetsToTxn, EndTxn (v0-4),
+"""The transaction coordinator's requests on a broker (`TXN_APIS`), at Kafka 4.0's versions: InitProducerId with a
+transactional id, AddPartitionsToTxn (v0-3 from clients; v4-5 batched from partition leaders: VerifyOnly for KIP-890
+part 1 verification, else the implicit add of a transaction version 2 client's partition), AddOffsetsToTxn, EndTxn
+(v0-4; v5 is a transaction version 2 client's: the epoch is bumped and the answer names the id and epoch to use),
 DescribeTransactions, ListTransactions (v0-2: states, producer ids, duration, id pattern), and FindCoordinator's
 TRANSACTION keys (`locate`, called by group_api). The first FindCoordinator(TRANSACTION) creates
 `__transaction_state` through the active controller (transaction.state.log.num.partitions, default 50;
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.add_partitions_to_txn.v4 import request as apt
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.types import ProducerId, TopicName, TransactionalId
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.broker.txn_settings import TRANSACTION_TOPIC
 from pykraft.broker.txn_state import TxnState
@@ -40,11 +41,15 @@ if TYPE_CHECKING:
     from pykraft.node.hosts.broker_host import BrokerHost
 
 _log = logging.getLogger("pykraft.node.txn_api")
-TXN_APIS = {ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4), ApiKey.END_TXN: (0, 4),
-            ApiKey.WRITE_TXN_MARKERS: (1, 1), ApiKey.TXN_OFFSET_COMMIT: (0, 4),
+# Kafka 4.0 advertises the transaction version 2 versions (EndTxn v5, TxnOffsetCommit v5, Produce v12) whatever
+# transaction.version is finalized: its clients use them only once it is 2, and a request's version says which rules
+# its client follows (EndTxn v5+ is TV_2, below TV_0, as KafkaApis.handleEndTxnRequest).
+TXN_V2_END_TXN_VERSION = 5
+TXN_APIS = {ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4), ApiKey.END_TXN: (0, 5),
+            ApiKey.WRITE_TXN_MARKERS: (1, 1), ApiKey.TXN_OFFSET_COMMIT: (0, 5),
             ApiKey.DESCRIBE_TRANSACTIONS: (0, 0), ApiKey.LIST_TRANSACTIONS: (0, 2)}
 TRANSACTION_KEY_TYPE = 1
-CREATE_TIMEOUT = datetime.timedelta(seconds=10)
+CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -110,7 +115,8 @@ class TxnApi:
         pid, epoch = int(getattr(message, "producer_id", -1)), int(getattr(message, "producer_epoch", -1))
         expected = (pid, epoch) if pid >= 0 and epoch >= 0 else None
         error, producer_id, producer_epoch = await self.txns.init_producer_id(message.transactional_id, timeout_ms,
-                                                                               expected)
+                                                                               expected, self.txns.server_version())
+        error = _older_fenced(error, int(message.__version__), 4)
         return make(ns.InitProducerIdResponse, throttle_time=ZERO_THROTTLE, error_code=error,
                     producer_id=producer_id, producer_epoch=producer_epoch)
 
@@ -123,46 +129,52 @@ class TxnApi:
             wanted = [(t.name, int(p)) for t in m.v3_and_below_topics for p in t.partitions]
             error = await self._add(m.v3_and_below_transactional_id, int(m.v3_and_below_producer_id),
                                     int(m.v3_and_below_producer_epoch), wanted)
+            error = _older_fenced(error, version, 2)
             return make(ns.AddPartitionsToTxnResponse, throttle_time=ZERO_THROTTLE,
                         results_by_topic_v3_and_below=_topic_results(ns, {tp: error for tp in wanted}))
         results = []
         for txn in m.transactions:
             wanted = [(t.name, int(p)) for t in txn.topics for p in t.partitions]
-            if txn.verify_only:
-                errors = await self.verify(txn.transactional_id, int(txn.producer_id), int(txn.producer_epoch),
-                                           wanted)
-            else:
-                error = await self._add(txn.transactional_id, int(txn.producer_id), int(txn.producer_epoch), wanted)
-                errors = {tp: error for tp in wanted}
+            errors = await self.verify(txn.transactional_id, int(txn.producer_id), int(txn.producer_epoch),
+                                       wanted, add=not txn.verify_only)
             results.append(make(ns.AddPartitionsToTxnResult, transactional_id=txn.transactional_id,
                                 topic_results=_topic_results(ns, errors)))
         return make(ns.AddPartitionsToTxnResponse, throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE,
                     results_by_transaction=tuple(results))
 
     async def _add(self, transactional_id: str, producer_id: int, epoch: int,
-                   partitions: list[tuple[str, int]]) -> ErrorCode:
+                   partitions: list[tuple[str, int]], client_version: int = 0) -> ErrorCode:
         unknown = [tp for tp in partitions if not self._exists(tp)]
         if unknown:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return await self.txns.step(transactional_id, lambda c, now: c.add_partitions(
-            transactional_id, producer_id, epoch, partitions, now))
+            transactional_id, producer_id, epoch, partitions, now, client_version))
 
     def _exists(self, tp: tuple[str, int]) -> bool:
         cache = self.broker.cache
         topic_id = cache.topic_id(tp[0])
         return topic_id is not None and cache.partition(topic_id, tp[1]) is not None
 
-    async def verify(self, transactional_id: str, producer_id: int, epoch: int,
-                     partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+    async def verify(self, transactional_id: str, producer_id: int, epoch: int, partitions: list[tuple[str, int]],
+                     add: bool = False) -> dict[tuple[str, int], ErrorCode]:
+        """VerifyOnly: are the partitions in the transaction? `add`: a partition leader adding them for a client
+        of transaction version 2 (Kafka's KafkaApis passes TV_2 for a batched request that is not VerifyOnly)."""
+        if add:
+            error = await self._add(transactional_id, producer_id, epoch, partitions, client_version=2)
+            return {tp: error for tp in partitions}
         coordinator = self.txns.coordinator_of(transactional_id)
         if isinstance(coordinator, ErrorCode):
             return {tp: coordinator for tp in partitions}
         return coordinator.verify_partitions(transactional_id, producer_id, epoch, partitions)
 
+    async def add_anywhere(self, transactional_id: str, producer_id: int, epoch: int,
+                           partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        return await self.verify_anywhere(transactional_id, producer_id, epoch, partitions, add=True)
+
     async def verify_anywhere(self, transactional_id: str, producer_id: int, epoch: int,
-                              partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
-        """A partition leader's KIP-890 question to the id's coordinator, wherever it is (AddPartitionsToTxn v4,
-        VerifyOnly, on the inter-broker listener; answered here when this broker is the coordinator)."""
+                              partitions: list[tuple[str, int]], add: bool = False) -> dict[tuple[str, int], ErrorCode]:
+        """A partition leader's KIP-890 question to the id's coordinator, wherever it is (AddPartitionsToTxn v5,
+        VerifyOnly unless `add`, on the inter-broker listener; answered here when this broker is the coordinator)."""
         count = self.txns.partition_count()
         cache = self.broker.cache
         topic_id = cache.topic_id(TRANSACTION_TOPIC)
@@ -171,10 +183,10 @@ class TxnApi:
         if partition is None or partition.leader < 0:
             return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in partitions}
         if partition.leader == self.broker.node_id:
-            return await self.verify(transactional_id, producer_id, epoch, partitions)
-        address = self.broker.data_plane._address_of(partition.leader)  # noqa: SLF001
+            return await self.verify(transactional_id, producer_id, epoch, partitions, add)
+        address = self.broker.data_plane._address_of(partition.leader)
         answer = None if address is None else await self._to_broker(address[0], address[1], verify_request(
-            transactional_id, producer_id, epoch, partitions))
+            transactional_id, producer_id, epoch, partitions, verify_only=not add))
         if answer is None:
             return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in partitions}
         found = {(str(t.name), int(p.partition_index)): ErrorCode(int(p.partition_error_code))
@@ -194,14 +206,20 @@ class TxnApi:
             tp = (OFFSETS_TOPIC, partition_for(m.group_id, count))
             error = await self.txns.step(m.transactional_id, lambda c, now: c.add_partitions(
                 m.transactional_id, int(m.producer_id), int(m.producer_epoch), [tp], now))
-        return make(ns.AddOffsetsToTxnResponse, throttle_time=ZERO_THROTTLE, error_code=error)
+        return make(ns.AddOffsetsToTxnResponse, throttle_time=ZERO_THROTTLE,
+                    error_code=_older_fenced(error, int(m.__version__), 2))
 
     async def end_txn(self, decoded: DecodedRequest) -> Any:
         m = decoded.message
-        ns = response_namespace(ApiKey.END_TXN, int(m.__version__))
-        error = await self.txns.step(m.transactional_id, lambda c, now: c.end_txn(
-            m.transactional_id, int(m.producer_id), int(m.producer_epoch), bool(m.committed), now))
-        return make(ns.EndTxnResponse, throttle_time=ZERO_THROTTLE, error_code=error)
+        version = int(m.__version__)
+        ns = response_namespace(ApiKey.END_TXN, version)
+        client_version = 2 if version >= TXN_V2_END_TXN_VERSION else 0
+        error, producer_id, epoch = await self.txns.end_txn(m.transactional_id, int(m.producer_id),
+                                                            int(m.producer_epoch), bool(m.committed), client_version)
+        if version < TXN_V2_END_TXN_VERSION:
+            return make(ns.EndTxnResponse, throttle_time=ZERO_THROTTLE, error_code=_older_fenced(error, version, 2))
+        return make(ns.EndTxnResponse, throttle_time=ZERO_THROTTLE, error_code=error,
+                    producer_id=ProducerId(producer_id), producer_epoch=i16(epoch))
 
     # ---- DescribeTransactions, ListTransactions ----------------------------------------------------------------
     async def describe(self, decoded: DecodedRequest) -> Any:
@@ -244,7 +262,7 @@ class TxnApi:
             return make(ns.ListTransactionsResponse, throttle_time=ZERO_THROTTLE,
                         error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, unknown_state_filters=unknown,
                         transaction_states=())
-        now = self.broker._now()  # noqa: SLF001
+        now = self.broker._now()
         found = []
         for coordinator in self.txns.coordinators.values():
             if unknown and not states:
@@ -257,13 +275,20 @@ class TxnApi:
                              transaction_state=t.state.state_name) for t in found))
 
 
-def verify_request(transactional_id: str, producer_id: int, epoch: int, partitions: list[tuple[str, int]]) -> Any:
+def _older_fenced(error: ErrorCode, version: int, fenced_since: int) -> ErrorCode:
+    """PRODUCER_FENCED (KIP-588) is INVALID_PRODUCER_EPOCH for a request version older than the one that knows it
+    (InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2), as Kafka's KafkaApis answers them."""
+    return ErrorCode.INVALID_PRODUCER_EPOCH if error is ErrorCode.PRODUCER_FENCED and version < fenced_since else error
+
+
+def verify_request(transactional_id: str, producer_id: int, epoch: int, partitions: list[tuple[str, int]],
+                   verify_only: bool = True) -> Any:
     by_topic: dict[str, list[int]] = {}
     for topic, index in partitions:
         by_topic.setdefault(topic, []).append(index)
     return apt.AddPartitionsToTxnRequest(transactions=(apt.AddPartitionsToTxnTransaction(
         transactional_id=TransactionalId(transactional_id), producer_id=ProducerId(producer_id),
-        producer_epoch=i16(epoch), verify_only=True, topics=tuple(
+        producer_epoch=i16(epoch), verify_only=verify_only, topics=tuple(
             apt.AddPartitionsToTxnTopic(name=TopicName(t), partitions=tuple(i32(p) for p in ps))
             for t, ps in by_topic.items())),))
 

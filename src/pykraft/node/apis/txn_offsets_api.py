@@ -1,11 +1,13 @@
-"""TxnOffsetCommit (v0-4) on a group coordinator: a consumer's offsets committed inside the producer's transaction
+"""TxnOffsetCommit (v0-5) on a group coordinator: a consumer's offsets committed inside the producer's transaction
 (KafkaProducer.sendOffsetsToTransaction), pending until the transaction's marker reaches `__consumer_offsets`.
 
 Checks in Kafka's order (GroupCoordinator.handleTxnCommitOffsets): the group's coordinator; a group unknown here is
 created empty; a dead group is COORDINATOR_NOT_AVAILABLE; v3+ (KIP-447) a static member with another member id is
 FENCED_INSTANCE_ID, a member id the group does not have UNKNOWN_MEMBER_ID, a generation other than the group's
 ILLEGAL_GENERATION (only when given: -1 and "" skip them). The offsets partition must be in the transaction
-(AddOffsetsToTxn): the write is verified like any transactional write (KIP-890). Metadata longer than
+(AddOffsetsToTxn): the write is verified like any transactional write (KIP-890). v5 comes from a client of
+transaction version 2, which sends no AddOffsetsToTxn: the offsets partition is added to the transaction here
+(KIP-890 part 2). v4+ clients get TRANSACTION_ABORTABLE as it is, older ones INVALID_TXN_STATE. Metadata longer than
 offset.metadata.max.bytes is OFFSET_METADATA_TOO_LARGE for its partition only.
 """
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from pykraft.node.apis.produce_api import Verifier
 
 MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
+GENERIC_ERROR_VERSION = 4  # Kafka's genericErrorSupported operation for TxnOffsetCommit v4+
 # A verification error as a TxnOffsetCommit answer (the Java producer retries COORDINATOR_NOT_AVAILABLE).
 _VERIFY_ERRORS = {ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
                   ErrorCode.TRANSACTION_ABORTABLE: ErrorCode.INVALID_TXN_STATE,
@@ -59,12 +62,16 @@ def _member_error(groups: GroupHost, m: Any) -> ErrorCode:
     return ErrorCode.NONE
 
 
-async def _verify(groups: GroupHost, verifier: Verifier | None, m: Any) -> tuple[ErrorCode, object]:
+async def _verify(groups: GroupHost, verifier: Verifier | None, m: Any,
+                  adder: Verifier | None = None) -> tuple[ErrorCode, object]:
     count = groups.partition_count()
     replica = None if not count else groups.host.replicas.get((OFFSETS_TOPIC, partition_for(m.group_id, count)))
     if replica is None or replica.leading is None:
         return ErrorCode.NOT_COORDINATOR, None
     pid, epoch = int(m.producer_id), int(m.producer_epoch)
+    version = int(m.__version__)
+    if version >= txn_verification.ADD_PARTITION_TXN_OFFSET_COMMIT_VERSION and adder is not None:
+        verifier = adder
     if verifier is None:
         return ErrorCode.NONE, txn_verification.SKIP
     if not txn_verification.needs_verification(replica, pid, epoch):
@@ -74,10 +81,13 @@ async def _verify(groups: GroupHost, verifier: Verifier | None, m: Any) -> tuple
     error = errors.get((OFFSETS_TOPIC, replica.partition), ErrorCode.UNKNOWN_SERVER_ERROR)
     if error is ErrorCode.NONE:
         return error, guard
+    if error is ErrorCode.TRANSACTION_ABORTABLE and version >= GENERIC_ERROR_VERSION:
+        return error, None
     return _VERIFY_ERRORS.get(error, ErrorCode.COORDINATOR_NOT_AVAILABLE), None
 
 
-async def handle(groups: GroupHost, verifier: Verifier | None, message: Any, now_ms: int) -> Any:
+async def handle(groups: GroupHost, verifier: Verifier | None, message: Any, now_ms: int,
+                 adder: Verifier | None = None) -> Any:
     m = message
     ns = response_namespace(ApiKey.TXN_OFFSET_COMMIT, int(m.__version__))
     error = _member_error(groups, m)
@@ -93,7 +103,7 @@ async def handle(groups: GroupHost, verifier: Verifier | None, message: Any, now
             offsets[key] = OffsetEntry(int(p.committed_offset), int(getattr(p, "committed_leader_epoch", -1)),
                                        metadata, now_ms)
     if error is ErrorCode.NONE and offsets:
-        error, guard = await _verify(groups, verifier, m)
+        error, guard = await _verify(groups, verifier, m, adder)
         if error is ErrorCode.NONE:
             error = await groups.commit_txn_offsets(m.group_id, int(m.producer_id), int(m.producer_epoch), offsets,
                                                     guard)

@@ -38,7 +38,7 @@ from pykraft.broker.group_txn_offsets import encode_txn_batch
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records import consumer_group_records as cg_records
-from pykraft.records.group_records import GroupKey, OffsetKey, encode_key, partition_for
+from pykraft.records.group_records import GroupKey, OffsetKey, encode_group_value, encode_key, partition_for
 
 if TYPE_CHECKING:
     from pykraft.node.hosts.partitions import PartitionHost
@@ -276,15 +276,23 @@ class GroupHost:
     async def write_records(self, group_id: str, records: list[Record] | tuple[Record, ...],
                             extra: list[SimpleRecord] | None = None) -> ErrorCode:
         """Write consumer group records (after `extra`, e.g. offsets or a classic group's tombstone)."""
-        encoded = list(extra or []) + [
-            SimpleRecord(None if value is None else cg_records.encode_value(value), cg_records.encode_key(key))
-            for key, value in records]
+        encoded = list(extra or []) + [_encode_record(key, value) for key, value in records]
         if not encoded:
             return ErrorCode.NONE
         error = await self.write(group_id, encoded)
         if error is not ErrorCode.NONE:
             _log.warning("consumer group %s: %d records not written (%s)", group_id, len(encoded), error.name)
         return error
+
+    def adopt_downgrades(self, partition: int, consumers: ConsumerCoordinator, now_ms: int) -> None:
+        """Consumer groups that became classic again (their last consumer-protocol member left): the classic
+        coordinator takes them and starts their rebalance (group_migration.py)."""
+        coordinator = self.coordinators.get(partition)
+        for group, rebalance in consumers.take_downgrades():
+            if coordinator is not None:
+                _log.info("consumer group %s converted to a classic group (%d classic members)", group.group_id,
+                          len(group.members))
+                self.run(coordinator, coordinator.adopt(group, now_ms, rebalance))
 
     # ---- offsets committed in transactions (broker/txn_offsets.py) ---------------------------------------------
     async def commit_txn_offsets(self, group_id: str, producer_id: int, epoch: int,
@@ -357,8 +365,8 @@ class GroupHost:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        deadlines = [d for d in (c.next_deadline() for c in [*self.coordinators.values(), *self.consumers.values()])
-                     if d is not None]
+        owners: list[Any] = [*self.coordinators.values(), *self.consumers.values()]  # classic and consumer groups
+        deadlines = [d for d in (c.next_deadline() for c in owners) if d is not None]
         if deadlines:
             delay = max(0.001, (min(deadlines) - self.clock()) / 1000)
             self._timer = asyncio.get_running_loop().call_later(delay, self._poll)
@@ -368,8 +376,9 @@ class GroupHost:
         now = self.clock()
         for coordinator in list(self.coordinators.values()):
             self.run(coordinator, coordinator.poll(now))
-        for consumers in list(self.consumers.values()):
+        for partition, consumers in list(self.consumers.items()):
             records = consumers.poll(now)
+            self.adopt_downgrades(partition, consumers, now)
             if records:  # fenced members: the group's epoch bump and the tombstones
                 for group_id in dict.fromkeys(key.group for key, _ in records):
                     asyncio.get_running_loop().create_task(
@@ -392,3 +401,9 @@ class GroupHost:
             consumers.unload()
         self.consumers.clear()
 
+
+def _encode_record(key: Any, value: Any) -> SimpleRecord:
+    """A consumer group record, or the GroupMetadata of a group converted back to classic (group_migration.py)."""
+    if isinstance(key, GroupKey):
+        return SimpleRecord(None if value is None else encode_group_value(value), encode_key(key))
+    return SimpleRecord(None if value is None else cg_records.encode_value(value), cg_records.encode_key(key))

@@ -53,13 +53,14 @@ _WRITE_ERRORS = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT
 class TxnHost:
     def __init__(self, host: PartitionHost, settings: TxnSettings, clock: Callable[[], int],
                  new_producer_id: Callable[[], Awaitable[tuple[ErrorCode, int]]], markers: MarkerSender,
-                 value_version: Callable[[], int]) -> None:
+                 value_version: Callable[[], int], server_version: Callable[[], int] = lambda: 0) -> None:
         self.host = host
         self.settings = settings
         self.clock = clock
         self._new_producer_id = new_producer_id
         self.markers = markers
         self._value_version = value_version  # TransactionLogValue version: 1 once transaction.version >= 1
+        self.server_version = server_version  # the finalized transaction.version (the coordinator's own aborts)
         self.coordinators: dict[int, TxnCoordinator] = {}
         self.loading: dict[int, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -186,23 +187,34 @@ class TxnHost:
             _log.error("a transaction coordinator task failed: %r", task.exception())
 
     # ---- the requests ------------------------------------------------------------------------------------------
-    async def init_producer_id(self, transactional_id: str, timeout_ms: int,
-                               expected: tuple[int, int] | None) -> tuple[ErrorCode, int, int]:
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None,
+                               server_version: int = 0) -> tuple[ErrorCode, int, int]:
+        return await self._with_producer_id(transactional_id, lambda c, now, new_id: c.init_producer_id(
+            transactional_id, timeout_ms, expected, now, new_id, server_version))
+
+    async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
+                      client_version: int) -> tuple[ErrorCode, int, int]:
+        """EndTxn: the error, and for a transaction version 2 client the producer id and epoch to continue with."""
+        return await self._with_producer_id(transactional_id, lambda c, now, new_id: c.end_txn(
+            transactional_id, producer_id, epoch, commit, now, client_version, new_id))
+
+    async def _with_producer_id(self, transactional_id: str,
+                                call: Callable[[TxnCoordinator, int, int | None], Any]) -> tuple[ErrorCode, int, int]:
+        """One coordinator step that may need a fresh producer id (asked for, then the step is made again)."""
         coordinator = self.coordinator_of(transactional_id)
         if isinstance(coordinator, ErrorCode):
             return coordinator, -1, -1
-        step = coordinator.init_producer_id(transactional_id, timeout_ms, expected, self.clock())
+        step = call(coordinator, self.clock(), None)
         if step is NEED_PRODUCER_ID:
             error, producer_id = await self._new_producer_id()
             if error is not ErrorCode.NONE:
                 return error, -1, -1
             if not self.is_current(coordinator):
                 return ErrorCode.NOT_COORDINATOR, -1, -1
-            step = coordinator.init_producer_id(transactional_id, timeout_ms, expected, self.clock(), producer_id)
+            step = call(coordinator, self.clock(), producer_id)
         if isinstance(step, ErrorCode):
             return step, -1, -1
-        assert isinstance(step, TxnWrite)
-        done = await self.write_and_apply(coordinator, step)
+        done = step if isinstance(step, Written) else await self.write_and_apply(coordinator, step)
         return done.answer, done.producer_id, done.producer_epoch
 
     async def step(self, transactional_id: str, call: Callable[[TxnCoordinator, int], Any]) -> ErrorCode:
@@ -224,7 +236,7 @@ class TxnHost:
     def _abort_timed_out(self) -> None:
         now = self.clock()
         for coordinator in list(self.coordinators.values()):
-            for write in coordinator.timed_out(now):
+            for write in coordinator.timed_out(now, self.server_version()):
                 _log.info("aborting the transaction of %s: open longer than its timeout %d ms",
                           write.transactional_id, write.transit.timeout_ms)
                 self.spawn(self.write_and_apply(coordinator, write))
@@ -256,7 +268,9 @@ def _log_value(write: TxnWrite) -> TxnLogValue:
         by_topic.setdefault(topic, []).append(partition)
     partitions = None if transit.state is TxnState.EMPTY else tuple((t, tuple(p)) for t, p in by_topic.items())
     return TxnLogValue(transit.producer_id, transit.producer_epoch, transit.timeout_ms, transit.state.id, partitions,
-                       transit.last_update_ms, transit.start_ms)
+                       transit.last_update_ms, transit.start_ms, previous_producer_id=transit.last_producer_id,
+                       next_producer_id=transit.next_producer_id,
+                       client_transaction_version=transit.client_txn_version)
 
 
 def _replay_slice(log: Any, offset: int, txns: dict[str, TxnMetadata]) -> int:
@@ -300,4 +314,7 @@ def _apply_record(txns: dict[str, TxnMetadata], raw_key: bytes, raw_value: bytes
     partitions = set() if state is TxnState.EMPTY or value.partitions is None else {
         (topic, p) for topic, ids in value.partitions for p in ids}
     txns[transactional_id] = TxnMetadata(transactional_id, value.producer_id, value.producer_epoch, value.timeout_ms,
-                                         state, partitions, value.start_ms, value.last_update_ms)
+                                         state, partitions, value.start_ms, value.last_update_ms,
+                                         last_producer_id=value.previous_producer_id,
+                                         next_producer_id=value.next_producer_id,
+                                         client_txn_version=value.client_transaction_version)

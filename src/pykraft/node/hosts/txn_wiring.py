@@ -26,26 +26,30 @@ def build_transactions(broker: BrokerHost) -> tuple[TxnHost, TxnApi]:
     plane = broker.data_plane
 
     async def local_append(markers: list[txn_markers_api.MarkerRequest]) -> Any:
-        return await txn_markers_api.append_markers(plane.host, markers, broker._now(),  # noqa: SLF001
+        return await txn_markers_api.append_markers(plane.host, markers, broker._now(),
                                                     broker.groups.txn_completed)
 
     async def to_broker(host: str, port: int, message: Any) -> Any:
         runtime = broker.runtime
         return None if runtime is None else await runtime.outbound.to_broker_for_coordinator(host, port, message)
 
+    def server_version() -> int:
+        return broker.cache.features.finalized.get(TRANSACTION_VERSION, 0)
+
     def value_version() -> int:
-        return 1 if broker.cache.features.finalized.get(TRANSACTION_VERSION, 0) >= 1 else 0
+        return 1 if server_version() >= 1 else 0
 
     markers = MarkerSender(broker.node_id, broker.cache, local_append, to_broker,
-                           plane._address_of)  # noqa: SLF001
-    txns = TxnHost(plane.host, settings, lambda: broker._now(), plane.producer_ids.next_id,  # noqa: SLF001
-                   markers, value_version)
+                           plane._address_of)
+    txns = TxnHost(plane.host, settings, lambda: broker._now(), plane.producer_ids.next_id,
+                   markers, value_version, server_version)
     markers.is_current = txns.is_current
     markers.on_complete = lambda coordinator, write: txns.spawn(txns.write_and_apply(coordinator, write))
     api = TxnApi(broker, txns, broker.groups.partition_count, to_broker)
     broker.group_api.transaction_locator = api.locate
     plane.transactions = api
     plane.verifier = api.verify_anywhere if settings.verification else None
+    plane.adder = api.add_anywhere  # transaction version 2 clients rely on it: not subject to verification.enable
     return txns, api
 
 
@@ -54,12 +58,12 @@ def txn_handlers(broker: BrokerHost) -> dict[int, Any]:
     api = broker.txn_api
 
     async def write_txn_markers(decoded: DecodedRequest) -> Any:
-        return await txn_markers_api.handle(broker.data_plane.host, decoded.message, broker._now(),  # noqa: SLF001
+        return await txn_markers_api.handle(broker.data_plane.host, decoded.message, broker._now(),
                                             broker.groups.txn_completed)
 
     async def txn_offset_commit(decoded: DecodedRequest) -> Any:
         return await txn_offsets_api.handle(broker.groups, broker.data_plane.verifier, decoded.message,
-                                            broker._now())  # noqa: SLF001
+                                            broker._now(), broker.data_plane.adder)
 
     handlers = api.handlers()
     handlers[ApiKey.WRITE_TXN_MARKERS] = write_txn_markers

@@ -313,7 +313,7 @@ class BrokerNode(SimNode):
         target = self._component(payload.component)
         self._collect(payload.component, target.handle_response(payload.request_id, payload.response, self.now()))
 
-    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[SimNode, Any], None]]] = {
+    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[Any, Any], None]]] = {
         **SimNode.PAYLOAD_HANDLERS, ControllerResponse: _on_controller_response, FetchRequest: _on_fetch,
         FetchResponse: _on_fetch_response, ProduceRequest: _on_produce, DeleteRecordsRequest: _on_delete_records,
         GroupRequest: _on_group_request,

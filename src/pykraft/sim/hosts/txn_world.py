@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from pykraft.broker.group_state import OffsetEntry
 from pykraft.broker.producer_state import ProducerStates
-from pykraft.broker.txn_coordinator import NEED_PRODUCER_ID, MarkerSend, TxnCoordinator, TxnWrite
+from pykraft.broker.txn_coordinator import NEED_PRODUCER_ID, MarkerSend, TxnCoordinator, TxnWrite, Written
 from pykraft.broker.txn_offsets import PendingTxnOffsets
 from pykraft.broker.txn_state import TxnMetadata, TxnState
 from pykraft.protocol.errors import ErrorCode
@@ -73,6 +73,8 @@ class _Client:
 
 
 class TxnWorld:
+    version = 1  # the finalized transaction.version: the coordinator's own aborts follow it (txn_world_v2.py: 2)
+
     def __init__(self, seed: int, transactions: int = 12) -> None:
         self.rng = random.Random(seed)
         self.now = 0
@@ -94,7 +96,7 @@ class TxnWorld:
         self._zombie_started = False
 
     # ---- the event queue ---------------------------------------------------------------------------------------
-    def after(self, delay: int, action: Callable[[], None]) -> None:
+    def after(self, delay: int, action: Callable[..., None]) -> None:  # (lambdas binding loop values as defaults)
         heapq.heappush(self._queue, (self.now + delay, next(self._seq), action))
 
     def delay(self) -> int:
@@ -117,15 +119,17 @@ class TxnWorld:
 
     def tick(self) -> None:
         """The coordinator's periodic abort of timed-out transactions, while anything may still be open."""
-        for write in self.coordinator.timed_out(self.now):
+        for write in self.coordinator.timed_out(self.now, self.version):
             self.write(self.coordinator, write, lambda _d: None)
         if any(m.state in (TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT) or m.pending
                for m in self.coordinator.txns.values()) or len(self._queue) > 0:
             self.after(TIMEOUT_MS // 2, self.tick)
 
     # ---- the coordinator and its state log ---------------------------------------------------------------------
-    def write(self, coordinator: TxnCoordinator, write: TxnWrite, then: Callable[[ErrorCode], None]) -> None:
-        """Append the transit (if still the coordinator), maybe lose the answer, then apply it."""
+    def write(self, coordinator: TxnCoordinator, write: TxnWrite, then: Callable[[ErrorCode], None],
+              answered_with: Callable[[Written], None] | None = None) -> None:
+        """Append the transit (if still the coordinator), maybe lose the answer, then apply it. `answered_with`
+        (instead of `then`) gets the whole outcome (EndTxn v5's producer id and epoch)."""
         def done() -> None:
             current = coordinator is self.coordinator
             durable = current and self.rng.random() < 0.95
@@ -134,7 +138,10 @@ class TxnWorld:
             answered = durable and self.rng.random() < 0.95
             error = ErrorCode.NONE if answered else ErrorCode.COORDINATOR_NOT_AVAILABLE
             if not current:
-                then(ErrorCode.NOT_COORDINATOR)
+                if answered_with is not None:
+                    answered_with(Written(ErrorCode.NOT_COORDINATOR))
+                else:
+                    then(ErrorCode.NOT_COORDINATOR)
                 return
             if error is ErrorCode.NONE and write.transit.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
                 self.decide(write.transactional_id, write.transit.state is TxnState.PREPARE_COMMIT)
@@ -145,14 +152,18 @@ class TxnWorld:
                 self.write(coordinator, result.then, lambda _e: None)
             if result.retry:
                 self.after(self.delay(), lambda: self.write(coordinator, write, lambda _e: None))
-            then(result.answer)
+            if answered_with is not None:
+                answered_with(result)
+            else:
+                then(result.answer)
         self.after(self.delay(), done)
 
     def log_state(self, write: TxnWrite) -> None:
         t = write.transit
         self.state_log.append((write.transactional_id, None if write.tombstone else TxnMetadata(
             write.transactional_id, t.producer_id, t.producer_epoch, t.timeout_ms, t.state, set(t.partitions),
-            t.start_ms, t.last_update_ms)))
+            t.start_ms, t.last_update_ms, last_producer_id=t.last_producer_id, next_producer_id=t.next_producer_id,
+            client_txn_version=t.client_txn_version)))
 
     def decide(self, transactional_id: str, commit: bool) -> None:
         """The ground truth: the coordinator acts on a PrepareCommit/PrepareAbort (its write answered, or found by a
@@ -231,6 +242,7 @@ class TxnWorld:
         that arrives before the abort marker joins its aborted transaction; after it, its old epoch is refused."""
         zombie = self.clients.get(("alpha", 0))
         for tp in sorted(self.partitions) if zombie is not None and zombie.in_txn else ():
+            assert zombie is not None
             for _ in range(2):
                 # Only inside its transaction: a client that sent EndTxn writes nothing until its next one (a late
                 # write after EndTxn is what transaction.version 2 guards against, not this coordinator).
@@ -253,7 +265,8 @@ class TxnWorld:
                     self._zombie_started = True  # the old instance was fenced just now: its writes race the markers
                     self.zombie_writes()
                 self.after(self.delay() * 3, lambda: self.init(client))
-        self.call(client, lambda c: c.init_producer_id(client.transactional_id, TIMEOUT_MS, None, self.now), answered)
+        self.call(client, lambda c: c.init_producer_id(client.transactional_id, TIMEOUT_MS, None, self.now,
+                                                       server_version=self.version), answered)
 
     def begin(self, client: _Client) -> None:
         if client.transactions >= self.transactions:
