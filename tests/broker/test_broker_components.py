@@ -12,22 +12,22 @@ class Sink:
     def __init__(self) -> None:
         self.calls: list[tuple] = []
 
-    def send_to_controller(self, component, send) -> None:  # noqa: ANN001
+    def send_to_controller(self, component, send) -> None:
         self.calls.append(("send", component, send.request_id))
 
-    def state_changed(self, change) -> None:  # noqa: ANN001
+    def state_changed(self, change) -> None:
         self.calls.append(("state", change.new))
 
-    def shutdown_complete(self, done) -> None:  # noqa: ANN001
+    def shutdown_complete(self, done) -> None:
         self.calls.append(("done", done.clean))
 
-    def isr_change(self, change) -> None:  # noqa: ANN001
+    def isr_change(self, change) -> None:
         self.calls.append(("isr-change",))
 
-    def find_controller(self, component) -> None:  # noqa: ANN001
+    def find_controller(self, component) -> None:
         self.calls.append(("find", component))
 
-    def schedule(self, component, wakeup_ms) -> None:  # noqa: ANN001
+    def schedule(self, component, wakeup_ms) -> None:
         self.calls.append(("timer", component, wakeup_ms))
 
 

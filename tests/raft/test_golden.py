@@ -40,13 +40,13 @@ class Script:
         self.ctx: Context | None = None
         self.out: list[str] = []
 
-    def _capture(self, call) -> None:  # noqa: ANN001 - runs `call`, recording every Ready the harness ran
+    def _capture(self, call) -> None:
         ctx = self.ctx
         assert ctx is not None
         seen = []
         original = ctx._run
 
-        def recording(ready):  # noqa: ANN001, ANN202
+        def recording(ready):
             seen.append(ready)
             return original(ready)
 
@@ -129,8 +129,8 @@ def test_there_are_golden_scenarios() -> None:
 
 def test_a_behaviour_change_shows_as_a_text_diff(monkeypatch: pytest.MonkeyPatch) -> None:
     """A core that times out sooner (a changed election timer) no longer reproduces the election script."""
-    import functools  # noqa: PLC0415
-    import sys  # noqa: PLC0415
+    import functools
+    import sys
 
     text = (GOLDEN / "election.txt").read_text()
     module = sys.modules[__name__]

@@ -54,7 +54,7 @@ def test_a_high_watermark_moving_back_is_caught(monkeypatch: pytest.MonkeyPatch)
     calls = [0]
     original = partition_logs.SimPartitionLog.update_high_watermark
 
-    def sometimes_back(self, offset: int) -> None:  # noqa: ANN001
+    def sometimes_back(self, offset: int) -> None:
         calls[0] += 1
         original(self, offset)
         if calls[0] % 50 == 0:
@@ -67,7 +67,7 @@ def test_a_high_watermark_moving_back_is_caught(monkeypatch: pytest.MonkeyPatch)
 def test_replicas_that_disagree_below_the_hwm_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     original = fetch_answers.trim
 
-    def corrupting(records, upper: int):  # noqa: ANN001, ANN202 - a leader whose answers change a byte (CRC redone)
+    def corrupting(records, upper: int):
         out = bytearray(original(records, upper))
         if len(out) > 70:
             out[-1] ^= 1
@@ -93,7 +93,7 @@ def test_an_acks_all_answer_before_the_hwm_loses_records_and_is_caught(monkeypat
 def test_a_consumer_that_cannot_read_an_acknowledged_record_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     original = data_invariants.answer_partition
 
-    def one_short(host, name, unknown, p, replica_id, epoch, now):  # noqa: ANN001, ANN202 - consumers stop short
+    def one_short(host, name, unknown, p, replica_id, epoch, now):
         answer = original(host, name, unknown, p, replica_id, epoch, now)
         if replica_id == fetch_answers.CONSUMER and len(answer.records):
             answer = dataclasses.replace(answer, records=fetch_answers.trim(answer.records, answer.high_watermark - 1))
@@ -104,11 +104,11 @@ def test_a_consumer_that_cannot_read_an_acknowledged_record_is_caught(monkeypatc
 
 
 def test_an_unclean_election_where_it_is_refused_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pykraft.controller.controller as controller  # noqa: PLC0415
+    import pykraft.controller.controller as controller
 
     original = controller.QuorumController.__init__
 
-    def always_unclean(self, config, rng):  # noqa: ANN001, ANN202 - a controller that ignores the topic config
+    def always_unclean(self, config, rng):
         original(self, dataclasses.replace(config, unclean_check_interval_ms=1000), rng)
         self.replication.unclean_election_enabled = lambda topic: True
 
@@ -117,12 +117,12 @@ def test_an_unclean_election_where_it_is_refused_is_caught(monkeypatch: pytest.M
 
 
 def test_a_coordinator_that_loses_committed_offsets_on_failover_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pykraft.broker.group_log as group_log  # noqa: PLC0415
-    from pykraft.records.group_records import OffsetKey, decode_key  # noqa: PLC0415
+    import pykraft.broker.group_log as group_log
+    from pykraft.records.group_records import OffsetKey, decode_key
 
     original = group_log.apply_record
 
-    def forgets_offsets(groups, raw_key: bytes, raw_value: bytes | None, consumers=None) -> None:  # noqa: ANN001
+    def forgets_offsets(groups, raw_key: bytes, raw_value: bytes | None, consumers=None) -> None:
         if not isinstance(decode_key(raw_key), OffsetKey):  # a bad load: the committed offsets are dropped
             original(groups, raw_key, raw_value, consumers)
 

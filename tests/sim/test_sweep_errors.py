@@ -22,7 +22,7 @@ def test_a_crashing_seed_is_a_violation_with_its_replay_command(monkeypatch: pyt
 
 
 def test_a_run_whose_linearizability_check_ran_out_of_time_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pykraft.sim.checks import history  # noqa: PLC0415
+    from pykraft.sim.checks import history
 
     seeds = range(0, 4, 2)  # two swarm_ci seeds whose clients wrote
     summary = sweep_module.sweep(seeds, "swarm_ci", jobs=1)

@@ -251,7 +251,7 @@ class PartitionCore(FollowerSide):
             if found is ErrorCode.NOT_LEADER_OR_FOLLOWER:  # a topic this broker knows: Kafka counts the request
                 self.topic_stats.of(topic).total_produce_requests += 1
             return AppendResult(found)
-        replica, log, leading = found, found.log, found.leading
+        replica, leading = found, found.leading
         assert leading is not None
         counters = self.topic_stats.of(topic)
         counters.total_produce_requests += 1

@@ -31,7 +31,7 @@ ANY_EPOCH = -1
 @dataclass(frozen=True, slots=True)
 class _Entry(Generic[T]):
     threshold: int
-    epoch: int
+    epoch: int | None  # None: made while this node led nothing (failed by the first leadership it sees)
     token: T
 
 
@@ -39,7 +39,7 @@ class ThresholdPurgatory(Generic[T]):
     def __init__(self) -> None:
         self._entries: list[_Entry[T]] = []
 
-    def add(self, threshold: int, token: T, epoch: int = ANY_EPOCH) -> None:
+    def add(self, threshold: int, token: T, epoch: int | None = ANY_EPOCH) -> None:
         """Wait until the watermark reaches `threshold`; `epoch` is the leadership it belongs to."""
         self._entries.append(_Entry(threshold, epoch, token))
 

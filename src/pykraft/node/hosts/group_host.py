@@ -30,7 +30,7 @@ from pykraft.node.hosts.consumer_group_host import adopt_offsets, expire_consume
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
 from pykraft.broker.group_state import Group, OffsetEntry, StoreGroup
 from pykraft.broker.txn_offsets import PendingTxnOffsets
-from pykraft.broker.group_log import LOAD_SLICE_BYTES, OFFSETS_TOPIC, group_record, offset_records
+from pykraft.broker.group_log import OFFSETS_TOPIC, group_record, offset_records
 from pykraft.broker.group_log import apply_record as _apply_record  # noqa: F401 - the tests' name for it
 from pykraft.broker.group_log import group_value as _group_value  # noqa: F401
 from pykraft.broker.group_log import replay_slice as _replay_slice

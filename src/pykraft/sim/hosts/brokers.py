@@ -37,6 +37,7 @@ from pykraft.sim.hosts.group_wire import GroupRequest, GroupResponse
 from pykraft.sim.hosts.metadata_machine import MetadataMachine
 from pykraft.sim.hosts.partition_logs import SimPartitionLogs
 from pykraft.sim.hosts.metadata_wire import Component, ControllerRequest, ControllerResponse
+from pykraft.raft.effects import ShutdownComplete as RaftShutdownComplete
 from pykraft.sim.engine.node import SimNode, Status
 
 PAUSED_RETRY_MS = 10
@@ -202,7 +203,11 @@ class BrokerNode(SimNode):
     def state_changed(self, change: StateChanged) -> None:
         self._on_state_changed(change)
 
-    def shutdown_complete(self, done: ShutdownComplete) -> None:
+    def shutdown_complete(self, done: ShutdownComplete | RaftShutdownComplete) -> None:
+        """Both the broker's lifecycle (a controlled shutdown done) and the raft core (SimNode's effect) end so."""
+        if isinstance(done, RaftShutdownComplete):
+            super().shutdown_complete(done)
+            return
         self.world.scheduler.after(0, self._finish_shutdown, self.incarnation, done.clean)
 
     def isr_change(self, change: Any) -> None:

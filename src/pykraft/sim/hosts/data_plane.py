@@ -209,7 +209,7 @@ class SimDataPlane:
         answers = []
         for topic, part in request.partitions:
             if not self.open:
-                from pykraft.broker.fetch_answers import PartitionAnswer  # noqa: PLC0415
+                from pykraft.broker.fetch_answers import PartitionAnswer
                 answers.append((topic, PartitionAnswer(part.index, ErrorCode.NOT_LEADER_OR_FOLLOWER)))
                 continue
             answers.append((topic, answer_partition(self.host, topic, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, part,

@@ -199,11 +199,11 @@ def attach(plan: Plan, topics: list[TopicSpec], start_ms: int = 500, producer: b
     plan.gap_checks.append(lambda: metadata_gaps(plan, admin))
     plan.stat_hooks.append(lambda: metadata_stats(plan, admin))
     if producer:
-        from pykraft.sim.checks.data_invariants import DataChecker  # noqa: PLC0415
-        from pykraft.sim.scenarios.data_workload import Producer  # noqa: PLC0415
+        from pykraft.sim.checks.data_invariants import DataChecker
+        from pykraft.sim.scenarios.data_workload import Producer
 
         world = plan.world
         world.data_checker = DataChecker(world, loss_allowed=True)  # type: ignore[attr-defined]
         writer = Producer(world, 90, topics[0].name, topics[0].partitions, 1, False, 40, plan.faults_end_ms)
-        world.scheduler.at(start_ms + 1000, lambda: (writer.start(), None)[1])
+        world.scheduler.at(start_ms + 1000, writer.start)
     return admin

@@ -94,7 +94,7 @@ class SimPartitionLogs:
     def load(self) -> list[tuple[tuple[str, int], None]]:
         for log in self._logs.values():
             # a restart knows no high watermark until its leader says (Kafka's checkpointed one may lag too)
-            log._high_watermark = log.start_offset()  # noqa: SLF001 - the simulated disk owns the log
+            log._high_watermark = log.start_offset()
         return [(key, None) for key in sorted(self._logs)]
 
     def get(self, topic: str, partition: int) -> SimPartitionLog | None:

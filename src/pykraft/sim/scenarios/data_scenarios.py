@@ -62,9 +62,9 @@ def _coordinator_fault(kind: str) -> tuple[Any, Any]:
     chosen: list[int] = []
 
     def strike(w: World) -> Traced:
-        from pykraft.broker.group_log import OFFSETS_TOPIC  # noqa: PLC0415
-        from pykraft.records.group_records import partition_for  # noqa: PLC0415
-        from pykraft.sim.scenarios.data_workload import leader_of  # noqa: PLC0415
+        from pykraft.broker.group_log import OFFSETS_TOPIC
+        from pykraft.records.group_records import partition_for
+        from pykraft.sim.scenarios.data_workload import leader_of
 
         leader = leader_of(w, w.stream("coordinator-fault"), OFFSETS_TOPIC, partition_for("g", 3))
         if leader is None:
@@ -212,7 +212,7 @@ def _leader_broker(world: World, brokers: list[int]) -> int | None:
 
 def _image(world: World) -> Any:
     """The committed image of the newest raft leader (the active controller's)."""
-    from pykraft.sim.scenarios.workload import newest_leader  # noqa: PLC0415
+    from pykraft.sim.scenarios.workload import newest_leader
 
     return getattr(newest_leader(world), "committed_image", None)
 
@@ -253,9 +253,9 @@ def data_reassign(seed: int, trace_size: int | None) -> Plan:
     """KIP-455 moves of the data topic's partitions among 4 brokers while producers write, with faults one at a
     time: a move copies the log to the adding replicas before the removing ones go, so no acknowledged record is
     lost (the reassignment driver of reassign_scenarios.py, its ReassignmentTarget check included)."""
-    from pykraft.sim.hosts.data_cluster import DATA_TOPIC, PARTITIONS, REPLICATION_FACTOR  # noqa: PLC0415
-    from pykraft.sim.hosts.metadata_cluster import TopicSpec  # noqa: PLC0415
-    from pykraft.sim.scenarios.reassign_scenarios import ReassignmentDriver  # noqa: PLC0415
+    from pykraft.sim.hosts.data_cluster import DATA_TOPIC, PARTITIONS, REPLICATION_FACTOR
+    from pykraft.sim.hosts.metadata_cluster import TopicSpec
+    from pykraft.sim.scenarios.reassign_scenarios import ReassignmentDriver
 
     cluster = _cluster("data_reassign", seed, trace_size, 11_000, brokers=4)
     plan = cluster.plan
@@ -273,9 +273,9 @@ def data_groups(seed: int, trace_size: int | None) -> Plan:
     """A consumer group of three reads the data topic while producers write: coordinator failovers (the brokers
     fail one at a time, so the leadership of `__consumer_offsets` partitions moves) and members leaving and coming
     back (rebalances); a group's committed offsets never go back within a generation (GroupOffsetMonotonic)."""
-    from pykraft.sim.hosts.data_cluster import DATA_TOPIC, PARTITIONS  # noqa: PLC0415
-    from pykraft.sim.hosts.metadata_cluster import TopicSpec  # noqa: PLC0415
-    from pykraft.sim.scenarios.group_workload import GroupConsumer  # noqa: PLC0415
+    from pykraft.sim.hosts.data_cluster import DATA_TOPIC, PARTITIONS
+    from pykraft.sim.hosts.metadata_cluster import TopicSpec
+    from pykraft.sim.scenarios.group_workload import GroupConsumer
 
     cluster = _cluster("data_groups", seed, trace_size, 12_000,
                        extra_topics=(TopicSpec("__consumer_offsets", 3, 3),))

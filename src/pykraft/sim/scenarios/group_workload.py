@@ -132,7 +132,9 @@ class GroupConsumer:
     def _offsets_partitions(self) -> int | None:
         for node in self.world.nodes.values():
             cache = getattr(node, "cache", None)
-            topic_id = None if cache is None else cache.topic_id(OFFSETS_TOPIC)
+            if cache is None:
+                continue
+            topic_id = cache.topic_id(OFFSETS_TOPIC)
             if topic_id is not None:
                 return len(cache.replication.topics[topic_id].partitions)
         return None
