@@ -177,10 +177,10 @@ def test_report_has_every_section_and_nothing_to_fetch(summary):
 
 def test_report_lists_a_bounded_number_of_data_directories():
     """Thousands of simulated runs analysed at once: the report names the first ones, summary.json all of them."""
-    from pykraft.pipeline.report import MAX_DIRECTORIES, _audit_section
+    from pykraft.pipeline.report import MAX_DIRECTORIES, _directories
 
     directories = [{"cluster_id": "C", "node_id": i, "directory_id": "d", "path": f"/runs/{i}/data"}
                    for i in range(MAX_DIRECTORIES + 7)]
-    page = _audit_section({"audits": {}, "data_directories": directories})
+    page = _directories({"audits": {}, "data_directories": directories})
     assert "<td>/runs/0/data</td>" in page and f"<td>/runs/{MAX_DIRECTORIES}/data</td>" not in page
     assert "7 more in summary.json" in page

@@ -55,7 +55,7 @@ def high_watermark(log: pd.DataFrame, traced: pd.Series) -> int:
     if log.empty:
         return 0
     nodes = log["node_id"].nunique()
-    valid = log[log["crc_valid"].fillna(False).astype(bool)]
+    valid = log[log["crc_valid"].eq(True)]
     holders = valid.groupby(["offset", "batch_digest"])["node_id"].nunique().groupby(level="offset").max()
     held = holders.reindex(sorted(log["offset"].unique()), fill_value=0)
     short = held.index[held < nodes // 2 + 1]
@@ -63,7 +63,7 @@ def high_watermark(log: pd.DataFrame, traced: pd.Series) -> int:
 
 
 def committed_log(log: pd.DataFrame, hwm: int) -> pd.DataFrame:
-    valid = log[log["crc_valid"].fillna(False).astype(bool) & (log["offset"] < hwm)]
+    valid = log[log["crc_valid"].eq(True) & (log["offset"] < hwm)]
     return valid.sort_values(["offset", "node_id"], kind="stable").drop_duplicates("offset")
 
 
@@ -180,9 +180,9 @@ def cluster_pass(cluster_id: str, rows: pd.DataFrame, at: StopAt) -> Iterator[di
     start = 0 if snapshot is None else snapshot[0]
     chosen = snapshots.iloc[0:0] if snapshot is None else snapshots[
         (snapshots["snapshot_end_offset"] == snapshot[0]) & (snapshots["node_id"] == snapshot[1])]
-    plain = ~committed["is_control"].fillna(False).astype(bool) & committed["record_type"].notna()
+    plain = ~committed["is_control"].eq(True) & committed["record_type"].notna()
     replayed = committed[plain & (committed["offset"] >= start) & (committed["offset"] <= stop)]
-    chosen = chosen[~chosen["is_control"].fillna(False).astype(bool)]
+    chosen = chosen[~chosen["is_control"].eq(True)]
     yield from replay_cluster(cluster_id, _records(chosen, replayed), stop)
     yield from control_rows(committed, snapshots, stop, base)
     yield from count_rows(committed, base)
