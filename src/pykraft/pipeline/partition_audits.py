@@ -124,8 +124,9 @@ def audit_acknowledged(tables: Tables, results: Results, user: DataFrame, extent
     expected = (acked.join(holders, PARTITION).join(log_start, REPLICA, "left")
                 .filter(F.coalesce(F.col("offset") >= F.col("log_start"), F.lit(True))))
     held = rows.select(*REPLICA, "offset", "file", "position", F.col("value_digest").alias("held_digest"))
-    lost = (expected.join(held, REPLICA + ["offset"], "left")
-            .filter(F.col("held_digest").isNull() | (F.col("held_digest") != F.col("value_digest")))
+    missing = (expected.join(held, REPLICA + ["offset"], "left")
+               .filter(F.col("held_digest").isNull() | (F.col("held_digest") != F.col("value_digest"))))
+    lost = (_not_compacted(user, missing)
             .select(F.lit("lost").alias("kind"), *REPLICA, "offset", "file", "position", "value_digest",
                     F.when(F.col("held_digest").isNull(), F.lit("acknowledged, not in the log at its offset"))
                     .otherwise(F.lit("acknowledged, another value at its offset")).alias("detail")))
@@ -147,6 +148,18 @@ def audit_acknowledged(tables: Tables, results: Results, user: DataFrame, extent
         F.sum((F.col("outcome") != "acked").cast("long")).alias("failed"))
     found = offending.groupBy("cluster_id", "topic").pivot("kind", ["lost", "duplicated", "phantom"]).count()
     results.tables["acknowledged_history"] = outcomes.join(found, ["cluster_id", "topic"], "left").fillna(0)
+
+
+def _not_compacted(user: DataFrame, missing: DataFrame) -> DataFrame:
+    """`missing` without the records the log cleaner may have removed: a record absent from a replica that holds
+    a later record with its key (the key read from any replica still holding the offset). A record no replica
+    holds any more has no known key: it stays missing."""
+    keyed = user.filter(F.col("key").isNotNull())
+    key_at = keyed.groupBy(*PARTITION, "offset").agg(F.first("key").alias("key"))
+    last_of_key = keyed.groupBy(*REPLICA, "key").agg(F.max("offset").alias("last_of_key"))
+    return (missing.join(key_at, PARTITION + ["offset"], "left").join(last_of_key, REPLICA + ["key"], "left")
+            .filter(F.col("held_digest").isNotNull() | ~F.coalesce(F.col("last_of_key") > F.col("offset"),
+                                                                   F.lit(False))))
 
 
 def audit_consumer_groups(results: Results, user: DataFrame, refs: DataFrame) -> None:
