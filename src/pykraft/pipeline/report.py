@@ -28,6 +28,7 @@ MAX_DIRECTORIES = 30  # listed in the report (thousands of simulated runs: all o
 MAX_CLUSTERS = 12  # clusters drawn in full; the others are listed
 MAX_ROWS = 200_000  # rows of one table read for the plots (more: a sample)
 MAX_PARTITIONS = 24  # small multiples drawn per cluster
+MAX_INTERNAL = 6  # of which partitions of internal topics (__consumer_offsets has 50)
 _STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:1340px}table{border-collapse:collapse;margin:.5em 0}"
           "td,th{border:1px solid #bbb;padding:2px 6px;font-size:13px}.pass{color:#070}.fail{color:#b00}"
           "tr.bad td{background:#ffebee}svg{max-width:100%;height:auto}section.cluster{border-top:3px solid #455a64;"
@@ -186,8 +187,11 @@ def _partitions(t: Tables, cid: str, span: tuple[int, int] | None) -> str:
     if span is None or not len(history):
         return "<p>no partitions</p>"
     spans = _spans(history, ["topic", "partition"], "timestamp", span[1])
-    keys = sorted({(tp, p) for tp, p in zip(spans["topic"], spans["partition"])})
-    shown = keys[:MAX_PARTITIONS]
+    # The user's topics first; the internal ones (__consumer_offsets: 50 partitions) after them.
+    keys = sorted({(tp, p) for tp, p in zip(spans["topic"], spans["partition"])},
+                  key=lambda k: (k[0].startswith("__"), k[0], k[1]))
+    user = [k for k in keys if not k[0].startswith("__")][:MAX_PARTITIONS]
+    shown = user + [k for k in keys if k[0].startswith("__")][:max(0, min(MAX_INTERNAL, MAX_PARTITIONS - len(user)))]
     by_partition = {f"{tp}-{p}": spans[(spans["topic"] == tp) & (spans["partition"] == p)] for tp, p in shown}
     more = f"<p class=note>{len(keys) - len(shown)} more partitions: see partition_history</p>" \
         if len(keys) > len(shown) else ""
@@ -195,6 +199,8 @@ def _partitions(t: Tables, cid: str, span: tuple[int, int] | None) -> str:
 
 
 def _final_image(cluster: dict[str, Any]) -> str:
+    """Brokers (the ones not unfenced highlighted), every partition of the user's topics (offline ones
+    highlighted), the internal topics one line each (how many of their partitions are offline)."""
     image = cluster["image"]
     partitions = [{"topic": tp["name"], "partition": p["partitionId"], "leader": p["leader"], "isr": p["isr"],
                    "replicas": p["replicas"], "leaderEpoch": p["leaderEpoch"],
@@ -204,8 +210,17 @@ def _final_image(cluster: dict[str, Any]) -> str:
     fenced = [b["brokerId"] for b in image["brokers"] if b["state"] != "UNFENCED"]
     note = (f"<p class=note>{offline} of {len(partitions)} partitions offline (no leader); brokers not unfenced: "
             f"{fenced or 'none'}; voters {[v['voterId'] for v in image['voters']]}</p>")
+    user = [p for p in partitions if not p["topic"].startswith("__")]
+    internal: dict[str, dict[str, Any]] = {}
+    for p in partitions:
+        if p["topic"].startswith("__"):
+            line = internal.setdefault(p["topic"], {"internal topic": p["topic"], "partitions": 0, "offline": 0})
+            line["partitions"] += 1
+            line["offline"] += p["leader"] < 0
     return (note + _table(image["brokers"], bad=lambda r: r["state"] != "UNFENCED")
-            + _table(partitions, bad=lambda r: r["leader"] < 0) + _table(image["features"]))
+            + _table(user, bad=lambda r: r["leader"] < 0)
+            + (_table(list(internal.values()), bad=lambda r: r["offline"] > 0) if internal else "")
+            + _table(image["features"]))
 
 
 def _observers(t: Tables, cid: str, cluster: dict[str, Any]) -> str:
