@@ -138,3 +138,4 @@ def test_binary_column_of_empty_null_and_adjacent_ranges():
     buf = np.frombuffer(b"abcdefghij", dtype=np.uint8)
     column = binary_column(buf, np.array([0, 2, 2, 5, 9]), np.array([2, 0, -1, 3, 1]))
     assert column.to_pylist() == [b"ab", b"", None, b"fgh", b"j"]
+

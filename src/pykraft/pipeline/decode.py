@@ -274,8 +274,9 @@ class _Output:
         arrays: dict[str, pa.Array] = {"offset": pa.array(run.offset, pa.int64()),
                                        "timestamp": pa.array(run.timestamp, pa.int64()),
                                        "key": run.key, "value": run.value}
+        batch_of = pa.array(run.batch_of)
         for name, values in per_batch.items():
-            arrays[name] = pa.array(values, self.schema.field(name).type).take(pa.array(run.batch_of))
+            arrays[name] = pa.array(values, self.schema.field(name).type).take(batch_of)
         if self.decoder is not None:
             arrays.update(_payload_columns(self.raw, run, self.decoder))
         columns = []
