@@ -91,7 +91,7 @@ def test_noop_record_every_max_idle_interval() -> None:
 
 
 def test_noop_record_can_be_disabled() -> None:
-    q = Quorum(auto_leader_rebalance=False, max_idle_interval_ms=0)
+    q = Quorum(auto_leader_rebalance=False, max_idle_interval_ms=0, unclean_check_interval_ms=0)
     q.activate(0, now_ms=0)
     assert q.tick(10_000).records == () and q.active.next_wakeup_ms() is None
 

@@ -15,7 +15,8 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from pykraft.controller.config_defs import TOPIC_CONFIGS, check_topic_configs
-from pykraft.controller.configs import ConfigControl, describe_configs
+from pykraft.controller.configs import ConfigControl
+from pykraft.controller.describe_configs import NodeView, describe_configs
 from pykraft.controller.controller import QuorumController
 from pykraft.controller.create_partitions import create_partitions
 from pykraft.protocol.codec import encode_response
@@ -69,10 +70,10 @@ def controller_with_topic(**configs):
     return controller, result
 
 
-def test_create_topics_writes_config_records_after_the_topic():
+def test_create_topics_writes_config_records_after_the_topic_before_its_partitions():
     controller, result = controller_with_topic(retention_ms="1000")
-    assert [type(r).__name__ for r in result.records] == ["TopicRecordV0", "PartitionRecordV2", "PartitionRecordV2",
-                                                          "ConfigRecordV0"]
+    assert [type(r).__name__ for r in result.records] == ["TopicRecordV0", "ConfigRecordV0", "PartitionRecordV2",
+                                                          "PartitionRecordV2"]
     assert controller.configs.of(2, "t") == {"retention.ms": "1000"}
 
 
@@ -84,10 +85,11 @@ def test_create_topics_refuses_an_unknown_config_and_writes_nothing():
     assert result.records == ()
 
 
-def describe(controller, kind, name, keys=None):
+def describe(controller, kind, name, keys=None, node_id=3000):
     request = dc.DescribeConfigsRequest(resources=(dc.DescribeConfigsResource(
         resource_type=i8(kind), resource_name=name, configuration_keys=keys),))
-    response = describe_configs(controller.configs, controller.replication, request)
+    response = describe_configs(controller.configs, lambda t: t in controller.replication.topics_by_name, request,
+                                NodeView(node_id))
     encode_response(1, response)
     (result,) = response.results
     return result
@@ -102,8 +104,7 @@ def test_describe_shows_overrides_as_topic_config_and_the_rest_as_defaults():
     only = describe(controller, 2, "t", keys=("retention.ms",))
     assert [c.name for c in only.configs] == ["retention.ms"]
     missing = describe(controller, 2, "nope")
-    assert (missing.error_code, missing.error_message) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                                           "The topic 'nope' does not exist.")
+    assert (missing.error_code, missing.error_message) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
 
 
 def incremental(controller, kind, name, *ops, validate_only=False):
@@ -136,10 +137,16 @@ def test_incremental_alter_sets_deletes_appends_and_refuses_bad_values():
 
 def test_broker_configs_are_stored_and_described_and_bad_broker_names_refused():
     controller, _ = controller_with_topic()
-    replay_all(controller, incremental(controller, 4, "1", ("log.cleaner.threads", 0, "2")))
-    (entry,) = describe(controller, 4, "1").configs
-    assert (entry.name, entry.value, int(entry.config_source)) == ("log.cleaner.threads", "2", 2)
-    assert incremental(controller, 4, "x", ("a", 0, "1")).response.responses[0].error_code == ErrorCode.INVALID_REQUEST
+    replay_all(controller, incremental(controller, 4, "1", ("log.retention.ms", 0, "2000")))
+    entries = {c.name: c for c in describe(controller, 4, "1", node_id=1).configs}
+    entry = entries["log.retention.ms"]
+    assert (entry.value, int(entry.config_source), entry.read_only) == ("2000", 2, False)
+    other = describe(controller, 4, "1")  # node 3000 describes only itself
+    assert (other.error_code, other.error_message) == (
+        ErrorCode.INVALID_REQUEST, "Unexpected broker id, expected 3000 or empty string, but received 1")
+    refused = incremental(controller, 4, "x", ("a", 0, "1")).response.responses[0]
+    assert (refused.error_code, refused.error_message) == (ErrorCode.INVALID_REQUEST,
+                                                           "Unable to parse broker name as a base 10 number.")
 
 
 def test_legacy_alter_configs_replaces_the_whole_set():

@@ -1,6 +1,7 @@
 """`process.roles=broker,controller` in one process, Kafka's single-node quickstart layout, driven through the CLI:
 the node formats with --standalone, registers its broker part with its own controller, creates and describes a topic
-through the broker listener, keeps it across a restart, and stops cleanly after its controlled shutdown."""
+through the broker listener, keeps it across a restart, serves a consumer group, and stops cleanly after its
+controlled shutdown."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import urllib.request
 from pykraft.node.local_cluster import CLI, free_ports
 
 from .helpers import wait_for
+from .stock_clients import consume_group, produce
 
 
 def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -46,7 +48,8 @@ def test_a_combined_node_serves_as_controller_and_broker_and_keeps_its_topic_acr
         "controller.listener.names=CONTROLLER",
         "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
         f"controller.quorum.bootstrap.servers=127.0.0.1:{controller_port}",
-        f"log.dirs={tmp_path / 'data'}", f"pykraft.metrics.port={metrics_port}", ""]))
+        f"log.dirs={tmp_path / 'data'}", f"pykraft.metrics.port={metrics_port}",
+        "offsets.topic.replication.factor=1", ""]))  # as Kafka's single-node server.properties sets it
     cluster_id = _cli("storage", "random-uuid").stdout.strip()
     _cli("storage", "format", "--config", str(config), "--cluster-id", cluster_id, "--standalone")
     bootstrap = f"127.0.0.1:{broker_port}"
@@ -56,6 +59,9 @@ def test_a_combined_node_serves_as_controller_and_broker_and_keeps_its_topic_acr
         created = _cli("topics", "create", "--bootstrap-server", bootstrap, "--topic", "demo", "--partitions", "3",
                        "--replication-factor", "1")
         assert created.stdout.strip() == "Created topic demo."
+        # The reassignment APIs reach the node's own controller through its broker listener.
+        listed = _cli("reassign-partitions", "--bootstrap-server", bootstrap, "--list")
+        assert listed.stdout.strip() == "No partition reassignments found."
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
         assert "controlled shutdown done" in (tmp_path / "server.log").read_text()
@@ -74,8 +80,12 @@ def test_a_combined_node_serves_as_controller_and_broker_and_keeps_its_topic_acr
         # Both parts publish their metrics on the node's endpoint.
         scraped = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
         assert "kafka_controller_kafkacontroller_activecontrollercount 1.0" in scraped
-        assert 'pykraft_broker_state{pykraft_broker_state="running"} 1.0' in scraped
+        assert 'pykraft_broker_state{state="running"} 1.0' in scraped
         assert "kafka_controller_kafkacontroller_globaltopiccount 1.0" in scraped
+        # A consumer group on the broker listener: the combined node is its group coordinator too.
+        produced = produce("kafka-python", bootstrap, "demo", 20, lambda i: None)
+        assert produced == set(range(20))
+        assert sorted(consume_group("kafka-python", bootstrap, "demo", "combined-group", 20)) == list(range(20))
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)

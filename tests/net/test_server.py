@@ -288,3 +288,29 @@ async def test_a_call_two_loop_turns_after_an_answer_is_released_runs_once_it_is
     assert written_before_the_call == [1]
     assert correlation_of(await request) == 0
     await conn.close()
+
+
+async def test_a_server_bound_without_serving_refuses_connections_until_it_serves() -> None:
+    """What a broker's client listener does until the broker caught up: its port is held, connections refused."""
+    seen: list[str | None] = []
+
+    async def handler(info, payload):  # noqa: ANN001, ANN202 - the server's handler
+        seen.append(info.listener_name)
+        return bytes(payload)
+
+    server = FrameServer(handler, listener_name="EXTERNAL")
+    host, port = await server.start("127.0.0.1", 0, serving=False)
+    try:
+        assert not server.serving
+        with pytest.raises(ConnectionRefusedError):
+            await asyncio.open_connection(host, port)
+        await server.start_serving()
+        await server.start_serving()  # a second call changes nothing
+        assert server.serving
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(struct.pack(">i", 4) + b"ping")
+        assert await reader.readexactly(8) == struct.pack(">i", 4) + b"ping"
+        writer.close()
+        assert seen == ["EXTERNAL"]  # each request knows the listener it came in on
+    finally:
+        await server.close()

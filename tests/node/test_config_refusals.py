@@ -65,12 +65,17 @@ def test_every_problem_is_reported_at_once():
         "(remove them to run without authorization or SASL)"]
 
 
-def test_keys_pykraft_does_not_implement_are_named_in_one_warning():
+def test_kafka_keys_pykraft_does_not_implement_are_named_in_one_warning_unknown_keys_apart():
     config = parse_config("process.roles=controller\nnode.id=1\nlisteners=CONTROLLER://h:1\n"
                           "controller.listener.names=CONTROLLER\ncontroller.quorum.bootstrap.servers=h:1\n"
-                          "num.network.threads=3\nfoo.bar=1\npykraft.log.format=text\n")
+                          "num.network.threads=3\nfoo.bar=1\npykraft.log.format=text\nmin.insync.replica=2\n"
+                          "listener.name.controller.ssl.cipher.suites=X\n")
     assert config.warnings == (
-        "These configurations are not implemented by pykraft and are ignored: foo.bar, num.network.threads",)
+        "These Kafka configurations are not implemented by pykraft and are ignored: "
+        "listener.name.controller.ssl.cipher.suites, num.network.threads",
+        "The configuration 'foo.bar' was supplied but isn't a known config.",
+        "The configuration 'min.insync.replica' was supplied but isn't a known config. "
+        "Did you mean 'min.insync.replicas'?")
 
 
 def test_the_data_planes_keys_are_implemented_not_warned_about():

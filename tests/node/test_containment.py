@@ -139,7 +139,7 @@ async def test_a_peer_response_that_raises_in_the_core_task_is_counted_and_dropp
 @pytest.mark.asyncio
 async def test_when_no_error_answer_can_be_built_only_that_connection_closes(tmp_path, monkeypatch):
     async with active_controller(tmp_path) as (runtime, port):
-        monkeypatch.setattr(inbound.client_apis, "metadata", raising(RuntimeError("a client API bug")))
+        monkeypatch.setattr(inbound.metadata_api, "metadata", raising(RuntimeError("a client API bug")))
         answer = await call(port, MetadataV1(topics=()))
         assert answer.topics == ()  # Metadata v1 for no topics: the error has nowhere to go, the answer is empty
         monkeypatch.setattr(inbound, "error_response_for", raising(ValueError("no error field")))

@@ -48,16 +48,17 @@ def api(loaded: bool = True) -> GroupApi:
     async def forward(api_key: int, request: Any) -> Any:
         return None
 
+    node_config = SimpleNamespace(raw={}, is_broker=True, is_controller=False, controller_listener_names=("CONTROLLER",))
     broker = SimpleNamespace(cache=MetadataCache(), _now=lambda: 1000, forward=forward,
-                             data_plane=SimpleNamespace(node_config=SimpleNamespace(raw={}),
-                                                        _address_of=lambda broker_id: None))
+                             data_plane=SimpleNamespace(node_config=node_config, _address_of=lambda broker_id: None))
     return GroupApi(broker, MemoryGroups(loaded))  # type: ignore[arg-type]
 
 
-def call(group_api: GroupApi, api_key: ApiKey, version: int, **fields: Any) -> Any:
+def call(group_api: GroupApi, api_key: ApiKey, version: int, listener: str | None = None, **fields: Any) -> Any:
     cls = request_class(api_key, version)
     request = cls(**fields)
-    decoded = SimpleNamespace(message=request, client_id="client", api_key=api_key)
+    decoded = SimpleNamespace(message=request, client_id="client", api_key=api_key,
+                              context=SimpleNamespace(listener_name=listener))
     answer = asyncio.run(asyncio.wait_for(group_api.handlers()[api_key](decoded), 5))
     encode_response(1, answer)  # every answer must be writable at the request's version
     return answer
@@ -175,9 +176,12 @@ def test_find_coordinator_names_the_leader_of_the_groups_partition():
     group_api = api(loaded=False)
     cache = group_api.broker.cache
     offsets_id = uuid.UUID(int=77)
+    # Broker 2 has a second listener, EXTERNAL; broker 1 has only PLAINTEXT.
     records = [BrokerRegistration(broker_id=b, epoch=b, incarnation_id=uuid.UUID(int=b),
-                                  listeners=(Endpoint("PLAINTEXT", "127.0.0.1", 9000 + b, 0),), features=(),
-                                  rack=None, fenced=False, in_controlled_shutdown=False).to_record() for b in (1, 2)]
+                                  listeners=(Endpoint("PLAINTEXT", "127.0.0.1", 9000 + b, 0),
+                                             *((Endpoint("EXTERNAL", "public-2", 9102, 0),) if b == 2 else ())),
+                                  features=(), rack=None, fenced=False, in_controlled_shutdown=False).to_record()
+               for b in (1, 2)]
     records += [topic("__consumer_offsets", offsets_id), partition(0, [1, 2], [1, 2], 1, offsets_id),
                 partition(1, [1, 2], [1, 2], 2, offsets_id)]
     cache.replay_all(enumerate(records))
@@ -190,6 +194,13 @@ def test_find_coordinator_names_the_leader_of_the_groups_partition():
     assert {c.error_code for c in found.coordinators} == {ErrorCode.NONE}
     refused = call(group_api, ApiKey.FIND_COORDINATOR, 4, key_type=5, coordinator_keys=("a",))
     assert refused.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
+    # On EXTERNAL: broker 2 by its EXTERNAL endpoint; broker 1 has none, so its groups' coordinator cannot be
+    # reached from there (Kafka's getAliveBrokerNode on the request's listener): COORDINATOR_NOT_AVAILABLE.
+    external = call(group_api, ApiKey.FIND_COORDINATOR, 4, listener="EXTERNAL", key_type=0, coordinator_keys=keys)
+    assert [(c.host, int(c.port)) if c.error_code == ErrorCode.NONE else ErrorCode(c.error_code)
+            for c in external.coordinators] == [("public-2", 9102) if b == 2 else ErrorCode.COORDINATOR_NOT_AVAILABLE
+                                                for b in expected]
+    assert 1 in expected and 2 in expected  # both cases are met by these keys
 
 
 def test_offset_delete_refuses_subscribed_topics_and_deletes_the_others():

@@ -214,18 +214,7 @@ async def test_describe_cluster_lists_registered_brokers_and_fenced_ones_only_on
         await runtime.stop(graceful=False)
 
 
-def test_a_named_listener_is_preferred_and_a_state_machine_without_an_image_has_none():
+def test_a_state_machine_without_an_image_has_none():
     from pykraft.node.runtime.state_machine import CountingStateMachine
 
     assert client_apis.image_of(CountingStateMachine()) is None
-    from pykraft.controller.cluster import BrokerRegistration, Endpoint
-
-    class Cluster:
-        brokers = {5: BrokerRegistration(5, 1, None, (Endpoint("PLAINTEXT", "h", 1, 0), Endpoint("SSL", "h", 2, 1)),
-                                         (), None, fenced=False, in_controlled_shutdown=False)}
-
-    class Fake:
-        cluster, replication = Cluster(), None
-
-    assert [(r.broker_id, h, p) for r, h, p in client_apis.registered_brokers(Fake(), "SSL")] == [(5, "h", 2)]
-    assert [(r.broker_id, h, p) for r, h, p in client_apis.registered_brokers(Fake(), "OTHER")] == [(5, "h", 1)]

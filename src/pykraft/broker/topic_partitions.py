@@ -12,6 +12,9 @@ Kafka's `DescribeTopicPartitionsRequestHandler` and `KRaftMetadataCache.getTopic
 - Per partition: leader (-1 when none), leader epoch, replicas and ISR as recorded, ELR and last known ELR
   (empty lists when none, as Kafka's `Replicas.toList`), offline replicas (not registered, fenced, or placed in a
   directory the broker does not list as online).
+- On the listener the request came in on (`listener`, Kafka's `request.context.listenerName`): a leader that is not
+  registered or has no endpoint on it is -1, and a replica without an endpoint on it is offline, as a client there
+  cannot reach it.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ class Page:
 
 
 def describe(cache: MetadataCache, names: list[str], cursor: tuple[str, int] | None, requested_limit: int,
-             size_limit: int = DEFAULT_PARTITION_SIZE_LIMIT) -> Page:
+             size_limit: int = DEFAULT_PARTITION_SIZE_LIMIT, listener: str | None = None) -> Page:
     all_topics = not names
     start_name = cursor[0] if cursor is not None else ""
     pool = cache.replication.topics_by_name.keys() if all_topics else names
@@ -82,7 +85,7 @@ def describe(cache: MetadataCache, names: list[str], cursor: tuple[str, int] | N
         first = cursor[1] if cursor is not None and name == cursor[0] else 0
         count = len(cache.replication.topics[topic_id].partitions)
         upper = min(count, first + remaining)
-        views = tuple(_partition(cache, index, p) for index in range(first, upper)
+        views = tuple(_partition(cache, index, p, listener) for index in range(first, upper)
                       if (p := cache.partition(topic_id, index)) is not None)
         found.append(TopicView(name, ErrorCode.NONE, topic_id, name in INTERNAL_TOPICS, views))
         if upper < count:
@@ -91,17 +94,24 @@ def describe(cache: MetadataCache, names: list[str], cursor: tuple[str, int] | N
     return Page(tuple(found))
 
 
-def _partition(cache: MetadataCache, index: int, p: PartitionRegistration) -> PartitionView:
-    return PartitionView(index, p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr), tuple(p.elr),
-                         tuple(p.last_known_elr), _offline(cache, p))
+def _partition(cache: MetadataCache, index: int, p: PartitionRegistration, listener: str | None) -> PartitionView:
+    leader = p.leader if listener is None or _on_listener(cache, p.leader, listener) else -1
+    return PartitionView(index, leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr), tuple(p.elr),
+                         tuple(p.last_known_elr), _offline(cache, p, listener))
 
 
-def _offline(cache: MetadataCache, p: PartitionRegistration) -> tuple[int, ...]:
+def _on_listener(cache: MetadataCache, broker_id: int, listener: str) -> bool:
+    registration = cache.registration(broker_id)
+    return registration is not None and any(e.name == listener for e in registration.listeners)
+
+
+def _offline(cache: MetadataCache, p: PartitionRegistration, listener: str | None) -> tuple[int, ...]:
     offline = []
     directories = dict(zip(p.replicas, p.directories))
     for broker_id in p.replicas:
         registration = cache.registration(broker_id)
-        if registration is None or registration.fenced:
+        if registration is None or registration.fenced or (
+                listener is not None and not _on_listener(cache, broker_id, listener)):
             offline.append(broker_id)
             continue
         directory = directories.get(broker_id, DIRECTORY_UNASSIGNED)

@@ -2,7 +2,8 @@
 
 pykraft's own tool (Kafka has no such command; kafka-broker-api-versions is the nearest). It sends DescribeCluster
 v2 with IncludeFencedBrokers to --bootstrap-server or --bootstrap-controller (metadata-quorum's connection flags).
-A quorum without registered brokers answers with its controllers (node/apis/client_apis.py), which are then listed.
+A controller of a quorum without registered brokers answers with its controllers (node/apis/client_apis.py), which
+are then listed; a broker lists the brokers reachable on the listener it was asked on.
 Failures are one stderr line, exit 1.
 """
 
@@ -14,7 +15,7 @@ from typing import Annotated
 import typer
 
 from . import topics_output as out
-from .metadata_quorum_cmd import BootstrapController, BootstrapServer, Connection, invoke, run_admin
+from .metadata_quorum_cmd import BootstrapController, BootstrapServer, Connection, Timeout, invoke, run_admin
 from .topics_cmd import CommandConfig
 
 PROG = "pykraft brokers"
@@ -29,8 +30,9 @@ def run(args: Sequence[str]) -> int:
 
 @app.callback()
 def options(ctx: typer.Context, bootstrap_server: BootstrapServer = None,
-            bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None) -> None:
-    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config)
+            bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None,
+            timeout: Timeout = None) -> None:
+    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config, timeout)
 
 
 @app.command("list")

@@ -8,12 +8,12 @@ Requests (pure; the hosts carry them out):
 - IncrementalAlterConfigs (SET / DELETE / APPEND / SUBTRACT per key) and AlterConfigs (the resource's whole set is
   replaced) for TOPIC and BROKER resources: one ConfigRecord per changed key, nothing on validate_only. Topic
   configs are checked against Kafka's definitions (config_defs.py) on the resulting set; a topic that does not
-  exist is UNKNOWN_TOPIC_OR_PARTITION; a broker name must be empty (the cluster default) or a node id.
-  Known limit: broker config names and values are stored as given (Kafka checks them against KafkaConfig's dynamic
-  configs on the broker; pykraft applies none of them).
-- DescribeConfigs: a topic's every config (its own value, source TOPIC_CONFIG, else Kafka's default, source
-  DEFAULT_CONFIG); a broker's dynamic configs (source DYNAMIC_BROKER_CONFIG, or DYNAMIC_DEFAULT_BROKER_CONFIG for
-  the cluster default). Served from any replica's image, controllers and brokers alike.
+  exist is UNKNOWN_TOPIC_OR_PARTITION. A broker name must be empty (the cluster default) or a node id, and the
+  keys it sets are checked as Kafka checks dynamic broker configs, then refused where pykraft would not apply them
+  without a restart (broker_configs.py). APPEND and SUBTRACT apply to LIST configs only.
+- DescribeConfigs is answered by each node from its image and its own config (describe_configs.py).
+- `unclean_election_enabled`: unclean.leader.election.enable of a topic as the controller resolves it (the topic's
+  value, else the controller's own dynamic config, the cluster default, its server.properties, false).
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.metadata.schema.config_record import ConfigRecordV0
 
-from .config_defs import TOPIC_CONFIGS, ConfigType, check_topic_configs
+from .broker_configs import BrokerConfigError, check_broker_changes, list_definition
+from .config_defs import TOPIC_CONFIGS, ConfigType, check_topic_configs, parse_value
+from .config_schema import effective_topic_config
 from .result import ControllerResult
 
 legacy_alter_response = schema_module("kio.schema.alter_configs.v2.response")
-describe_response = schema_module("kio.schema.describe_configs.v4.response")
 alter_response = schema_module("kio.schema.incremental_alter_configs.v1.response")
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 TOPIC, BROKER = 2, 4  # Kafka's ConfigResource.Type ids
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs' OpType
-SOURCE_TOPIC, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_DEFAULT = 1, 2, 3, 5
 CONFIG_RECORD = 4
 REMOVE_TOPIC_RECORD = 9
 Resource = tuple[int, str]
@@ -117,6 +117,13 @@ class ConfigControl:
         _check_resource(kind, name, replication)
         current = dict(self.of(kind, name))
         wanted: dict[str, str | None] = {} if incremental else {key: None for key in current}
+        names = [entry.name for entry in entries]
+        if len(set(names)) != len(names):
+            raise ConfigError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        nulls = [entry.name for entry in entries if entry.value is None
+                 and (not incremental or int(entry.config_operation) != DELETE)]
+        if nulls:
+            raise ConfigError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}")
         for entry in entries:
             operation = int(entry.config_operation) if incremental else SET
             wanted[entry.name] = _apply(kind, entry.name, operation, entry.value, current.get(entry.name))
@@ -125,7 +132,19 @@ class ConfigControl:
             reason = check_topic_configs({k: v for k, v in resulting.items() if v is not None})
             if reason is not None:
                 raise ConfigError(ErrorCode.INVALID_CONFIG, reason)
+        else:
+            try:
+                check_broker_changes({k: v for k, v in wanted.items() if current.get(k) != v or v is None},
+                                     per_broker=bool(name))
+            except BrokerConfigError as exc:
+                raise ConfigError(exc.code, exc.message) from None
         return {key: value for key, value in wanted.items() if current.get(key) != value}
+
+    def unclean_election_enabled(self, topic: str, node_id: int, static: Mapping[str, str]) -> bool:
+        definition = TOPIC_CONFIGS["unclean.leader.election.enable"]
+        value, _ = effective_topic_config(definition, self.of(TOPIC, topic), self.of(BROKER, str(node_id)),
+                                          self.of(BROKER, ""), static)
+        return parse_value(definition, value or "false")[0] is True
 
 
 def _check_resource(kind: int, name: str, replication: ReplicationControl) -> None:
@@ -133,10 +152,16 @@ def _check_resource(kind: int, name: str, replication: ReplicationControl) -> No
         if name not in replication.topics_by_name:
             raise ConfigError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     elif kind == BROKER:
-        if name and not name.isdigit():
-            raise ConfigError(ErrorCode.INVALID_REQUEST, f"Invalid broker name {name}")
+        if name:  # Kafka's ControllerConfigurationValidator.validateBrokerName
+            try:
+                broker_id = int(name, 10)
+            except ValueError:
+                raise ConfigError(ErrorCode.INVALID_REQUEST,
+                                  "Unable to parse broker name as a base 10 number.") from None
+            if broker_id < 0:
+                raise ConfigError(ErrorCode.INVALID_REQUEST, "Invalid negative broker ID.")
     else:
-        raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {kind}")
+        raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
 
 
 def _apply(kind: int, key: str, operation: int, value: str | None, current: str | None) -> str | None:
@@ -145,11 +170,12 @@ def _apply(kind: int, key: str, operation: int, value: str | None, current: str 
     if operation == DELETE:
         return None
     if operation in (APPEND, SUBTRACT):
-        definition = TOPIC_CONFIGS.get(key) if kind == TOPIC else None
+        definition = TOPIC_CONFIGS.get(key) if kind == TOPIC else list_definition(key)
         if definition is None or definition.type != ConfigType.LIST:
             verb = "append" if operation == APPEND else "subtract"
             raise ConfigError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {key}")
-        items = [i.strip() for i in (current if current is not None else definition.default).split(",") if i.strip()]
+        base = current if current is not None else definition.default or ""
+        items = [i.strip() for i in base.split(",") if i.strip()]
         given = [i.strip() for i in (value or "").split(",") if i.strip()]
         if operation == APPEND:
             items += [i for i in given if i not in items]
@@ -171,40 +197,3 @@ def alter_response_of(incremental: bool, results: list[tuple[int, str, ErrorCode
         ns.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=i8(kind),
                                         resource_name=name) for kind, name, code, message in results))
 
-
-
-# ---- DescribeConfigs (any replica) ------------------------------------------------------------------------------
-def describe_configs(configs: ConfigControl, replication: ReplicationControl, request: Any) -> Any:
-    """DescribeConfigs v4 (lowered by the caller): per resource, its configs or an error."""
-    results = []
-    for resource in request.resources:
-        kind, name = int(resource.resource_type), resource.resource_name
-        keys = resource.configuration_keys
-        try:
-            _check_resource(kind, name, replication)
-            entries = _described(configs, kind, name)
-        except ConfigError as exc:
-            results.append(describe_response.DescribeConfigsResult(
-                error_code=exc.code, error_message=exc.message, resource_type=i8(kind), resource_name=name,
-                configs=()))
-            continue
-        chosen = tuple(e for e in entries if keys is None or e.name in keys)  # null: all (Kafka)
-        results.append(describe_response.DescribeConfigsResult(
-            error_code=ErrorCode.NONE, error_message=None, resource_type=i8(kind), resource_name=name,
-            configs=chosen))
-    return describe_response.DescribeConfigsResponse(throttle_time=ZERO_THROTTLE, results=tuple(results))
-
-
-def _described(configs: ConfigControl, kind: int, name: str) -> list[Any]:
-    own = configs.of(kind, name)
-    if kind == TOPIC:
-        return [_entry(d.name, own.get(d.name, d.default), SOURCE_TOPIC if d.name in own else SOURCE_DEFAULT,
-                       d.type) for d in sorted(TOPIC_CONFIGS.values(), key=lambda d: d.name)]
-    source = SOURCE_DYNAMIC_BROKER if name else SOURCE_DYNAMIC_DEFAULT_BROKER
-    return [_entry(key, value, source, ConfigType.UNKNOWN) for key, value in sorted(own.items())]
-
-
-def _entry(name: str, value: str, source: int, kind: ConfigType) -> Any:
-    return describe_response.DescribeConfigsResourceResult(
-        name=name, value=value, read_only=False, config_source=i8(source), is_sensitive=False, synonyms=(),
-        config_type=i8(int(kind)), documentation=None)

@@ -37,6 +37,8 @@ from pykraft.records.metadata.written_versions import each_as_written
 from . import cluster as cluster_records
 from .broker_lifecycle import BrokerLifecycle, handle_controller_registration
 from .cluster import ClusterControl, ReplayError
+from .config_schema import effective_topic_configs
+from .configs import BROKER as BROKER_RESOURCE
 from .configs import ConfigControl
 from .create_partitions import create_partitions
 from .features import (
@@ -50,6 +52,7 @@ from .heartbeats import HeartbeatManager
 from .metrics import ControllerMetrics
 from .partitions import PartitionRecordError
 from .producer_ids import PRODUCER_IDS_RECORD, ProducerIdControl
+from .reassignments import ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS
 from .replication import MetadataReplayError, ReplicationControl
 from .dir_assignment import assign_replicas_to_dirs
 from .result import ControllerResult
@@ -71,7 +74,7 @@ ASSIGN_REPLICAS_TO_DIRS = 73
 HANDLED_APIS = frozenset({CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, ALTER_PARTITION, UPDATE_FEATURES,
                           BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER, CONTROLLER_REGISTRATION,
                           ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ALLOCATE_PRODUCER_IDS,
-                          ASSIGN_REPLICAS_TO_DIRS})
+                          ASSIGN_REPLICAS_TO_DIRS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS})
 
 # Which part of the image replays which metadata record type (api key); ConfigRecords (and the configs of a removed
 # topic) go to ConfigControl.replay_side, ProducerIdsRecords to ProducerIdControl. Types not listed (quotas, ACLs,
@@ -82,7 +85,8 @@ NO_OP_RECORD = 20
 _REPLAY_ERRORS = (ReplayError, MetadataReplayError, PartitionRecordError)
 # Versions of the broker-side APIs this controller answers (the partition side checks its own).
 SUPPORTED_VERSIONS = {BROKER_REGISTRATION: range(0, 5), BROKER_HEARTBEAT: range(0, 3), UNREGISTER_BROKER: range(0, 1),
-                      CONTROLLER_REGISTRATION: range(0, 1), UPDATE_FEATURES: range(0, 3)}
+                      CONTROLLER_REGISTRATION: range(0, 1), UPDATE_FEATURES: range(0, 3),
+                      ALTER_PARTITION_REASSIGNMENTS: range(0, 2), LIST_PARTITION_REASSIGNMENTS: range(0, 1)}
 _METADATA_RECORD_CLASSES = frozenset(RECORD_CLASSES.values())
 
 
@@ -107,12 +111,17 @@ class ControllerConfig:
     auto_leader_rebalance: bool = True  # auto.leader.rebalance.enable
     leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds * 1000
     max_elections_per_balance: int = 1000
+    # Kafka's periodic election of leaderless partitions whose topic allows unclean elections (5 minutes; 0: never)
+    unclean_check_interval_ms: int = 300_000
     supported_features: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_SUPPORTED_FEATURES))
     # The metadata records of bootstrap.checkpoint (FeatureLevelRecord metadata.version, ...), written on the
     # first activation of an empty cluster.
     bootstrap_records: tuple[Any, ...] = ()
     # Builds the partition side; a test or the simulator may pass its own (e.g. with other defaults).
     replication_factory: Callable[[random.Random], ReplicationControl] = ReplicationControl
+    # This node's server.properties: the lowest level of the topic configs it resolves (CreateTopics' answer,
+    # unclean.leader.election.enable), below the dynamic configs of the image.
+    static_configs: Mapping[str, str] = field(default_factory=dict)
 
 
 class QuorumController:
@@ -123,6 +132,7 @@ class QuorumController:
         self.new_active_controllers = 0
         self.next_noop_ms = 0
         self.next_balance_ms = 0
+        self.next_unclean_check_ms = 0
         self.metadata_errors = 0  # kept across rebuilds: MetadataErrorCount only grows
         self._reset_image()
 
@@ -132,11 +142,17 @@ class QuorumController:
         self.features = FeatureControl(config.node_id, config.supported_features)
         self.replication = config.replication_factory(self.rng)
         self.configs = ConfigControl()
+        self.replication.unclean_election_enabled = lambda topic: self.configs.unclean_election_enabled(
+            topic, config.node_id, config.static_configs)
         self.producer_ids = ProducerIdControl()
         self.heartbeats = HeartbeatManager(config.session_timeout_ms)
         self.lifecycle = BrokerLifecycle(config.cluster_id, self.cluster, self.heartbeats, self.features,
                                          self.replication)
         self.last_applied_offset = -1
+
+    def _effective_topic_configs(self, own: Mapping[str, str]) -> list[tuple[str, str | None, int, bool]]:
+        node = self.configs.of(BROKER_RESOURCE, str(self.config.node_id))
+        return effective_topic_configs(own, node, self.configs.of(BROKER_RESOURCE, ""), self.config.static_configs)
 
     # ---- replay (every replica) --------------------------------------------------------------------------------
     def replay(self, record: Any, offset: int) -> None:
@@ -191,6 +207,7 @@ class QuorumController:
         self.heartbeats.reseed(((b, r.fenced) for b, r in self.cluster.brokers.items()), now_ms, shutting_down)
         self.next_noop_ms = now_ms + self.config.max_idle_interval_ms
         self.next_balance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
+        self.next_unclean_check_ms = now_ms + self.config.unclean_check_interval_ms
         if self.features.metadata_version is not None:
             return ControllerResult()
         return ControllerResult(self._bootstrap_records())
@@ -229,7 +246,7 @@ class QuorumController:
         if api_key == ALTER_PARTITION:
             return self.replication.handle_alter_partition(request, int(request.__version__), self.cluster)
         if api_key == CREATE_TOPICS:
-            return self.replication.handle_create_topics(request, self.cluster, now_ms)
+            return self.replication.handle_create_topics(request, self.cluster, now_ms, self._effective_topic_configs)
         if api_key == DELETE_TOPICS:
             return self.replication.handle_delete_topics(request, now_ms)
         if api_key == ELECT_LEADERS:
@@ -244,6 +261,10 @@ class QuorumController:
             return self.producer_ids.handle_allocate(request, self.cluster)
         if api_key == ASSIGN_REPLICAS_TO_DIRS:
             return assign_replicas_to_dirs(self.replication, self.cluster, request, self.features.metadata_version)
+        if api_key == ALTER_PARTITION_REASSIGNMENTS:
+            return self.replication.handle_alter_reassignments(request, self.cluster)
+        if api_key == LIST_PARTITION_REASSIGNMENTS:
+            return self.replication.handle_list_reassignments(request)
         raise UnsupportedControllerApiError(f"the controller does not handle api key {api_key}")
 
     def note_kraft_version(self, version: int) -> None:
@@ -252,26 +273,32 @@ class QuorumController:
 
     # ---- periodic work (active controller) ---------------------------------------------------------------------
     def tick(self, now_ms: int, next_offset: int) -> ControllerResult:
-        """Fence at most one stale broker; otherwise, when due, preferred-leader balancing; and a NoOpRecord when
-        due. Balancing is skipped in a tick that fences, because its elections would be built against an image
+        """Fence at most one stale broker; otherwise, when due, preferred-leader balancing and the unclean
+        election of leaderless partitions whose topic allows it; and a NoOpRecord when due. Balancing is skipped in a tick that fences, because its elections would be built against an image
         where the broker being fenced still looks eligible."""
         if not self.active:
             return ControllerResult()
-        records = list(self.lifecycle.maybe_fence_one_stale_broker(now_ms).records)
+        fenced = self.lifecycle.maybe_fence_one_stale_broker(now_ms)
+        records = list(fenced.records)
         if self.config.auto_leader_rebalance and now_ms >= self.next_balance_ms and not records:
             records += self.replication.records_for_preferred_balance(self.cluster,
                                                                       self.config.max_elections_per_balance)
             self.next_balance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
+        if self.config.unclean_check_interval_ms > 0 and now_ms >= self.next_unclean_check_ms and not records:
+            records += self.replication.records_for_unclean_recovery(self.cluster)
+            self.next_unclean_check_ms = now_ms + self.config.unclean_check_interval_ms
         if self.config.max_idle_interval_ms > 0 and now_ms >= self.next_noop_ms:
             records.append(NoOpRecordV0())
             self.next_noop_ms = now_ms + self.config.max_idle_interval_ms
-        return ControllerResult(tuple(records))
+        return ControllerResult(tuple(records), notes=fenced.notes)
 
     def next_wakeup_ms(self) -> int | None:
         """The earliest time `tick` has something to do (None when inactive)."""
         if not self.active:
             return None
         times = [self.next_balance_ms] if self.config.auto_leader_rebalance else []
+        if self.config.unclean_check_interval_ms > 0:
+            times.append(self.next_unclean_check_ms)
         if self.config.max_idle_interval_ms > 0:
             times.append(self.next_noop_ms)
         session_check = self.heartbeats.next_check_ms()

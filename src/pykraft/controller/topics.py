@@ -7,14 +7,17 @@ the same replica count, registered brokers, at least one active replica) or auto
 partition count positive or -1 for the defaults, replicas placed round robin over the active brokers from a
 random start). KIP-841: the initial ISR is the active replicas only and the leader the first of them.
 Topic configs are checked against Kafka's definitions (config_defs.py: INVALID_CONFIG with Kafka's message) and
-written as ConfigRecords after the topic's records.
+written as ConfigRecords right after the TopicRecord (before the partitions), as Kafka does. A created topic's
+answer (v5+, validate_only too) carries its partition count, replication factor and every topic config with the
+value and source it takes effect with (`effective`: config_schema.effective_topic_configs over the controller's
+config levels), as Kafka's controller answers it.
 """
 
 from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -110,7 +113,12 @@ def _replication_error(replication_factor: int, reason: str) -> TopicError:
                       f"Unable to replicate the partition {replication_factor} time(s): {reason}")
 
 
-def create_topics(control: ReplicationControl, request, brokers: BrokerEligibility) -> ControllerResult:
+# A topic's own configs -> every topic config's (name, value, source, sensitive), in name order.
+EffectiveConfigs = Callable[[Mapping[str, str]], list[tuple[str, str | None, int, bool]]]
+
+
+def create_topics(control: ReplicationControl, request, brokers: BrokerEligibility,
+                  effective: EffectiveConfigs | None = None) -> ControllerResult:
     names = [t.name for t in request.topics]
     duplicates = {n for n in names if names.count(n) > 1}
     records: list[object] = []
@@ -135,12 +143,16 @@ def create_topics(control: ReplicationControl, request, brokers: BrokerEligibili
         accepted_keys[topic.name.replace(".", "_")] = topic.name
         if not request.validate_only:
             records.append(TopicRecordV0(name=TopicName(topic.name), topic_id=topic_id))
-            records.extend(p.to_record(topic_id, i) for i, p in enumerate(outcome))
             records.extend(ConfigRecordV0(resource_type=i8(TOPIC_RESOURCE), resource_name=topic.name, name=key,
                                           value=value) for key, value in configs.items() if value is not None)
+            records.extend(p.to_record(topic_id, i) for i, p in enumerate(outcome))
+        own = {key: value for key, value in configs.items() if value is not None}
+        described = () if effective is None else tuple(create_response.CreatableTopicConfigs(
+            name=name, value=value, read_only=False, config_source=i8(source), is_sensitive=sensitive)
+            for name, value, source, sensitive in effective(own))
         results.append(create_response.CreatableTopicResult(
             name=TopicName(topic.name), topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
-            num_partitions=i32(len(outcome)), replication_factor=i16(len(outcome[0].replicas)), configs=()))
+            num_partitions=i32(len(outcome)), replication_factor=i16(len(outcome[0].replicas)), configs=described))
     response = create_response.CreateTopicsResponse(throttle_time=ZERO_THROTTLE, topics=tuple(results))
     return ControllerResult(records=tuple(records), response=response)
 
@@ -212,16 +224,19 @@ def manual_partitions(assignments: Sequence[tuple[int, ...]],
 
 def check_manual_replicas(replicas: tuple[int, ...], earlier: dict[int, tuple[int, ...]],
                           brokers: BrokerEligibility) -> TopicError | None:
+    """Kafka's validateManualPartitionAssignment (CreateTopics, CreatePartitions, AlterPartitionReassignments):
+    the ids are checked in ascending order, each for registration first and then for a repeat, so the message
+    names the same broker Kafka's does."""
     if not replicas:
         return bad_assignment("The manual partition assignment includes an empty replica list.")
-    seen: set[int] = set()
-    for broker in replicas:
-        if broker in seen:
-            return bad_assignment(f"The manual partition assignment includes the broker {broker} more than once.")
-        seen.add(broker)
+    previous: int | None = None
+    for broker in sorted(replicas):
         if not brokers.is_registered(broker):
             return bad_assignment(f"The manual partition assignment includes broker {broker}, but no such "
                                    f"broker is registered.")
+        if broker == previous:
+            return bad_assignment(f"The manual partition assignment includes the broker {broker} more than once.")
+        previous = broker
     if earlier:
         expected = len(next(iter(earlier.values())))
         if len(replicas) != expected:

@@ -62,6 +62,9 @@ class ConnectionInfo:
     peer_port: int
     connection_id: int
     tls_peer_subject: str | None  # RFC 4514 form, e.g. "CN=node-2", when the client presented a certificate
+    # The listener the connection came in on (Kafka's RequestContext.listenerName): handlers answer with that
+    # listener's endpoints (Metadata, DescribeCluster, FindCoordinator) and serve that listener's APIs.
+    listener_name: str | None = None
 
 
 Handler = Callable[[ConnectionInfo, memoryview], Awaitable[bytes | memoryview | FrameBody | None]]
@@ -104,9 +107,11 @@ class FrameServer:
         name: str = "server",
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         ssl_handshake_timeout_ms: int = 10_000,
+        listener_name: str | None = None,
     ) -> None:
         assert max_in_flight >= 1, max_in_flight
         self.handler = handler
+        self.listener_name = listener_name
         self.max_frame_bytes = max_frame_bytes
         self.max_in_flight = max_in_flight
         self.name = name
@@ -119,8 +124,10 @@ class FrameServer:
         self._next_connection_id = 0
         self._closed = False
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        """Listen on `host:port` (port 0 picks a free one); return the bound address.
+    async def start(self, host: str, port: int, *, serving: bool = True) -> tuple[str, int]:
+        """Bind `host:port` (port 0 picks a free one) and, unless `serving` is False, listen; return the bound
+        address. A server started with serving=False holds its port and refuses connections until
+        `start_serving()` (Kafka's SocketServer.enableRequestProcessing: a broker takes clients once caught up).
 
         Raises OSError when the address cannot be bound (in use, not local).
         """
@@ -132,10 +139,23 @@ class FrameServer:
             port,
             ssl=self._ssl,
             ssl_handshake_timeout=self._handshake_timeout_s if self._ssl is not None else None,
+            start_serving=serving,
         )
         bound = self._server.sockets[0].getsockname()
-        _log.info("%s listening on %s:%s", self.name, bound[0], bound[1])
+        _log.info("%s %s on %s:%s", self.name, "listening" if serving else "bound (not serving yet)", bound[0],
+                  bound[1])
         return bound[0], bound[1]
+
+    async def start_serving(self) -> None:
+        """Begin accepting connections on the port `start(..., serving=False)` bound; nothing if already serving."""
+        assert self._server is not None, "start() first"
+        if not self._closed and not self._server.is_serving():
+            await self._server.start_serving()
+            _log.info("%s listening", self.name)
+
+    @property
+    def serving(self) -> bool:
+        return self._server is not None and self._server.is_serving()
 
     async def close(self) -> None:
         """Stop listening, drop every connection and wait for the handler tasks to finish."""
@@ -186,7 +206,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         self._reader = FrameReader(server.max_frame_bytes)
         self._limit = server.max_in_flight
         self._transport: asyncio.Transport | None = None
-        self._info = ConnectionInfo("", 0, connection_id, None)
+        self._info = ConnectionInfo("", 0, connection_id, None, server.listener_name)
         self._slots: deque[asyncio.Task[bytes | None]] = deque()  # unanswered requests, arrival order
         self._backlog: deque[memoryview] = deque()  # frames read but not started (over max_in_flight)
         self._reading_paused = False
@@ -207,7 +227,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
             return
         peer = transport.get_extra_info("peername") or ("", 0)
         subject = peer_subject(transport.get_extra_info("ssl_object"))
-        self._info = ConnectionInfo(str(peer[0]), int(peer[1]), self._id, subject)
+        self._info = ConnectionInfo(str(peer[0]), int(peer[1]), self._id, subject, self._server.listener_name)
         self._server._connections.add(self)
         self._counters.accepted += 1
 

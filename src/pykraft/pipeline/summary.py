@@ -124,8 +124,9 @@ def _topics(partitions: list[dict]) -> list[dict]:
     for p in partitions:
         topic = topics.setdefault(p["topic"], {"name": p["topic"], "topicId": p["topic_id"], "partitions": []})
         topic["partitions"].append({"partitionId": p["partition"], "leader": p["leader"], "isr": list(p["isr"]),
-                                    "replicas": list(p["replicas"]), "leaderEpoch": p["leader_epoch"],
-                                    "partitionEpoch": p["partition_epoch"]})
+                                    "replicas": list(p["replicas"]), "addingReplicas": list(p["adding_replicas"]),
+                                    "removingReplicas": list(p["removing_replicas"]),
+                                    "leaderEpoch": p["leader_epoch"], "partitionEpoch": p["partition_epoch"]})
     return list(topics.values())
 
 

@@ -76,6 +76,9 @@ _NO_SIZE_YET = bytes(SIZE_PREFIX_BYTES)
 class DecodedRequest:
     header: headers.RequestHeader
     message: RequestPayload
+    # Where the request came from (the server's connection info: listener, peer), opaque to the codec; handlers
+    # that answer per listener read it (Kafka's RequestContext). None for a request decoded outside a server.
+    context: Any = None
 
     @property
     def api_key(self) -> ApiKey:
@@ -262,10 +265,12 @@ def _read_request_header(view: memoryview, header_class: type, ids: dict) -> tup
 
 
 def decode_request(
-    frame: bytes | bytearray | memoryview, registry: ApiRegistry, *, borrow_records: bool = False
+    frame: bytes | bytearray | memoryview, registry: ApiRegistry, *, borrow_records: bool = False,
+    context: Any = None,
 ) -> DecodedRequest | RequestDecodeFailure:
     """Decode one request frame body against what `registry` supports (see the module docstring).
-    `borrow_records`: the caller owns `frame`; record batches come as views of it (borrowed_records.py)."""
+    `borrow_records`: the caller owns `frame`; record batches come as views of it (borrowed_records.py).
+    `context` is handed on as the request's `context`."""
     view = _view(frame)
     peeked = headers.peek_request_ids(view)
     if peeked is None:
@@ -280,7 +285,7 @@ def decode_request(
     header, offset = _read_request_header(view, header_class, ids)
     message = _read_body(request_class(key, version), view, offset, MalformedRequestError, ids,
                          allow_trailing=True, borrow_from=_byte_view(frame) if borrow_records else None)
-    return DecodedRequest(header=header, message=message)
+    return DecodedRequest(header=header, message=message, context=context)
 
 
 def _refuse_version(

@@ -17,7 +17,7 @@ from kio.static.primitive import i16, i32
 
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import kraft_upgrade, messages, timers
-from pykraft.raft.handlers import reconfig
+from pykraft.raft.handlers import reassign_voters, reconfig
 from pykraft.raft.handlers.dispatch import dispatch_request, dispatch_response
 from pykraft.raft.handlers.fetch import complete_parked_fetches, fail_parked_fetches
 from pykraft.raft.handlers.vote import maybe_win_prospective
@@ -121,7 +121,8 @@ class RaftCore:
         self.reload_history()
         self.quorum.initialize(stored, self.log.last_fetched_epoch(), now_ms)
         key = self.local.key
-        if key is not None and self.voters().is_only_voter(key) and self.quorum.role is Role.UNATTACHED:
+        if key is not None and self.local.can_become_voter and self.voters().is_only_voter(key) \
+                and self.quorum.role is Role.UNATTACHED:
             self.start_election(now_ms)
         if self.quorum.role is Role.UNATTACHED and not self.quorum.is_voter():
             # An Unattached observer has no timer that would ever fire: like Kafka's first poll after start-up, it
@@ -201,7 +202,7 @@ class RaftCore:
         kraft = self.history.kraft_version_at(last)
         return SnapshotWriter(raw, last_contained_log_time_ms=last_contained_log_time_ms, now_ms=now_ms,
                               kraft_version=kraft, voters=self.history.voter_set_at(last) if kraft >= 1 else None,
-                              on_frozen=self._on_snapshot_frozen)
+                              on_frozen=self._on_snapshot_frozen, target=self.history.target_at(last))
 
     def _on_snapshot_frozen(self, snapshot_id: SnapshotId) -> None:
         self.log.on_snapshot_frozen(snapshot_id)
@@ -250,6 +251,10 @@ class RaftCore:
         offset = kraft_upgrade.upgrade(self, version, now_ms, validate_only)
         return offset, self._ready(now_ms)
 
+    def quorum_reassignment(self) -> tuple[VoterSet, VoterSet] | None:
+        """(voters now, target) of the quorum reassignment this leader drives (handlers/reassign_voters.py), or None."""
+        return reassign_voters.progress(self)
+
     def kraft_version(self) -> int:
         """The latest kraft.version in the log (possibly uncommitted, like Kafka's active controller uses)."""
         return self.history.last_kraft_version()
@@ -273,7 +278,8 @@ class RaftCore:
             return  # not shutting down, or ShutdownComplete was already emitted
         key = self.local.key
         leader = self.quorum.leader_id()
-        done = (key is None or not self.voters().is_voter(key) or self.voters().is_only_voter(key)
+        done = (key is None or not self.local.can_become_voter or not self.voters().is_voter(key)
+                or self.voters().is_only_voter(key)
                 or (leader is not None and leader != self.local.node_id))
         if done or now_ms >= self.shutdown_deadline_ms:
             self.emit(ShutdownComplete(graceful=done))

@@ -59,6 +59,8 @@ class LocalReplica:
     listener_name: str = "CONTROLLER"
     endpoints: Endpoints = Endpoints()
     supported_kraft: SupportedVersionRange = SupportedVersionRange(0, 1)
+    # From the node's role (process.roles contains controller): False makes it an observer always, whatever voter
+    # set its log holds; it never votes, campaigns or leads (QuorumState.is_voter, vote.can_grant_vote).
     can_become_voter: bool = True
     cluster_id: str | None = None
     # Static voters (controller.quorum.voters) or None when only bootstrap servers are configured.

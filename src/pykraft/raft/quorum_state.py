@@ -153,9 +153,11 @@ class QuorumState:
         leader that appended its removal, lost leadership before anyone received it, and holds the longest log.
         If it could not campaign, the others could not win without its vote (it refuses them, their logs are
         shorter) and a two-voter quorum would stay leaderless forever (sim scenario self_removal_cut). It counts
-        the votes of the latest set, like any candidate, and behaves as an observer once the removal commits."""
+        the votes of the latest set, like any candidate, and behaves as an observer once the removal commits.
+        A replica that cannot become a voter (a node without the controller role) is never one, whatever the log
+        says: it observes."""
         key = self.local.key
-        if key is None:
+        if key is None or not self.local.can_become_voter:
             return False
         if self._voters().is_voter(key):
             return True
@@ -183,6 +185,10 @@ class QuorumState:
         state: EpochState
         if stored.epoch < log_epoch:
             state = UnattachedState(log_epoch, deadline)
+        elif stored.is_leader(local.node_id) and not local.can_become_voter:
+            # Not a controller (a broker started on a controller's data): it never led as what it is now, and
+            # resigning would act as a voter. It looks for the leader as an observer.
+            state = UnattachedState(stored.epoch, deadline)
         elif stored.is_leader(local.node_id):
             # A restarted leader must not lead or vote again in its epoch: unflushed data may have been lost.
             assert local.node_id is not None
@@ -192,7 +198,7 @@ class QuorumState:
             timeout = now_ms + self.random_election_timeout_ms()
             state = ResignedState(stored.epoch, local.node_id, timeout, others, ())
         elif local.key is not None and stored.voted_key is not None and stored.is_voted_candidate(local.key) \
-                and voters.is_voter(local.key):
+                and local.can_become_voter and voters.is_voter(local.key):
             election = EpochElection.start(voters.keys(), local.key)
             state = CandidateState(stored.epoch, local.key, election, deadline, retries=1)
         elif stored.leader_id is not None and not voters.endpoints_of(stored.leader_id).is_empty():

@@ -20,9 +20,12 @@ from kio.static.primitive import i16, i32
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 
-from pykraft.node.apis import client_apis
+from pykraft.node.apis import client_apis, metadata_api
+from pykraft.node.apis.listeners import request_listener
 
 if TYPE_CHECKING:
+    from pykraft.protocol.codec import DecodedRequest
+
     from pykraft.node.hosts.broker_host import BrokerHost
 
 _log = logging.getLogger("pykraft.node.auto_create")
@@ -43,7 +46,8 @@ def settings(raw: Any) -> tuple[bool, int, int]:
     return enabled == "true", numbers[0], numbers[1]
 
 
-async def metadata(broker: BrokerHost, message: Any) -> Any:
+async def metadata(broker: BrokerHost, decoded: DecodedRequest) -> Any:
+    message = decoded.message
     enabled, partitions, replication = settings(broker.data_plane.node_config.raw)
     created: set[str] = set()
     if enabled and message.topics and getattr(message, "allow_auto_topic_creation", True):
@@ -62,8 +66,9 @@ async def metadata(broker: BrokerHost, message: Any) -> Any:
                 _log.info("auto-created topics %s", new)
     runtime = broker.runtime
     assert runtime is not None
-    response = client_apis.metadata(runtime.core, runtime.cluster_id, message,
-                                    client_apis.image_of(runtime.state_machine))
+    response = metadata_api.metadata(runtime.core, runtime.cluster_id, message,
+                                     client_apis.image_of(runtime.state_machine),
+                                     request_listener(decoded, broker.data_plane.node_config))
     if not created:
         return response
     topics = tuple(dataclasses.replace(t, error_code=ErrorCode.LEADER_NOT_AVAILABLE)

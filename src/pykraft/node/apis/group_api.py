@@ -26,6 +26,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records.group_records import partition_for
 
 from pykraft.node.apis.client_apis import registered_brokers
+from pykraft.node.apis.listeners import RequestListener, request_listener
 from pykraft.node.hosts.group_host import OFFSETS_TOPIC, GroupHost
 from pykraft.node.apis.wire_build import make, response_namespace
 
@@ -48,12 +49,20 @@ MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
 def offsets_topic_settings(raw: Any) -> tuple[int, int]:
     """(offsets.topic.num.partitions, offsets.topic.replication.factor); ValueError on a bad value."""
     numbers = []
-    for key, default in (("offsets.topic.num.partitions", "50"), ("offsets.topic.replication.factor", "3")):
+    for key, default in (("offsets.topic.num.partitions", "50"), ("offsets.topic.replication.factor", "3"),
+                         ("offsets.topic.segment.bytes", "104857600")):
         text = str(raw.get(key, default)).strip()
         if not text.isdigit() or int(text) < 1:
             raise ValueError(f"{key}: {text!r} is not a positive integer")
         numbers.append(int(text))
     return numbers[0], numbers[1]
+
+
+def offsets_topic_configs(raw: Any) -> dict[str, str]:
+    """Kafka's GroupCoordinator.offsetsTopicConfigs: the topic is compacted (a group's offsets are the latest
+    record of each key), with segments of offsets.topic.segment.bytes (100 MiB)."""
+    segment = str(raw.get("offsets.topic.segment.bytes", "104857600")).strip()
+    return {"cleanup.policy": "compact", "segment.bytes": segment, "compression.type": "producer"}
 
 
 class GroupApi:
@@ -78,7 +87,8 @@ class GroupApi:
         ns = response_namespace(ApiKey.FIND_COORDINATOR, version)
         key_type = int(getattr(message, "key_type", GROUP_KEY_TYPE))
         keys = list(message.coordinator_keys) if version >= 4 else [message.key]
-        found = [self._locate(key, key_type) for key in keys]
+        listener = request_listener(decoded, self.broker.data_plane.node_config)
+        found = [self._locate(key, key_type, listener) for key in keys]
         if any(error is ErrorCode.COORDINATOR_NOT_AVAILABLE for error, _ in found) and key_type == GROUP_KEY_TYPE:
             self._create_offsets_topic()
         if version >= 4:
@@ -92,7 +102,8 @@ class GroupApi:
                     host=node[1] if node else "", port=i32(node[2] if node else -1),
                     error_message=None if error is ErrorCode.NONE else error.name)
 
-    def _locate(self, key: str, key_type: int) -> tuple[ErrorCode, tuple[int, str, int] | None]:
+    def _locate(self, key: str, key_type: int,
+                listener: RequestListener) -> tuple[ErrorCode, tuple[int, str, int] | None]:
         if key_type != GROUP_KEY_TYPE:  # transactions are not built: no coordinator for them
             return (ErrorCode.INVALID_REQUEST if key_type != 1 else ErrorCode.COORDINATOR_NOT_AVAILABLE), None
         if not key:
@@ -103,9 +114,11 @@ class GroupApi:
         if not count or topic_id is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         partition = cache.partition(topic_id, partition_for(key, count))
-        # The leader's endpoint as Metadata lists it (client_apis.registered_brokers): unfenced brokers only.
+        # The leader's endpoint as Metadata lists it on the request's listener (client_apis.registered_brokers):
+        # unfenced brokers only; a leader without that listener cannot be reached from there.
         address = None if partition is None else next(
-            ((host, port) for r, host, port in registered_brokers(cache) if r.broker_id == partition.leader), None)
+            ((host, port) for r, host, port in registered_brokers(cache, listener) if r.broker_id == partition.leader),
+            None)
         if partition is None or address is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         return ErrorCode.NONE, (partition.leader, address[0], address[1])
@@ -113,10 +126,13 @@ class GroupApi:
     def _create_offsets_topic(self) -> None:
         if self._creating is not None and not self._creating.done():
             return
-        partitions, replication = offsets_topic_settings(self.broker.data_plane.node_config.raw)
+        raw = self.broker.data_plane.node_config.raw
+        partitions, replication = offsets_topic_settings(raw)
+        configs = tuple(ct_req.CreatableTopicConfig(name=name, value=value)
+                        for name, value in offsets_topic_configs(raw).items())
         request = ct_req.CreateTopicsRequest(timeout=CREATE_TIMEOUT, validate_only=False, topics=(
             ct_req.CreatableTopic(name=TopicName(OFFSETS_TOPIC), num_partitions=i32(partitions),
-                                  replication_factor=i16(replication), assignments=(), configs=()),))
+                                  replication_factor=i16(replication), assignments=(), configs=configs),))
         self._creating = asyncio.get_running_loop().create_task(self._create(request))
 
     async def _create(self, request: Any) -> None:

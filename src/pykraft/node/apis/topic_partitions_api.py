@@ -20,11 +20,13 @@ from pykraft.node.apis.wire_build import make, response_namespace
 TOPIC_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
-def handle(cache: MetadataCache, message: Any, size_limit: int = DEFAULT_PARTITION_SIZE_LIMIT) -> Any:
+def handle(cache: MetadataCache, message: Any, size_limit: int = DEFAULT_PARTITION_SIZE_LIMIT,
+           listener: str | None = None) -> Any:
+    """`listener`: the one the request came in on (a broker listener; its leaders and offline replicas)."""
     ns = response_namespace(ApiKey.DESCRIBE_TOPIC_PARTITIONS, int(message.__version__))
     cursor = None if message.cursor is None else (str(message.cursor.topic_name), int(message.cursor.partition_index))
     page = describe(cache, [str(t.name) for t in message.topics], cursor, int(message.response_partition_limit),
-                    size_limit)
+                    size_limit, listener)
     topics = []
     for topic in page.topics:
         partitions = tuple(make(ns.DescribeTopicPartitionsResponsePartition, error_code=ErrorCode.NONE, partition_index=p.index,

@@ -12,8 +12,9 @@ from typing import Any
 
 from pykraft.raft.config import MAX_FETCH_WAIT_MS, QuorumConfig
 
+from pykraft.node.config import listener_rules
 from pykraft.node.config.stores import STORE_TYPES, StoreSpec
-from pykraft.node.config.checks import kafka_value_problems, security_problem, unimplemented_warning
+from pykraft.node.config.checks import kafka_value_problems, security_problem, unimplemented_warnings
 from pykraft.node.config.values import (
     INT64_MAX,
     MAX_PORT,
@@ -22,20 +23,12 @@ from pykraft.node.config.values import (
     ValueReader,
     parse_bootstrap_servers,
     parse_listeners,
-    parse_protocol_map,
     parse_voters,
     split_list,
 )
 
 ROLES = ("broker", "controller")
 DEFAULT_LOG_DIR = "/tmp/kafka-logs"  # Kafka's log.dir default
-# Kafka's default listener.security.protocol.map; controller listener names missing from it map to PLAINTEXT
-# when the map is not set explicitly.
-DEFAULT_PROTOCOL_MAP = {
-    "PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL",
-}
-SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL")
-UNROUTABLE_HOSTS = ("0.0.0.0", "::")
 Q = "controller.quorum."
 
 
@@ -49,13 +42,14 @@ def build_config(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str], l
     listeners = parse_listeners("listeners", read.text("listeners"), problems)
     # A listener that did not parse is already reported; checks naming it would only repeat that problem.
     listeners_ok = len(problems.errors) == before
-    advertised = _advertised(read, listeners)
+    advertised = listener_rules.advertised(read, listeners)
     controller_names = tuple(name.upper() for name in split_list(read.text("controller.listener.names")))
-    protocols = _protocols(read, listeners, controller_names)
+    protocols = listener_rules.protocols(read, roles, listeners, controller_names)
+    inter_broker = listener_rules.inter_broker_listener_name(read, protocols)
     if listeners_ok:
-        _check_listeners(problems, roles, listeners, advertised, controller_names)
+        listener_rules.check_listeners(problems, roles, listeners, advertised, controller_names, inter_broker)
     elif not controller_names:
-        _check_listeners(problems, roles, (), (), controller_names)
+        listener_rules.check_listeners(problems, roles, (), (), controller_names, inter_broker)
     voters = parse_voters(Q + "voters", read.text(Q + "voters"), problems)
     bootstrap = parse_bootstrap_servers(Q + "bootstrap.servers", read.text(Q + "bootstrap.servers"), problems)
     _check_quorum(problems, roles, node_id, voters, bootstrap, read)
@@ -67,6 +61,7 @@ def build_config(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str], l
         advertised_listeners=advertised,
         controller_listener_names=controller_names,
         listener_security_protocols=MappingProxyType(protocols),
+        inter_broker_listener_name=inter_broker,
         metadata_log_dir=metadata_dir,
         log_dirs=log_dirs,
         quorum_voters=voters,
@@ -74,7 +69,8 @@ def build_config(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str], l
         quorum=_quorum(read),
         tls=_tls(read, listeners, protocols),
         metrics_port=_metrics_port(read),
-        log_format=read.choice("pykraft.log.format", "json", ("json", "text")),
+        log_format=read.choice("pykraft.log.format", "text", ("json", "text")),
+        logs_dir=read.text("pykraft.logs.dir") or None,
         **_metadata_log(read),
     )
     for problem in kafka_value_problems(props):
@@ -82,8 +78,7 @@ def build_config(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str], l
     refusal = security_problem(props)
     if refusal is not None:
         problems.error(refusal)
-    warning = unimplemented_warning(props)
-    if warning is not None:
+    for warning in unimplemented_warnings(props):
         problems.warn(warning)
     return fields, problems.errors, problems.warnings
 
@@ -106,87 +101,6 @@ def _node_id(read: ValueReader) -> int:
         read.problems.error("node.id is missing: every KRaft node needs a unique non-negative node.id")
         return -1
     return read.integer("node.id", -1)
-
-
-def _advertised(read: ValueReader, listeners: tuple[Listener, ...]) -> tuple[Listener, ...]:
-    if not read.text("advertised.listeners"):
-        return listeners
-    advertised = parse_listeners("advertised.listeners", read.text("advertised.listeners"), read.problems)
-    bound = {listener.name for listener in listeners}
-    for listener in advertised:
-        if listener.name not in bound:
-            read.problems.error(
-                f"advertised.listeners: listener name {listener.name} is not defined in listeners"
-            )
-        if listener.host in UNROUTABLE_HOSTS:
-            read.problems.error(
-                f"advertised.listeners cannot use the nonroutable meta-address {listener.host}. "
-                "Use a routable IP address."
-            )
-    return advertised
-
-
-def _protocols(read: ValueReader, listeners: tuple[Listener, ...], controller_names: tuple[str, ...]) -> dict[str, str]:
-    """listener.security.protocol.map. Unset: Kafka's default map, and any other listener name maps to PLAINTEXT.
-
-    Kafka maps only unmapped *controller* listener names to PLAINTEXT and refuses other unmapped names; pykraft
-    is more lenient when the map is not set at all, because PLAINTEXT is the only other choice it offers and
-    an SSL listener must be declared explicitly anyway.
-    """
-    key = "listener.security.protocol.map"
-    names = dict.fromkeys([listener.name for listener in listeners] + list(controller_names))
-    if not read.text(key):
-        protocols = dict(DEFAULT_PROTOCOL_MAP)
-        for name in names:
-            protocols.setdefault(name, "PLAINTEXT")
-        return protocols
-    before = len(read.problems.errors)
-    protocols = parse_protocol_map(key, read.text(key), read.problems)
-    for name in names:
-        protocol = protocols.get(name)
-        if protocol is None:
-            if len(read.problems.errors) == before:  # else the unparsable entry probably named it
-                read.problems.error(
-                    f"{key}: no security protocol for listener {name} (add {name}:PLAINTEXT or {name}:SSL)"
-                )
-        elif protocol not in SUPPORTED_PROTOCOLS:
-            read.problems.error(
-                f"{key}: listener {name} uses {protocol}, which pykraft does not support (PLAINTEXT or SSL)"
-            )
-    return protocols
-
-
-def _check_listeners(
-    problems: Problems,
-    roles: list[str],
-    listeners: tuple[Listener, ...],
-    advertised: tuple[Listener, ...],
-    controller_names: tuple[str, ...],
-) -> None:
-    bound = {listener.name for listener in listeners}
-    if not controller_names:
-        who = "a controller" if "controller" in roles else "a broker (to reach the controllers)"
-        problems.error(f"controller.listener.names must contain at least one value on {who}")
-    if "controller" in roles:
-        for name in controller_names:
-            if name not in bound:
-                problems.error(f"controller.listener.names: {name} is not defined in listeners")
-    elif "broker" in roles:
-        for name in controller_names:
-            if name in bound:
-                problems.error(
-                    "controller.listener.names must not contain a value appearing in the 'listeners' configuration "
-                    f"when running KRaft with just the broker role ({name})"
-                )
-    if "broker" in roles and not (bound - set(controller_names)):
-        problems.error("listeners: a broker needs at least one listener that is not a controller listener")
-    if "broker" in roles:
-        for listener in advertised:
-            if listener.name not in controller_names and listener.host in UNROUTABLE_HOSTS:
-                problems.error(
-                    f"advertised.listeners cannot use the nonroutable meta-address {listener.host} "
-                    f"(listener {listener.name}; set advertised.listeners to a routable address)"
-                )
 
 
 def _check_quorum(problems: Problems, roles: list[str], node_id: int, voters, bootstrap, read: ValueReader) -> None:

@@ -1,128 +1,64 @@
-"""Checks of a node's properties beyond the keys pykraft reads: Kafka's types and ranges, security settings pykraft
-does not enforce, and the keys it does not implement.
+"""Checks of a node's properties beyond the keys pykraft reads, driven by the config table
+(controller/config_table.py): Kafka's types and ranges, security settings pykraft does not enforce, and the keys it
+does not implement.
 
-- Kafka's server keys that pykraft does not use are still checked against Kafka's ConfigDef (type, range, allowed
-  values) and refused with Kafka's words, e.g. `Invalid value abc for configuration num.network.threads: Not a
-  number of type INT`: a file Kafka would refuse is refused here too, whatever pykraft does with the key.
-- Security settings pykraft does not enforce (an authorizer and its ACL settings, SASL, delegation tokens) refuse
-  the start with one line: running without them would leave open a node its operator believes closed.
-- Every key pykraft does not implement (Kafka's or unknown) is named in one warning line; Kafka logs unknown keys
-  the same way ("were supplied but are not used yet").
+- Every Kafka server key is checked against Kafka's ConfigDef (type, range, allowed values) and refused with Kafka's
+  words, e.g. `Invalid value abc for configuration num.network.threads: Not a number of type INT`: a file Kafka
+  would refuse is refused here too, whatever pykraft does with the key. (The keys the node config reader parses
+  itself, `SELF_CHECKED`, are reported there, once.)
+- Security settings pykraft does not enforce (the table's `refused` keys, per-listener SASL settings) refuse the
+  start with one line: running without them would leave open a node its operator believes closed.
+- Kafka keys pykraft does not implement (the table's `ignored` keys, and listener overrides) are named in one
+  warning line. A key neither Kafka nor pykraft knows gets Kafka's "was supplied but isn't a known config" line,
+  with the closest known key when it looks like a typo (`min.insync.replica`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from pykraft.controller.config_defs import ConfigDef, ConfigType, check_value
+from pykraft.controller.config_defs import BROKER_CONFIGS, HONOURED, IGNORED, LIVE, REFUSED, check_value
+from pykraft.controller.config_schema import did_you_mean, listener_base
+from pykraft.controller.config_table import PYKRAFT_KEYS, PYKRAFT_PREFIX
 
-# The keys pykraft reads (node config, controller, broker, TLS); `pykraft.*` keys are all pykraft's own.
-IMPLEMENTED_KEYS = frozenset({
+# The keys pykraft reads (node config, controller, broker, data plane, TLS).
+IMPLEMENTED_KEYS = frozenset({name for name, d in BROKER_CONFIGS.items() if d.status in (HONOURED, LIVE)}
+                             | set(PYKRAFT_KEYS))
+# Keys the node config reader (build.py) checks with its own messages.
+SELF_CHECKED = frozenset({
     "process.roles", "node.id", "listeners", "advertised.listeners", "controller.listener.names",
-    "listener.security.protocol.map", "log.dir", "log.dirs", "metadata.log.dir",
-    "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.quorum.election.timeout.ms",
-    "controller.quorum.fetch.timeout.ms", "controller.quorum.election.backoff.max.ms",
-    "controller.quorum.append.linger.ms", "controller.quorum.request.timeout.ms", "controller.quorum.retry.backoff.ms",
-    "controller.quorum.auto.join.enable", "metadata.log.max.record.bytes.between.snapshots",
-    "metadata.log.max.snapshot.interval.ms", "metadata.log.segment.bytes", "metadata.log.segment.ms",
-    "metadata.max.retention.bytes", "metadata.max.retention.ms", "metadata.max.idle.interval.ms",
+    "listener.security.protocol.map", "inter.broker.listener.name", "log.dir", "log.dirs", "metadata.log.dir",
     "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
-    "broker.rack", "replica.lag.time.max.ms", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
-    "num.partitions", "default.replication.factor",
-    # a broker's data plane (node/hosts/replica_settings.py DataPlaneSettings, node/apis/auto_create.py,
-    # node/hosts/data_plane.py)
-    "min.insync.replicas", "message.max.bytes", "log.segment.bytes", "log.retention.ms", "log.retention.bytes",
-    "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "auto.create.topics.enable",
-    "inter.broker.listener.name", "log.roll.ms", "log.roll.hours", "log.retention.minutes", "log.retention.hours",
-    "log.message.timestamp.type", "producer.id.expiration.ms", "log.flush.interval.ms",
-    "log.flush.interval.messages", "max.request.partition.size.limit",
-    # a broker's group coordinator (node/apis/group_api.py, node/hosts/group_host.py)
-    "offsets.topic.num.partitions", "offsets.topic.replication.factor", "group.initial.rebalance.delay.ms",
-    "group.min.session.timeout.ms", "group.max.session.timeout.ms",
-    "ssl.certificate.location", "ssl.key.location", "ssl.ca.location", "ssl.client.auth",
-    "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
-    "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
+    "broker.rack", "ssl.client.auth", "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password",
+    "ssl.key.password", "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
 })
-
-_T = ConfigType
-# Kafka server keys with Kafka's types and validators (some now read by the data plane, most not used) (KafkaConfig / ServerConfigs /
-# ServerLogConfigs / ReplicationConfigs / SocketServerConfigs, Kafka 4.x): checked so a value Kafka refuses is
-# refused here too. Not every Kafka key is listed; an unlisted one is only named in the warning.
-KAFKA_SERVER_KEYS: Mapping[str, ConfigDef] = {d.name: d for d in (
-    ConfigDef("num.network.threads", _T.INT, "3", at_least=1),
-    ConfigDef("num.io.threads", _T.INT, "8", at_least=1),
-    ConfigDef("background.threads", _T.INT, "10", at_least=1),
-    ConfigDef("queued.max.requests", _T.INT, "500", at_least=1),
-    ConfigDef("socket.send.buffer.bytes", _T.INT, "102400"),
-    ConfigDef("socket.receive.buffer.bytes", _T.INT, "102400"),
-    ConfigDef("socket.request.max.bytes", _T.INT, "104857600", at_least=1),
-    ConfigDef("connections.max.idle.ms", _T.LONG, "600000"),
-    ConfigDef("num.recovery.threads.per.data.dir", _T.INT, "2", at_least=1),
-    ConfigDef("num.replica.fetchers", _T.INT, "1"),
-    ConfigDef("log.segment.bytes", _T.INT, "1073741824", at_least=1024 * 1024),
-    ConfigDef("log.retention.hours", _T.INT, "168"),
-    ConfigDef("log.retention.minutes", _T.INT, "0"),
-    ConfigDef("log.retention.ms", _T.LONG, "0"),
-    ConfigDef("log.retention.bytes", _T.LONG, "-1"),
-    ConfigDef("log.retention.check.interval.ms", _T.LONG, "300000", at_least=1),
-    ConfigDef("log.roll.hours", _T.INT, "168", at_least=1),
-    ConfigDef("log.cleanup.policy", _T.LIST, "delete", one_of=("compact", "delete")),
-    ConfigDef("log.cleaner.enable", _T.BOOLEAN, "true"),
-    ConfigDef("log.cleaner.threads", _T.INT, "1", at_least=0),
-    ConfigDef("log.flush.interval.messages", _T.LONG, "9223372036854775807", at_least=1),
-    ConfigDef("log.flush.interval.ms", _T.LONG, "0"),
-    ConfigDef("log.index.size.max.bytes", _T.INT, "10485760", at_least=4),
-    ConfigDef("log.message.timestamp.type", _T.STRING, "CreateTime", one_of=("CreateTime", "LogAppendTime")),
-    ConfigDef("message.max.bytes", _T.INT, "1048588", at_least=0),
-    ConfigDef("min.insync.replicas", _T.INT, "1", at_least=1),
-    ConfigDef("auto.create.topics.enable", _T.BOOLEAN, "true"),
-    ConfigDef("delete.topic.enable", _T.BOOLEAN, "true"),
-    ConfigDef("unclean.leader.election.enable", _T.BOOLEAN, "false"),
-    ConfigDef("compression.type", _T.STRING, "producer",
-              one_of=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-    ConfigDef("replica.fetch.max.bytes", _T.INT, "1048576", at_least=0),
-    ConfigDef("replica.socket.timeout.ms", _T.INT, "30000"),
-    ConfigDef("offsets.topic.replication.factor", _T.SHORT, "3", at_least=1),
-    ConfigDef("offsets.topic.num.partitions", _T.INT, "50", at_least=1),
-    ConfigDef("transaction.state.log.replication.factor", _T.SHORT, "3", at_least=1),
-    ConfigDef("transaction.state.log.min.isr", _T.INT, "2", at_least=1),
-    ConfigDef("group.initial.rebalance.delay.ms", _T.INT, "3000"),
-    ConfigDef("controlled.shutdown.enable", _T.BOOLEAN, "true"),
-    ConfigDef("share.coordinator.state.topic.replication.factor", _T.SHORT, "3", at_least=1),
-)}
-# Kafka's own checks of keys pykraft reads, where pykraft's parsing alone would accept what Kafka refuses.
-KAFKA_RANGES: Mapping[str, ConfigDef] = {d.name: d for d in (
-    ConfigDef("num.partitions", _T.INT, "1", at_least=1),
-    ConfigDef("default.replication.factor", _T.INT, "1"),
-    ConfigDef("replica.lag.time.max.ms", _T.LONG, "30000"),
-    ConfigDef("auto.leader.rebalance.enable", _T.BOOLEAN, "true"),
-    ConfigDef("leader.imbalance.check.interval.seconds", _T.LONG, "300", at_least=1),
-)}
-
-# Settings whose protection pykraft does not provide. Prefixes cover per-listener and per-mechanism variants.
-_SECURITY_KEYS = ("authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found", "sasl.jaas.config",
-                  "sasl.enabled.mechanisms", "sasl.mechanism.controller.protocol",
-                  "sasl.mechanism.inter.broker.protocol", "principal.builder.class",
-                  "delegation.token.secret.key", "delegation.token.master.key")
+_SELF_CHECKED_PREFIXES = ("controller.quorum.", "metadata.log.", "metadata.max.")
 _SECURITY_PREFIXES = ("sasl.", "delegation.token.")
 
 
 def _is_security_key(key: str) -> bool:
-    if key in _SECURITY_KEYS or key.startswith(_SECURITY_PREFIXES):
+    definition = BROKER_CONFIGS.get(key)
+    if (definition is not None and definition.status == REFUSED) or key.startswith(_SECURITY_PREFIXES):
         return True
     # listener.name.<listener>.<mechanism>.sasl.jaas.config, listener.name.<listener>.sasl.enabled.mechanisms
     return key.startswith("listener.name.") and ".sasl." in f".{key.split('.', 3)[-1]}"
+
+
+def _kafka_definition(key: str):
+    if key in SELF_CHECKED or key.startswith(_SELF_CHECKED_PREFIXES):
+        return None
+    return BROKER_CONFIGS.get(key) or BROKER_CONFIGS.get(listener_base(key) or "")
 
 
 def kafka_value_problems(props: Mapping[str, str]) -> list[str]:
     """Kafka's refusal of every value of a known Kafka key that Kafka's ConfigDef would not accept."""
     problems = []
     for key, value in props.items():
-        definition = KAFKA_SERVER_KEYS.get(key) or KAFKA_RANGES.get(key)
+        definition = _kafka_definition(key)
         if definition is not None and value.strip():
             reason = check_value(definition, value.strip())
             if reason is not None:
-                problems.append(reason)
+                problems.append(reason if definition.name == key else reason.replace(definition.name, key, 1))
     return problems
 
 
@@ -135,10 +71,27 @@ def security_problem(props: Mapping[str, str]) -> str | None:
             "(remove them to run without authorization or SASL)")
 
 
-def unimplemented_warning(keys: Iterable[str]) -> str | None:
-    """The one warning line naming the keys pykraft does not implement, or None."""
-    ignored = sorted(k for k in keys if k not in IMPLEMENTED_KEYS and not k.startswith("pykraft.")
-                     and not _is_security_key(k))
-    if not ignored:
-        return None
-    return f"These configurations are not implemented by pykraft and are ignored: {', '.join(ignored)}"
+def _kind(key: str) -> str:
+    """implemented, ignored (a Kafka key pykraft does not implement) or unknown."""
+    if key in IMPLEMENTED_KEYS or key.startswith(PYKRAFT_PREFIX):
+        return "implemented"
+    definition = BROKER_CONFIGS.get(key)
+    if definition is not None:
+        return "ignored" if definition.status == IGNORED else "implemented"
+    base = listener_base(key)
+    return "ignored" if base is not None and base in BROKER_CONFIGS else "unknown"
+
+
+def unimplemented_warnings(keys: Iterable[str]) -> list[str]:
+    """The warning naming the Kafka keys pykraft ignores, then one line per unknown key (Kafka's words)."""
+    keys = [k for k in keys if not _is_security_key(k)]
+    warnings = []
+    ignored = sorted(k for k in keys if _kind(k) == "ignored")
+    if ignored:
+        warnings.append(f"These Kafka configurations are not implemented by pykraft and are ignored: "
+                        f"{', '.join(ignored)}")
+    for key in sorted(k for k in keys if _kind(k) == "unknown"):
+        guess = did_you_mean(key, [*BROKER_CONFIGS, *PYKRAFT_KEYS])
+        warnings.append(f"The configuration '{key}' was supplied but isn't a known config."
+                        + (f" Did you mean '{guess}'?" if guess else ""))
+    return warnings

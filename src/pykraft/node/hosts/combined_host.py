@@ -4,7 +4,8 @@ both state machines.
 The controller host and the broker host each replay the committed log (each into its own image: the controller's
 may run ahead with its own uncommitted writes, the broker's cache is committed records only, and Metadata answers
 from the latter). Snapshots are the controller's. The runtime binds the controller listener and the broker
-listeners with one request handler:
+listeners with one request handler, each kind of listener serving its own APIs as in Kafka (`registry`,
+`broker_registry`: a broker listener offers no controller RPC, a controller listener no data plane):
 - the controller's RPCs (BrokerRegistration, BrokerHeartbeat, AlterPartition, ...) go to the controller host, which
   answers NOT_CONTROLLER unless this node is the active controller;
 - the requests a broker forwards (CreateTopics, DeleteTopics, ElectLeaders, UpdateFeatures) are handled here when
@@ -18,9 +19,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.metadata_cache import MetadataCache
-from pykraft.protocol.apis import ApiRegistry
+from pykraft.protocol.apis import ApiKey, ApiRegistry
 from pykraft.raft.log import RawSnapshotReader
 
+from pykraft.node.apis.configs_api import with_logger_changes
 from pykraft.node.hosts.broker_host import FORWARDED_APIS, BrokerHost, broker_host
 from pykraft.node.hosts.controller_host import ControllerHost, controller_host, hosted_runtime
 
@@ -57,7 +59,12 @@ class CombinedHost:
         return self.broker.metadata_image()
 
     def registry(self, base: ApiRegistry) -> ApiRegistry:
-        return self.broker.registry(self.controller.registry(base))
+        """The controller listener's APIs: a controller-only node's."""
+        return self.controller.registry(base)
+
+    def broker_registry(self, base: ApiRegistry) -> ApiRegistry:
+        """The broker listeners' APIs: a broker-only node's (the runtime serves each kind of listener its own)."""
+        return self.broker.registry(base)
 
     def extra_handlers(self) -> dict[int, Any]:
         handlers = self.controller.extra_handlers()
@@ -65,11 +72,13 @@ class CombinedHost:
         async def forwarded(decoded: DecodedRequest) -> Any:
             key, message = int(decoded.api_key), decoded.message
             if self.controller.controller.active:
-                return await self.controller.request(key, message)
+                return await self.controller.answer(key, message)
             return await self.broker.forward(key, message)
 
         handlers.update({int(key): forwarded for key in FORWARDED_APIS})
+        handlers[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)] = with_logger_changes(forwarded, self.broker.node_id)
         handlers.update(self.broker.data_plane.handlers())
+        handlers.update(self.broker.group_api.handlers())  # the group coordinator, as on a broker-only node
         return handlers
 
     # ---- StateMachine ------------------------------------------------------------------------------------------

@@ -1,4 +1,7 @@
-"""Replica fetchers: one task per source broker, fetching every partition this broker follows from that leader.
+"""Replica fetchers: `num.replica.fetchers` tasks per source broker (Kafka's fetcher threads), each fetching the
+partitions this broker follows from that leader that Kafka's hash assigns to it (broker_settings.fetcher_id). The
+count may change without a restart (a dynamic broker config): `assign` runs on every metadata change and each
+task re-reads its share every round, so a partition moves to its new task and a task left without partitions ends.
 
 Each round sends one Fetch v17 (topic ids; ReplicaState = our broker id and broker epoch, KIP-903) with, per
 partition, the log end offset as the fetch offset, the epoch of our last batch as LastFetchedEpoch and the leader
@@ -24,6 +27,7 @@ from typing import Any
 
 from kio.schema.fetch.v17 import request as fetch_v17
 
+from pykraft.broker.broker_settings import fetcher_id
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import InvalidAppendError
 
@@ -36,23 +40,29 @@ FETCH_VERSION = 17
 class ReplicaFetchers:
     def __init__(self, host: PartitionHost, *, broker_epoch: Callable[[], int],
                  address_of: Callable[[int], tuple[str, int] | None],
-                 send: Callable[[str, int, Any], Any]) -> None:
+                 send: Callable[[str, int, Any], Any], fetchers_per_source: Callable[[], int] = lambda: 1) -> None:
         self.host = host
         self._broker_epoch = broker_epoch
         self._address_of = address_of
         self._send = send
+        self._fetchers = fetchers_per_source
         self._plan: dict[int, list[tuple[str, int]]] = {}
-        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._tasks: dict[tuple[int, int], asyncio.Task[None]] = {}  # (source broker, fetcher id) -> its task
         self.rounds = 0
         self.truncations = 0
+        self.lags: dict[tuple[str, int], int] = {}  # records behind the leader's high watermark, at the last answer
 
     def assign(self, plan: dict[int, list[tuple[str, int]]]) -> None:
         self._plan = plan
-        for source in plan:
-            task = self._tasks.get(source)
-            if task is None or task.done():
-                self._tasks[source] = asyncio.get_running_loop().create_task(self._run(source),
-                                                                               name=f"replica-fetcher-{source}")
+        followed = {key for keys in plan.values() for key in keys}
+        self.lags = {key: lag for key, lag in self.lags.items() if key in followed}
+        count = self._fetchers()
+        for source, keys in plan.items():
+            for fetcher in sorted({fetcher_id(topic, partition, count) for topic, partition in keys}):
+                task = self._tasks.get((source, fetcher))
+                if task is None or task.done():
+                    self._tasks[(source, fetcher)] = asyncio.get_running_loop().create_task(
+                        self._run(source, fetcher), name=f"replica-fetcher-{source}-{fetcher}")
 
     async def close(self) -> None:
         tasks = list(self._tasks.values())
@@ -61,10 +71,12 @@ class ReplicaFetchers:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks.clear()
 
-    async def _run(self, source: int) -> None:
+    async def _run(self, source: int, fetcher: int = 0) -> None:
         settings = self.host.settings
         while True:
-            keys = [k for k in self._plan.get(source, []) if self._follows(k, source)]
+            count = self._fetchers()
+            keys = [k for k in self._plan.get(source, []) if self._follows(k, source)
+                    and fetcher_id(k[0], k[1], count) == fetcher]
             if not keys:
                 return
             address = self._address_of(source)
@@ -78,6 +90,12 @@ class ReplicaFetchers:
                 continue
             if not self._apply(source, sent, response):
                 await asyncio.sleep(settings.replica_fetch_backoff_ms / 1000)
+
+    def max_lag(self) -> int:
+        """Kafka's ReplicaFetcherManager MaxLag: the largest lag of a partition still followed (0 when none)."""
+        lags = [lag for key, lag in self.lags.items()
+                if (replica := self.host.replicas.get(key)) is not None and replica.leading is None]
+        return max(lags, default=0)
 
     def _follows(self, key: tuple[str, int], source: int) -> bool:
         replica = self.host.replicas.get(key)
@@ -140,4 +158,5 @@ class ReplicaFetchers:
         except InvalidAppendError as exc:
             _log.warning("fetched batches of %s-%d do not continue our log: %s", replica.topic, replica.partition, exc)
             return False
+        self.lags[(replica.topic, replica.partition)] = max(0, int(data.high_watermark) - replica.log.end_offset())
         return True

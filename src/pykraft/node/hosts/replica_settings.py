@@ -3,7 +3,9 @@ server.properties) and each topic's (`TopicSettingsCache`), split from partition
 
 A topic's settings follow Kafka's precedence (broker/topic_settings.py: the topic's ConfigRecords > the broker's
 dynamic config > the cluster's dynamic default > server.properties), read from the metadata image and cached
-until the next metadata change (`clear`). A dynamic value that does not parse is skipped and logged once.
+until the next metadata change (`clear`). A dynamic value that does not parse is skipped and logged once. The
+broker's own dynamic settings (producer.id.expiration.ms, num.replica.fetchers) are read the same way
+(`broker_int`, broker/broker_settings.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pykraft.broker.broker_settings import dynamic_int
 from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.broker.topic_settings import TopicSettings, static_settings, topic_settings
 from pykraft.controller.configs import BROKER, TOPIC
@@ -28,7 +31,8 @@ class DataPlaneSettings:
     replica_fetch_max_bytes: int = 1 << 20  # replica.fetch.max.bytes
     replica_fetch_wait_max_ms: int = 500  # replica.fetch.wait.max.ms
     replica_fetch_backoff_ms: int = 1000  # replica.fetch.backoff.ms
-    producer_id_expiration_ms: int = 86_400_000  # producer.id.expiration.ms
+    producer_id_expiration_ms: int = 86_400_000  # producer.id.expiration.ms (dynamic: TopicSettingsCache.broker_int)
+    num_replica_fetchers: int = 1  # num.replica.fetchers (dynamic)
 
     @classmethod
     def of(cls, broker_id: int, raw: Mapping[str, Any]) -> DataPlaneSettings:
@@ -37,7 +41,8 @@ class DataPlaneSettings:
         for name, key in (("replica_fetch_max_bytes", "replica.fetch.max.bytes"),
                           ("replica_fetch_wait_max_ms", "replica.fetch.wait.max.ms"),
                           ("replica_fetch_backoff_ms", "replica.fetch.backoff.ms"),
-                          ("producer_id_expiration_ms", "producer.id.expiration.ms")):
+                          ("producer_id_expiration_ms", "producer.id.expiration.ms"),
+                          ("num_replica_fetchers", "num.replica.fetchers")):
             text = str(raw.get(key, "")).strip()
             if text:
                 try:
@@ -74,12 +79,21 @@ class TopicSettingsCache:
             self._resolved[topic] = found
         return found
 
+    def broker_int(self, key: str, started_with: int, minimum: int | None = None) -> int:
+        """A broker setting Kafka changes without a restart (producer.id.expiration.ms, num.replica.fetchers):
+        this broker's dynamic value, else the cluster default's, else `started_with` (server.properties)."""
+        configs = self._cache.configs.configs
+        return dynamic_int(key, configs.get((BROKER, self._broker), {}), configs.get((BROKER, ""), {}), started_with,
+                           minimum)
+
     def log_config_for(self, topic: str) -> LogConfig:
         """`PartitionLogs`' config source: a new or recovered log rolls by its topic's settings."""
         return to_log_config(self.of(topic))
 
 
 def to_log_config(settings: TopicSettings) -> LogConfig:
-    """The storage side of a topic's settings (segment rolls; retention is applied by the maintenance round)."""
-    return LogConfig(segment_bytes=settings.segment_bytes, segment_ms=settings.segment_ms,
-                     retention_bytes=settings.retention_bytes, retention_ms=settings.retention_ms)
+    """The storage side of a topic's settings (segment rolls, by max.compaction.lag.ms too on a compacted topic;
+    retention is applied by the maintenance round, compaction by the log cleaner)."""
+    return LogConfig(segment_bytes=settings.segment_bytes, segment_ms=settings.roll_ms,
+                     retention_bytes=settings.retention_bytes, retention_ms=settings.retention_ms,
+                     allow_offset_gaps=True)

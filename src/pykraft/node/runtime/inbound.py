@@ -3,7 +3,8 @@
 - A frame that does not decode (unknown api key, malformed header or body, a version no error answer can be built
   for) closes the connection and is counted, as Kafka does.
 - A version the node does not support gets Kafka's UNSUPPORTED_VERSION answer (built by the codec).
-- ApiVersions, Metadata and DescribeCluster are answered here from the core's state (client_apis.py); Produce
+- ApiVersions, Metadata and DescribeCluster are answered here from the core's state, with the endpoints of the
+  listener the request came in on (client_apis.py, metadata_api.py, listeners.py); Produce
   waits for its write to commit (writes.py); UpdateFeatures is the controller host's (an extra handler); the raft
   RPCs go through the core's input queue and come back at the version the request used (versions.py).
 - DescribeQuorum reaching a node that is not the leader is forwarded to the leader (`_forward_to_leader`).
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +33,8 @@ from pykraft.protocol.framing import FrameBody
 from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode, ProtocolError
 
-from pykraft.node.apis import client_apis, writes
+from pykraft.node.apis import client_apis, metadata_api, writes
+from pykraft.node.apis.listeners import request_listener
 from pykraft.node.apis.versions import CORE_VERSIONS, to_core_request, to_request_version
 
 if TYPE_CHECKING:
@@ -45,17 +48,24 @@ ExtraHandler = Callable[[DecodedRequest], Awaitable[Any | None]]
 
 class InboundHandler:
     def __init__(self, runtime: NodeRuntime, registry: ApiRegistry,
-                 extra: Mapping[int, ExtraHandler] | None = None) -> None:
+                 extra: Mapping[int, ExtraHandler] | None = None, broker_registry: ApiRegistry | None = None) -> None:
         self.runtime = runtime
-        self.registry = registry
+        self.registry = registry  # a controller listener's APIs (every listener's on a node of one role)
+        # A broker listener's APIs on a node with both roles: Kafka serves a combined node's listeners with
+        # ControllerApis and KafkaApis apart, so a client cannot reach the controller RPCs on its broker listener
+        # nor produce through its controller listener.
+        self.broker_registry = broker_registry if broker_registry is not None else registry
+        self._broker_listeners = frozenset(runtime.config.broker_listener_names()) if broker_registry else frozenset()
         self.extra = dict(extra or {})
         self.bad_frames = 0
         self.refused_versions = 0
         self.requests = 0
 
     async def __call__(self, info: ConnectionInfo, payload: memoryview) -> memoryview | FrameBody | None:
+        started = time.perf_counter()
         try:
-            decoded = decode_request(payload, self.registry, borrow_records=True)  # the server's frame: ours
+            # The server's frame: ours. The connection info rides along (the listener the request came in on).
+            decoded = decode_request(payload, self.registry_of(info.listener_name), borrow_records=True, context=info)
         except ProtocolError as exc:
             self.bad_frames += 1
             _log.warning("closing connection %s from %s:%s: %s", info.connection_id, info.peer_host, info.peer_port,
@@ -68,15 +78,22 @@ class InboundHandler:
             self.refused_versions += 1
             return decoded.response[_SIZE_PREFIX:]
         self.requests += 1
+        stats = self.runtime.request_stats
         try:
             response = await self.dispatch(decoded)
-            if response is None:
-                return None
-            return _encode_answer(decoded.correlation_id, response)
+            answer = None if response is None else _encode_answer(decoded.correlation_id, response)
         except CloseConnection:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary of this one request: fail it, not the node
+            stats.record_failure(int(decoded.api_key), decoded.api_version, time.perf_counter() - started)
             return self._failed(decoded, exc)
+        stats.record(int(decoded.api_key), decoded.api_version, decoded.message, response,
+                     time.perf_counter() - started)
+        return answer
+
+    def registry_of(self, listener_name: str | None) -> ApiRegistry:
+        """The APIs served on `listener_name` (see __init__)."""
+        return self.broker_registry if listener_name in self._broker_listeners else self.registry
 
     def _failed(self, decoded: DecodedRequest, exc: Exception) -> memoryview | FrameBody:
         """UNKNOWN_SERVER_ERROR for a request whose handling raised; the connection closes when even that
@@ -93,17 +110,21 @@ class InboundHandler:
         key, message, runtime = decoded.api_key, decoded.message, self.runtime
         core = runtime.core
         handler = self.extra.get(key)
-        if handler is not None and key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA):
+        listener = request_listener(decoded, runtime.config)
+        if handler is not None and key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA) and listener.serves_brokers:
             # A broker's data plane takes Produce and Fetch (it hands `__cluster_metadata` back: answer_on_core,
-            # produce_metadata) and Metadata (auto.create.topics.enable, then the answer below).
+            # produce_metadata) and Metadata (auto.create.topics.enable, then the answer below); on a combined
+            # node's controller listener these are the controller's, as a controller-only node answers them.
             return await handler(decoded)
         if key == ApiKey.API_VERSIONS:
-            return client_apis.api_versions(core, self.registry, message, client_apis.image_of(runtime.state_machine))
+            registry = self.registry_of(listener.name)
+            return client_apis.api_versions(core, registry, message, client_apis.image_of(runtime.state_machine))
         if key == ApiKey.METADATA:
-            return client_apis.metadata(core, runtime.cluster_id, message, client_apis.image_of(runtime.state_machine))
+            return metadata_api.metadata(core, runtime.cluster_id, message, client_apis.image_of(runtime.state_machine),
+                                         listener)
         if key == ApiKey.DESCRIBE_CLUSTER:
             return client_apis.describe_cluster(core, runtime.cluster_id, message,
-                                                client_apis.image_of(runtime.state_machine))
+                                                client_apis.image_of(runtime.state_machine), listener)
         if key == ApiKey.PRODUCE:
             return await self.produce_metadata(decoded)
         if key == ApiKey.DESCRIBE_QUORUM:

@@ -9,7 +9,9 @@ handlers treat an error answer as "no information" without a retry backoff, and 
 a dead peer into a busy resend loop.
 
 `forward` (a client's request sent on to the leader, a broker's heartbeat to the controller) has its own
-connections: on the raft ones its answer would wait behind a Fetch long-poll (up to the fetch max wait).
+connections: on the raft ones its answer would wait behind a Fetch long-poll (up to the fetch max wait). `to_broker`
+(the replica fetchers) has its own too, to the other brokers' inter-broker listener, with that listener's security
+protocol (the controller listener's may differ).
 """
 
 from __future__ import annotations
@@ -56,10 +58,13 @@ class OutboundStats:
 class Outbound:
     def __init__(self, pool: Any, *, timeout_ms: int, client_id: str, deliver: Deliver,
                  on_answer: OnAnswer | None = None, on_error: OnError | None = None,
-                 forward_pool: Any | None = None, on_unreachable: OnUnreachable | None = None) -> None:
+                 forward_pool: Any | None = None, on_unreachable: OnUnreachable | None = None,
+                 broker_pool: Any | None = None) -> None:
         self._pool = pool
         self._on_unreachable = on_unreachable
         self._forward_pool = forward_pool if forward_pool is not None else pool  # `forward`'s own connections
+        # `to_broker`'s: the inter-broker listener, whose security protocol may differ from the controllers'.
+        self._broker_pool = broker_pool if broker_pool is not None else self._forward_pool
         self._on_answer = on_answer  # sees every decoded answer first (cluster_ids.py reads refusals)
         self._on_error = on_error
         self._timeout_ms = timeout_ms
@@ -120,12 +125,22 @@ class Outbound:
             return
         self._deliver(destination.node_id, send.correlation_id, response)
 
-    async def forward(self, host: str, port: int, message: Any) -> Any | None:
-        """Send a client's request on to another node (the leader) and return its answer; None if that failed."""
+    async def forward(self, host: str, port: int, message: Any, timeout_ms: int | None = None) -> Any | None:
+        """Send a client's request on to another node (the leader) and return its answer; None if that failed.
+        `timeout_ms`: how long to wait for an answer the leader holds on purpose (default: the raft request
+        timeout)."""
+        return await self._request_on(self._forward_pool, host, port, message, timeout_ms)
+
+    async def to_broker(self, host: str, port: int, message: Any) -> Any | None:
+        """A request to another broker on the inter-broker listener (a replica fetch); None if that failed."""
+        return await self._request_on(self._broker_pool, host, port, message)
+
+    async def _request_on(self, pool: Any, host: str, port: int, message: Any,
+                          timeout_ms: int | None = None) -> Any | None:
         key, version = int(message.__api_key__), int(message.__version__)
         try:
-            payload = await self._forward_pool.request(host, port, lambda wire_id: self._encode(message, wire_id),
-                                                       timeout_ms=self._timeout_ms)
+            payload = await pool.request(host, port, lambda wire_id: self._encode(message, wire_id),
+                                         timeout_ms=timeout_ms or self._timeout_ms)
             return decode_response(payload, key, version, borrow_records=True).message  # a Fetch answer's batches
         except (NetError, ProtocolError) as exc:
             self.stats.failures += 1
@@ -156,6 +171,8 @@ class Outbound:
         await self._pool.close()
         if self._forward_pool is not self._pool:
             await self._forward_pool.close()
+        if self._broker_pool is not self._forward_pool:
+            await self._broker_pool.close()
 
 
 def probe_fetch_offset(request: Any) -> int:

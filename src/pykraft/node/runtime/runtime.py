@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pykraft.net.commit_probe import PROBE
-from pykraft.net.errors import ConnectError
+from pykraft.net.errors import ConnectError, NetError
 from pykraft.net.pool import ConnectionPool
 from pykraft.net.server import FrameServer
 from pykraft.net.tls import client_context, server_context
@@ -51,6 +51,8 @@ from pykraft.node.runtime.flusher import DurabilityLane, RunBlocking, on_loop_af
 from pykraft.node.runtime.handler_errors import HandlerErrors, contained, fail_answer, recorder
 from pykraft.node.runtime.inbound import ExtraHandler, InboundHandler, served_registry
 from pykraft.node.runtime.metrics import NodeMetrics
+from pykraft.node.runtime.quorum_log import QuorumTransitionLog
+from pykraft.node.runtime.request_metrics import RequestStats
 from pykraft.node.runtime.outbound import Outbound, probe_fetch_offset
 from pykraft.node.config.preflight import check_listeners_bindable
 from pykraft.node.runtime.snapshots import SnapshotPolicy
@@ -131,13 +133,16 @@ def _tls_failure(exc: BaseException | None) -> bool:
 class NodeRuntime:
     def __init__(self, config: Any, *, state_machine: StateMachine | None = None,
                  registry: ApiRegistry = NODE_RUNTIME_APIS, extra_handlers: Mapping[int, ExtraHandler] | None = None,
-                 run_blocking: RunBlocking | None = None, clock: Callable[[], int] = wall_clock_ms) -> None:
+                 run_blocking: RunBlocking | None = None, clock: Callable[[], int] = wall_clock_ms,
+                 broker_registry: ApiRegistry | None = None, defer_broker_listeners: bool = False) -> None:
         self.config = config
         self.state_machine: StateMachine = state_machine or CountingStateMachine()
         # The hosts the state machine consists of, set by their `bind` (None for a plain state machine).
         self.controller_host: Any = None
         self.broker_host: Any = None
         self.registry = served_registry(registry, extra_handlers)
+        # The broker listeners' APIs when they differ from the controller listeners' (a combined node: inbound.py).
+        self._broker_registry = None if broker_registry is None else served_registry(broker_registry, extra_handlers)
         self._extra = extra_handlers
         self._run_blocking = run_blocking
         self.clock = clock
@@ -147,6 +152,11 @@ class NodeRuntime:
         self.cluster_id = ""
         self.address: tuple[str, int] | None = None  # of the first listener: the raft channel on a controller
         self.servers: list[FrameServer] = []
+        # A broker's client listeners are bound at start but serve only once the broker host says it caught up
+        # (`serve_broker_listeners`), as Kafka's BrokerServer enables request processing after its initial
+        # catch-up: before, its image would name no broker and no topic.
+        self._defer_broker_listeners = defer_broker_listeners
+        self._deferred: list[FrameServer] = []
         self.waiters = CommitWaiters()
         self._inputs: deque[Input] = deque()
         self._wake = asyncio.Event()
@@ -156,6 +166,7 @@ class NodeRuntime:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._stop_started = False
+        self._shutdown_timeout_ms = SHUTDOWN_TIMEOUT_MS  # what stop() gave the core to hand leadership over
         self._skip_handover = asyncio.Event()  # set by a second stop() during the graceful hand-over
         self._stopped = asyncio.Event()
         self.close_failure: NodeCloseError | None = None
@@ -167,6 +178,7 @@ class NodeRuntime:
         self._busy_since = time.perf_counter()
         self.observers: list[Callable[[RaftCore, int], None]] = []
         self.handler_errors = HandlerErrors()  # requests and responses whose handling raised (contained)
+        self.request_stats = RequestStats()  # Kafka's RequestMetrics, per API (request_metrics.py)
         self._probe_fetches: dict[int, tuple[int, int]] = {}  # with PROBE only: ref -> (fetch offset, replica)
         self._probe_hwm: int | None = None
         self._parked_until_ms: int | None = None  # while the core task waits: when its timer wakes it
@@ -174,6 +186,11 @@ class NodeRuntime:
         self._inline_failure: BaseException | None = None  # raised by the task, which fails the node
         self._inline_busy_s = 0.0  # seconds of inline inputs inside the task's waits (poll-idle-ratio)
         self._released_at_hwm: int | None = None  # the high watermark when the log's tail cache was last trimmed
+
+    @property
+    def stopping(self) -> bool:
+        """Whether stop() has begun (hosts stop starting new work)."""
+        return self._stopping or self._stop_started
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -183,6 +200,7 @@ class NodeRuntime:
         config = self.config
         self._tls = {listener.name: self._server_tls(listener.name) for listener in config.served_listeners()}
         self._tls_client = self._client_tls()
+        self._tls_broker = self._client_tls(config.inter_broker_listener_name) if config.is_broker else None
         check_listeners_bindable(config.served_listeners())
         self.storage = open_node_storage(config)
         try:
@@ -227,6 +245,8 @@ class NodeRuntime:
         # Several transitions can happen inside one input (Resigned -> Unattached -> Prospective -> Candidate ->
         # Leader in one poll); the trace wants each. QuorumState calls its listeners on every epoch or role change.
         self.core.quorum.add_transition_listener(lambda: self.trace.observe_state(self.core, self.clock()))
+        self.quorum_log = QuorumTransitionLog(self.core, config.node_id)
+        self.core.quorum.add_transition_listener(lambda: self.quorum_log.observe(self.core))
         self.metrics = NodeMetrics(self)
         self.observers.append(self.metrics.observe)
         self.outbox = Outbox()
@@ -240,27 +260,66 @@ class NodeRuntime:
         # Two channels, as Kafka keeps the raft client's apart from the broker-to-controller one: a forwarded
         # request or a heartbeat must not queue behind a Fetch long-poll (answers come in request order).
         raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls) for _ in range(2))
+        broker_tls = self._tls_broker
+        broker_pool = ConnectionPool(ssl_context=broker_tls) if config.is_broker else None
         self.outbound = Outbound(raft_pool if client_tls is None else _TlsFailureLog(raft_pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
                                  on_answer=self.cluster_ids.check_answer, on_error=self.handler_errors.record,
                                  forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool),
-                                 on_unreachable=self._peer_unreachable)
+                                 on_unreachable=self._peer_unreachable,
+                                 broker_pool=broker_pool if broker_tls is None or broker_pool is None
+                                 else _TlsFailureLog(broker_pool))
         self.runner = EffectRunner(self.lane, self.outbox, self)
-        self.inbound = InboundHandler(self, self.registry, self._extra)
+        self.inbound = InboundHandler(self, self.registry, self._extra, self._broker_registry)
         self.lane.start()
         self._apply(self.core.initialize(storage.stored_election, now), now)
+        self._say_if_log_names_a_broker_a_voter()
         self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"pykraft-core-{config.node_id}")
         # Every listener is served by the same handler: in combined mode the controller host answers controller
         # requests and the broker's forwarding takes over when this node is not the active controller.
+        broker_listeners = set(config.broker_listener_names()) if config.is_broker else set()
         for listener in config.served_listeners():
             server = FrameServer(self.inbound, ssl_context=self._tls[listener.name],
-                                 name=f"node-{config.node_id}-{listener.name}")
+                                 name=f"node-{config.node_id}-{listener.name}", listener_name=listener.name)
             self.servers.append(server)
-            address = await server.start(listener.host or "0.0.0.0", listener.port)
+            deferred = self._defer_broker_listeners and listener.name in broker_listeners
+            host = listener.host or "0.0.0.0"
+            try:
+                address = await server.start(host, listener.port, serving=not deferred)
+            except OSError as exc:  # one line naming the port and the setting, not "[Errno 98] ..." alone
+                raise NetError(f"cannot listen on {host}:{listener.port} (listener {listener.name}): "
+                               f"{(exc.strerror or str(exc)).lower()}") from None
+            if deferred:
+                self._deferred.append(server)
             self.address = self.address or address
         if config.metrics_port is not None:
-            self.metrics.serve(config.metrics_port)
+            try:
+                self.metrics.serve(config.metrics_port)
+            except OSError as exc:
+                raise NetError(f"cannot serve metrics on port {config.metrics_port} (pykraft.metrics.port): "
+                               f"{(exc.strerror or str(exc)).lower()}") from None
+
+    async def serve_broker_listeners(self) -> None:
+        """Open the broker's client listeners (bound at start, refusing connections until now); once only."""
+        deferred, self._deferred = self._deferred, []
+        for server in deferred:
+            await server.start_serving()
+        if deferred:
+            _log.info("broker %d serves clients on %s (caught up with the metadata log at offset %s)",
+                      self.config.node_id, ", ".join(s.listener_name or "?" for s in deferred),
+                      self.core.high_watermark)
+
+    def _say_if_log_names_a_broker_a_voter(self) -> None:
+        """A node without the controller role whose log names it a voter (a broker started on a controller's data,
+        or a controller's id reused): it only observes (LocalReplica.can_become_voter), and the operator should know
+        why the quorum may be short of that voter."""
+        config = self.config
+        if config.is_controller or config.node_id not in self.core.voters().ids():
+            return
+        _log.warning("node %d: the metadata log names it a voter of the quorum, but process.roles=%s has no "
+                     "controller role: it will not vote or lead, only observe the quorum as a broker",
+                     config.node_id, ",".join(sorted(config.process_roles)))
 
     def _server_tls(self, listener_name: str) -> Any:
         """The TLS context of a listener this process binds; None when that listener is not SSL."""
@@ -269,10 +328,11 @@ class NodeRuntime:
             return None
         return server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=tls.client_auth_required)
 
-    def _client_tls(self) -> Any:
-        """The TLS context for the controller listener this process fetches from; None when it is not SSL."""
+    def _client_tls(self, listener_name: str | None = None) -> Any:
+        """The TLS context for connections to `listener_name` (the controller listener this process fetches from
+        by default); None when it is not SSL."""
         config, tls = self.config, self.config.tls
-        if tls is None or config.security_protocol(config.controller_listener_name) != "SSL":
+        if tls is None or config.security_protocol(listener_name or config.controller_listener_name) != "SSL":
             return None
         return client_context(tls.cert_path, tls.key_path, tls.ca_path)
 
@@ -294,6 +354,7 @@ class NodeRuntime:
             await self._stopped.wait()
             return
         self._stop_started = True
+        self._shutdown_timeout_ms = timeout_ms
         if graceful and self._task is not None and not self._task.done():
             self._submit(lambda now: self.core.shutdown(now, timeout_ms))
             handed_over = asyncio.ensure_future(self._shutdown_complete.wait())
@@ -582,7 +643,7 @@ class NodeRuntime:
         self.state_machine.leader_changed(effect.leader_id, effect.epoch)
 
     def shutdown_complete(self, effect: ShutdownComplete) -> None:
-        _log.info("raft shutdown complete (graceful=%s)", effect.graceful)
+        self.quorum_log.shutdown_complete(self.core, effect.graceful, self._shutdown_timeout_ms)
         self._shutdown_complete.set()
 
     def _on_snapshot(self, snapshot_id: Any, size: int) -> None:

@@ -65,8 +65,9 @@ def _matches_local(local: ReplicaKey, voter_id: int, directory_id: object) -> bo
 
 
 def can_grant_vote(core: RaftCore, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
-    """Never to itself; otherwise the epoch state decides (states.py, each state's `can_grant_vote`)."""
-    if candidate.id == core.local.node_id:
+    """Never to itself, never from a replica that cannot be a voter (a node without the controller role votes in
+    no election, whatever its log says); otherwise the epoch state decides (states.py, each `can_grant_vote`)."""
+    if candidate.id == core.local.node_id or not core.local.can_become_voter:
         return False
     return core.quorum.state.can_grant_vote(candidate, up_to_date, pre_vote)
 
