@@ -14,7 +14,6 @@ SIGKILLed at once.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import subprocess
@@ -33,7 +32,7 @@ from tests.e2e.stock_clients import consume_group, produce
 from . import real_faults as rf
 from .cluster_files import replayed
 from .test_analyze import _expected_image, _image_of
-from .test_sources import _plain
+from .decoded import check_tables
 
 pytestmark = pytest.mark.spark
 kafka = pytest.importorskip("kafka")
@@ -166,41 +165,9 @@ def _parquet(out: Path, name: str) -> list[dict]:
     return pq.ParquetDataset(out / name).read().to_pylist()
 
 
-def _expected_content(r: dict) -> tuple:
-    """What a single-process decoding says a record holds: a control record, a metadata record's type, or the
-    value's bytes (user and group records)."""
-    if r["isControl"]:
-        return ("control",)
-    if "metadata" in r:
-        return ("metadata", r["metadata"]["type"])
-    return ("value", r["value"])
-
-
-def _table_content(r: dict) -> tuple:
-    if r["is_control"]:
-        return ("control",)
-    if r["topic"] == "__cluster_metadata" and r["record_type"] is not None:
-        return ("metadata", r["record_type"])
-    return ("value", None if r["value"] is None else base64.b64encode(r["value"]).decode())
-
-
 def test_every_table_equals_a_single_process_decoding_of_the_same_files(clean, run):
-    root = run["root"]
-    expected, snapshots = [], 0
-    for path in sorted(root.glob("node-*/data/*-*/*.log")):
-        node = int(path.parts[-4].removeprefix("node-"))
-        expected += [(node, f"{path.parent.name}/{path.name}", r["baseOffset"], r["offset"], r["leaderEpoch"],
-                      r["timestamp"], r["crcValid"], _expected_content(r)) for r in _plain(path)]
-    for path in sorted(root.glob("node-*/data/__cluster_metadata-0/*.checkpoint")):
-        snapshots += len(_plain(path))
-    rows = _parquet(clean["out"], "records")
-    got = [(r["node_id"], r["file"], r["base_offset"], r["offset"], r["leader_epoch"], r["timestamp"],
-            r["crc_valid"], _table_content(r)) for r in rows]
-    assert sorted(got, key=repr) == sorted(expected, key=repr)
+    rows = check_tables(run["root"], clean["out"])
     assert {r["topic"] for r in rows} >= {TOPIC, "__cluster_metadata", "__consumer_offsets"}
-    assert len(_parquet(clean["out"], "snapshots")) == snapshots
-    lines = sum(len(p.read_text().splitlines()) for p in root.glob("node-*/data/pykraft-trace.jsonl"))
-    assert len(_parquet(clean["out"], "traces")) == lines
     commits = _parquet(clean["out"], "consumer_offsets")
     assert {(c["group"], c["topic"]) for c in commits} == {("analyze-check", TOPIC)}
     last = {}

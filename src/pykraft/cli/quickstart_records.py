@@ -128,7 +128,8 @@ class BrokerWorkload:
         found: dict[int, list[int]] = {}
         try:
             deadline = time.monotonic() + CONSUME_DEADLINE_S
-            while time.monotonic() < deadline and any(not want <= set(found.get(p, [])) for p, want in expected.items()):
+            while time.monotonic() < deadline and any(not want <= set(found.get(p, []))
+                                                      for p, want in expected.items()):
                 for message in consumer:
                     found.setdefault(message.partition, []).append(int(message.value))
             consumer.commit()

@@ -233,7 +233,8 @@ def _observers(t: Tables, cid: str, cluster: dict[str, Any]) -> str:
     traced = hwm.sort_values("ts_ms").groupby("node_id")["hwm"].last().to_dict() if len(hwm) else {}
     end = cluster["highWatermark"]
     rows = [{"node": int(r.node_id), "role": "voter" if r.node_id in voters else "observer",
-             "log end offset": int(r.last_offset) + 1, "behind the high watermark": max(0, end - int(r.last_offset) - 1),
+             "log end offset": int(r.last_offset) + 1,
+             "behind the high watermark": max(0, end - int(r.last_offset) - 1),
              "last traced high watermark": traced.get(r.node_id, "-")}
             for r in logs.sort_values("node_id").itertuples()]
     return ("<p class=note>lag at the end: how far each node's metadata log ends behind the cluster's high watermark "
