@@ -1,6 +1,6 @@
 """`analyze`'s progress bar on stderr: one line per step, and inside a step a line whenever Spark's tasks move
-(the active stages' finished tasks against their total, read from Spark's status tracker by a thread twice a
-second), so that a long step shows life."""
+(the active stages' finished tasks against their total, read from Spark's status tracker by a thread once a
+second, a line when they moved), so that a long step shows life."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-POLL_S = 0.5
+POLL_S = 1.0
 QUIET_S = 5.0  # a line at least this often while tasks are unchanged but a stage is still running
 
 
