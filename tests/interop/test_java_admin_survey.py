@@ -15,9 +15,6 @@ from .java_programs import failures
 
 # method -> the issue whose work makes pykraft answer it
 NOT_YET: dict[str, str] = {
-    "listTransactions": "issue 31: transactions",
-    "describeTransactions": "issue 31: transactions",
-    "fenceProducers": "issue 31: transactions",
     "describeAcls": "issue 33: ACLs",
     "describeUserScramCredentials": "issue 33: SCRAM credentials",
     "alterUserScramCredentials": "issue 33: SCRAM credentials",

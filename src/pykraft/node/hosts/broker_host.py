@@ -51,9 +51,13 @@ from pykraft.node.apis.configs_api import with_logger_changes
 from pykraft.node.apis.quorum_reassign_api import forward_timeout_ms
 from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
+from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS, ConsumerGroupApi
 from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
+from pykraft.node.hosts.consumer_group_host import consumer_group_config
 from pykraft.node.hosts.group_host import GroupHost, group_config
 from pykraft.node.hosts.isr_trace import IsrViewTrace
+from pykraft.node.apis.txn_api import TXN_APIS
+from pykraft.node.hosts.txn_wiring import build_transactions, txn_handlers
 from pykraft.node.apis.versions import to_request_version
 
 if TYPE_CHECKING:
@@ -147,8 +151,11 @@ class BrokerHost:
                                                request_timeout_ms=node_config.quorum.request_timeout_ms), self.cache)
         self.data_plane = DataPlane(self, node_config)
         offsets_topic_settings(node_config.raw)  # refuse a bad value at start, not at the first FindCoordinator
-        self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now())
+        self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now(),
+                                consumer_group_config(node_config.raw))
         self.group_api = GroupApi(self, self.groups)
+        self.consumer_group_api = ConsumerGroupApi(self, self.groups)
+        self.txns, self.txn_api = build_transactions(self)  # the transaction coordinator (txn_wiring.py)
         self.runtime: NodeRuntime | None = None
         self.finished: asyncio.Future[ShutdownComplete] | None = None
         self.undecodable_records = 0  # metadata records replayed from the log that could not be decoded
@@ -174,7 +181,8 @@ class BrokerHost:
         for key in FORWARDED_APIS:
             low, high = HOST_APIS[key]
             base = base.with_range(key, low, high)
-        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items()):
+        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items(), *CONSUMER_GROUP_APIS.items(),
+                                 *TXN_APIS.items()):
             base = base.with_range(key, low, high)
         return with_image_apis(base)
 
@@ -185,8 +193,12 @@ class BrokerHost:
         handlers[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)] = with_logger_changes(handler, self.node_id)
         handlers.update(image_handlers(self.metadata_image, self.node_id, self.data_plane.node_config.raw))
         handlers.update(self.data_plane.handlers())
-        handlers.update(self.group_api.handlers())
+        handlers.update(self.coordinator_handlers())
         return handlers
+
+    def coordinator_handlers(self) -> dict[int, Any]:
+        """The group and transaction coordinators' requests (a combined node serves them on its broker side)."""
+        return {**self.group_api.handlers(), **self.consumer_group_api.handlers(), **txn_handlers(self)}
 
     # ---- lifecycle of the process ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -212,6 +224,7 @@ class BrokerHost:
         for task in self._tasks:
             task.cancel()
         self.groups.close()
+        self.txns.close()
         self.data_plane.close()
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
@@ -378,6 +391,7 @@ class BrokerHost:
     def _sync_groups(self) -> None:
         if self.data_plane.host.logs is not None:  # the partition logs are open
             self.groups.sync_leadership()
+            self.txns.sync_leadership()
 
     def _on_shutdown_complete(self, done: ShutdownComplete) -> None:
         finished = self.finished

@@ -78,7 +78,7 @@ class CombinedHost:
         handlers.update({int(key): forwarded for key in FORWARDED_APIS})
         handlers[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)] = with_logger_changes(forwarded, self.broker.node_id)
         handlers.update(self.broker.data_plane.handlers())
-        handlers.update(self.broker.group_api.handlers())  # the group coordinator, as on a broker-only node
+        handlers.update(self.broker.coordinator_handlers())  # group and transaction coordinators, as on a broker
         return handlers
 
     # ---- StateMachine ------------------------------------------------------------------------------------------

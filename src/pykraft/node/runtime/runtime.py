@@ -262,6 +262,7 @@ class NodeRuntime:
         raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls) for _ in range(2))
         broker_tls = self._tls_broker
         broker_pool = ConnectionPool(ssl_context=broker_tls) if config.is_broker else None
+        coordinator_pool = ConnectionPool(ssl_context=broker_tls) if config.is_broker else None
         self.outbound = Outbound(raft_pool if client_tls is None else _TlsFailureLog(raft_pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
@@ -269,7 +270,9 @@ class NodeRuntime:
                                  forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool),
                                  on_unreachable=self._peer_unreachable,
                                  broker_pool=broker_pool if broker_tls is None or broker_pool is None
-                                 else _TlsFailureLog(broker_pool))
+                                 else _TlsFailureLog(broker_pool),
+                                 coordinator_pool=coordinator_pool if broker_tls is None or coordinator_pool is None
+                                 else _TlsFailureLog(coordinator_pool))
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.inbound = InboundHandler(self, self.registry, self._extra, self._broker_registry)
         self.lane.start()
