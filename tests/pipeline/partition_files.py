@@ -16,12 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
+from pykraft.records.batch import ATTR_TRANSACTIONAL
+from pykraft.records import consumer_group_records as cg
 from pykraft.records.client_history import PRODUCE_HISTORY_FILE, ProduceHistory
 from pykraft.records.crc import crc32c
 from pykraft.records.group_records import (GroupKey, GroupValue, OffsetKey, OffsetValue, encode_group_value,
                                            encode_key, encode_offset_value)
+from pykraft.records.txn_log_records import TxnLogValue, encode_txn_key, encode_txn_value
+from pykraft.records.txn_markers import encode_txn_marker_batch
 from pykraft.storage import MetaProperties, write_meta_properties
 from pykraft.storage.offset_checkpoints import encode_offsets
+from pykraft.storage.txn_index import AbortedTxn, encode_entries, txn_index_name
 
 from .cluster_files import START_MS, make_cluster, replayed
 
@@ -34,13 +39,22 @@ PRODUCER_ID = {0: 1000, 1: 1001, 2: 1002}
 _PRODUCER_AT = 43  # producer id (int64), epoch (int16), base sequence (int32) in the batch header
 
 
+def with_producer(batch: bytes, producer_id: int, producer_epoch: int, sequence: int, *,
+                  transactional: bool = False) -> bytes:
+    """The batch with its producer fields set (and the transactional attribute), its CRC fixed."""
+    out = bytearray(batch)
+    struct.pack_into(">qhi", out, _PRODUCER_AT, producer_id, producer_epoch, sequence)
+    if transactional:
+        struct.pack_into(">h", out, 21, struct.unpack_from(">h", out, 21)[0] | ATTR_TRANSACTIONAL)
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+    return bytes(out)
+
+
 def idempotent_batch(values: list[bytes], keys: list[bytes], base_offset: int, epoch: int, producer_id: int,
                      sequence: int) -> bytes:
-    batch = bytearray(encode_batch([SimpleRecord(v, key=k) for v, k in zip(values, keys)], base_offset=base_offset,
-                                   partition_leader_epoch=epoch, timestamp_ms=START_MS + 5_000 + base_offset))
-    struct.pack_into(">qhi", batch, _PRODUCER_AT, producer_id, 0, sequence)
-    struct.pack_into(">I", batch, 17, crc32c(memoryview(batch)[21:]))
-    return bytes(batch)
+    batch = encode_batch([SimpleRecord(v, key=k) for v, k in zip(values, keys)], base_offset=base_offset,
+                         partition_leader_epoch=epoch, timestamp_ms=START_MS + 5_000 + base_offset)
+    return with_producer(batch, producer_id, 0, sequence)
 
 
 @dataclass
@@ -68,6 +82,7 @@ class Scene:
     logs: dict[tuple[int, int], Replica]  # (broker, partition) -> replica
     acked: list[tuple[int, int, bytes]]  # (partition, offset, value)
     log_start: dict[int, int] = field(default_factory=dict)  # partition -> log start offset (checkpointed)
+    aborted: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # partition -> aborted txn spans
 
     def data(self, broker: int) -> Path:
         return self.root / f"node-{broker}" / "data"
@@ -154,6 +169,80 @@ def group_log(scene: Scene, commits: list[int]) -> None:
         folder = scene.data(broker) / "__consumer_offsets-0"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{0:020d}.log").write_bytes(data)
+
+
+TXN_PRODUCER = 3000
+
+
+def transactions(scene: Scene, partition: int = 0) -> dict[str, list[int]]:
+    """Transactions at the end of `orders-<partition>` on every replica, as a transactional producer leaves them:
+    an aborted transaction, the same values resent and committed in the producer's next epoch, and an aborted
+    transaction whose record the log cleaner removed (its ABORT marker and the replicas' `.txnindex` entries
+    remain). The history says what the producer was told: acked for the committed values and for the removed
+    record (its answer came before the abort). Call before `write_all`; `write_txn_index` after it."""
+    end = scene.logs[(BROKERS[0], partition)].end()
+    values = [b"tx-1", b"tx-2"]
+
+    def data(at: int, epoch: int, chunk: list[bytes]) -> bytes:
+        batch = encode_batch([SimpleRecord(v) for v in chunk], base_offset=at, partition_leader_epoch=1,
+                             timestamp_ms=START_MS + 6_000 + at)
+        return with_producer(batch, TXN_PRODUCER, epoch, 0, transactional=True)
+
+    def marker(at: int, epoch: int, commit: bool) -> bytes:
+        return encode_txn_marker_batch(TXN_PRODUCER, epoch, 0, commit, timestamp_ms=START_MS + 6_000 + at,
+                                       base_offset=at, partition_leader_epoch=1)
+
+    batches = {end: data(end, 0, values), end + 2: marker(end + 2, 0, False),
+               end + 3: data(end + 3, 1, values), end + 5: marker(end + 5, 1, True),
+               end + 7: marker(end + 7, 2, False)}  # end + 6: the cleaned record of epoch 2
+    for broker in BROKERS:
+        scene.logs[(broker, partition)].batches.update(batches)
+    scene.acked += [(partition, end + 3, values[0]), (partition, end + 4, values[1]), (partition, end + 6, b"tx-gone")]
+    scene.aborted[partition] = [(end, end + 2), (end + 6, end + 7)]
+    return {"aborted": [end, end + 1], "committed": [end + 3, end + 4], "cleaned": [end + 6]}
+
+
+def write_txn_index(scene: Scene) -> None:
+    for broker in BROKERS:
+        for partition, spans in scene.aborted.items():
+            entries = [AbortedTxn(TXN_PRODUCER, first, last, first) for first, last in spans]
+            folder = scene.data(broker) / f"{TOPIC}-{partition}"
+            (folder / txn_index_name(scene.logs[(broker, partition)].base)).write_bytes(encode_entries(entries))
+
+
+def kip848_group_log(scene: Scene) -> None:
+    """Appended to `__consumer_offsets-0` after `group_log`'s records: KIP-848 group `g2` at epoch 5 commits
+    orders-1 at 50, then in an aborted transaction at 10 (not a commit: never a step back), in a committed one at
+    60, and plainly at 70; and `__transaction_state-0` with the transactional producer's record."""
+    def commit(offset: int) -> SimpleRecord:
+        return SimpleRecord(encode_offset_value(OffsetValue(offset, 1, "", START_MS + offset)),
+                            key=encode_key(OffsetKey("g2", TOPIC, 1)))
+
+    def txn(at: int, epoch: int, offset: int) -> bytes:
+        batch = encode_batch([commit(offset)], base_offset=at, partition_leader_epoch=1, timestamp_ms=START_MS + at)
+        return with_producer(batch, 4000, epoch, 0, transactional=True)
+
+    folder_of = lambda broker, name: scene.data(broker) / name  # noqa: E731
+    segment = folder_of(BROKERS[0], "__consumer_offsets-0") / f"{0:020d}.log"
+    at = sum(1 for b in iter_batches(segment.read_bytes(), verify_crc=False) for _ in b.records())
+    group = [SimpleRecord(cg.encode_value(cg.GroupEpochValue(5)), key=cg.encode_key(cg.ConsumerGroupKey(cg.METADATA, "g2"))),
+             SimpleRecord(cg.encode_value(cg.MemberMetadataValue(None, None, "c", "/h", (TOPIC,), None, 45000, "uniform")),
+                          key=cg.encode_key(cg.ConsumerGroupKey(cg.MEMBER_METADATA, "g2", "m-1"))),
+             commit(50)]
+    tail = (encode_batch(group, base_offset=at, partition_leader_epoch=1, timestamp_ms=START_MS + at)
+            + txn(at + 3, 0, 10) + encode_txn_marker_batch(4000, 0, 0, False, timestamp_ms=START_MS, base_offset=at + 4,
+                                         partition_leader_epoch=1)
+            + txn(at + 5, 1, 60) + encode_txn_marker_batch(4000, 1, 0, True, timestamp_ms=START_MS, base_offset=at + 6,
+                                         partition_leader_epoch=1)
+            + encode_batch([commit(70)], base_offset=at + 7, partition_leader_epoch=1, timestamp_ms=START_MS))
+    state = TxnLogValue(TXN_PRODUCER, 2, 60000, 5, (), START_MS, START_MS)  # CompleteAbort
+    txn_state = encode_batch([SimpleRecord(encode_txn_value(state, 1), key=encode_txn_key("tx-orders"))],
+                             base_offset=0, partition_leader_epoch=1, timestamp_ms=START_MS)
+    for broker in BROKERS:
+        with (folder_of(broker, "__consumer_offsets-0") / f"{0:020d}.log").open("ab") as f:
+            f.write(tail)
+        folder_of(broker, "__transaction_state-0").mkdir(exist_ok=True)
+        (folder_of(broker, "__transaction_state-0") / f"{0:020d}.log").write_bytes(txn_state)
 
 
 def broker_state_offsets(scene: Scene) -> dict[int, int]:

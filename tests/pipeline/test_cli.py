@@ -44,6 +44,7 @@ def test_bad_flags_exit_2(tmp_path, flags):
     make_cluster(tmp_path / "c", "FlagsClusterAAAAAAAAAAA", nodes=(1,))
     result = _analyze(str(tmp_path / "c"), "--out", str(tmp_path / "out"), *flags)
     assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("pykraft analyze: ")
 
 
 def _python_without_pykraft(where) -> str:

@@ -5,6 +5,8 @@ with a fault of every kind planted, each named by its audit with the node, file,
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from pykraft.pipeline.run import AnalyzeOptions, analyze
 
@@ -31,8 +33,11 @@ def scene(spark, tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("partitions")
     clean = pf.build(root / "clean", CLEAN)
     clean.acked += [(1, offset, f"gone-{offset}".encode()) for offset in (97, 98, 99)]  # below the log start
+    txn = pf.transactions(clean)
     pf.write_all(clean)
+    pf.write_txn_index(clean)
     pf.group_log(clean, [10, 20, 30])
+    pf.kip848_group_log(clean)
     last = len(_plain(segment(clean.data(1)))) - 1
     pf.isr_view(clean, 4, 0, [4, 5], last)
 
@@ -52,7 +57,8 @@ def scene(spark, tmp_path_factory) -> dict:
         rows = spark.read.parquet(str(out / f"audit_{name}")).collect()
         return [r.asDict(recursive=True) for r in rows if r["cluster_id"] == cluster]
 
-    return {"summary": summary, "clean": clean, "faulty": faulty, "faults": faults, "audit": audit, "out": out}
+    return {"summary": summary, "clean": clean, "faulty": faulty, "faults": faults, "audit": audit, "out": out,
+            "txn": txn}
 
 
 PARTITION_AUDITS = ("partition_replicas", "idempotence", "acknowledged", "consumer_groups", "kip841_brokers")
@@ -62,6 +68,29 @@ def test_the_clean_cluster_passes_with_holes_and_a_log_start_above_0(scene):
     for name in PARTITION_AUDITS + ("readable", "epochs"):
         assert scene["audit"](name, CLEAN) == [], name
     assert scene["summary"]["audits"]["partition_replicas"]["looked_at"] > 0
+
+
+def test_transactions_and_kip848_groups_are_decoded_and_pass_on_the_clean_cluster(scene):
+    """The clean cluster's orders-0 ends with an aborted transaction whose values were resent and committed (the
+    history names them once) and an acknowledged record the cleaner removed from an aborted transaction; its
+    `__consumer_offsets` holds a KIP-848 group whose aborted transactional commit is a lower offset: none of it
+    is lost, duplicated, phantom or a step back."""
+    spark = SparkSession.getActiveSession()
+    records = spark.read.parquet(str(scene["out"] / "records")).filter(F.col("cluster_id") == CLEAN)
+    orders = {(r["offset"], r["control_type"], r["value"]) for r in records.filter(
+        (F.col("topic") == pf.TOPIC) & (F.col("partition") == 0) & (F.col("node_id") == 4)
+        & F.col("is_transactional")).collect()}
+    first, second = scene["txn"]["aborted"]
+    assert {(first, None, b"tx-1"), (second, None, b"tx-2")} <= orders  # the aborted copies are in the log
+    assert sorted(o for o, kind, _ in orders if kind) == [second + 1, second + 4, second + 6]
+    assert scene["txn"]["cleaned"][0] not in {o for o, _, _ in orders}
+    kinds = {r["record_type"] for r in records.filter(F.col("topic").startswith("__")).select("record_type").collect()}
+    assert {"TRANSACTION_LOG", "CONSUMER_GROUP_METADATA", "CONSUMER_GROUP_MEMBER_METADATA", "OFFSET_COMMIT",
+            "GROUP_METADATA", "ABORT", "COMMIT"} <= kinds
+    for name in ("acknowledged", "consumer_groups", "idempotence", "partition_replicas"):
+        assert scene["audit"](name, CLEAN) == [], name
+    commits = [r for r in scene_table(scene, "consumer_offsets") if r["cluster_id"] == CLEAN and r["group"] == "g2"]
+    assert sorted((r["committed_offset"], r["generation"]) for r in commits) == [(50, 5), (60, 5), (70, 5)]
 
 
 def test_a_flipped_byte_in_a_followers_record_is_named_by_node_file_position_and_offset(scene):
@@ -113,7 +142,7 @@ def test_a_committed_offset_moving_backwards_in_a_generation_is_flagged(scene):
     rows = scene["audit"]("consumer_groups", FAULTY)
     assert [(r["group"], r["topic"], r["partition"], r["generation"], r["committed_offset"], r["previous_offset"])
             for r in rows] == [("g", pf.TOPIC, 0, 1, 20, 30)]
-    commits = [r for r in scene_table(scene, "consumer_offsets") if r["cluster_id"] == CLEAN]
+    commits = [r for r in scene_table(scene, "consumer_offsets") if r["cluster_id"] == CLEAN and r["group"] == "g"]
     assert sorted(r["committed_offset"] for r in commits) == [10, 20, 30]
 
 

@@ -24,7 +24,9 @@ def parse_time_ms(text: str) -> int:
     try:
         moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise typer.BadParameter(f"not an ISO-8601 time: {text!r}", param_hint="--at-time") from None
+        # A usage error (exit 2, one line); typer's BadParameter raised here, after click parsed the command
+        # line, would leave click's context and end as a generic failure (exit 1).
+        raise _fail(f"--at-time: not an ISO-8601 time: {text!r}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
     return int(moment.timestamp() * 1000)

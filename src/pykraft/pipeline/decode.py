@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,7 +21,7 @@ import pyarrow as pa
 
 from pykraft.records import RecordBatch, RecordsError, TruncatedBatchError, iter_batches
 from pykraft.records.compression import Compression
-from pykraft.records.control import decode_control_record
+from pykraft.records.control import ControlRecordType, decode_control_record
 from pykraft.records.crc import crc32c
 from pykraft.records.metadata import MetadataRecordError, decode_metadata_record
 from pykraft.records.metadata.frame import FRAME_VERSION
@@ -28,11 +29,13 @@ from pykraft.records.metadata.json_view import message_to_dict
 
 from .columnar import RunColumns, decode_run
 from .layout import FileSlice, LogFile
+from .coordinator_payload import TXN_TOPIC, txn_payload
 from .group_payload import GROUP_TOPIC, group_payload
 from .payload import metadata_columns
 
 METADATA_TOPIC = "__cluster_metadata"
 
+_END_TXN_MARKER = struct.Struct(">hi")
 ROWS_PER_BATCH = 65536
 TORN_TAIL = "torn tail: "  # prefix of the error of a truncated last batch at the end of a file (a crash artefact)
 
@@ -108,6 +111,8 @@ def payload_decoder(topic: str) -> PayloadOf | None:
         return lambda _key, value: metadata_payload(value)
     if topic == GROUP_TOPIC:
         return group_payload
+    if topic == TXN_TOPIC:
+        return txn_payload
     return None
 
 
@@ -123,8 +128,19 @@ def payload_of(batch: RecordBatch, record: Any, decoder: PayloadOf | None = None
         control = decode_control_record(record)
     except RecordsError as exc:
         return None, None, None, str(exc)
+    if control.type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+        return _end_txn_marker(control.type.name, record.value)
     fields = message_to_dict(control.message) if control.message is not None else {}
     return control.type.name, None, json.dumps(fields, default=str), None
+
+
+def _end_txn_marker(kind: str, value: Any) -> tuple[str | None, int | None, str | None, str | None]:
+    """A transaction marker's EndTxnMarker value (version int16, coordinatorEpoch int32), as Kafka's dump tool
+    prints it; a value too short for it keeps the marker's type with the problem beside it."""
+    if value is None or len(value) < _END_TXN_MARKER.size:
+        return kind, None, None, f"{kind} marker without an EndTxnMarker value"
+    version, coordinator_epoch = _END_TXN_MARKER.unpack_from(value)
+    return kind, version, json.dumps({"version": version, "coordinatorEpoch": coordinator_epoch}), None
 
 
 def metadata_payload(value: Any) -> tuple[str | None, int | None, str | None, str | None]:
@@ -299,7 +315,7 @@ class _Output:
 def _payload_columns(raw: Any, run: RunColumns, decoder: PayloadOf) -> dict[str, pa.Array]:
     """record_type, record_version and payload of a run's plain records, as payload_of gives them."""
     types, versions, payloads = [], [], []
-    if decoder is group_payload:
+    if decoder in (group_payload, txn_payload):  # the coordinators' records: key and value
         pairs = zip(run.key.to_pylist(), run.value.to_pylist())
     else:  # metadata: the value alone, read in place (no Python bytes for the keys)
         pairs = ((None, None if length < 0 else raw[start: start + length])

@@ -7,6 +7,7 @@ read committed offsets and generations as columns, not bytes.
   tombstone: true};
 - a GroupMetadataKey (key version 2): type `GROUP_METADATA`, payload {group, protocolType, generation, protocol,
   leader, members: [member ids]}; a null value: {group, tombstone: true};
+- a KIP-848 consumer group record (key types 3-8 and 16: ConsumerGroupMetadata, ...): coordinator_payload.py;
 - anything else: no type, and the problem as the fourth element (the caller decides where it goes).
 The version column holds the value's version (the key's for a tombstone).
 """
@@ -17,6 +18,7 @@ import json
 import struct
 from typing import Any
 
+from pykraft.records.consumer_group_records import CONSUMER_GROUP_KEY_TYPES
 from pykraft.records.group_records import (
     GroupKey,
     GroupRecordError,
@@ -25,6 +27,8 @@ from pykraft.records.group_records import (
     decode_key,
     decode_offset_value,
 )
+
+from .coordinator_payload import consumer_group_payload
 
 GROUP_TOPIC = "__consumer_offsets"
 OFFSET_COMMIT = "OFFSET_COMMIT"
@@ -41,6 +45,8 @@ def group_payload(key: Any, value: Any) -> Payload:
     """(record type, version, payload JSON, problem) of one `__consumer_offsets` record."""
     if key is None:
         return None, None, None, "__consumer_offsets record without a key"
+    if _version(key) in CONSUMER_GROUP_KEY_TYPES:
+        return consumer_group_payload(key, value)
     try:
         decoded_key = decode_key(key)
         if isinstance(decoded_key, OffsetKey):

@@ -12,8 +12,12 @@
 - `acknowledged`: what producers were told (client histories) against the logs: every acknowledged record is at
   its offset, with its value, on the partition's leader and every replica in its ISR (lost); no sent value is in
   the reference log more often than it was sent (duplicated); nothing is in it that no producer sent (phantom).
+  An aborted transaction's records are no one's data (read_committed consumers drop them, the log cleaner removes
+  them): they count neither as copies nor as phantoms, and an acknowledged record missing where an aborted
+  transaction was (its ABORT marker in the log, or the replica's `.txnindex`) is not lost.
 - `consumer_groups`: a group's committed offset for a partition (from `__consumer_offsets`) never moves backwards
-  within a generation (a deleted offset starts again).
+  within a generation (a classic group's generation, a KIP-848 group's epoch; a deleted offset starts again);
+  transactional offset commits count once their transaction committed, never when it aborted.
 - `kip841_brokers`: KIP-841 as the brokers saw it: every ISR a partition leader used or proposed (its traced
   `isr_view`s) holds only brokers that were registered, unfenced and not shutting down in the metadata it had
   applied then.
@@ -24,12 +28,24 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from .coordinator_payload import CONSUMER_GROUP_TYPES
 from .group_payload import GROUP_METADATA, GROUP_TOPIC, OFFSET_COMMIT
 from .jobs import Results
 from .tables import Tables, partition_records
 
 PARTITION = ["cluster_id", "topic", "partition"]
 REPLICA = PARTITION + ["node_id"]
+GROUP_EPOCH = CONSUMER_GROUP_TYPES[3]  # ConsumerGroupMetadata: a KIP-848 group's epoch
+
+
+def txn_outcomes(user: DataFrame) -> DataFrame:
+    """(replica, offset, txn_outcome) of every transactional data record: the type of the marker that ends its
+    transaction, the producer's next control record on that replica (COMMIT or ABORT; null while still open)."""
+    ahead = Window.partitionBy(*REPLICA, "producer_id").orderBy("offset").rowsBetween(Window.currentRow,
+                                                                                      Window.unboundedFollowing)
+    return (user.filter(F.col("is_transactional"))
+            .withColumn("txn_outcome", F.first("control_type", ignorenulls=True).over(ahead))
+            .filter(~F.col("is_control")).select(*REPLICA, "offset", "txn_outcome"))
 
 
 def record_digest() -> Column:
@@ -106,10 +122,11 @@ def audit_idempotence(results: Results, user: DataFrame) -> None:
 
 
 def audit_acknowledged(tables: Tables, results: Results, user: DataFrame, extents: DataFrame,
-                       refs: DataFrame) -> None:
+                       refs: DataFrame, outcomes: DataFrame) -> None:
     if tables.produced is None:
         return
     produced = tables.produced
+    aborted = outcomes.filter(F.col("txn_outcome") == "ABORT").select(*REPLICA, "offset")
     sent_topics = produced.select("cluster_id", "topic").distinct()
     rows = (user.filter(~F.col("is_control") & F.col("value").isNotNull())
             .join(F.broadcast(sent_topics), ["cluster_id", "topic"])
@@ -126,11 +143,13 @@ def audit_acknowledged(tables: Tables, results: Results, user: DataFrame, extent
     held = rows.select(*REPLICA, "offset", "file", "position", F.col("value_digest").alias("held_digest"))
     missing = (expected.join(held, REPLICA + ["offset"], "left")
                .filter(F.col("held_digest").isNull() | (F.col("held_digest") != F.col("value_digest"))))
+    missing = _not_aborted(tables, missing, aborted)
     lost = (_not_compacted(user, missing)
             .select(F.lit("lost").alias("kind"), *REPLICA, "offset", "file", "position", "value_digest",
                     F.when(F.col("held_digest").isNull(), F.lit("acknowledged, not in the log at its offset"))
                     .otherwise(F.lit("acknowledged, another value at its offset")).alias("detail")))
-    reference = rows.join(refs, PARTITION).filter(F.col("node_id") == F.col("ref_node")).drop("ref_node", "ref_leo")
+    reference = (rows.join(refs, PARTITION).filter(F.col("node_id") == F.col("ref_node")).drop("ref_node", "ref_leo")
+                 .join(aborted, REPLICA + ["offset"], "left_anti"))
     sent = produced.groupBy("cluster_id", "topic", "value_digest").agg(F.count("*").alias("sent"))
     counted = reference.join(sent, ["cluster_id", "topic", "value_digest"], "left")
     copies = Window.partitionBy("cluster_id", "topic", "value_digest").orderBy("partition", "offset")
@@ -150,6 +169,19 @@ def audit_acknowledged(tables: Tables, results: Results, user: DataFrame, extent
     results.tables["acknowledged_history"] = outcomes.join(found, ["cluster_id", "topic"], "left").fillna(0)
 
 
+def _not_aborted(tables: Tables, missing: DataFrame, aborted: DataFrame) -> DataFrame:
+    """`missing` without the records of aborted transactions: an offset some replica holds as aborted data, or an
+    absent record inside an aborted transaction's range in a replica's `.txnindex` (the cleaner removed it; the
+    index, which outlives the records, does not name their producer, so any absent record in the range is
+    taken as the transaction's)."""
+    missing = missing.join(aborted.select(*PARTITION, "offset").distinct(), PARTITION + ["offset"], "left_anti")
+    spans = tables.aborted.select(*PARTITION, "first_offset", "last_offset").distinct().alias("span")
+    inside = ((F.col("m.cluster_id") == F.col("span.cluster_id")) & (F.col("m.topic") == F.col("span.topic"))
+              & (F.col("m.partition") == F.col("span.partition")) & F.col("m.held_digest").isNull()
+              & F.col("m.offset").between(F.col("span.first_offset"), F.col("span.last_offset")))
+    return missing.alias("m").join(F.broadcast(spans), inside, "left_anti")
+
+
 def _not_compacted(user: DataFrame, missing: DataFrame) -> DataFrame:
     """`missing` without the records the log cleaner may have removed: a record absent from a replica that holds
     a later record with its key (the key read from any replica still holding the offset). A record no replica
@@ -162,14 +194,18 @@ def _not_compacted(user: DataFrame, missing: DataFrame) -> DataFrame:
                                                                    F.lit(False))))
 
 
-def audit_consumer_groups(results: Results, user: DataFrame, refs: DataFrame) -> None:
-    group_rows = (user.filter((F.col("topic") == GROUP_TOPIC) & F.col("record_type").isNotNull())
-                  .join(refs, PARTITION).filter(F.col("node_id") == F.col("ref_node")))
+def audit_consumer_groups(results: Results, user: DataFrame, refs: DataFrame, outcomes: DataFrame) -> None:
+    undecided_or_aborted = outcomes.filter(F.coalesce(F.col("txn_outcome"), F.lit("")) != "COMMIT")
+    group_rows = (user.filter((F.col("topic") == GROUP_TOPIC) & F.col("record_type").isNotNull()
+                              & ~F.col("is_control"))
+                  .join(refs, PARTITION).filter(F.col("node_id") == F.col("ref_node"))
+                  .join(undecided_or_aborted, REPLICA + ["offset"], "left_anti"))
     field = lambda name: F.get_json_object("payload", f"$.{name}")  # noqa: E731
     tagged = group_rows.select(
         "cluster_id", "node_id", "file", "position", "offset", "timestamp", "record_type",
         field("group").alias("group"),
-        F.when(F.col("record_type") == GROUP_METADATA, field("generation").cast("int")).alias("generation_record"),
+        F.when(F.col("record_type") == GROUP_METADATA, field("generation").cast("int"))
+        .when(F.col("record_type") == GROUP_EPOCH, field("epoch").cast("int")).alias("generation_record"),
         F.when(F.col("record_type") == OFFSET_COMMIT, field("topic")).alias("committed_topic"),
         F.when(F.col("record_type") == OFFSET_COMMIT, field("partition").cast("int")).alias("committed_partition"),
         field("offset").cast("long").alias("committed_offset"),
@@ -225,7 +261,8 @@ def image_audits(tables: Tables, results: Results) -> None:
     user = partition_records(tables)
     extents = replica_extents(user)
     refs = reference_replicas(extents, results.tables["image_partitions"])
+    outcomes = txn_outcomes(user)
     audit_partition_replicas(tables, results, user, extents, refs)
-    audit_acknowledged(tables, results, user, extents, refs)
-    audit_consumer_groups(results, user, refs)
+    audit_acknowledged(tables, results, user, extents, refs, outcomes)
+    audit_consumer_groups(results, user, refs, outcomes)
     audit_kip841_brokers(tables, results)

@@ -10,7 +10,8 @@ every job (a Parquet scan is a JVM scan; the Python data sources run once):
 - client histories (not written: they are the user's own files): linearizability operations
   (`pykraft-history.jsonl`) and what producers were told (`pykraft-produce-history.jsonl`);
 - `checkpoints`: each replica's high watermark and log start offset from its node's offset checkpoint files
-  (small: read on the driver).
+  (small: read on the driver);
+- `aborted`: each replica's aborted transactions from its `.txnindex` files (small: read on the driver).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from pykraft.records.client_history import HISTORY_DDL as PRODUCE_DDL
 from pykraft.records.client_history import PRODUCE_HISTORY_FILE
 
 from .decode import METADATA_TOPIC
-from .layout import find_named, history_cluster, history_files, node_identity, offset_checkpoints, trace_files
+from .layout import (aborted_transactions, find_named, history_cluster, history_files, node_identity,
+                     offset_checkpoints, trace_files)
 from .linearize import HISTORY_DDL
 
 TRACE_DDL = ("`ts_ms` BIGINT, `node_id` INT, `event` STRING, `role` STRING, `epoch` INT, `leader_id` INT, "
@@ -37,6 +39,8 @@ TRACE_DDL = ("`ts_ms` BIGINT, `node_id` INT, `event` STRING, `role` STRING, `epo
              "`to_end_offset` BIGINT, `log_end_offset` BIGINT, `segments` INT, `old` STRING, `new` STRING, "
              "`broker_epoch` BIGINT, `graceful` BOOLEAN, `topic` STRING, `partition` INT, `leader_epoch` INT, "
              "`partition_epoch` INT, `isr` ARRAY<INT>, `metadata_offset` BIGINT, `reason` STRING")
+ABORTED_DDL = ("`cluster_id` STRING, `node_id` INT, `topic` STRING, `partition` INT, `producer_id` BIGINT, "
+               "`first_offset` BIGINT, `last_offset` BIGINT")
 CHECKPOINT_DDL = "`cluster_id` STRING, `node_id` INT, `topic` STRING, `partition` INT, `hwm` BIGINT, `log_start` BIGINT"
 INPUT_TABLES = ("records", "snapshots", "traces")
 
@@ -49,6 +53,7 @@ class Tables:
     histories: DataFrame | None  # linearizability operations
     produced: DataFrame | None  # what producers were told
     checkpoints: DataFrame
+    aborted: DataFrame  # aborted transactions from the .txnindex files
 
 
 def parallel(*jobs: Callable[[], Any]) -> list[Any]:
@@ -85,7 +90,8 @@ def write_inputs(spark: SparkSession, roots: list[str], out: str) -> Tables:
     return Tables(read["records"], read["snapshots"], read.get("traces", empty_traces),
                   _json(spark, history_files(roots), HISTORY_DDL),
                   _produced(spark, find_named(roots, PRODUCE_HISTORY_FILE)),
-                  local_frame(spark, offset_checkpoints(roots), CHECKPOINT_DDL))
+                  local_frame(spark, offset_checkpoints(roots), CHECKPOINT_DDL),
+                  local_frame(spark, aborted_transactions(roots), ABORTED_DDL))
 
 
 def local_frame(spark: SparkSession, rows: list[tuple], ddl: str) -> DataFrame:
