@@ -1,7 +1,8 @@
 """`pykraft analyze` (the CLI) over the directories of a real local cluster (3 controllers, 3 brokers, `pykraft
 server start` processes): a topic, records produced by a stock client (kafka-python, idempotent, acks=all) that
-writes what it was told to a client history, a consumer group committing its offsets, a broker's controlled
-shutdown and more records, a SIGKILL of the active controller, a SIGKILL of another broker, then every process
+writes what it was told to a client history, a consumer group committing its offsets, a KIP-848 consumer and a
+transactional producer (one transaction committed with the consumer's offsets, one aborted: real_txn.py), a broker's
+controlled shutdown and more records, a SIGKILL of the active controller, a SIGKILL of another broker, then every process
 SIGKILLed at once.
 
 - Clean: exit 0, every audit passes; the image at the high watermark equals what `pykraft topics describe` and
@@ -30,6 +31,7 @@ from tests.e2e.helpers import leader_status, wait_for
 from tests.e2e.stock_clients import consume_group, produce
 
 from . import real_faults as rf
+from . import real_txn
 from .cluster_files import replayed
 from .test_analyze import _expected_image, _image_of
 from .decoded import check_tables
@@ -38,6 +40,7 @@ pytestmark = pytest.mark.spark
 kafka = pytest.importorskip("kafka")
 
 TOPIC = "events"
+TXN_TOPIC = "txn-out"
 RECORDS = 60
 _PARTITION_LINE = re.compile(r"Partition: (\d+)\tLeader: (\S+)\tReplicas: ([\d,]*)\tIsr: ([\d,]*)")
 
@@ -84,6 +87,7 @@ def _workload(cluster: LocalCluster, root: Path) -> dict:
     acked = produce("kafka-python", servers, TOPIC, RECORDS, lambda i: None, history)
     assert len(acked) == RECORDS
     assert consume_group("kafka-python", servers, TOPIC, "analyze-check", RECORDS)  # __consumer_offsets commits
+    txn = real_txn.run(servers, TOPIC, TXN_TOPIC, history)
     controllers: list[int] = []
 
     def on_sent(i: int) -> None:
@@ -99,7 +103,7 @@ def _workload(cluster: LocalCluster, root: Path) -> dict:
     wait_for(lambda: leader_status(cluster) is not None and leader_status(cluster)["LeaderId"] != controllers[0],
              "a new active controller")
     cluster.kill(killed)
-    return {"shut_down": shut_down, "killed": killed, "controller": controllers[0]}
+    return {"shut_down": shut_down, "killed": killed, "controller": controllers[0], "txn": txn}
 
 
 @pytest.fixture(scope="module")
@@ -110,10 +114,11 @@ def run(tmp_path_factory) -> dict:
     cluster.start_all()
     try:
         first = cluster.broker_ids[0]
-        wait_for(lambda: cluster.cli("topics", "create", "--bootstrap-server",
-                                     f"127.0.0.1:{cluster.nodes[first].port}", "--topic", TOPIC, "--partitions",
-                                     "2", "--replication-factor", "3", check=False).returncode == 0,
-                 "the topic created (every broker unfenced first)", timeout=120)
+        for topic, partitions in ((TOPIC, "2"), (TXN_TOPIC, "1")):
+            wait_for(lambda: cluster.cli("topics", "create", "--bootstrap-server",
+                                         f"127.0.0.1:{cluster.nodes[first].port}", "--topic", topic, "--partitions",
+                                         partitions, "--replication-factor", "3", check=False).returncode == 0,
+                     f"{topic} created (every broker unfenced first)", timeout=120)
         wait_for(lambda: all(len(isr) == 3 for _, _, isr in _described(cluster, first).values()),
                  "both partitions with a full ISR", timeout=120)
         done = _workload(cluster, root)
@@ -169,11 +174,32 @@ def test_every_table_equals_a_single_process_decoding_of_the_same_files(clean, r
     rows = check_tables(run["root"], clean["out"])
     assert {r["topic"] for r in rows} >= {TOPIC, "__cluster_metadata", "__consumer_offsets"}
     commits = _parquet(clean["out"], "consumer_offsets")
-    assert {(c["group"], c["topic"]) for c in commits} == {("analyze-check", TOPIC)}
+    assert {(c["group"], c["topic"]) for c in commits} == {("analyze-check", TOPIC), (real_txn.GROUP, TOPIC)}
     last = {}
-    for c in sorted(commits, key=lambda c: c["log_offset"]):
+    for c in sorted((c for c in commits if c["group"] == "analyze-check"), key=lambda c: c["log_offset"]):
         last[c["partition"]] = c["committed_offset"]
     assert sum(last.values()) == RECORDS  # the group read the first RECORDS and committed their end
+
+
+def test_transactions_and_kip848_records_of_a_real_cluster_are_decoded(clean, run):
+    """Every record of the internal topics has its type (markers, transaction log, KIP-848 group records, offset
+    commits); the KIP-848 group's offsets are those of the committed transaction only, its epoch as generation."""
+    rows = _parquet(clean["out"], "records")
+    internal = [r for r in rows if r["topic"] in ("__consumer_offsets", "__transaction_state")]
+    assert [r for r in internal if r["record_type"] is None and r["error"] is None] == []
+    kinds = {r["record_type"] for r in internal}
+    assert {"TRANSACTION_LOG", "CONSUMER_GROUP_METADATA", "CONSUMER_GROUP_MEMBER_METADATA",
+            "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT", "OFFSET_COMMIT", "COMMIT", "ABORT"} <= kinds
+    states = {json.loads(r["payload"])["transactionStatus"] for r in internal
+              if r["record_type"] == "TRANSACTION_LOG" and r["value"] is not None}
+    assert {"Ongoing", "PrepareCommit", "CompleteCommit", "PrepareAbort", "CompleteAbort"} <= states
+    sink = [r for r in rows if r["topic"] == TXN_TOPIC]
+    assert {r["control_type"] for r in sink if r["is_control"]} == {"COMMIT", "ABORT"}
+    assert all(r["is_transactional"] for r in sink)
+    commits = [c for c in _parquet(clean["out"], "consumer_offsets") if c["group"] == real_txn.GROUP]
+    assert {(c["topic"], c["partition"]): c["committed_offset"] for c in commits} == \
+        run["txn"]["committed_positions"]
+    assert all(c["generation"] is not None and c["generation"] > 0 for c in commits)
 
 
 def test_the_output_holds_the_tables_and_nothing_of_sparks(clean):
