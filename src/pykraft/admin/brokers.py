@@ -184,10 +184,10 @@ class BrokerClient:
         writer = self._one_way.get(address)
         try:
             if writer is None or writer.is_closing():
-                _, writer = await asyncio.wait_for(asyncio.open_connection(
+                _, opened = await asyncio.wait_for(asyncio.open_connection(
                     *address, ssl=self._ssl, server_hostname=address[0] if self._ssl else None),
                     self.request_timeout_ms / 1000)
-                self._one_way[address] = writer
+                self._one_way[address] = writer = opened
             writer.write(encode_request(message, correlation_id=correlation_id, client_id=self.client_id))
             await writer.drain()
         except (OSError, asyncio.TimeoutError) as exc:
@@ -250,6 +250,7 @@ class BrokerClient:
             raise Retry(f"the coordinator of group {group!r} is not available yet ({code.name})")
         if code != ErrorCode.NONE:
             raise AdminError(code, None if found is None else found.error_message)
+        assert found is not None  # (code is NONE)
         node = BrokerNode(int(found.node_id), found.host, int(found.port))
         self._coordinators[group] = node
         self.brokers.setdefault(node.node_id, node)

@@ -24,9 +24,7 @@ def parse_time_ms(text: str) -> int:
     try:
         moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        # A usage error (exit 2, one line); typer's BadParameter raised here, after click parsed the command
-        # line, would leave click's context and end as a generic failure (exit 1).
-        raise _fail(f"--at-time: not an ISO-8601 time: {text!r}") from None
+        raise _fail(f"Invalid value for --at-time: not an ISO-8601 time: {text!r}") from None  # a usage error: 2
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
     return int(moment.timestamp() * 1000)

@@ -216,7 +216,7 @@ KAFKA_TOOLS = {
 }
 
 
-def _kafka_tool(module: str, summary: str):  # noqa: ANN202 - a typer command
+def _kafka_tool(module: str, summary: str):  # a typer command
     def command(ctx: typer.Context) -> None:
         import importlib
 

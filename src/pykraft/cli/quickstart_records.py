@@ -86,7 +86,7 @@ class BrokerWorkload:
             if history is not None:
                 history.close()
 
-    def _acknowledged(self, sequence: int, history: ProduceHistory | None, metadata) -> None:  # noqa: ANN001
+    def _acknowledged(self, sequence: int, history: ProduceHistory | None, metadata) -> None:  # kafka-python RecordMetadata
         with self._lock:
             self.acked.setdefault(metadata.partition, []).append((metadata.offset, sequence))
         if history is not None:

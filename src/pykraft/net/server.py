@@ -30,9 +30,9 @@ import logging
 import ssl
 import struct
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from pykraft.net.commit_probe import PROBE
 from pykraft.net.tls import peer_subject
@@ -67,7 +67,8 @@ class ConnectionInfo:
     listener_name: str | None = None
 
 
-Handler = Callable[[ConnectionInfo, memoryview], Awaitable[bytes | memoryview | FrameBody | None]]
+Answer = bytes | memoryview | FrameBody | None  # None: no response to this request
+Handler = Callable[[ConnectionInfo, memoryview], Coroutine[Any, Any, Answer]]
 
 
 class CloseConnection(Exception):
@@ -119,7 +120,7 @@ class FrameServer:
         self._handshake_timeout_s = ssl_handshake_timeout_ms / 1000
         self._server: asyncio.Server | None = None
         self._connections: set[_ServerProtocol] = set()
-        self._tasks: set[asyncio.Task[bytes | None]] = set()  # every handler task not yet finished
+        self._tasks: set[asyncio.Task[Answer]] = set()  # every handler task not yet finished
         self._counters = _Counters()
         self._next_connection_id = 0
         self._closed = False
@@ -167,7 +168,7 @@ class FrameServer:
             proto.abort()
         for task in list(self._tasks):
             task.cancel()
-        waits: list[asyncio.Future[object]] = [*lost, *self._tasks]
+        waits: list[asyncio.Future[Any]] = [*lost, *self._tasks]
         if waits:
             # Bounded: a handler that swallows cancellation must not hang shutdown forever.
             await asyncio.wait(waits, timeout=5.0)
@@ -207,7 +208,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         self._limit = server.max_in_flight
         self._transport: asyncio.Transport | None = None
         self._info = ConnectionInfo("", 0, connection_id, None, server.listener_name)
-        self._slots: deque[asyncio.Task[bytes | None]] = deque()  # unanswered requests, arrival order
+        self._slots: deque[asyncio.Task[Answer]] = deque()  # unanswered requests, arrival order
         self._backlog: deque[memoryview] = deque()  # frames read but not started (over max_in_flight)
         self._reading_paused = False
         self._writing_paused = False
@@ -302,7 +303,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
             task.add_done_callback(self._on_done)
             self._slots.append(task)
 
-    def _on_done(self, task: asyncio.Task[bytes | None]) -> None:
+    def _on_done(self, task: asyncio.Task[Answer]) -> None:
         self._server._tasks.discard(task)
         if self._closing or task.cancelled():
             return
