@@ -42,7 +42,7 @@ from pathlib import Path
 
 from kio.static.primitive import i32
 
-from analyze_speed import measure as measure_analyze  # noqa: E402 - benchmarks/ is on the path as the script's folder
+from analyze_speed import measure as measure_analyze  # benchmarks/ is on the path as the script's folder
 from analyze_speed import report as analyze_lines
 from pykraft.cli.dump_log import dump_file
 from pykraft.records import SimpleRecord, encode_batch, set_base_offset

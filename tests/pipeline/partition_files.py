@@ -222,7 +222,7 @@ def kip848_group_log(scene: Scene) -> None:
         batch = encode_batch([commit(offset)], base_offset=at, partition_leader_epoch=1, timestamp_ms=START_MS + at)
         return with_producer(batch, 4000, epoch, 0, transactional=True)
 
-    folder_of = lambda broker, name: scene.data(broker) / name  # noqa: E731
+    folder_of = lambda broker, name: scene.data(broker) / name
     segment = folder_of(BROKERS[0], "__consumer_offsets-0") / f"{0:020d}.log"
     at = sum(1 for b in iter_batches(segment.read_bytes(), verify_crc=False) for _ in b.records())
     group = [SimpleRecord(cg.encode_value(cg.GroupEpochValue(5)), key=cg.encode_key(cg.ConsumerGroupKey(cg.METADATA, "g2"))),

@@ -11,7 +11,6 @@ import uuid
 import pytest
 
 from pykraft.pipeline.coordinator_payload import consumer_group_payload, txn_payload
-from pykraft.pipeline.decode import decode_bytes
 from pykraft.pipeline.layout import LogFile, NodeIdentity
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records import consumer_group_records as cg

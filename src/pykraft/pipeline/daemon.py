@@ -6,10 +6,10 @@ numpy, pyarrow or pandas: those start threads when imported, and the daemon must
 
 from __future__ import annotations
 
-import pykraft.controller.controller  # noqa: F401 - the replay's state machine
-import pykraft.records.control  # noqa: F401 - control records (kio's KRaft schemas)
-import pykraft.records.group_records  # noqa: F401
-import pykraft.records.metadata  # noqa: F401 - every metadata record class
+import pykraft.controller.controller  # the replay's state machine
+import pykraft.records.control  # control records (kio's KRaft schemas)
+import pykraft.records.group_records
+import pykraft.records.metadata  # every metadata record class
 import pykraft.records.metadata.json_view  # noqa: F401
 from pyspark.daemon import manager
 

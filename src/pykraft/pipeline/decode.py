@@ -23,8 +23,7 @@ from pykraft.records import RecordBatch, RecordsError, TruncatedBatchError, iter
 from pykraft.records.compression import Compression
 from pykraft.records.control import ControlRecordType, decode_control_record
 from pykraft.records.crc import crc32c
-from pykraft.records.metadata import MetadataRecordError, decode_metadata_record
-from pykraft.records.metadata.frame import FRAME_VERSION
+from pykraft.records.metadata import FRAME_VERSION, MetadataRecordError, decode_metadata_record
 from pykraft.records.metadata.json_view import message_to_dict
 
 from .columnar import RunColumns, decode_run
@@ -315,6 +314,7 @@ class _Output:
 def _payload_columns(raw: Any, run: RunColumns, decoder: PayloadOf) -> dict[str, pa.Array]:
     """record_type, record_version and payload of a run's plain records, as payload_of gives them."""
     types, versions, payloads = [], [], []
+    pairs: Iterator[tuple[Any, Any]]
     if decoder in (group_payload, txn_payload):  # the coordinators' records: key and value
         pairs = zip(run.key.to_pylist(), run.value.to_pylist())
     else:  # metadata: the value alone, read in place (no Python bytes for the keys)

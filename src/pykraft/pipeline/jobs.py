@@ -110,7 +110,7 @@ def trace_tables(tables: Tables, results: Results) -> None:
 def log_summary(tables: Tables, results: Results) -> None:
     """Per replica: records, offsets, segments, batches (whose first record is still there), idempotent batches,
     committed offsets (group records), damaged rows. The audits' row counts come from it too."""
-    flag = lambda c: F.sum(c.cast("long"))  # noqa: E731
+    flag = lambda c: F.sum(c.cast("long"))
     first = F.col("offset") == F.col("base_offset")
     results.tables["log_summary"] = (
         tables.records.groupBy("cluster_id", "node_id", "topic", "partition")

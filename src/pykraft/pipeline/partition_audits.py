@@ -200,7 +200,7 @@ def audit_consumer_groups(results: Results, user: DataFrame, refs: DataFrame, ou
                               & ~F.col("is_control"))
                   .join(refs, PARTITION).filter(F.col("node_id") == F.col("ref_node"))
                   .join(undecided_or_aborted, REPLICA + ["offset"], "left_anti"))
-    field = lambda name: F.get_json_object("payload", f"$.{name}")  # noqa: E731
+    field = lambda name: F.get_json_object("payload", f"$.{name}")
     tagged = group_rows.select(
         "cluster_id", "node_id", "file", "position", "offset", "timestamp", "record_type",
         field("group").alias("group"),

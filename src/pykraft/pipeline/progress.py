@@ -17,7 +17,7 @@ class Progress:
     def __init__(self, steps: int, stream: TextIO | None = None, spark: Any = None) -> None:
         self.steps, self.done, self.stream = steps, 0, stream or sys.stderr
         self.what = ""
-        self._stages = {}
+        self._stages: dict[int, list[int]] = {}  # stage id -> [finished, total] of the step's stages
         self._tracker = None if spark is None else spark.sparkContext.statusTracker()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -40,7 +40,7 @@ class Progress:
         """Step `what` starts: from now on, its Spark tasks are reported as they finish."""
         with self._lock:
             self.what = what
-            self._stages: dict[int, list[int]] = {}  # stage id -> [finished, total] of the step's stages
+            self._stages = {}
         if self._tracker is not None and self._thread is None:
             self._thread = threading.Thread(target=self._watch, name="analyze-progress", daemon=True)
             self._thread.start()
@@ -54,6 +54,7 @@ class Progress:
         """(finished, total) tasks of every stage seen since the step started: a stage no longer active counts
         as finished, so the figure only grows (stages start while others end)."""
         tracker = self._tracker
+        assert tracker is not None  # the watcher runs only with a tracker
         active = set(tracker.getActiveStageIds())
         with self._lock:
             for stage_id, counts in self._stages.items():
@@ -71,7 +72,7 @@ class Progress:
         while not self._stop.wait(POLL_S):
             try:
                 done, total = self._tasks()
-            except Exception:  # noqa: BLE001 - the session stopped under us: nothing left to show
+            except Exception:  # the session stopped under us: nothing left to show
                 return
             now = time.monotonic()
             if total and done < total and ((done, total) != last or now - last_line >= QUIET_S):

@@ -13,10 +13,10 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.dates as mdates  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.patches import Patch
 
 WIDTH = 13.0  # inches: 1300 px at 100 dpi fits a 1400 px wide window with the page's margins
 STATE_COLORS = {"UNFENCED": "#4caf50", "FENCED": "#e53935", "CONTROLLED_SHUTDOWN": "#fb8c00",
@@ -27,7 +27,7 @@ EVENT_STYLE = {  # lane -> (marker, color)
     "ISR expand": (">", "#00897b"), "voter change": ("s", "#5d4037"), "log truncated": ("x", "#000000"),
 }
 LINE_STYLES = ["-", "--", "-.", ":"]
-PALETTE = plt.get_cmap("tab10").colors
+PALETTE = plt.get_cmap("tab10").colors  # type: ignore[attr-defined]  # a ListedColormap: its colors
 
 
 def to_time(ms: Any) -> Any:
@@ -128,11 +128,11 @@ def partitions(history: dict[str, pd.DataFrame], span: tuple[int, int], columns:
         replicas = sorted({b for bs in spans["replicas"] for b in bs})
         offline = [(a, b) for a, b, leader in zip(spans["start_ms"], spans["end_ms"], spans["leader"]) if leader < 0]
         bars_at(ax, (len(replicas) - 1) / 2, offline, len(replicas) + 0.4, facecolors="#ffcdd2", zorder=0)
+        spells = list(zip(spans["start_ms"], spans["end_ms"], spans["leader"], spans["isr"]))
         for y, replica in enumerate(replicas):
-            rows = list(zip(spans["start_ms"], spans["end_ms"], spans["leader"], spans["isr"]))
-            bars_at(ax, y, [(a, b) for a, b, leader, isr in rows if replica in isr and leader != replica], 0.3,
+            bars_at(ax, y, [(a, b) for a, b, leader, isr in spells if replica in isr and leader != replica], 0.3,
                     facecolors="#90caf9", zorder=2)
-            bars_at(ax, y, [(a, b) for a, b, leader, _ in rows if leader == replica], 0.5, facecolors="#1565c0",
+            bars_at(ax, y, [(a, b) for a, b, leader, _ in spells if leader == replica], 0.5, facecolors="#1565c0",
                     zorder=2)
         ax.set_yticks(range(len(replicas)), [f"b{b}" for b in replicas], fontsize=7)
         ax.set_ylim(-0.6, max(1, len(replicas)) - 0.4)

@@ -27,7 +27,7 @@ from .jobs import Results
 from .layout import LayoutError, data_directories, find_files
 from .progress import Progress
 from .summary import AUDITS, audit_summary, clusters, failing, read_small
-from .tables import INPUT_TABLES, Tables, parallel, write_inputs
+from .tables import INPUT_TABLES, parallel, write_inputs
 
 __all__ = ["AnalyzeOptions", "Progress", "analyze", "failing"]
 STEPS = 5
@@ -137,8 +137,8 @@ def _writers(spark: SparkSession, out: str, frames: dict[str, DataFrame]) -> lis
 def looked_at(out: str) -> dict[str, int]:
     """How many rows each audit looked at, from the small tables written (no Spark job)."""
     logs = read_small(out, "log_summary")
-    total = lambda rows, key, keep=lambda r: True: sum(r[key] or 0 for r in rows if keep(r))  # noqa: E731
-    metadata = lambda r: r["topic"] == "__cluster_metadata"  # noqa: E731
+    total = lambda rows, key, keep=lambda r: True: sum(r[key] or 0 for r in rows if keep(r))
+    metadata = lambda r: r["topic"] == "__cluster_metadata"
     committed = total(read_small(out, "record_counts"), "count")
     events = read_small(out, "node_events")
     return {
