@@ -55,6 +55,7 @@ from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS, ConsumerGr
 from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
 from pykraft.node.hosts.consumer_group_host import consumer_group_config
 from pykraft.node.hosts.group_host import GroupHost, group_config
+from pykraft.node.hosts.isr_trace import IsrViewTrace
 from pykraft.node.apis.txn_api import TXN_APIS
 from pykraft.node.hosts.txn_wiring import build_transactions, txn_handlers
 from pykraft.node.apis.versions import to_request_version
@@ -165,6 +166,7 @@ class BrokerHost:
         self._timers: dict[str, tuple[int, asyncio.TimerHandle]] = {}  # name -> (wakeup ms, its timer)
         self._tasks: set[asyncio.Task[None]] = set()
         self._shutdown_requested = False
+        self._isr_views = IsrViewTrace()
 
     def bind(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
@@ -291,6 +293,10 @@ class BrokerHost:
         self._schedule(name, ready.wakeup_ms)
         if name == "isr" and refresh_partitions:
             self.data_plane.isr_changed()
+        if name == "isr" and (refresh_partitions or any(isinstance(a, SendToController) for a in ready.actions)):
+            trace = getattr(self.runtime, "trace", None)
+            if trace is not None:
+                self._isr_views.observe(self.isr, self.cache, trace, self._now())
 
     def _schedule(self, name: str, wakeup_ms: int | None) -> None:
         old = self._timers.get(name)
