@@ -15,7 +15,7 @@ def test_every_lazily_named_module_exists_and_the_stand_in_reads_through():
     for name in NAMED:
         module = importlib.import_module(name)
         stand_in = LazySchemaModule(name)
-        classes = [attr for attr in vars(module) if attr.endswith("Response")]
+        classes = [attr for attr in vars(module) if attr.endswith(("Response", "Request"))]
         assert classes, name
         assert all(getattr(stand_in, attr) is getattr(module, attr) for attr in classes)
 

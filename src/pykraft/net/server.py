@@ -20,7 +20,12 @@ Per connection:
   write buffer is over its high-water mark (a peer that sends but does not read);
 - a bad size prefix (negative or over `max_frame_bytes`) or a handler exception closes this connection
   only, is logged and counted; `CloseConnection` from a handler closes it after the responses to the
-  requests before it have been written.
+  requests before it have been written;
+- security (`ListenerSecurity`): every connection has a principal (`ConnectionInfo.principal`): User:ANONYMOUS on
+  PLAINTEXT, the mapped certificate subject on SSL (principal.py). On a SASL listener the connection's frames go to
+  its `SaslServerAuthenticator` (sasl_server.py) until it authenticated (and again when the client re-authenticates):
+  it answers them itself, passes ApiVersions on, or closes the connection; frames are limited to
+  `sasl.server.max.receive.size` meanwhile, and the requests after it carry the authenticated principal.
 """
 
 from __future__ import annotations
@@ -29,16 +34,20 @@ import asyncio
 import logging
 import ssl
 import struct
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 from pykraft.net.commit_probe import PROBE
+from pykraft.net.principal import NoMatchingRule, SslPrincipalMapper, ssl_principal
+from pykraft.net.sasl_server import Answer, Drop, Pass, SaslServerAuthenticator, SaslServerConfig
 from pykraft.net.tls import peer_subject
 from pykraft.protocol.errors import InvalidFrameError
 from pykraft.protocol.frame_reader import FrameReader
 from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameBody
+from pykraft.protocol.principal import ANONYMOUS, KafkaPrincipal
 
 __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
@@ -46,6 +55,7 @@ __all__ = [
     "ConnectionInfo",
     "FrameServer",
     "Handler",
+    "ListenerSecurity",
     "ServerStats",
 ]
 
@@ -65,6 +75,17 @@ class ConnectionInfo:
     # The listener the connection came in on (Kafka's RequestContext.listenerName): handlers answer with that
     # listener's endpoints (Metadata, DescribeCluster, FindCoordinator) and serve that listener's APIs.
     listener_name: str | None = None
+    # Who the connection authenticated as (Kafka's RequestContext.principal): what the authorizer is asked about.
+    principal: KafkaPrincipal = ANONYMOUS
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSecurity:
+    """How a listener authenticates its connections: the certificate subject mapping of an SSL listener (None: the
+    subject as it is), the SASL settings of a SASL listener (None: no SASL)."""
+
+    ssl_mapper: SslPrincipalMapper | None = None
+    sasl: SaslServerConfig | None = None
 
 
 Handler = Callable[[ConnectionInfo, memoryview], Awaitable[bytes | memoryview | FrameBody | None]]
@@ -85,14 +106,19 @@ class ServerStats:
     invalid_frames: int  # negative or oversize size prefix: connection closed
     handler_errors: int  # handler raised something other than CloseConnection: connection closed
     closed_by_handler: int  # handler raised CloseConnection
+    authentications: int = 0  # SASL authentications (and re-authentications) that succeeded
+    failed_authentications: int = 0  # SASL authentications refused, and connections closed before or during one
+    expired_sessions_killed: int = 0  # connections closed for a request after their SASL session expired
 
 
 class _Counters:
-    __slots__ = ("accepted", "closed_by_handler", "handler_errors", "invalid_frames", "requests", "responses")
+    __slots__ = ("accepted", "authentications", "closed_by_handler", "expired", "failed_authentications",
+                 "handler_errors", "invalid_frames", "requests", "responses")
 
     def __init__(self) -> None:
         self.accepted = self.requests = self.responses = 0
         self.invalid_frames = self.handler_errors = self.closed_by_handler = 0
+        self.authentications = self.failed_authentications = self.expired = 0
 
 
 class FrameServer:
@@ -108,10 +134,12 @@ class FrameServer:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         ssl_handshake_timeout_ms: int = 10_000,
         listener_name: str | None = None,
+        security: ListenerSecurity | None = None,
     ) -> None:
         assert max_in_flight >= 1, max_in_flight
         self.handler = handler
         self.listener_name = listener_name
+        self.security = security or ListenerSecurity()
         self.max_frame_bytes = max_frame_bytes
         self.max_in_flight = max_in_flight
         self.name = name
@@ -189,6 +217,9 @@ class FrameServer:
             invalid_frames=c.invalid_frames,
             handler_errors=c.handler_errors,
             closed_by_handler=c.closed_by_handler,
+            authentications=c.authentications,
+            failed_authentications=c.failed_authentications,
+            expired_sessions_killed=c.expired,
         )
 
     def _new_protocol(self) -> _ServerProtocol:
@@ -213,6 +244,8 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         self._writing_paused = False
         self._closing = False
         self._close_when_flushed = False
+        self._auth: SaslServerAuthenticator | None = None  # a SASL listener's authenticator of this connection
+        self._last_answer = False  # the authenticator's answer that closes the connection is queued: read no more
         self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     # ---- asyncio callbacks ----
@@ -227,7 +260,19 @@ class _ServerProtocol(asyncio.BufferedProtocol):
             return
         peer = transport.get_extra_info("peername") or ("", 0)
         subject = peer_subject(transport.get_extra_info("ssl_object"))
-        self._info = ConnectionInfo(str(peer[0]), int(peer[1]), self._id, subject, self._server.listener_name)
+        security = self._server.security
+        try:
+            principal = ssl_principal(subject, security.ssl_mapper or _DEFAULT_MAPPER)
+        except NoMatchingRule as exc:  # Kafka fails such a connection: nobody to authorize
+            _log.warning("%s: closing connection from %s:%s: %s", self._server.name, peer[0], peer[1], exc)
+            self._closing = True
+            transport.abort()
+            return
+        self._info = ConnectionInfo(str(peer[0]), int(peer[1]), self._id, subject, self._server.listener_name,
+                                    principal)
+        if security.sasl is not None:
+            self._auth = SaslServerAuthenticator(security.sasl)
+            self._reader.limit = min(self._server.max_frame_bytes, security.sasl.max_receive_size)
         self._server._connections.add(self)
         self._counters.accepted += 1
 
@@ -295,12 +340,45 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         loop_create = asyncio.get_running_loop().create_task
         handler = self._server.handler
         tasks = self._server._tasks
-        while self._backlog and len(self._slots) < self._limit:
+        while self._backlog and len(self._slots) < self._limit and not self._last_answer:
             frame = self._backlog.popleft()
-            task = loop_create(handler(self._info, frame))
+            if self._auth is not None and _concerns_sasl(self._auth, frame):
+                work = self._authenticate(frame)
+                if work is None:
+                    return  # dropped
+            else:
+                work = handler(self._info, frame)
+            task = loop_create(work)
             tasks.add(task)
             task.add_done_callback(self._on_done)
             self._slots.append(task)
+        if self._last_answer:
+            self._backlog.clear()
+
+    def _authenticate(self, frame: memoryview) -> Awaitable[bytes | memoryview | FrameBody | None] | None:
+        """The authenticator's verdict on one frame: the work that answers it, or None when the connection closed."""
+        auth = self._auth
+        assert auth is not None
+        before = (auth.successes, auth.failures)
+        verdict = auth.receive(frame, int(time.monotonic() * 1000))
+        self._counters.authentications += auth.successes - before[0]
+        self._counters.failed_authentications += auth.failures - before[1]
+        if auth.authenticated and self._info.principal != auth.principal:
+            assert auth.principal is not None
+            self._info = replace(self._info, principal=auth.principal)
+            self._reader.limit = self._server.max_frame_bytes
+        if isinstance(verdict, Drop):
+            expired = verdict.reason.startswith("the SASL session expired")
+            self._counters.expired += expired
+            _log.info("%s: closing connection %s from %s:%s: %s", self._server.name, self._id, self._info.peer_host,
+                      self._info.peer_port, verdict.reason)
+            self.abort()
+            return None
+        if isinstance(verdict, Pass):
+            return self._server.handler(self._info, frame)
+        assert isinstance(verdict, Answer)
+        self._last_answer = verdict.close
+        return _answer_later(verdict)
 
     def _on_done(self, task: asyncio.Task[bytes | None]) -> None:
         self._server._tasks.discard(task)
@@ -332,6 +410,12 @@ class _ServerProtocol(asyncio.BufferedProtocol):
             payload = task.result()
             if payload is None:
                 continue
+            if isinstance(payload, _Final):  # the authenticator's last answer: written, then the connection closes
+                out.append(_SIZE.pack(len(payload.body)))
+                out.append(payload.body)
+                answered += 1
+                self._close_when_flushed = True
+                break
             if isinstance(payload, FrameBody):
                 out.append(_SIZE.pack(payload.size))
                 out.extend(payload.parts)
@@ -388,3 +472,26 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         elif not want_pause and self._reading_paused:
             self._reading_paused = False
             self._transport.resume_reading()
+
+
+_DEFAULT_MAPPER = SslPrincipalMapper()
+_SASL_HANDSHAKE = b"\x00\x11"  # api key 17
+
+
+def _concerns_sasl(auth: SaslServerAuthenticator, frame: memoryview) -> bool:
+    """Whether a frame goes by the connection's authenticator: all of them until it authenticated; after, a
+    SaslHandshake (a re-authentication) and, when the session has a lifetime, every request (an expired session is
+    closed). Cheap on the hot path: most sessions have no lifetime, and then two bytes are compared."""
+    return auth.in_progress or auth.session_expiry_ms is not None or frame[:2] == _SASL_HANDSHAKE
+
+
+@dataclass(frozen=True, slots=True)
+class _Final:
+    body: bytes
+
+
+async def _answer_later(answer: Answer) -> bytes | _Final:
+    """An authenticator's answer as a handler's result, `delay_ms` late (Kafka delays a failed authentication's)."""
+    if answer.delay_ms > 0:
+        await asyncio.sleep(answer.delay_ms / 1000)
+    return _Final(answer.body) if answer.close else answer.body
