@@ -98,6 +98,15 @@ class SslPrincipalMapper:
                 raise ValueError(f"Invalid rule: {rule}")
         return parsed
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SslPrincipalMapper) and other.rules == self.rules
+
+    def __hash__(self) -> int:
+        return hash(self.rules)
+
+    def __repr__(self) -> str:
+        return f"SslPrincipalMapper({len(self.rules)} rules)"
+
     def name(self, subject: str) -> str:
         for rule in self.rules:
             mapped = rule.apply(subject)

@@ -55,7 +55,9 @@ from pykraft.node.runtime.outbound import Outbound, probe_fetch_offset
 from pykraft.node.config.preflight import check_listeners_bindable
 from pykraft.node.runtime.snapshots import SnapshotPolicy
 from pykraft.node.runtime.state_machine import CountingStateMachine, StateMachine
+from pykraft.node.runtime.security import client_sasl, listener_security, request_authorizer
 from pykraft.node.runtime.trace import TraceWriter
+from pykraft.node.apis.client_apis import image_of as client_image
 from pykraft.node.apis.writes import CommitWaiters, WriteFailed, produce_enabled
 
 _log = logging.getLogger("pykraft.node")
@@ -155,6 +157,7 @@ class NodeRuntime:
         # catch-up: before, its image would name no broker and no topic.
         self._defer_broker_listeners = defer_broker_listeners
         self._deferred: list[FrameServer] = []
+        self._deferred_for_acls: list[FrameServer] = []  # listeners not in early.start.listeners (controllers)
         self.waiters = CommitWaiters()
         self._inputs: deque[Input] = deque()
         self._wake = asyncio.Event()
@@ -248,9 +251,11 @@ class NodeRuntime:
         client_tls = self._tls_client
         # Two channels, as Kafka keeps the raft client's apart from the broker-to-controller one: a forwarded
         # request or a heartbeat must not queue behind a Fetch long-poll (answers come in request order).
-        raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls) for _ in range(2))
+        controller_sasl = client_sasl(config, config.controller_listener_name)
+        raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls, sasl=controller_sasl) for _ in range(2))
         broker_tls = self._tls_broker
-        broker_pool = ConnectionPool(ssl_context=broker_tls) if config.is_broker else None
+        broker_pool = (ConnectionPool(ssl_context=broker_tls, sasl=client_sasl(config, config.inter_broker_listener_name))
+                       if config.is_broker else None)
         self.outbound = Outbound(raft_pool if client_tls is None else _TlsFailureLog(raft_pool),
                                  timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
@@ -260,7 +265,8 @@ class NodeRuntime:
                                  broker_pool=broker_pool if broker_tls is None or broker_pool is None
                                  else _TlsFailureLog(broker_pool))
         self.runner = EffectRunner(self.lane, self.outbox, self)
-        self.inbound = InboundHandler(self, self.registry, self._extra, self._broker_registry)
+        self.authorizer = request_authorizer(config, lambda: self.state_machine)
+        self.inbound = InboundHandler(self, self.registry, self._extra, self._broker_registry, self.authorizer)
         self.lane.start()
         self._apply(self.core.initialize(storage.stored_election, now), now)
         self._say_if_log_names_a_broker_a_voter()
@@ -270,12 +276,16 @@ class NodeRuntime:
         broker_listeners = set(config.broker_listener_names()) if config.is_broker else set()
         for listener in config.served_listeners():
             server = FrameServer(self.inbound, ssl_context=self._tls[listener.name],
-                                 name=f"node-{config.node_id}-{listener.name}", listener_name=listener.name)
+                                 name=f"node-{config.node_id}-{listener.name}", listener_name=listener.name,
+                                 security=listener_security(config, listener.name, self._scram_credential))
             self.servers.append(server)
             deferred = self._defer_broker_listeners and listener.name in broker_listeners
-            address = await server.start(listener.host or "0.0.0.0", listener.port, serving=not deferred)
+            waits = self._waits_for_acls(listener.name)
+            address = await server.start(listener.host or "0.0.0.0", listener.port, serving=not (deferred or waits))
             if deferred:
                 self._deferred.append(server)
+            elif waits:
+                self._deferred_for_acls.append(server)
             self.address = self.address or address
         if config.metrics_port is not None:
             self.metrics.serve(config.metrics_port)
@@ -302,19 +312,42 @@ class NodeRuntime:
                      config.node_id, ",".join(sorted(config.process_roles)))
 
     def _server_tls(self, listener_name: str) -> Any:
-        """The TLS context of a listener this process binds; None when that listener is not SSL."""
+        """The TLS context of a listener this process binds; None when that listener is not SSL or SASL_SSL. A
+        SASL_SSL listener asks for client certificates only with its own listener.name.<l>.ssl.client.auth (Kafka)."""
         config, tls = self.config, self.config.tls
-        if tls is None or config.security_protocol(listener_name) != "SSL":
+        protocol = config.security_protocol(listener_name)
+        if tls is None or protocol not in ("SSL", "SASL_SSL"):
             return None
-        return server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=tls.client_auth_required)
+        required = (tls.client_auth_required if protocol == "SSL"
+                    else config.security.ssl_client_auth.get(listener_name, False))
+        return server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=required)
 
     def _client_tls(self, listener_name: str | None = None) -> Any:
         """The TLS context for connections to `listener_name` (the controller listener this process fetches from
-        by default); None when it is not SSL."""
+        by default); None when it is neither SSL nor SASL_SSL."""
         config, tls = self.config, self.config.tls
-        if tls is None or config.security_protocol(listener_name or config.controller_listener_name) != "SSL":
+        if tls is None or config.security_protocol(listener_name or config.controller_listener_name) not in (
+                "SSL", "SASL_SSL"):
             return None
         return client_context(tls.cert_path, tls.key_path, tls.ca_path)
+
+    def _scram_credential(self, user: str, mechanism: int) -> Any:
+        """A SCRAM credential of the node's metadata image (what its SASL/SCRAM listeners check passwords against)."""
+        image = client_image(self.state_machine)
+        return None if image is None else image.scram.credential(user, mechanism)
+
+    def _waits_for_acls(self, listener_name: str) -> bool:
+        """A listener not in early.start.listeners opens once the authorizer loaded the ACLs (Kafka's authorizer
+        futures); by default the controller listeners start early."""
+        security = self.config.security
+        return security.authorizer and listener_name not in security.early_start_listeners and (
+            listener_name in self.config.controller_listener_names)
+
+    def acls_loaded(self) -> None:
+        """The authorizer's initial load completed: open the listeners that waited for it (once)."""
+        deferred, self._deferred_for_acls = self._deferred_for_acls, []
+        for server in deferred:
+            asyncio.get_running_loop().create_task(server.start_serving())
 
     async def run_until_stopped(self) -> None:
         """Wait until the node stopped; raise what made it fail, else what made closing it fail (NodeCloseError)."""
