@@ -129,6 +129,14 @@ def configs(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@app.command("acls", context_settings=_FORWARD, add_help_option=False)
+def acls(ctx: typer.Context) -> None:
+    """Add, remove and list ACLs (kafka-acls)."""
+    from .acls_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
+
 @app.command("brokers", context_settings=_FORWARD, add_help_option=False)
 def brokers(ctx: typer.Context) -> None:
     """List the registered brokers (ID, host, port, rack, fenced/unfenced)."""

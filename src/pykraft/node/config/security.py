@@ -26,7 +26,7 @@ from pykraft.net.principal import SslPrincipalMapper
 from pykraft.net.sasl_mechanisms import PLAIN
 from pykraft.protocol.scram import MECHANISMS as SCRAM_MECHANISMS
 
-from pykraft.node.config.jaas import PLAIN_MODULE, SCRAM_MODULE, JaasEntry, JaasError, parse_jaas, plain_users
+from pykraft.net.jaas import PLAIN_MODULE, SCRAM_MODULE, JaasEntry, JaasError, parse_jaas, plain_users
 from pykraft.node.config.values import INT64_MAX, Listener, ValueReader, split_list
 
 __all__ = ["STANDARD_AUTHORIZER", "ListenerSasl", "SecurityConfig", "security_config"]

@@ -6,7 +6,8 @@ Kafka's server reads one login module per listener and mechanism (`listener.name
   `username`/`password` what the node itself sends when it connects to that listener (inter-broker, controller);
 - ScramLoginModule: `username`/`password` the node's own SCRAM credentials (the users it accepts are in the metadata
   log).
-A parsed entry never shows its option values (`repr`): they are passwords.
+A client (pykraft's tools: `sasl.jaas.config` of a --command-config file) reads `username`/`password` the same way
+(`client_credentials`). A parsed entry never shows its option values (`repr`): they are passwords.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["JaasEntry", "JaasError", "PLAIN_MODULE", "SCRAM_MODULE", "parse_jaas", "plain_users"]
+__all__ = ["JaasEntry", "JaasError", "PLAIN_MODULE", "SCRAM_MODULE", "client_credentials", "parse_jaas",
+           "plain_users"]
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -90,3 +92,18 @@ def plain_users(entry: JaasEntry) -> dict[str, str]:
     if entry.module != PLAIN_MODULE:
         return {}
     return {key[len("user_"):]: value for key, value in entry.options.items() if key.startswith("user_")}
+
+
+def client_credentials(text: str, mechanism: str) -> tuple[str, str]:
+    """(username, password) of a client's sasl.jaas.config for `mechanism`; JaasError when it has none."""
+    entries = parse_jaas(text)
+    if len(entries) != 1:
+        raise JaasError(f"JAAS config property contains {len(entries)} login modules, should be 1 module")
+    expected = PLAIN_MODULE if mechanism == "PLAIN" else SCRAM_MODULE
+    entry = entries[0]
+    if entry.module != expected:
+        raise JaasError(f"SASL mechanism {mechanism} needs the login module {expected}, not {entry.module}")
+    username, password = entry.options.get("username"), entry.options.get("password")
+    if not username or password is None:
+        raise JaasError("the JAAS config has no username and password options")
+    return username, password
