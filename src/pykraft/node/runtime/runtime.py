@@ -34,6 +34,7 @@ from typing import Any
 from pykraft.net.commit_probe import PROBE
 from pykraft.net.errors import ConnectError
 from pykraft.net.pool import ConnectionPool
+from pykraft.net.sasl_client import SaslAuthenticationError
 from pykraft.net.server import FrameServer
 from pykraft.net.tls import client_context, server_context
 from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
@@ -95,10 +96,11 @@ class NodeCloseError(Exception):
 
 
 class _TlsFailureLog:
-    """The outbound pool, logging every failed TLS handshake at WARNING. Outbound logs failures at DEBUG, since
-    a peer that is down is routine; a peer that refuses our certificate (or offers one we do not trust) is a
-    misconfiguration the operator must see, as Kafka's NetworkClient logs a failed authentication. Attempts are
-    paced by the pool's reconnect backoff, so this is at most about one line per peer per second."""
+    """The outbound pool, logging every failed TLS handshake or SASL authentication at WARNING. Outbound logs
+    failures at DEBUG, since a peer that is down is routine; a peer that refuses our certificate or our password (or
+    offers a certificate we do not trust) is a misconfiguration the operator must see, as Kafka's NetworkClient logs
+    a failed authentication. Attempts are paced by the pool's reconnect backoff, so this is at most about one line
+    per peer per second."""
 
     def __init__(self, pool: ConnectionPool) -> None:
         self._pool = pool
@@ -111,6 +113,9 @@ class _TlsFailureLog:
             if exc is not self._last and _tls_failure(exc):
                 self._last = exc
                 _log.warning("TLS handshake with %s:%s failed: %s", host, port, " ".join(str(exc).split()))
+            elif exc is not self._last and isinstance(exc.__cause__, SaslAuthenticationError):
+                self._last = exc  # the message names the peer: "SASL authentication with host:port failed: ..."
+                _log.warning("%s", " ".join(str(exc).split()))
             raise
 
     def send_now(self, host: str, port: int, build: Callable[[int], bytes], *,
@@ -254,16 +259,17 @@ class NodeRuntime:
         controller_sasl = client_sasl(config, config.controller_listener_name)
         raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls, sasl=controller_sasl) for _ in range(2))
         broker_tls = self._tls_broker
-        broker_pool = (ConnectionPool(ssl_context=broker_tls, sasl=client_sasl(config, config.inter_broker_listener_name))
-                       if config.is_broker else None)
-        self.outbound = Outbound(raft_pool if client_tls is None else _TlsFailureLog(raft_pool),
+        broker_pool_sasl = client_sasl(config, config.inter_broker_listener_name) if config.is_broker else None
+        broker_pool = ConnectionPool(ssl_context=broker_tls, sasl=broker_pool_sasl) if config.is_broker else None
+        secured = client_tls is not None or controller_sasl is not None  # failures worth a WARNING line
+        broker_secured = broker_pool is not None and (broker_tls is not None or broker_pool_sasl is not None)
+        self.outbound = Outbound(_TlsFailureLog(raft_pool) if secured else raft_pool,
                                  timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
                                  on_answer=self.cluster_ids.check_answer, on_error=self.handler_errors.record,
-                                 forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool),
+                                 forward_pool=_TlsFailureLog(forward_pool) if secured else forward_pool,
                                  on_unreachable=self._peer_unreachable,
-                                 broker_pool=broker_pool if broker_tls is None or broker_pool is None
-                                 else _TlsFailureLog(broker_pool))
+                                 broker_pool=_TlsFailureLog(broker_pool) if broker_secured else broker_pool)
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.authorizer = request_authorizer(config, lambda: self.state_machine)
         self.inbound = InboundHandler(self, self.registry, self._extra, self._broker_registry, self.authorizer)
