@@ -118,7 +118,7 @@ def offset_fetch(auth: RequestAuthorizer, decoded: Any, _controller: bool) -> Ch
             denied, filtered = plans.get(group.group_id, ((), False))
             topics = _visible(auth, context, group.topics) if filtered else group.topics
             answered.append(replace(group, topics=(*topics, *denied)))
-        base = answer if answer is not None else error_response_for(message, ErrorCode.NONE)
+        base = answer if answer is not None else zero_entity(response_type, {})
         return replace(base, groups=(*answered, *denied_groups))
     return Narrowed(replace(message, groups=tuple(groups)) if groups else None, finish)
 
@@ -142,7 +142,7 @@ def find_coordinator(auth: RequestAuthorizer, decoded: Any, _controller: bool) -
     kept = tuple(k for k in keys if k not in refused)
 
     def finish(answer: Any) -> Any:
-        base = answer if answer is not None else error_response_for(message, ErrorCode.NONE)
+        base = answer if answer is not None else zero_entity(response_type, {})
         return replace(base, coordinators=(*(answer.coordinators if answer is not None else ()), *denied))
     return Narrowed(replace(message, coordinator_keys=kept) if kept else None, finish)
 
@@ -160,7 +160,7 @@ def describe_groups(auth: RequestAuthorizer, decoded: Any, _controller: bool) ->
         if with_operations:
             groups = tuple(replace(g, authorized_operations=auth.operations(context, Res.GROUP, g.group_id))
                            for g in groups)
-        base = answer if answer is not None else error_response_for(message, ErrorCode.NONE)
+        base = answer if answer is not None else zero_entity(response_type, {})
         return replace(base, groups=(*groups, *denied))
     return Narrowed(replace(message, groups=tuple(allowed)) if allowed else None, finish)
 
@@ -183,7 +183,7 @@ def delete_groups(auth: RequestAuthorizer, decoded: Any, _controller: bool) -> C
                                               for g in message.groups_names if g not in allowed))
 
     def finish(answer: Any) -> Any:
-        base = answer if answer is not None else error_response_for(message, ErrorCode.NONE)
+        base = answer if answer is not None else zero_entity(response_type, {})
         return replace(base, results=(*(answer.results if answer is not None else ()), *denied))
     return Narrowed(replace(message, groups_names=tuple(allowed)) if allowed else None, finish)
 
