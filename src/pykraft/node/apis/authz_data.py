@@ -76,6 +76,14 @@ def per_partition(decoded: Any, shape: Shape, error_of: Callable[[Any], ErrorCod
     return Narrowed(narrowed, finish)
 
 
+def every_partition(decoded: Any, shape: Shape, error: ErrorCode) -> Any:
+    """The answer refusing every partition the request names (an empty answer when it names none)."""
+    check = per_partition(decoded, shape, lambda _t: error)
+    if isinstance(check, Narrowed):
+        return check.finish(None)
+    return zero_entity(response_class(int(decoded.api_key), decoded.api_version), {})
+
+
 def topic_rule(shape: Shape, operation: Op, name_of: Callable[[RequestAuthorizer, Any], str | None] | None = None):
     """A rule refusing the topics the principal may not `operation` (names looked up by `name_of` for topic ids)."""
     def rule(auth: RequestAuthorizer, decoded: Any, _controller: bool) -> Check:
@@ -112,9 +120,8 @@ def produce(auth: RequestAuthorizer, decoded: Any, controller: bool) -> Check:
         return None  # Produce to __cluster_metadata (pykraft.produce.enable): authz_rules' cluster check
     transactional = decoded.message.transactional_id
     if transactional is not None and not auth.allowed(decoded.context, Op.WRITE, Res.TRANSACTIONAL_ID, transactional):
-        check = per_partition(decoded, PRODUCE, lambda _t: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        assert isinstance(check, Narrowed)
-        return Denied(check.finish(None))
+        refused = every_partition(decoded, PRODUCE, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return Denied(None if int(decoded.message.acks) == 0 else refused)
     check = topic_rule(PRODUCE, Op.WRITE)(auth, decoded, controller)
     if check is not None and int(decoded.message.acks) == 0:
         return Denied(None) if check.request is None else Narrowed(check.request, lambda _answer: None)
@@ -142,9 +149,7 @@ def offsets_for_epoch(auth: RequestAuthorizer, decoded: Any, controller: bool) -
     if replica >= 0:  # a follower: Kafka's authorizeClusterOperation, every partition refused
         if auth.cluster(decoded.context, Op.CLUSTER_ACTION):
             return None
-        check = per_partition(decoded, EPOCHS, lambda _t: ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        assert isinstance(check, Narrowed)
-        return Denied(check.finish(None))
+        return Denied(every_partition(decoded, EPOCHS, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
     return topic_rule(EPOCHS, Op.DESCRIBE)(auth, decoded, controller)
 
 

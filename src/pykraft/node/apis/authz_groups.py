@@ -24,7 +24,7 @@ from pykraft.protocol.error_responses import error_response_for, field_entity, i
 from pykraft.protocol.errors import ErrorCode
 
 from pykraft.node.apis.authz import Check, Denied, Narrowed, RequestAuthorizer
-from pykraft.node.apis.authz_data import Shape, per_partition
+from pykraft.node.apis.authz_data import Shape, every_partition, per_partition
 
 __all__ = ["GROUP_RULES"]
 
@@ -50,16 +50,8 @@ def _topic_read(auth: RequestAuthorizer, decoded: Any, shape: Shape) -> Check:
 
 def offset_commit(auth: RequestAuthorizer, decoded: Any, _controller: bool) -> Check:
     if not auth.allowed(decoded.context, Op.READ, Res.GROUP, decoded.message.group_id):
-        return Denied(_every_partition(decoded, COMMIT, GROUP_DENIED))
+        return Denied(every_partition(decoded, COMMIT, GROUP_DENIED))
     return _topic_read(auth, decoded, COMMIT)
-
-
-def _every_partition(decoded: Any, shape: Shape, error: ErrorCode) -> Any:
-    """The answer refusing every partition the request names (an answer without a top-level error code)."""
-    check = per_partition(decoded, shape, lambda _t: error)
-    if isinstance(check, Narrowed):
-        return check.finish(None)
-    return zero_entity(response_class(int(decoded.api_key), decoded.api_version), {})
 
 
 def offset_delete(auth: RequestAuthorizer, decoded: Any, _controller: bool) -> Check:
@@ -93,7 +85,7 @@ def offset_fetch(auth: RequestAuthorizer, decoded: Any, _controller: bool) -> Ch
     if decoded.api_version < 8:
         if not auth.allowed(context, Op.DESCRIBE, Res.GROUP, message.group_id):
             if decoded.api_version < 2:  # no top-level error code yet: per partition
-                return Denied(_every_partition(decoded, FETCH_V1, GROUP_DENIED))
+                return Denied(every_partition(decoded, FETCH_V1, GROUP_DENIED))
             return Denied(error_response_for(message, GROUP_DENIED))
         topic_type = field_entity(response_type, "topics")
         kept, refused, filtered = _fetch_topics(auth, context, message.topics, topic_type)

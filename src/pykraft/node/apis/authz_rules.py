@@ -47,7 +47,10 @@ def cluster_denied(message: Any) -> Any:
     key, version = int(message.__api_key__), int(message.__version__)
     if key in _PER_ITEM_ANSWERS:
         return _PER_ITEM_ANSWERS[key](message, response_class(key, version))
-    return error_response_for(message, CLUSTER_DENIED, error_message=MESSAGES[CLUSTER_DENIED])
+    try:
+        return error_response_for(message, CLUSTER_DENIED, error_message=MESSAGES[CLUSTER_DENIED])
+    except ValueError:  # a version without a top-level error code (none a node serves there): an empty answer
+        return zero_entity(response_class(key, version), {})
 
 
 def needs(operation: Op, *, listener: str = "any") -> Rule:
