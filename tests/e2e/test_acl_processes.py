@@ -23,7 +23,6 @@ from .helpers import wait_for
 from .secure_clients import produce, read
 from .security_cluster import PASSWORDS, SecureCluster, client_settings, sasl_properties, secure_cluster
 
-pytestmark = pytest.mark.e2e
 BOB = client_settings("kafka-python", "SCRAM-SHA-256", "bob", PASSWORDS["bob"])
 
 

@@ -28,7 +28,6 @@ from .secure_clients import CLIENTS, produce, read
 from .security_cluster import MECHANISMS, PASSWORDS, SecureCluster, client_settings, secure_cluster
 from .helpers import wait_for
 
-pytestmark = pytest.mark.e2e
 TOPIC = "sasl-topic"
 versions_rq = schema_module("kio.schema.api_versions.v3.request")
 metadata_rq = schema_module("kio.schema.metadata.v12.request")
