@@ -52,6 +52,7 @@ bench: $(BENCH_STAMP)
 	$(PY) benchmarks/fencing.py
 	$(PY) benchmarks/paused_leader.py
 	$(PY) benchmarks/produce.py
+	$(PY) benchmarks/compaction.py
 	$(PY) benchmarks/pipeline.py
 
 # The report of the last `make run` opened in headless Chromium (Debian's `chromium` package, not installed by

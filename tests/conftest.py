@@ -40,6 +40,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "sim_sweep": (
         "sim/test_sim_sweep_ci.py",
         "sim/test_metadata_sweep_ci.py",
+        "sim/test_reassign_sweep.py",
         "sim/test_sim_targeted.py",
         "sim/test_sim_scenarios.py",
         "sim/test_sim_runs.py",

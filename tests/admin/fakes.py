@@ -25,6 +25,7 @@ from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode
 
 ZERO_MS = datetime.timedelta(0)
+
 Handler = Callable[[DecodedRequest], Any]
 
 
@@ -50,7 +51,10 @@ class FakeTransport:
     async def request(self, host: str, port: int, build, *, timeout_ms: int) -> bytes:
         assert timeout_ms > 0
         frame = build(7)
-        decoded = decode_request(frame, KRAFT_NODE_APIS)
+        # The raft APIs (a test may widen them) plus the controller's quorum reassignment APIs.
+        apis = KRAFT_NODE_APIS.with_range(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1).with_range(
+            ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0)
+        decoded = decode_request(frame, apis)
         assert isinstance(decoded, DecodedRequest), decoded
         self.sent.append(((host, port), decoded.api_key))
         handler = self.handlers[(host, port)]

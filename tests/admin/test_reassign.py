@@ -1,85 +1,81 @@
-"""The reassignment driver against a fake quorum that applies voter changes, sometimes late or in doubt."""
+"""The thin reassignment client (`metadata-quorum reassign`) against a fake leader that moves its voters one step
+per poll: it sends the target once, reports progress, and tells done from cancelled or replaced."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import uuid
-from pathlib import Path
 
 import pytest
 
-from pykraft.admin.errors import AdminError, OutcomeUnknownError
+from pykraft.admin.errors import AdminError
 from pykraft.admin.model import QuorumInfo, ReplicaState
 from pykraft.admin.reassign import (
+    ReassignAccepted,
     ReassignDone,
     ReassignError,
-    StepCommitted,
-    StepStarted,
-    cancel,
-    drive,
-    parse_target_voters,
+    ReassignProgress,
+    parse_target_ids,
     reassign,
+    status,
 )
+from pykraft.admin.quorum_reassignments import QuorumReassignment
+from pykraft.admin.responses import Outcome
 from pykraft.protocol.errors import ErrorCode
-from pykraft.raft.reassignment import AddVoterStep, RemoveVoterStep, ResignLeaderStep
-from pykraft.raft.voter_set import Endpoint, ReplicaKey
-from pykraft.records.uuids import uuid_to_kafka_str
+from pykraft.raft.reassignment import AddVoterStep, next_step
+from pykraft.raft.voter_set import ReplicaKey, VoterNode, VoterSet
 
 from .fakes import FakeClock
 
-DIRS = {i: uuid.UUID(int=0xA00 + i) for i in range(1, 8)}
+
+def voter_set(ids) -> VoterSet:
+    return VoterSet.of(VoterNode(ReplicaKey(i)) for i in ids)
 
 
-def key(i: int) -> ReplicaKey:
-    return ReplicaKey(i, DIRS[i])
+class FakeLeader:
+    """Duck-types the AdminClient calls the client makes; one planner step is taken per ListPartitionReassignments."""
 
+    def __init__(self, ids, *, refuse: Outcome | None = None, lose_first: bool = False) -> None:
+        self.voters, self.target = set(ids), None
+        self.refuse, self.lose_first = refuse, lose_first
+        self.sent: list[tuple[tuple[int, ...] | None, int]] = []
+        self.replace_with: set[int] | None = None  # another operator's target, set after the first poll
 
-def target(*ids: int) -> str:
-    return ",".join(f"{i}@h{i}:{9090 + i}:{uuid_to_kafka_str(DIRS[i])}" for i in ids)
+    async def alter_quorum_reassignment(self, target, timeout_ms) -> Outcome:
+        self.sent.append((target, timeout_ms))
+        if self.refuse is not None:
+            raise AdminError(self.refuse.code, self.refuse.message)
+        if target is None:
+            if self.target is None:
+                raise AdminError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "none")
+            self.target = set(self.voters)
+        elif self.lose_first:
+            self.lose_first = False  # accepted, then lost with its leader
+        else:
+            self.target = set(target)
+        if self.target == self.voters or (target is not None and set(target) == self.voters):
+            self.target = None
+            return Outcome(ErrorCode.NONE)
+        return Outcome(ErrorCode.REQUEST_TIMED_OUT, "in progress")
 
-
-class FakeQuorum:
-    """Duck-types the AdminClient methods the driver uses. A change becomes visible `lag` describes later."""
-
-    def __init__(self, ids, leader: int, lag: int = 0) -> None:
-        self.voters = {key(i) for i in ids}
-        self.leader = leader
-        self.lag = lag
-        self.calls: list[tuple[str, ReplicaKey]] = []
-        self.pending: list[tuple[int, set]] = []
-        self.describes = 0
-        self.in_doubt: set[str] = set()  # ops that raise OutcomeUnknownError after applying
-        self.fail: dict[str, Exception] = {}  # ops that raise without applying
+    async def list_quorum_reassignment(self) -> QuorumReassignment | None:
+        if self.target is None:
+            return None
+        shown = QuorumReassignment(tuple(sorted(self.voters | self.target)), tuple(sorted(self.target - self.voters)),
+                                   tuple(sorted(self.voters - self.target)))
+        if self.replace_with is not None:
+            self.target, self.replace_with = self.replace_with, None
+        step = next_step(voter_set(self.voters), voter_set(self.target), min(self.voters))
+        if step is None:
+            self.target = None
+        elif isinstance(step, AddVoterStep):
+            self.voters.add(step.node.key.id)
+        else:
+            self.voters.discard(step.key.id)
+        return shown
 
     async def describe_quorum(self) -> QuorumInfo:
-        self.describes += 1
-        while self.pending and self.pending[0][0] <= self.describes:
-            self.voters = self.pending.pop(0)[1]
-        voters = tuple(ReplicaState(k.id, k.directory_id, 100) for k in sorted(self.voters))
-        nodes = {k.id: (Endpoint("CONTROLLER", f"h{k.id}", 9090 + k.id),) for k in self.voters}
-        return QuorumInfo(self.leader, 3, 100, voters, (), nodes)
-
-    def _change(self, op: str, new: set) -> None:
-        if op in self.fail:
-            raise self.fail.pop(op)
-        self.pending.append((self.describes + 1 + self.lag, new))
-        if op in self.in_doubt:
-            self.in_doubt.discard(op)
-            raise OutcomeUnknownError(f"{op}", "timed out")
-
-    async def add_voter(self, voter_id, directory_id, endpoints) -> None:
-        self.calls.append(("add", ReplicaKey(voter_id, directory_id)))
-        assert [e.name for e in endpoints.items] == ["CONTROLLER"]
-        self._change("add", self.voters | {ReplicaKey(voter_id, directory_id)})
-
-    async def remove_voter(self, voter_id, directory_id) -> None:
-        removed = ReplicaKey(voter_id, directory_id)
-        self.calls.append(("remove", removed))
-        new = self.voters - {removed}
-        self._change("remove", new)
-        if voter_id == self.leader:  # the leader commits its own removal, then a remaining voter takes over
-            self.leader = min(k.id for k in new)
+        return QuorumInfo(min(self.voters), 3, 100, tuple(ReplicaState(i, None, 100) for i in sorted(self.voters)),
+                          (), {})
 
 
 def collect(agen) -> list:
@@ -88,102 +84,71 @@ def collect(agen) -> list:
     return asyncio.run(go())
 
 
-def test_each_planned_step_is_sent_once_and_waited_for():
-    quorum, clock = FakeQuorum([1, 2, 3], leader=1, lag=2), FakeClock()
-    events = collect(drive(quorum, parse_target_voters(target(1, 2, 4)), poll_ms=200, clock=clock, sleep=clock.sleep))
-    assert quorum.calls == [("add", key(4)), ("remove", key(3))]
-    assert [type(e) for e in events] == [StepStarted, StepCommitted, StepStarted, StepCommitted, ReassignDone]
-    assert isinstance(events[0].step, AddVoterStep) and isinstance(events[2].step, RemoveVoterStep)
-    assert events[1].voters == {key(1), key(2), key(3), key(4)}
-    assert events[-1].voters == {key(1), key(2), key(4)}
-    assert clock.sleeps == [0.2] * 4  # lag 2: two polls too early per step, then the change shows
+def test_the_target_is_sent_once_and_progress_is_reported_until_the_voters_are_it():
+    leader, clock = FakeLeader([1, 2, 3]), FakeClock()
+    events = collect(reassign(leader, [3, 4, 5], poll_ms=100, clock=clock, sleep=clock.sleep))
+    assert events[0] == ReassignAccepted((3, 4, 5))
+    assert events[-1] == ReassignDone((3, 4, 5))
+    progress = [e for e in events if isinstance(e, ReassignProgress)]
+    assert progress[0] == ReassignProgress((1, 2, 3), (4, 5), (1, 2))
+    assert len(progress) == len(set(progress)) >= 4, "one line per change"
+    assert leader.sent == [((3, 4, 5), 2000)]
 
 
-def test_removing_the_leader_is_a_remove_of_its_own_key():
-    quorum, clock = FakeQuorum([1, 2, 3], leader=1), FakeClock()
-    events = collect(drive(quorum, parse_target_voters(target(2, 3, 4)), clock=clock, sleep=clock.sleep))
-    assert quorum.calls == [("add", key(4)), ("remove", key(1))]
-    assert isinstance(events[2].step, ResignLeaderStep)
-    assert quorum.leader == 2
+def test_a_refusal_is_one_error_with_the_leaders_reason():
+    leader = FakeLeader([1, 2, 3], refuse=Outcome(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "node 9 is unknown"))
+    with pytest.raises(AdminError, match="node 9 is unknown"):
+        collect(reassign(leader, [1, 2, 9]))
 
 
-def test_a_step_in_doubt_that_lands_is_not_sent_again():
-    quorum, clock = FakeQuorum([1, 2, 3], leader=1), FakeClock()
-    quorum.in_doubt.add("add")
-    events = collect(drive(quorum, parse_target_voters(target(1, 2, 3, 4)), clock=clock, sleep=clock.sleep))
-    assert quorum.calls == [("add", key(4))]
-    assert events[1].unknown_outcome == "timed out"
-    assert isinstance(events[-1], ReassignDone)
+def test_the_voters_already_the_target_is_done_at_once():
+    events = collect(reassign(FakeLeader([1, 2, 3]), [3, 2, 1]))
+    assert events == [ReassignAccepted((3, 2, 1)), ReassignDone((1, 2, 3))]
 
 
-def test_a_step_that_never_shows_up_stops_the_driver():
-    quorum, clock = FakeQuorum([1, 2, 3], leader=1, lag=1000), FakeClock()
-    with pytest.raises(ReassignError, match="did not become the expected one within 1000 ms"):
-        collect(drive(quorum, parse_target_voters(target(1, 2)), commit_timeout_ms=1000, poll_ms=300,
-                      clock=clock, sleep=clock.sleep))
-    assert quorum.calls == [("remove", key(3))]
+def test_a_target_lost_with_its_leader_is_sent_again_until_seen():
+    leader, clock = FakeLeader([1, 2, 3], lose_first=True), FakeClock()
+    events = collect(reassign(leader, [2, 3, 4], clock=clock, sleep=clock.sleep))
+    assert events[-1] == ReassignDone((2, 3, 4))
+    assert [t for t, _ in leader.sent] == [(2, 3, 4), (2, 3, 4)]
 
 
-def test_replacing_the_only_voters_disk_is_blocked():
-    quorum = FakeQuorum([1], leader=1)
-    other_dir = f"1@h1:9091:{uuid_to_kafka_str(uuid.UUID(int=0xFFFF))}"
-    with pytest.raises(ReassignError, match="last voter"):
-        collect(drive(quorum, parse_target_voters(other_dir)))
-    assert quorum.calls == []
+def test_a_newer_target_from_someone_else_is_an_error_and_is_not_undone():
+    leader, clock = FakeLeader([1, 2, 3]), FakeClock()
+    leader.replace_with = {1, 2, 3, 6}
+    with pytest.raises(ReassignError, match=r"cancelled or replaced.*\[1, 2, 3, 6\]"):
+        collect(reassign(leader, [3, 4, 5], clock=clock, sleep=clock.sleep))
+    assert len(leader.sent) == 1
 
 
-def test_reassign_records_the_start_and_cancel_rolls_back(tmp_path: Path):
-    state = tmp_path / "state.json"
-    quorum, clock = FakeQuorum([1, 2, 3], leader=1), FakeClock()
-    quorum.fail["remove"] = AdminError(ErrorCode.REQUEST_TIMED_OUT, "gave up")
-    with pytest.raises(AdminError):
-        collect(reassign(quorum, parse_target_voters(target(1, 2, 4)), state, clock=clock, sleep=clock.sleep))
-    assert quorum.voters == {key(1), key(2), key(3), key(4)}  # stopped half-way
-    recorded = json.loads(state.read_text())
-    assert [v["id"] for v in recorded["original"]] == [1, 2, 3]
-    assert recorded["original"][2]["endpoints"] == [["CONTROLLER", "h3", 9093]]
-
-    # another target is refused while the file exists
-    with pytest.raises(ReassignError, match="another target"):
-        collect(reassign(quorum, parse_target_voters(target(1, 5)), state))
-
-    events = collect(cancel(quorum, state, clock=clock, sleep=clock.sleep))
-    assert quorum.calls[-1] == ("remove", key(4))
-    assert events[-1].voters == {key(1), key(2), key(3)}
-    assert not state.exists()
-    with pytest.raises(ReassignError, match="no reassignment is recorded"):
-        collect(cancel(quorum, state))
+def test_cancel_ends_with_the_voters_it_stood_at():
+    leader, clock = FakeLeader([1, 2, 3]), FakeClock()
+    leader.target = {4, 5}
+    events = collect(reassign(leader, None, clock=clock, sleep=clock.sleep))
+    assert events == [ReassignAccepted(None), ReassignDone((1, 2, 3))]
 
 
-def test_rerunning_the_same_target_resumes_and_deletes_the_state(tmp_path: Path):
-    state = tmp_path / "state.json"
-    quorum, clock = FakeQuorum([1, 2, 3], leader=1), FakeClock()
-    quorum.fail["remove"] = AdminError(ErrorCode.REQUEST_TIMED_OUT, "gave up")
-    with pytest.raises(AdminError):
-        collect(reassign(quorum, parse_target_voters(target(1, 2, 4)), state, clock=clock, sleep=clock.sleep))
-    collect(reassign(quorum, parse_target_voters(target(1, 2, 4)), state, clock=clock, sleep=clock.sleep))
-    assert quorum.calls == [("add", key(4)), ("remove", key(3)), ("remove", key(3))]
-    assert quorum.voters == {key(1), key(2), key(4)}
-    assert not state.exists()
+def test_out_of_time_says_the_leader_goes_on():
+    leader, clock = FakeLeader([1, 2, 3]), FakeClock()
+    with pytest.raises(ReassignError, match="leader goes on"):
+        collect(reassign(leader, [4, 5, 6, 7, 8], poll_ms=1000, deadline_ms=1500, clock=clock, sleep=clock.sleep))
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("", "empty"),
-        ("1@h:9093", "expected ID@HOST:PORT:DIRECTORY_ID"),
-        ("x@h:9093:AAAAAAAAAAAAAAAAAAAAAQ", "expected ID@HOST:PORT:DIRECTORY_ID"),
-        ("1@h:port:AAAAAAAAAAAAAAAAAAAAAQ", "expected ID@HOST:PORT:DIRECTORY_ID"),
-        ("1@h:9093:not-a-uuid", "not a Kafka uuid"),
-        ("1@h:9093:AAAAAAAAAAAAAAAAAAAAAQ,1@g:9093:AAAAAAAAAAAAAAAAAAAAAg", "more than once"),
-    ],
-)
-def test_bad_target_voters(text, message):
-    with pytest.raises(ReassignError, match=message):
-        parse_target_voters(text)
+def test_status_reports_the_reassignment_in_progress():
+    leader = FakeLeader([1, 2, 3])
+    assert asyncio.run(status(leader)) is None
+    leader.target = {2, 3, 4}
+    assert asyncio.run(status(leader)) == ReassignProgress((1, 2, 3), (4,), (1,))
 
 
-def test_target_voters_accept_ipv6_and_the_listener_name():
-    voters = parse_target_voters("3@[::1]:9093:AAAAAAAAAAAAAAAAAAAAAQ", listener_name="CTRL")
-    assert voters.voters[3].endpoints.items == (Endpoint("CTRL", "::1", 9093),)
-    assert voters.voters[3].key == ReplicaKey(3, uuid.UUID(int=1))
+@pytest.mark.parametrize("text, expected", [
+    ("3,4,5", (3, 4, 5)), (" 3 , 4 ", (3, 4)), ("3@h:9093:AAAAAAAAAAAAAAAAAAAAAQ,4", (3, 4))])
+def test_target_ids_parse(text, expected):
+    assert parse_target_ids(text) == expected
+
+
+@pytest.mark.parametrize("text, problem", [("", "empty"), ("3,x", "invalid voter"), ("3,3", "more than once"),
+                                           ("-1", "invalid voter")])
+def test_bad_target_ids_are_refused(text, problem):
+    with pytest.raises(ReassignError, match=problem):
+        parse_target_ids(text)

@@ -10,7 +10,7 @@ from pykraft.controller.cluster import FENCE, UNFENCE
 from pykraft.protocol.errors import ErrorCode
 
 from .isr_helpers import EPOCHS, LAG, Leader, answer, one_send, sent_isrs, tp
-from .records import change, isr_change
+from .records import change, isr_change, register
 
 LATE = 1000 + LAG + 1
 
@@ -103,12 +103,56 @@ def test_ineligible_replica_returns_to_the_committed_isr_and_waits_for_the_cache
     assert leader.manager.metrics.failed_isr_updates == 1
     # Still caught up, still eligible in the (stale) cache: not proposed again...
     assert leader.progress(120, {2: (120, 1000), 3: (120, 1000)}).sends == ()
-    assert leader.poll(leader.now + 5 * LAG).sends == ()
     # ...until its registration changes (here: fenced, then unfenced again).
     leader.apply(change(3, EPOCHS[3], fenced=FENCE))
     assert leader.sync().sends == ()
     leader.apply(change(3, EPOCHS[3], fenced=UNFENCE))
     assert sent_isrs(one_send(leader.sync())) == {tp(0): (1, 2, 3)}
+
+
+def test_a_refused_member_is_tried_again_after_the_retry_interval_if_nothing_changes() -> None:
+    """The controller's reason may never reach the cache (a fence it wrote, then lost its leadership before the
+    commit): Kafka's leader tries again at its next fetch; pykraft waits ineligible_retry_ms at most."""
+    leader = Leader(isr=[1, 2])
+    send = one_send(leader.progress(100, {2: (100, 1000), 3: (100, 1000)}))
+    ready = leader.respond(send, answer(send, {tp(0): ErrorCode.INELIGIBLE_REPLICA}))
+    assert ready.sends == () and ready.wakeup_ms == leader.now + 1000
+    assert leader.poll(leader.now + 999).sends == ()
+    assert sent_isrs(one_send(leader.poll(leader.now + 1))) == {tp(0): (1, 2, 3)}
+
+
+def test_every_member_refused_together_is_released_when_one_of_them_changes() -> None:
+    """Found by the metadata_reassign simulation: an expansion adding 3 and 4 was refused because 4 had been
+    fenced; 3, fine all along, must not wait for a change of its own registration."""
+    leader = Leader(isr=[1])
+    send = one_send(leader.progress(100, {2: (100, 1000), 3: (100, 1000)}))
+    leader.respond(send, answer(send, {tp(0): ErrorCode.INELIGIBLE_REPLICA}))
+    leader.apply(change(2, EPOCHS[2], fenced=FENCE))
+    assert sent_isrs(one_send(leader.sync())) == {tp(0): (1, 3)}  # long before the retry interval
+
+
+def test_a_follower_fenced_and_unfenced_while_the_proposal_was_out_is_proposed_again() -> None:
+    """Found by the metadata_reassign simulation: the controller fenced broker 3 and unfenced it again while the
+    proposal adding it was out; the cache replayed both before the INELIGIBLE_REPLICA answer came, so the
+    registration then looked like the one refused and 3 was never proposed again (left out of the ISR, and a
+    reassignment adding it never completed)."""
+    leader = Leader(isr=[1, 2])
+    send = one_send(leader.progress(100, {2: (100, 1000), 3: (100, 1000)}))
+    leader.apply(change(3, EPOCHS[3], fenced=FENCE), change(3, EPOCHS[3], fenced=UNFENCE))
+    leader.sync()
+    retry = one_send(leader.respond(send, answer(send, {tp(0): ErrorCode.INELIGIBLE_REPLICA})))
+    assert sent_isrs(retry) == {tp(0): (1, 2, 3)}
+
+
+def test_a_follower_refused_for_its_old_incarnations_epoch_is_proposed_again_with_the_new_one() -> None:
+    leader = Leader(isr=[1, 2])
+    send = one_send(leader.progress(100, {2: (100, 1000), 3: (100, 1000)}))
+    leader.apply(register(3, 31, incarnation=2))
+    leader.sync()
+    leader.respond(send, answer(send, {tp(0): ErrorCode.INELIGIBLE_REPLICA}))
+    assert leader.progress(120, {2: (120, 1000), 3: (120, 1000)}).sends == ()  # epoch 30 is not 3's any more
+    retry = one_send(leader.progress(130, {2: (130, 1000), 3: (130, 1000)}, epochs={**EPOCHS, 3: 31}))
+    assert sent_isrs(retry) == {tp(0): (1, 2, 3)}
 
 
 def test_shrink_refused_as_ineligible_waits_for_the_partition_to_change() -> None:

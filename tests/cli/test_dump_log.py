@@ -131,7 +131,9 @@ def test_garbage_file_reports_the_first_bad_byte(tmp_path):
 
 
 def test_undecodable_metadata_value_is_printed_as_base64_without_failing(tmp_path):
-    path = tmp_path / "00000000000000000000.log"
+    # in a metadata log directory (elsewhere such a file is a user topic's segment, dumped as data)
+    path = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    path.parent.mkdir()
     path.write_bytes(encode_batch([SimpleRecord(b"\x01\x63\x00")], base_offset=0, partition_leader_epoch=1, timestamp_ms=0))
     result = run("--json", str(path))
     assert result.exit_code == 0

@@ -19,7 +19,7 @@ from pykraft.records.uuids import uuid_to_kafka_str
 from pykraft.storage.meta_properties import MetaProperties, write_meta_properties
 
 # tests/ is on sys.path (pytest's rootdir-based import of the tests/<area> packages)
-from admin.fakes import FakeTransport, describe_cluster, describe_quorum, replica
+from admin.fakes import ZERO_MS, FakeTransport, describe_cluster, describe_quorum, replica
 
 runner = CliRunner()
 A, B = ("127.0.0.1", 9093), ("127.0.0.1", 9094)
@@ -84,7 +84,10 @@ def one_line_failure(result, code: int = 1) -> str:
         (["--bootstrap-controller", "h:1", "remove-controller", "-i", "3", "-d", "nope"],
          "Failed to parse --controller-directory-id"),
         (["--bootstrap-controller", "h:1", "remove-controller", "-i", "3"], "Missing option"),
-        (["--bootstrap-controller", "h:1", "reassign"], "give exactly one of --target-voters or --cancel"),
+        (["--bootstrap-controller", "h:1", "reassign"], "give exactly one of --target-voters, --cancel or --status"),
+        (["--bootstrap-controller", "h:1", "reassign", "--cancel", "--status"],
+         "give exactly one of --target-voters, --cancel or --status"),
+        (["--bootstrap-controller", "h:1", "reassign", "--status", "--timeout-ms", "0"], "Invalid --timeout-ms: 0"),
         (["--bootstrap-controller", "h:1", "--command-config", "/no/such/file", "describe", "--status"],
          "Properties file /no/such/file does not exist."),
     ],
@@ -201,25 +204,70 @@ def test_add_controller_with_a_broker_config_is_refused(tmp_path: Path):
     assert "pykraft metadata-quorum: " in line
 
 
-def test_reassign_prints_progress(fake: FakeTransport, tmp_path: Path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    voters = {1: (replica(1, 10, DIR),), 2: (replica(1, 10, DIR), replica(2, 10, uuid.UUID(int=2)))}
-    state = {"n": 1}
+def _alter_answer(code: ErrorCode, message: str | None):
+    from kio.schema.alter_partition_reassignments.v0 import response as alter_resp
+
+    return alter_resp.AlterPartitionReassignmentsResponse(
+        throttle_time=ZERO_MS, error_code=ErrorCode.NONE, error_message=None, responses=(
+            alter_resp.ReassignableTopicResponse(name="__cluster_metadata", partitions=(
+                alter_resp.ReassignablePartitionResponse(partition_index=0, error_code=code,
+                                                         error_message=message),)),))
+
+
+def _ongoing(voters, target):
+    from kio.schema.list_partition_reassignments.v0 import response as list_resp
+
+    replicas = tuple(sorted(set(voters) | set(target)))
+    return list_resp.OngoingTopicReassignment(name="__cluster_metadata", partitions=(
+        list_resp.OngoingPartitionReassignment(
+            partition_index=0, replicas=replicas, adding_replicas=tuple(sorted(set(target) - set(voters))),
+            removing_replicas=tuple(sorted(set(voters) - set(target)))),))
+
+
+def test_reassign_sends_the_target_and_prints_progress_until_done(fake: FakeTransport):
+    from kio.schema.list_partition_reassignments.v0 import response as list_resp
+
+    steps = [((1, 2, 3), (3, 4, 5)), ((1, 2, 3, 4), (3, 4, 5)), ((2, 3, 4, 5), (3, 4, 5))]
+    seen = {"alter": [], "list": 0}
 
     def leader(request):
-        if request.api_key == ApiKey.ADD_RAFT_VOTER:
-            state["n"] = 2
-            return add_voter_response(ErrorCode.NONE)
-        return describe_quorum(1, 3, 10, voters[state["n"]], nodes={1: [("CONTROLLER", "127.0.0.1", 9094)]})
+        if request.api_key == ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+            seen["alter"].append(list(request.message.topics[0].partitions[0].replicas))
+            return _alter_answer(ErrorCode.REQUEST_TIMED_OUT, "in progress")
+        if request.api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
+            index = seen["list"]
+            seen["list"] += 1
+            topics = (_ongoing(*steps[index]),) if index < len(steps) else ()
+            return list_resp.ListPartitionReassignmentsResponse(throttle_time=ZERO_MS, error_code=ErrorCode.NONE,
+                                                                error_message=None, topics=topics)
+        return describe_quorum(3, 5, 10, tuple(replica(i, 10, DIR) for i in (3, 4, 5)))
 
     fake.handlers[B] = leader
     fake.handlers[A] = lambda r: describe_cluster(1, {1: B})
-    target = f"1@127.0.0.1:9094:{uuid_to_kafka_str(DIR)},2@127.0.0.1:9095:{uuid_to_kafka_str(uuid.UUID(int=2))}"
-    result = mq("--bootstrap-controller", "127.0.0.1:9093", "reassign", "--target-voters", target)
+    result = mq("--bootstrap-controller", "127.0.0.1:9093", "reassign", "--target-voters", "3,4,5")
     assert result.exit_code == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0].startswith("Recording the current voters in pykraft-reassign.json")
-    assert lines[1] == ("Adding controller 2 with directory id AAAAAAAAAAAAAAAAAAAAAg and endpoints: "
-                        "CONTROLLER://127.0.0.1:9095")
-    assert lines[-1].startswith("Reassignment complete. Voters: [1:")
-    assert not (tmp_path / "pykraft-reassign.json").exists()
+    assert seen["alter"] == [[3, 4, 5]], "sent once"
+    assert result.stdout.splitlines() == [
+        "Reassigning the quorum to voters [3, 4, 5] (the leader moves it one voter at a time)",
+        "Voters [1, 2, 3]; adding [4, 5]; removing [1, 2]",
+        "Voters [1, 2, 3, 4]; adding [5]; removing [1, 2]",
+        "Voters [2, 3, 4, 5]; adding []; removing [2]",
+        "Reassignment complete. Voters: [3, 4, 5]",
+    ]
+
+
+def test_reassign_refused_by_the_leader_is_one_line_with_its_reason(fake: FakeTransport):
+    fake.handlers[B] = lambda r: _alter_answer(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "node 9 is unknown to the leader")
+    fake.handlers[A] = lambda r: describe_cluster(1, {1: B})
+    line = one_line_failure(mq("--bootstrap-controller", "127.0.0.1:9093", "reassign", "--target-voters", "1,2,9"))
+    assert "node 9 is unknown to the leader" in line
+
+
+def test_reassign_status_without_a_reassignment(fake: FakeTransport):
+    from kio.schema.list_partition_reassignments.v0 import response as list_resp
+
+    fake.handlers[B] = lambda r: list_resp.ListPartitionReassignmentsResponse(
+        throttle_time=ZERO_MS, error_code=ErrorCode.NONE, error_message=None, topics=())
+    fake.handlers[A] = lambda r: describe_cluster(1, {1: B})
+    result = mq("--bootstrap-controller", "127.0.0.1:9093", "reassign", "--status")
+    assert (result.exit_code, result.stdout.strip()) == (0, "No quorum reassignment is in progress.")

@@ -133,9 +133,6 @@ def test_every_live_broker_key_is_applied_by_the_data_plane_or_named_here():
     elsewhere = {
         "num.replica.fetchers", "producer.id.expiration.ms",  # node/hosts: TopicSettingsCache.broker_int
         "unclean.leader.election.enable",  # controller/configs.py: ConfigControl.unclean_election_enabled
-        # the log cleaner's topic defaults, the compaction work's (read through the topic settings like the others)
-        "log.cleanup.policy", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
-        "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio",
     }
     assert live - BROKER_KEYS == elsewhere
     # what the data plane reads from server.properties is honoured (live where Kafka changes it dynamically)

@@ -6,7 +6,7 @@ import signal
 from collections import Counter
 from dataclasses import dataclass
 
-from pykraft.node.local_cluster import LocalCluster
+from pykraft.node.local_cluster import LocalCluster, free_ports
 
 from .helpers import FAST_TIMEOUTS, wait_for
 from .metadata_probe import image_of
@@ -39,10 +39,15 @@ class QueueCheck:
                    tuple(sorted(v for v, n in counts.items() if n > 1)), reordered)
 
 
-def start_cluster(root, topic: str, properties: dict[str, str] | None = None, partitions: int = 1) -> LocalCluster:
+def start_cluster(root, topic: str, properties: dict[str, str] | None = None, partitions: int = 1, *,
+                  metrics: bool = False) -> LocalCluster:
     """One controller, three brokers, and `topic` with `partitions` partitions of replication factor 3, each
-    committed with a full ISR."""
+    committed with a full ISR. `metrics`: every node serves Prometheus metrics (`pykraft.metrics.port` in its
+    `extra`)."""
     cluster = LocalCluster(root, controllers=1, brokers=3, properties={**DATA_PLANE_TIMING, **(properties or {})})
+    if metrics:
+        for node, port in zip(cluster.nodes.values(), free_ports(len(cluster.nodes))):
+            node.extra["pykraft.metrics.port"] = str(port)
     cluster.format_all()
     cluster.start_all()
     broker = cluster.broker_ids[0]

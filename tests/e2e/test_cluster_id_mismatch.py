@@ -3,12 +3,12 @@ the default log level, once per peer, with both cluster ids. Real server process
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 
 import pytest
 
+from pykraft.node.logs import TEXT_LINE
 from pykraft.node.local_cluster import LocalCluster
 from pykraft.records.uuids import uuid_to_kafka_str
 
@@ -23,13 +23,9 @@ def cluster(tmp_path):
 
 
 def log_events(cluster: LocalCluster, node_id: int) -> list[str]:
-    events = []
-    for line in cluster.server_log(node_id).splitlines():
-        try:
-            events.append(json.loads(line)["event"])
-        except (ValueError, KeyError, TypeError):
-            continue
-    return events
+    """The messages of a node's log lines (Kafka's layout, node/logs.py)."""
+    return [match["message"] for line in cluster.server_log(node_id).splitlines()
+            if (match := TEXT_LINE.match(line)) is not None]
 
 
 def mentions(events: list[str], *parts: str) -> list[str]:

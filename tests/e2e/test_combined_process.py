@@ -59,6 +59,9 @@ def test_a_combined_node_serves_as_controller_and_broker_and_keeps_its_topic_acr
         created = _cli("topics", "create", "--bootstrap-server", bootstrap, "--topic", "demo", "--partitions", "3",
                        "--replication-factor", "1")
         assert created.stdout.strip() == "Created topic demo."
+        # The reassignment APIs reach the node's own controller through its broker listener.
+        listed = _cli("reassign-partitions", "--bootstrap-server", bootstrap, "--list")
+        assert listed.stdout.strip() == "No partition reassignments found."
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
         assert "controlled shutdown done" in (tmp_path / "server.log").read_text()
@@ -77,7 +80,7 @@ def test_a_combined_node_serves_as_controller_and_broker_and_keeps_its_topic_acr
         # Both parts publish their metrics on the node's endpoint.
         scraped = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
         assert "kafka_controller_kafkacontroller_activecontrollercount 1.0" in scraped
-        assert 'pykraft_broker_state{pykraft_broker_state="running"} 1.0' in scraped
+        assert 'pykraft_broker_state{state="running"} 1.0' in scraped
         assert "kafka_controller_kafkacontroller_globaltopiccount 1.0" in scraped
         # A consumer group on the broker listener: the combined node is its group coordinator too.
         produced = produce("kafka-python", bootstrap, "demo", 20, lambda i: None)

@@ -209,10 +209,13 @@ def test_reassign_the_voters_from_1_2_3_to_3_4_5(make_cluster):
     cluster.format_all()
     cluster.start_all()
     wait_for(lambda: (s := leader_status(cluster, [1, 2, 3])) and observer_ids(s) == [4, 5], "observers 4 and 5")
+    for node_id in (4, 5):  # the leader makes voters of registered controllers only (ControllerRegistration)
+        wait_for(lambda n=node_id: "registered with the active controller" in cluster.server_log(n),
+                 f"controller {node_id} registered")
     target = ",".join(cluster.nodes[i].voter_spec for i in (3, 4, 5))
+    # The --initial-controllers syntax counts by its ids: the leader knows 4's and 5's endpoints and directories.
     result = cluster.cli("metadata-quorum", "--bootstrap-controller", f"127.0.0.1:{cluster.nodes[3].port}",
-                         "reassign", "--target-voters", target, "--state-file",
-                         str(cluster.root / "reassign.json"), timeout=180)
+                         "reassign", "--target-voters", target, timeout=180)
     assert result.returncode == 0
     status = wait_for(lambda: (s := describe_status(cluster, [3, 4, 5])) and voter_ids(s) == [3, 4, 5] and s,
                       "voters {3, 4, 5}")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pykraft.node.local_cluster import LocalCluster
+from pykraft.node.local_cluster import LocalCluster, free_ports
 
 from tests.e2e.data_plane_checks import DATA_PLANE_TIMING, stop_cluster
 from tests.e2e.helpers import wait_for
@@ -40,6 +40,8 @@ def java_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClus
     """Three controllers and three brokers started through the CLI, every broker registered and unfenced."""
     cluster = LocalCluster(tmp_path_factory.mktemp("interop") / "cluster", controllers=3, brokers=3,
                            properties={**DATA_PLANE_TIMING, **SNAPSHOT_OFTEN})
+    for node, port in zip(cluster.nodes.values(), free_ports(len(cluster.nodes))):
+        node.extra["pykraft.metrics.port"] = str(port)  # what the Java client's traffic counts (test_java_client)
     cluster.format_all()
     cluster.start_all()
     try:

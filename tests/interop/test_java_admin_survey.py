@@ -15,9 +15,6 @@ from .java_programs import failures
 
 # method -> the issue whose work makes pykraft answer it
 NOT_YET: dict[str, str] = {
-    "listPartitionReassignments": "issue 35: KIP-455 partition reassignment",
-    "alterPartitionReassignments_cancel": "issue 35: KIP-455 partition reassignment",
-    "unregisterBroker_unknown": "issue 29: kafka-cluster unregister (UnregisterBroker)",
     "listTransactions": "issue 31: transactions",
     "describeTransactions": "issue 31: transactions",
     "fenceProducers": "issue 31: transactions",

@@ -8,9 +8,11 @@ FileRecords and ControlRecordUtils. Each Java check is one assertion here, named
 
 from __future__ import annotations
 
+import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from pykraft.controller.log_replay import metadata_records
 from pykraft.records.metadata.written_versions import written_version
@@ -50,6 +52,32 @@ def test_kafka_java_client_paths(paths, check):
     """ClientPaths.java: acks 0/1, partitionsFor, RecordTooLarge, offsetsForTimes, seek, read_committed, static
     membership, cooperative-sticky rebalancing."""
     assert not failures(paths, [check])
+
+
+def _scrape(cluster, node_id: int) -> list:
+    port = cluster.nodes[node_id].extra["pykraft.metrics.port"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        return [s for family in text_string_to_metric_families(answer.read().decode()) for s in family.samples]
+
+
+def test_the_java_clients_traffic_is_counted_under_kafkas_metric_names(basics, java_cluster):
+    """The brokers' metrics after ClientBasics, read as a Kafka dashboard reads them: its produce counted per topic
+    exactly (5 codecs x 200 idempotent records, compressed batches included), no failed produce, and its requests
+    under Kafka's request names (the consumer's fetches as FetchConsumer, the group's RPCs)."""
+    samples = [s for broker in java_cluster.broker_ids for s in _scrape(java_cluster, broker)]
+
+    def total(name: str, **labels: str) -> float:
+        return sum(s.value for s in samples if s.name == name and labels.items() <= s.labels.items())
+
+    assert total("kafka_server_brokertopicmetrics_messagesin_total", topic="java-basics") == 5 * 200
+    assert total("kafka_server_brokertopicmetrics_failedproducerequests_total", topic="java-basics") == 0
+    assert total("kafka_server_brokertopicmetrics_bytesout_total", topic="java-basics") > 0
+    for request in ("Produce", "FetchConsumer", "Metadata", "ApiVersions", "FindCoordinator", "JoinGroup",
+                    "SyncGroup", "OffsetCommit", "InitProducerId"):
+        assert total("kafka_network_requestmetrics_requests_total", request=request) > 0, request
+    assert total("kafka_network_requestmetrics_errors_total", request="Produce", error="NONE") > 0
+    assert total("kafka_network_requestmetrics_totaltime_seconds_count", request="Produce") == \
+        total("kafka_network_requestmetrics_requests_total", request="Produce")
 
 
 def written_files(root: Path) -> tuple[list[Path], list[Path]]:

@@ -85,7 +85,7 @@ def test_defaults_are_kafkas():
     assert c.initial_broker_registration_timeout_ms == 60000
     assert c.tls is None
     assert c.metrics_port is None
-    assert c.log_format == "json"
+    assert (c.log_format, c.logs_dir) == ("text", None)  # Kafka's layout on stderr, no server.log
     # Kafka's default map, plus the controller listener mapped to PLAINTEXT because the map is not set.
     assert dict(c.listener_security_protocols) == {
         "PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL",
@@ -116,7 +116,8 @@ def test_every_key_is_read():
             "initial.broker.registration.timeout.ms": "5000",
             "metadata.log.dir": "/meta",
             "pykraft.metrics.port": "9404",
-            "pykraft.log.format": "text",
+            "pykraft.log.format": "json",
+            "pykraft.logs.dir": "/var/log/pykraft",
             "some.unknown.key": "kept",
         },
     )
@@ -128,7 +129,7 @@ def test_every_key_is_read():
     assert c.initial_broker_registration_timeout_ms == 5000
     assert c.metadata_log_dir == "/meta"
     assert c.log_dirs == ("/data/a", "/data/b")
-    assert (c.metrics_port, c.log_format) == (9404, "text")
+    assert (c.metrics_port, c.log_format, c.logs_dir) == (9404, "json", "/var/log/pykraft")
     assert c.raw["some.unknown.key"] == "kept"
 
 

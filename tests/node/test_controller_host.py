@@ -95,6 +95,12 @@ async def stop_all(running: dict[int, NodeRuntime]) -> None:
     await asyncio.gather(*(runtime.stop(graceful=False) for runtime in running.values()))
 
 
+def same_image(restarted: tuple, before: tuple) -> bool:
+    """The controller images equal, but for the controllers' registrations: a restarted controller registers again
+    with a new incarnation id (ControllerRegistration at every start, as Kafka's controllers do)."""
+    return restarted[:2] + restarted[3:] == before[:2] + before[3:]
+
+
 @pytest.mark.asyncio
 async def test_registration_heartbeat_topics_follower_refusal_and_fail_over(tmp_path):
     ports, runtimes = await start_cluster(tmp_path)
@@ -252,7 +258,7 @@ async def test_snapshot_of_the_controller_image_is_loaded_at_restart(tmp_path):
     try:
         await active_controller({1: restarted})
         assert host(restarted).snapshots_loaded == 1  # started from the snapshot, not only from the log
-        assert host(restarted).controller.image() == image
+        assert same_image(host(restarted).controller.image(), image)
         assert host(restarted).undecodable_records == 0
     finally:
         await restarted.stop(graceful=False)

@@ -15,7 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from pykraft.controller.controller import CREATE_TOPICS
 from pykraft.controller.metrics import KAFKA_NAMES
 from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
-from pykraft.node.runtime.metrics import _LATENCY_BUCKETS_MS, MsHistogram, controller_metric_name
+from pykraft.node.runtime.metric_stats import LATENCY_BUCKETS_S, Histogram as OurHistogram
+from pykraft.node.runtime.metrics import controller_metric_name
 from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 
@@ -25,6 +26,12 @@ from .test_controller_host import create_topic, heartbeat, registration
 
 def samples(text: str) -> dict[str, float]:
     return {sample.name: sample.value for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def labelled(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples called `name`, by their sorted labels."""
+    return {tuple(sorted(sample.labels.items())): sample.value for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name == name}
 
 
 def scrape(port: int) -> str:
@@ -40,18 +47,20 @@ class _Families:
         return self.families
 
 
-def test_the_raft_histograms_expose_what_a_prometheus_histogram_did():
-    # NodeMetrics keeps commit/election latency in MsHistograms so that prometheus_client loads only when read;
-    # the scrape must not change: same buckets (le="1.0"), count, sum, and the `_created` sample.
+def test_the_raft_histograms_expose_what_a_prometheus_histogram_in_seconds_does():
+    # NodeMetrics keeps commit/election latency (observed in ms) in its own histograms so that prometheus_client
+    # loads only when read; the scrape is a prometheus_client Histogram's in seconds: same buckets (le="0.001"),
+    # count, sum, and the `_created` sample.
     before = CollectorRegistry()
-    reference = Histogram("kafka_raft_commit_latency_ms", "Client append to commit (ms)",
-                          buckets=_LATENCY_BUCKETS_MS, registry=before)
-    ours = MsHistogram(float_labels=True, created=time.time())
-    for value in (0, 1, 2.5, 7, 1000, 10000, 20000):
-        reference.observe(value)
-        ours.observe(value)
+    reference = Histogram("kafka_server_raftmetrics_commit_latency_seconds", "leader append to commit (s)",
+                          buckets=LATENCY_BUCKETS_S, registry=before)
+    ours = OurHistogram(created=time.time())
+    for value_ms in (0, 1, 2.5, 7, 1000, 10000, 20000):
+        reference.observe(value_ms / 1000)
+        ours.observe(value_ms)
     after = CollectorRegistry()
-    after.register(_Families(ours.family("kafka_raft_commit_latency_ms", "Client append to commit (ms)")))
+    after.register(_Families(ours.family("kafka_server_raftmetrics_commit_latency_seconds",
+                                         "leader append to commit (s)")))
     created = re.compile(r"(_created) \S+")
     def scrape(registry: CollectorRegistry) -> str:
         return created.sub(r"\1 T", generate_latest(registry).decode())
@@ -110,7 +119,7 @@ async def test_a_node_without_a_controller_host_has_no_controller_metrics(tmp_pa
     try:
         await wait_for(lambda: leader_of([runtime]) is not None)
         text = generate_latest(runtime.metrics.registry).decode()
-        assert "kafka_raft_current_epoch" in text  # the raft metrics are there
+        assert "kafka_server_raftmetrics_current_epoch" in text  # the raft metrics are there
         assert "kafka_controller_" not in text and "pykraft_controller_" not in text
     finally:
         await runtime.stop()
@@ -130,16 +139,23 @@ async def test_commit_latency_and_event_queue_count_the_controllers_own_writes(t
         await call(port, heartbeat(int(answer.broker_epoch), runtime.core.high_watermark))
         assert (await host.request(CREATE_TOPICS, create_topic("own", 2))).topics[0].error_code == ErrorCode.NONE
         await wait_for(lambda: runtime.metrics.commit_latency.count >= 3)
-        values = samples(generate_latest(runtime.metrics.registry).decode())
-        assert values["kafka_raft_commit_latency_ms_count"] >= 3  # registration, heartbeat, topic (and no-ops)
-        assert values["kafka_raft_append_records_total"] >= 4  # the topic alone is 3 records
-        assert values["kafka_raft_number_unknown_voter_connections"] == 0
-        assert 0 <= values["kafka_raft_poll_idle_ratio"] <= 1
-        assert values["kafka_raft_current_vote_directory_id"] == 1
+        text = generate_latest(runtime.metrics.registry).decode()
+        values = samples(text)
+        assert values["kafka_server_raftmetrics_commit_latency_seconds_count"] >= 3  # registration, heartbeat, topic
+        assert values["kafka_server_raftmetrics_append_records_total"] >= 4  # the topic alone is 3 records
+        assert values["kafka_server_raftmetrics_number_unknown_voter_connections"] == 0
+        assert 0 <= values["kafka_server_raftmetrics_poll_idle_ratio_avg"] <= 1
+        assert values["kafka_server_raftmetrics_current_vote_directory_id"] == 1
         assert values[controller_metric_name("EventQueueOperationsStartedCount")] >= 3
         assert values[controller_metric_name("EventQueueOperationsTimedOutCount")] == 0
-        assert values["kafka_controller_controllereventmanager_eventqueuetimems_count"] >= 3
-        assert values["kafka_controller_controllereventmanager_eventqueueprocessingtimems_count"] >= 3
+        assert values["kafka_controller_controllereventmanager_eventqueuetime_seconds_count"] >= 3
+        assert values["kafka_controller_controllereventmanager_eventqueueprocessingtime_seconds_count"] >= 3
+        # the controller RPCs under Kafka's request names (the CreateTopics went to the host directly)
+        requests = labelled(text, "kafka_network_requestmetrics_requests_total")
+        assert requests[(("request", "BrokerRegistration"), ("version", "4"))] == 1
+        assert requests[(("request", "BrokerHeartbeat"), ("version", "1"))] == 1
+        errors = labelled(text, "kafka_network_requestmetrics_errors_total")
+        assert errors[(("error", "NONE"), ("request", "BrokerHeartbeat"))] == 1
         assert values[controller_metric_name("IsObserver")] == 0
     finally:
         await runtime.stop()

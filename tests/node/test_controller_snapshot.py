@@ -40,6 +40,12 @@ async def started(tmp_path, ports):
     return runtime
 
 
+def same_image(restarted: tuple, before: tuple) -> bool:
+    """The controller images equal, but for the controllers' registrations: a restarted controller registers again
+    with a new incarnation id (ControllerRegistration at every start, as Kafka's controllers do)."""
+    return restarted[:2] + restarted[3:] == before[:2] + before[3:]
+
+
 @pytest.mark.asyncio
 async def test_controller_restarts_from_its_snapshot_file_with_an_equal_image(tmp_path):
     ports = {1: free_ports(1)[0]}
@@ -76,7 +82,7 @@ async def test_controller_restarts_from_its_snapshot_file_with_an_equal_image(tm
     restarted = await started(tmp_path, ports)
     try:
         assert host(restarted).snapshots_loaded == 1
-        assert host(restarted).controller.image() == image  # brokers, topics, partitions, features
+        assert same_image(host(restarted).controller.image(), image)  # brokers, topics, partitions, features
         assert host(restarted).controller.last_applied_offset >= end - 1
         assert host(restarted).undecodable_records == 0
     finally:

@@ -23,8 +23,8 @@ from .test_controller_host import create_topic
 # node/logs.py, node/runtime/metrics.py, protocol/lazy_schema.py): the broker, pipeline, simulator and admin client;
 # prometheus_client and what it drags in (http.server, email, urllib.request) while nobody reads the metrics;
 # crc32c's package __init__ (importlib.metadata, argparse); gzip until a gzip batch arrives; decimal (dump-log's
-# float fields); structlog (the `text` log format only); the kio schemas of RPCs from brokers and admin clients
-# until one arrives.
+# float fields); structlog (node/logs.py writes both log formats itself); the kio schemas of RPCs from brokers and
+# admin clients until one arrives.
 NOT_IN_AN_IDLE_CONTROLLER = (
     "pykraft.broker", "pykraft.pipeline", "pykraft.sim", "pykraft.admin", "typer", "pydantic", "hypothesis", "rich",
     "prometheus_client", "http.server", "email", "urllib.request", "importlib.metadata", "argparse", "crc32c", "gzip",

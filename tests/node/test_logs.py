@@ -1,5 +1,6 @@
-"""The json log lines (node/logs.py's JsonLineFormatter) are what structlog's JSONRenderer wrote before it was
-replaced there to keep structlog out of a server's memory: same keys, order and values, exceptions included."""
+"""node/logs.py: the default text lines are Kafka's log4j layout `[%d] %p %m (%c)%n`; the json lines (a setting) are
+what structlog's JSONRenderer wrote before it was replaced there to keep structlog out of a server's memory: same
+keys, order and values, exceptions included; `server.log` goes where `pykraft.logs.dir` or LOG_DIR say."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import sys
 
 import structlog
 
-from pykraft.node.logs import JsonLineFormatter, configure_logging
+from pykraft.node.logs import (LOG_FILE, TEXT_LINE, JsonLineFormatter, KafkaLayoutFormatter, configure_logging,
+                               logs_dir)
 
 NODE_ID = 7
 
@@ -63,6 +65,25 @@ def test_a_json_line_carries_an_iso_utc_timestamp_and_the_traceback():
     assert line["exception"].startswith("Traceback") and line["exception"].endswith("ValueError: bad frame")
 
 
+# Kafka's config/log4j.properties: log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n, with %d in
+# log4j's ISO8601 form "yyyy-MM-dd HH:mm:ss,SSS" (local time).
+KAFKA_LINE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) .+ \([\w.]+\)")
+
+
+def test_the_text_layout_is_kafkas():
+    formatter = KafkaLayoutFormatter()
+    info, warning, critical, error, debug = records()[0], records()[1], records()[2], records()[3], records()[4]
+    line = formatter.format(info)
+    assert KAFKA_LINE.fullmatch(line), line
+    assert line.endswith("] INFO node 1 is the active controller of epoch 3 (pykraft.node)")
+    assert TEXT_LINE.match(line)["message"] == "node 1 is the active controller of epoch 3"
+    assert " WARN " in formatter.format(warning) and " FATAL " in formatter.format(critical)
+    assert " DEBUG no exception (y)" in formatter.format(debug)
+    with_trace = formatter.format(error).splitlines()
+    assert KAFKA_LINE.fullmatch(with_trace[0]) and with_trace[0].endswith("ERROR failed: KeyError(1) (pykraft.node)")
+    assert with_trace[1].startswith("Traceback") and with_trace[-1] == "ValueError: bad frame"
+
+
 def test_configure_logging_picks_the_formatter_of_the_format():
     root = logging.getLogger()
     saved = root.handlers[:], root.level
@@ -70,7 +91,33 @@ def test_configure_logging_picks_the_formatter_of_the_format():
         configure_logging("json", NODE_ID, logging.INFO)
         assert isinstance(root.handlers[0].formatter, JsonLineFormatter)
         configure_logging("text", NODE_ID, logging.INFO)
-        text = root.handlers[0].formatter.format(records()[0])
-        assert "node 1 is the active controller of epoch 3" in text and "node_id=7" in text
+        assert isinstance(root.handlers[0].formatter, KafkaLayoutFormatter) and len(root.handlers) == 1
     finally:
         root.handlers[:], root.level = saved
+
+
+def test_a_log_directory_gets_server_log_rolled_hourly_as_kafkas(tmp_path):
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        path = configure_logging("text", NODE_ID, logging.INFO, directory=str(tmp_path / "logs"))
+        assert path == str(tmp_path / "logs" / LOG_FILE)
+        logging.getLogger("pykraft.node").info("written to %s", "both")
+        for handler in root.handlers:
+            handler.flush()
+        (line,) = (tmp_path / "logs" / LOG_FILE).read_text().splitlines()
+        assert KAFKA_LINE.fullmatch(line) and "INFO written to both (pykraft.node)" in line
+        rolling = root.handlers[1]
+        assert rolling.suffix == "%Y-%m-%d-%H" and rolling.extMatch.match("2026-11-28-14")  # server.log.2026-11-28-14
+    finally:
+        for handler in root.handlers[1:]:
+            handler.close()
+        root.handlers[:], root.level = saved
+
+
+def test_the_setting_comes_before_log_dir_in_the_environment(monkeypatch):
+    monkeypatch.delenv("LOG_DIR", raising=False)
+    assert logs_dir(None) is None
+    monkeypatch.setenv("LOG_DIR", "/var/log/kafka")
+    assert logs_dir(None) == "/var/log/kafka"
+    assert logs_dir("/srv/pykraft/logs") == "/srv/pykraft/logs"

@@ -57,15 +57,30 @@ async def test_metrics_follow_the_core(tmp_path):
         await wait_for(lambda: leader_of([runtime]) is not None)
         await call(ports[1], produce_request([b"a", b"b"]))
         text = generate_latest(runtime.metrics.registry).decode()
-        assert 'kafka_raft_current_state{kafka_raft_current_state="leader"} 1.0' in text
-        assert f"kafka_raft_current_epoch {float(runtime.core.quorum.epoch)}" in text
-        assert "kafka_raft_current_leader 1.0" in text and "kafka_raft_number_of_voters 1.0" in text
-        assert f"kafka_raft_high_watermark {float(runtime.core.high_watermark)}" in text
-        assert "kafka_raft_append_records_total 2.0" in text
-        assert "kafka_raft_commit_latency_ms_count 1.0" in text
-        assert "pykraft_fsyncs_total" in text and "kafka_raft_election_latency_ms_count 1.0" in text
+        assert 'kafka_server_raftmetrics_current_state{current_state="leader"} 1.0' in text
+        assert 'current_state="follower"' not in text  # one series, the current state (Strimzi's rendering)
+        assert f"kafka_server_raftmetrics_current_epoch {float(runtime.core.quorum.epoch)}" in text
+        assert "kafka_server_raftmetrics_current_leader 1.0" in text
+        assert "kafka_server_raftmetrics_number_of_voters 1.0" in text
+        assert f"kafka_server_raftmetrics_high_watermark {float(runtime.core.high_watermark)}" in text
+        assert "kafka_server_raftmetrics_append_records_total 2.0" in text
+        assert "kafka_server_raftmetrics_commit_latency_seconds_count 1.0" in text
+        assert "kafka_server_raftmetrics_election_latency_seconds_count 1.0" in text
+        assert "pykraft_fsyncs_total" in text and "pykraft_raft_dropped_responses_total 0.0" in text
+        assert "kafka_raft_" not in text  # moved to kafka_server_raftmetrics_
+        # the one write: a rate and a latency over Kafka's window, and the Produce counted per request
+        assert float(_sample(text, "kafka_server_raftmetrics_append_records_rate")) > 0
+        assert float(_sample(text, "kafka_server_raftmetrics_commit_latency_max")) >= 0
+        assert 'kafka_network_requestmetrics_requests_total{request="Produce",version="9"} 1.0' in text
+        assert 'kafka_network_requestmetrics_errors_total{error="NONE",request="Produce"} 1.0' in text
+        assert 'kafka_network_requestmetrics_totaltime_seconds_count{request="Produce"} 1.0' in text
+        assert "process_open_fds" in text and "process_resident_memory_bytes" in text
     finally:
         await runtime.stop()
+
+
+def _sample(text: str, name: str) -> str:
+    return next(line.split()[-1] for line in text.splitlines() if line.startswith(name + " "))
 
 
 def test_requests_are_lifted_to_the_core_version_and_answers_lowered():

@@ -99,6 +99,26 @@ def divergent_tail(data_dirs: list[Path], follower: Path) -> int:
     return bases.pop()
 
 
+def reassignment_in_progress(data_dirs: list[Path]) -> int:
+    """Every node appends the record the controller writes to start removing an in-sync replica from the sample's
+    partition whose ISR shrank: the target keeps the out-of-sync replica, so the move stays in progress (removing
+    replicas in the image). Returns the offset."""
+    from kio.schema.alter_partition_reassignments.v0 import request as alter
+
+    controller = replayed(data_dirs[0])
+    topic = next(iter(controller.replication.topics.values()))
+    index, shrunk = next((i, p) for i, p in sorted(topic.partitions.items()) if len(p.isr) < len(p.replicas))
+    dropped = next(b for b in shrunk.isr if b != shrunk.leader)
+    target = tuple(b for b in shrunk.replicas if b != dropped)
+    request = alter.AlterPartitionReassignmentsRequest(topics=(alter.ReassignableTopic(name=topic.name, partitions=(
+        alter.ReassignablePartition(partition_index=i32(index), replicas=target),)),))
+    records = controller.replication.handle_alter_reassignments(request, controller.cluster).records
+    assert len(records) == 1 and records[0].removing_replicas == (dropped,)
+    bases = {append_batch(d, [encode_metadata_record(r) for r in records]) for d in data_dirs}
+    assert len(bases) == 1
+    return bases.pop()
+
+
 def write_history(path: Path, name: str, ops: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:

@@ -16,6 +16,7 @@ from .cluster_files import (
     end_offset,
     flip_byte,
     make_cluster,
+    reassignment_in_progress,
     replayed,
     segment,
     sole_member_then_violation,
@@ -32,6 +33,7 @@ CLEAN, FLIPPED, DIVERGENT, KIP841 = ("CleanClusterAAAAAAAAAAA", "FlippedClusterA
 def scene(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("clusters")
     clean = make_cluster(root / "clean", CLEAN)
+    reassignment_in_progress(clean)  # the image then holds adding and removing replicas
     flipped = make_cluster(root / "flipped", FLIPPED)
     position, flipped_offset = flip_byte(segment(flipped[2]), batch_index=4)
     divergent = make_cluster(root / "divergent", DIVERGENT)
@@ -68,7 +70,8 @@ def _image(summary: dict, cluster_id: str) -> dict:
 def _expected_image(controller) -> tuple[list, list, list]:
     brokers = [{"brokerId": b, "brokerEpoch": r.epoch, "fenced": r.fenced, "inControlledShutdown":
                 r.in_controlled_shutdown} for b, r in sorted(controller.cluster.brokers.items())]
-    partitions = [(t.name, pid, p.leader, list(p.isr), list(p.replicas), p.leader_epoch, p.partition_epoch)
+    partitions = [(t.name, pid, p.leader, list(p.isr), list(p.replicas), list(p.adding_replicas),
+                   list(p.removing_replicas), p.leader_epoch, p.partition_epoch)
                   for t in controller.replication.topics.values() for pid, p in sorted(t.partitions.items())]
     features = sorted(controller.features.finalized.items())
     return brokers, partitions, features
@@ -78,8 +81,9 @@ def _image_of(cluster: dict) -> tuple[list, list, list]:
     image = cluster["image"]
     brokers = [{k: b[k] for k in ("brokerId", "brokerEpoch", "fenced", "inControlledShutdown")}
                for b in image["brokers"]]
-    partitions = [(t["name"], p["partitionId"], p["leader"], p["isr"], p["replicas"], p["leaderEpoch"],
-                   p["partitionEpoch"]) for t in image["topics"] for p in t["partitions"]]
+    partitions = [(t["name"], p["partitionId"], p["leader"], p["isr"], p["replicas"], p["addingReplicas"],
+                   p["removingReplicas"], p["leaderEpoch"], p["partitionEpoch"])
+                  for t in image["topics"] for p in t["partitions"]]
     features = sorted((f["name"], f["featureLevel"]) for f in image["features"])
     return brokers, partitions, features
 
@@ -88,6 +92,7 @@ def test_image_at_the_hwm_equals_the_controllers_replay(summary, scene):
     cluster = _image(summary, CLEAN)
     assert cluster["highWatermark"] == end_offset(scene["clean"][0])  # no traces: the prefix all nodes hold
     assert _image_of(cluster) == _expected_image(replayed(scene["clean"][0]))
+    assert any(p[6] for p in _image_of(cluster)[1]), "the scene's reassignment in progress is not in the image"
     assert [v["voterId"] for v in cluster["image"]["voters"]] == [1, 2, 3]
     kip = _image(summary, KIP841)
     assert _image_of(kip) == _expected_image(replayed(scene["kip"][1]))

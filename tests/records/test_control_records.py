@@ -123,3 +123,34 @@ def test_control_records_decode_from_a_writable_buffer_as_a_log_read_from_disk_g
     (batch,) = iter_batches(memoryview(bytearray(raw)), verify_crc=False)
     (record,) = batch.records()
     assert decode_control_record(record).message == message
+
+
+# ---- pykraft's quorum reassignment target, a tagged field of a VotersRecord ---------------------------------------
+@given(data=st.data())
+def test_a_voters_record_with_a_target_round_trips_and_reads_as_a_plain_voters_record(data):
+    from pykraft.records.control import PYKRAFT_TARGET_VOTERS_TAG, VotersRecordWithTarget
+
+    voters = data.draw(with_version(VotersRecord, 0))
+    target = data.draw(with_version(VotersRecord, 0))
+    raw = encode_control_batch([VotersRecordWithTarget(voters, target)], base_offset=0, partition_leader_epoch=1,
+                               timestamp_ms=0)
+    (record,) = list(next(iter_batches(raw)).records())
+    decoded = decode_control_record(record)
+    assert (decoded.type, decoded.message, decoded.voters_target) == (ControlRecordType.KRAFT_VOTERS, voters, target)
+    # Kafka's layout: the plain record's bytes up to its (empty) tagged section, then one tagged field.
+    plain = encode_control_record(voters).value
+    value = bytes(record.value)
+    assert value[:len(plain) - 1] == plain[:-1] and value[len(plain) - 1] == 1
+    tag = value[len(plain):len(plain) + 2]
+    assert tag == bytes([0x80 | (PYKRAFT_TARGET_VOTERS_TAG & 0x7F), PYKRAFT_TARGET_VOTERS_TAG >> 7])
+
+
+def test_a_voters_record_without_the_tag_has_no_target_and_an_empty_target_is_kept_empty():
+    from pykraft.records.control import VotersRecordWithTarget
+
+    voters = VotersRecord(version=i16(0), voters=())
+    plain, cleared = (list(next(iter_batches(encode_control_batch(
+        [m], base_offset=0, partition_leader_epoch=1, timestamp_ms=0))).records())[0]
+        for m in (voters, VotersRecordWithTarget(voters, voters)))
+    assert decode_control_record(plain).voters_target is None
+    assert decode_control_record(cleared).voters_target == voters

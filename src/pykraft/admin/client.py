@@ -35,7 +35,9 @@ from typing import Any, TypeVar
 
 from kio.schema.describe_cluster.v1 import request as dc_req
 from kio.schema.describe_quorum.v2 import request as dq_req
-from kio.schema.types import TopicName
+from kio.schema.elect_leaders.v2 import request as el_req
+from kio.schema.unregister_broker.v0 import request as ub_req
+from kio.schema.types import BrokerId, TopicName
 from kio.schema.update_features.v1 import request as uf_req
 from kio.static.primitive import i8, i16, i32
 
@@ -45,10 +47,13 @@ from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.raft.reconfig_messages import add_voter_request, api_versions_request, remove_voter_request
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey
 
-from . import configs, responses, topic_configs, topics
+from . import configs, quorum_reassignments, responses, topic_configs, topics
+from . import partition_reassignments as reassignments
+from .brokers import WAIT_NOTICE_S
 from .errors import AdminError, DeadlineError, OutcomeUnknownError, TopicError, UnreachableError
 from .liveness import PROBE_INTERVAL_MS, PROBE_TIMEOUT_MS, LivenessWatch, NodeUnresponsiveError
-from .model import BrokerInfo, ClusterInfo, FeatureMetadata, QuorumInfo, TopicCreated, TopicDescription
+from .model import (BrokerInfo, ClusterInfo, FeatureMetadata, QuorumInfo, TopicCreated, TopicDescription,
+                    error_code_of)
 from .responses import Outcome
 from .transport import DirectTransport, Transport, TransportConnectError, TransportError, default_transport
 
@@ -97,6 +102,7 @@ class AdminClient:
         probe_interval_ms: int = PROBE_INTERVAL_MS,
         probe_timeout_ms: int = PROBE_TIMEOUT_MS,
         probe_transport: Transport | None = None,
+        on_wait: Callable[[str], None] | None = None,
         sasl: Any | None = None,
     ) -> None:
         if not bootstrap:
@@ -124,6 +130,9 @@ class AdminClient:
         self._active_controller: Address | None = None
         self._rediscover = False
         self._unresponsive: dict[Address, float] = {}  # a node given up by the liveness watch -> when
+        # Called once when no bootstrap address answers and the wait may be long (brokers.WAIT_NOTICE_S), so that a
+        # command pointed at a dead cluster says what it waits for.
+        self._on_wait = on_wait
 
     async def __aenter__(self) -> AdminClient:
         return self
@@ -157,6 +166,30 @@ class AdminClient:
         what = f"removing controller {voter_id}"
         await self._leader_call(what, message, responses.simple_outcome,
                                 conflicts=frozenset({ErrorCode.VOTER_NOT_FOUND}))
+
+    async def alter_quorum_reassignment(self, target: Sequence[int] | None, timeout_ms: int) -> Outcome:
+        """AlterPartitionReassignments of `__cluster_metadata-0` (quorum reassignment) at the active controller;
+        `target` None cancels. Returns the partition's outcome when it is NONE (the voters are the target) or
+        REQUEST_TIMED_OUT (accepted, still in progress after `timeout_ms`); another refusal raises AdminError. The
+        same target sent again is not recorded again, so the retries after NOT_CONTROLLER are safe."""
+        result: list[Outcome] = []
+
+        def outcome(response: Any) -> Outcome:
+            found = quorum_reassignments.alter_partition_outcome(response)
+            if found.code in (ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT):
+                result.append(found)
+                return Outcome(ErrorCode.NONE)
+            return found
+
+        await self._controller_call("AlterPartitionReassignments",
+                                    lambda: quorum_reassignments.alter_request(target, timeout_ms), outcome)
+        return result[-1]
+
+    async def list_quorum_reassignment(self) -> quorum_reassignments.QuorumReassignment | None:
+        """ListPartitionReassignments of `__cluster_metadata-0`: None when no quorum reassignment is in progress."""
+        response = await self._controller_call("ListPartitionReassignments", quorum_reassignments.list_request,
+                                               responses.simple_outcome)
+        return quorum_reassignments.quorum_reassignment(response)
 
     async def describe_features(self) -> FeatureMetadata:
         response = await self._leader_call("ApiVersions", api_versions_request(), responses.simple_outcome)
@@ -251,6 +284,29 @@ class AdminClient:
         message = topic_configs.create_partitions_request(name, count, assignment, self._server_timeout_ms())
         await self._topic_call(name, f"adding partitions to {name}", message, topic_configs.create_partitions_outcome)
 
+    async def alter_partition_reassignments(
+            self, targets: Mapping[tuple[str, int], Sequence[int] | None],
+            allow_replication_factor_change: bool = True) -> dict[tuple[str, int], AdminError | None]:
+        """AlterPartitionReassignments at the active controller (through a broker with --bootstrap-server): each
+        (topic, partition) moves to its broker list, or None cancels its reassignment. Returns each partition's
+        refusal (None: accepted). Retried while the answer is a retriable top-level error."""
+        if not targets:
+            return {}
+        message = reassignments.alter_request(targets, allow_replication_factor_change, self._server_timeout_ms())
+        response = await self._controller_call("AlterPartitionReassignments", lambda: message,
+                                               reassignments.top_level_outcome)
+        return reassignments.alter_results(response, targets)
+
+    async def list_partition_reassignments(
+            self, partitions: Iterable[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], reassignments.PartitionReassignment]:
+        """The ongoing reassignments (of the named partitions, or all), from the active controller."""
+        message = reassignments.list_request(None if partitions is None else list(partitions),
+                                             self._server_timeout_ms())
+        response = await self._controller_call("ListPartitionReassignments", lambda: message,
+                                               reassignments.top_level_outcome)
+        return reassignments.list_results(response)
+
     async def list_brokers(self) -> list[BrokerInfo]:
         """The registered brokers, fenced ones included (DescribeCluster v2), by id. A controller without
         registered brokers answers with the controllers (see node/apis/client_apis.py), which are then listed
@@ -258,6 +314,28 @@ class AdminClient:
         response = await self._leader_call("DescribeCluster", topics.describe_brokers_request(),
                                            responses.simple_outcome)
         return topics.broker_infos(response)
+
+    async def unregister_broker(self, broker_id: int) -> None:
+        """UnregisterBroker v0 at the active controller (a broker forwards it); a refusal raises AdminError, e.g.
+        BROKER_ID_NOT_REGISTERED."""
+        message = ub_req.UnregisterBrokerRequest(broker_id=BrokerId(broker_id))
+        await self._controller_call(f"unregistering broker {broker_id}", lambda: message, responses.simple_outcome)
+
+    async def elect_leaders(self, election_type: int, partitions: Iterable[tuple[str, int]] | None
+                            ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """ElectLeaders v2 at the active controller (0 = preferred, 1 = unclean; None = every partition): each
+        partition's result (ELECTION_NOT_NEEDED when its leader already is the one asked for)."""
+        wanted: dict[str, list[int]] = {}
+        for topic, index in partitions or ():
+            wanted.setdefault(topic, []).append(index)
+        message = el_req.ElectLeadersRequest(
+            election_type=i8(election_type), timeout=datetime.timedelta(milliseconds=self._server_timeout_ms()),
+            topic_partitions=None if partitions is None else tuple(
+                el_req.TopicPartitions(topic=TopicName(t), partitions=tuple(i32(p) for p in ps))
+                for t, ps in wanted.items()))
+        response = await self._controller_call("ElectLeaders", lambda: message, responses.simple_outcome)
+        return {(str(r.topic), int(p.partition_id)): (error_code_of(p.error_code), p.error_message)
+                for r in response.replica_election_results for p in r.partition_result}
 
     async def metadata(self, names: Iterable[str] | None = None) -> Any:
         """The raw Metadata v12 answer (brokers, and the named topics or all of them), for log_admin.py."""
@@ -402,6 +480,12 @@ class AdminClient:
             if self._clock() + backoff / 1000 >= deadline:
                 raise self._give_up(what, failures, answered, last,
                                     maybe_applied if conflicts is not None else None) from None
+            if not answered and self._on_wait is not None and all(a in failures for a in self._bootstrap) \
+                    and deadline - self._clock() > WAIT_NOTICE_S:
+                notice, self._on_wait = self._on_wait, None
+                detail = "; ".join(f"{_text(a)}: {failures[a]}" for a in self._bootstrap)
+                notice(f"waiting up to {deadline - self._clock():.0f} s for a bootstrap {self._kind} to answer "
+                       f"({detail})")
             await self._sleep(backoff / 1000)
             backoff = min(backoff * 2, self._backoff_max_ms)
 

@@ -15,17 +15,18 @@ from __future__ import annotations
 import os
 import ssl
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pykraft.raft.voter_set import Endpoint, ReplicaKey
 from pykraft.storage.meta_properties import parse_properties
 
+from .brokers import BrokerClient
 from .client import AdminClient
 
-__all__ = ["ControllerIdentity", "SettingsError", "make_client", "parse_bootstrap", "read_command_config",
-           "read_new_controller"]
+__all__ = ["ControllerIdentity", "SettingsError", "make_broker_client", "make_client", "parse_bootstrap",
+           "read_command_config", "read_new_controller"]
 
 
 class SettingsError(Exception):
@@ -174,3 +175,22 @@ def parse_directory_id(text: str) -> uuid.UUID:
         return kafka_str_to_uuid(text)
     except ValueError as exc:
         raise SettingsError(f"Failed to parse --controller-directory-id: {exc}") from None
+
+
+def make_broker_client(bootstrap_server: str | None, props: Mapping[str, str], *, deadline_ms: int | None = None,
+                       on_wait: Callable[[str], None] | None = None, client_id: str | None = None) -> BrokerClient:
+    """A `BrokerClient` for --bootstrap-server and a client properties file (the same keys as `make_client`);
+    `deadline_ms` (a tool's --timeout) overrides default.api.timeout.ms."""
+    if not bootstrap_server:
+        raise SettingsError('Missing required argument "[bootstrap-server]"')
+    settings: dict[str, object] = dict(
+        ssl_context=ssl_context_from(props),
+        request_timeout_ms=_int_setting(props, "request.timeout.ms", 30_000),
+        deadline_ms=deadline_ms if deadline_ms is not None else _int_setting(props, "default.api.timeout.ms", 60_000),
+        retry_backoff_ms=_int_setting(props, "retry.backoff.ms", 100),
+        retry_backoff_max_ms=_int_setting(props, "retry.backoff.max.ms", 1000),
+        on_wait=on_wait,
+    )
+    if client_id or props.get("client.id"):
+        settings["client_id"] = client_id or props["client.id"]
+    return BrokerClient(parse_bootstrap(bootstrap_server), **settings)  # type: ignore[arg-type]

@@ -12,8 +12,11 @@ it already gave up on (its deadline passed) cannot be applied twice.
 from __future__ import annotations
 
 import enum
+import uuid
 from dataclasses import dataclass
 from typing import Any
+
+from pykraft.protocol.errors import ErrorCode
 
 
 class BrokerState(enum.Enum):
@@ -60,7 +63,24 @@ class ShutdownComplete:
     reason: str
 
 
-Action = SendToController | FindController | StateChanged | ShutdownComplete
+@dataclass(frozen=True, slots=True)
+class IsrChange:
+    """A change of the ISR of a partition this broker leads, for the runtime to log (the counts are the ISR
+    manager's `metrics`): `proposed` (first sent to the controller, not on retries), `accepted` (the controller
+    applied it: `partition_epoch` is the new one) or `refused` (for good, with `error`: back to the committed ISR
+    or waiting for metadata)."""
+
+    topic_id: uuid.UUID
+    partition: int
+    kind: str  # "shrink", "expand" or "recover" (reported RECOVERED after an unclean election, ISR unchanged)
+    old_isr: tuple[int, ...]
+    new_isr: tuple[int, ...]
+    outcome: str  # "proposed", "accepted" or "refused"
+    partition_epoch: int = -1
+    error: ErrorCode | None = None
+
+
+Action = SendToController | FindController | StateChanged | ShutdownComplete | IsrChange
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records.group_records import subscribed_topics
 
 from .group_state import Group, GroupState, JoinReply, Member, OffsetEntry, StoreGroup, SyncReply
+from .offset_expiry import Expired, expired_offsets
 
 Reply = JoinReply | SyncReply | StoreGroup
 
@@ -31,6 +32,8 @@ class GroupConfig:
     min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
     max_session_timeout_ms: int = 1800000  # group.max.session.timeout.ms
     initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    offsets_retention_ms: int = 10080 * 60_000  # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +324,10 @@ class GroupCoordinator:
         come back Stable with a fresh session, as Kafka loads them; a group without members is Empty."""
         for member in group.members.values():
             member.session_deadline_ms = now_ms + member.session_timeout_ms
+        stored = group.state_timestamp_ms  # Kafka keeps the stored currentStateTimestamp: offsets expire from it
         group.transition(GroupState.STABLE if group.members else GroupState.EMPTY, now_ms)
+        if stored >= 0:
+            group.state_timestamp_ms = stored
         self.groups[group.group_id] = group
 
     def subscribed_topics(self, group_id: str) -> set[str]:
@@ -333,6 +339,23 @@ class GroupCoordinator:
         for member in group.members.values():
             found |= subscribed_topics(member.metadata_for(group.protocol_name)) or set()
         return found
+
+    def expiration(self, now_ms: int) -> list[Expired]:
+        """The offsets (and empty groups) that expired (offset_expiry.py); the host writes their tombstones."""
+        found = (expired_offsets(g, now_ms, self.config.offsets_retention_ms) for g in self.groups.values())
+        return [e for e in found if e is not None]
+
+    def expiry_written(self, expired: Expired, decided: dict[tuple[str, int], OffsetEntry]) -> None:
+        """The tombstones of `expired` are committed: forget those offsets unless committed again since the
+        decision (`decided`: the entries then), and the group if it is still empty and has no offsets left."""
+        group = self.groups.get(expired.group_id)
+        if group is None:
+            return
+        for key in expired.partitions:
+            if key in decided and group.offsets.get(key) is decided[key]:
+                del group.offsets[key]
+        if expired.group_too and not group.offsets and not group.members and group.state is GroupState.EMPTY:
+            del self.groups[expired.group_id]
 
     def offsets_deleted(self, group_id: str, partitions: list[tuple[str, int]]) -> None:
         group = self.groups.get(group_id)

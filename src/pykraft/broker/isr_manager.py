@@ -12,7 +12,10 @@ The rules themselves (shrink, expand, high watermark) are in isr_rules.py. Here:
   leader changed the partition, and the next evaluation starts from the new committed state;
 - answers: NONE -> adopt the returned leader/ISR/epochs when newer than the cache; INELIGIBLE_REPLICA (or
   OPERATION_NOT_ATTEMPTED) -> back to the committed ISR, and the replicas it tried to add are not proposed
-  again until the cache shows their registration changed (a shrink rejected so waits for the partition to
+  again until the cache replays a change of any of their registrations, or for `ineligible_retry_ms` at most
+  (the answer does not say which member was refused, and the controller's reason may never reach the cache: a
+  fence it wrote but did not commit before losing its leadership; Kafka's leader simply tries again at the next
+  fetch) (a shrink rejected so waits for the partition to
   change); FENCED_LEADER_EPOCH, NEW_LEADER_ELECTED, INVALID_UPDATE_VERSION, INVALID_REQUEST, unknown topic or
   partition -> never re-sent, wait for metadata; NOT_CONTROLLER and other retriable errors, top-level errors,
   a missing partition, timeouts and undeliverable requests -> the same proposal again after the retry backoff
@@ -30,11 +33,10 @@ from kio.schema.alter_partition.v3 import request as ap_req
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
-from pykraft.controller.cluster import BrokerRegistration
 from pykraft.protocol.errors import ErrorCode
 
 from . import isr_rules as rules
-from .actions import Action, FindController, Ready, SendToController, earliest
+from .actions import Action, FindController, IsrChange, Ready, SendToController, earliest
 from .isr_rules import Committed, LeaderProgress, Proposal, ProposalKind, ProposalState
 from .metadata_cache import MetadataCache, TopicPartition
 
@@ -55,6 +57,7 @@ class IsrManagerConfig:
     replica_lag_time_max_ms: int = rules.DEFAULT_REPLICA_LAG_TIME_MAX_MS
     request_timeout_ms: int = 30_000
     retry_backoff_ms: int = 100
+    ineligible_retry_ms: int = 1000  # how long replicas refused as INELIGIBLE_REPLICA wait at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,14 @@ class _Led:
 
 
 @dataclass(frozen=True, slots=True)
+class _Refused:
+    """The members an INELIGIBLE_REPLICA answer refused, each with the cache's registration object when proposed."""
+
+    seen: tuple[tuple[int, object], ...]
+    until_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class _InFlight:
     request_id: int
     deadline_ms: int
@@ -91,9 +102,11 @@ class IsrManager:
         self.cache = cache
         self.metrics = IsrMetrics()
         self._led: dict[TopicPartition, _Led] = {}
-        self._ineligible: dict[int, BrokerRegistration | None] = {}  # replica -> registration when refused
+        self._ineligible: dict[int, _Refused] = {}  # replica -> the refusal holding it back
+        self._now_ms = 0  # the time of the input being handled (the eligibility callback has no time argument)
         self._in_flight: _InFlight | None = None
         self._next_request_id = 0
+        self._changes: list[Action] = []  # IsrChange notes, handed out with the next Ready
 
     # ---- queries -------------------------------------------------------------------------------------------
     def led_partitions(self) -> list[TopicPartition]:
@@ -142,9 +155,9 @@ class IsrManager:
                 led.adopted = None  # the cache caught up (or moved past it)
             if led.proposal is not None and led.proposal.base.is_older_than(committed):
                 led.proposal = None
-        for replica, seen in list(self._ineligible.items()):
-            if self.cache.registration(replica) != seen:
-                del self._ineligible[replica]
+        self._now_ms = now_ms
+        for replica in [r for r in self._ineligible if not self._held_back(r)]:
+            del self._ineligible[replica]
         return self._evaluate_all(now_ms, [])
 
     def update_progress(self, progress: Mapping[TopicPartition, LeaderProgress], now_ms: int) -> Ready:
@@ -168,6 +181,7 @@ class IsrManager:
         return self._evaluate_all(now_ms, [])
 
     def handle_response(self, request_id: int, response: object, now_ms: int) -> Ready:
+        self._now_ms = now_ms
         in_flight = self._in_flight
         if in_flight is None or in_flight.request_id != request_id:
             return self._evaluate_all(now_ms, [])
@@ -198,11 +212,14 @@ class IsrManager:
         current = led is not None and led.proposal is sent
         error = _error_of(data)
         if error is ErrorCode.NONE:
+            # Counted even when the metadata carrying the change overtook this answer (the proposal is gone then):
+            # the controller applied it either way.
+            self._count(sent.kind)
+            self._note(tp, sent, "accepted", partition_epoch=int(data.partition_epoch))  # type: ignore[attr-defined]
             if led is not None:
                 self._adopt(tp, led, data)
                 if current:
                     led.proposal = None
-                    self._count(sent.kind)
             return False
         self.metrics = replace(self.metrics, failed_isr_updates=self.metrics.failed_isr_updates + 1)
         if not current:
@@ -215,7 +232,13 @@ class IsrManager:
             return error is ErrorCode.NOT_CONTROLLER
         else:
             led.proposal = replace(sent, state=ProposalState.AWAITING_METADATA)
+        self._note(tp, sent, "refused", error=error)
         return False
+
+    def _note(self, tp: TopicPartition, proposal: Proposal, outcome: str, *, partition_epoch: int = -1,
+              error: ErrorCode | None = None) -> None:
+        self._changes.append(IsrChange(tp[0], tp[1], proposal.kind.value, proposal.base.isr, proposal.isr, outcome,
+                                       partition_epoch, error))
 
     def _adopt(self, tp: TopicPartition, led: _Led, data: object) -> None:
         """Take the controller's answer as committed when it is newer than what the cache shows and keeps us
@@ -236,10 +259,18 @@ class IsrManager:
 
     def _reject_ineligible(self, led: _Led, sent: Proposal) -> None:
         """KIP-841: the controller refused a member; back to the committed ISR. The replicas we tried to add wait
-        until their registration changes in the cache; a refused shrink waits for the partition to change."""
+        until the cache replays a change of their registration after the one the proposal was made with. Compared
+        by identity with the registration seen when proposing, not by value with the one seen when the answer
+        comes: the controller may have fenced the broker and unfenced it again before the answer arrived, and the
+        cache may have replayed both (a registration equal in value to the one refused, found by the
+        metadata_reassign simulation: the follower was never proposed again). A refused shrink waits for the
+        partition to change."""
         if sent.added:
+            seen = dict(sent.seen)
+            refused = _Refused(tuple((b, seen.get(b, self.cache.registration(b))) for b in sent.added),
+                               self._now_ms + self.config.ineligible_retry_ms)
             for replica in sent.added:
-                self._ineligible[replica] = self.cache.registration(replica)
+                self._ineligible[replica] = refused
             led.proposal = None
         else:
             led.proposal = replace(sent, isr=sent.base.isr, state=ProposalState.AWAITING_METADATA)
@@ -265,7 +296,8 @@ class IsrManager:
 
     # ---- evaluation and sending ------------------------------------------------------------------------------
     def _evaluate_all(self, now_ms: int, actions: list[Action]) -> Ready:
-        wakeups: list[int | None] = []
+        self._now_ms = now_ms
+        wakeups: list[int | None] = [r.until_ms for r in self._ineligible.values() if r.until_ms > now_ms]
         for tp, led in self._led.items():
             proposal = led.proposal
             if proposal is not None and proposal.state is ProposalState.QUEUED \
@@ -277,6 +309,9 @@ class IsrManager:
         send = self._maybe_send(now_ms)
         if send is not None:
             actions.append(send)
+        if self._changes:
+            actions += self._changes
+            self._changes = []
         if self._in_flight is not None:
             wakeups.append(self._in_flight.deadline_ms)
         elif self.cache.broker_epoch(self.config.broker_id) is not None:  # else wait for our registration
@@ -296,27 +331,36 @@ class IsrManager:
         if led.proposal is not None:
             return None
         if committed.recovery is rules.LeaderRecoveryState.RECOVERING:
-            self._propose(led, committed, ProposalKind.RECOVER, committed.isr)
+            self._propose(tp, led, committed, ProposalKind.RECOVER, committed.isr)
             return None
         lag = self.config.replica_lag_time_max_ms
         stale = rules.out_of_sync(committed, led.progress, led.leader_since_ms, now_ms, lag)
         if stale:
-            self._propose(led, committed, ProposalKind.SHRINK, tuple(b for b in committed.isr if b not in stale))
+            self._propose(tp, led, committed, ProposalKind.SHRINK, tuple(b for b in committed.isr if b not in stale))
             return None
         if led.progress is not None:
             joining = rules.can_join(committed, led.progress, led.high_watermark, self._eligible)
             if joining:
-                self._propose(led, committed, ProposalKind.EXPAND, committed.isr + joining)
+                self._propose(tp, led, committed, ProposalKind.EXPAND, committed.isr + joining)
                 return None
         return rules.next_shrink_check_ms(committed, led.progress, led.leader_since_ms, lag)
 
     def _eligible(self, replica: int, fetch_epoch: int) -> bool:
-        return replica not in self._ineligible and self.cache.is_isr_eligible(replica, fetch_epoch)
+        return not self._held_back(replica) and self.cache.is_isr_eligible(replica, fetch_epoch)
 
-    def _propose(self, led: _Led, committed: Committed, kind: ProposalKind, isr: tuple[int, ...]) -> None:
+    def _held_back(self, replica: int) -> bool:
+        """Refused as ineligible, not long ago, and no registration of those refused together changed since."""
+        refused = self._ineligible.get(replica)
+        return (refused is not None and self._now_ms < refused.until_ms
+                and all(self.cache.registration(b) is seen for b, seen in refused.seen))
+
+    def _propose(self, tp: TopicPartition, led: _Led, committed: Committed, kind: ProposalKind,
+                 isr: tuple[int, ...]) -> None:
         epochs = rules.member_epochs(isr, committed.leader, self.cache.broker_epoch(self.config.broker_id),
                                      led.progress)
-        led.proposal = Proposal(kind, isr, epochs, committed)
+        seen = tuple((b, self.cache.registration(b)) for b in isr if b not in committed.isr)
+        led.proposal = Proposal(kind, isr, epochs, committed, seen=seen)
+        self._note(tp, led.proposal, "proposed")
 
     def _maybe_send(self, now_ms: int) -> SendToController | None:
         own_epoch = self.cache.broker_epoch(self.config.broker_id)

@@ -92,6 +92,9 @@ class Proposal:
     base: Committed  # what it was computed against (its epochs go in the request)
     state: ProposalState = ProposalState.QUEUED
     not_before_ms: int = 0
+    # The cache's registration object of each added member when proposed: a refusal holds the member back only
+    # while the cache still shows that very object (any replayed change, even one undone since, lets it retry).
+    seen: tuple[tuple[int, object], ...] = ()
 
     @property
     def added(self) -> tuple[int, ...]:

@@ -73,6 +73,13 @@ class LeaderState(Generic[T]):
         f.log_start_offset = log_start_offset
         return True
 
+    def reassigned(self, replicas: tuple[int, ...]) -> None:
+        """The replica set changed within this leader epoch (a reassignment added replicas, or one completed
+        without a new epoch): new followers are accepted from their first Fetch, removed ones are forgotten."""
+        self.replicas = tuple(replicas)
+        for replica_id in [r for r in self._followers if r not in self.replicas]:
+            del self._followers[replica_id]
+
     def follower_log_end_offset(self, replica_id: int) -> int:
         f = self._followers.get(replica_id)
         return -1 if f is None else f.log_end_offset

@@ -8,7 +8,9 @@ Kafka's rules (`ProduceRequest.validateRecords` and `LogValidator`, for Produce 
   bytes are stored as they came (compression passed through, as Kafka does when the topic's
   compression.type is `producer`);
 - not a control batch, record count >= 1 and lastOffsetDelta = count - 1 -> INVALID_RECORD;
-- transactions are not supported yet: a transactional batch -> INVALID_RECORD, with a message saying so.
+- transactions are not supported yet: a transactional batch -> INVALID_RECORD, with a message saying so;
+- on a compacted topic (cleanup.policy has compact), every record has a key -> INVALID_RECORD
+  (`require_keys`: the one rule that walks the records, as Kafka's LogValidator does for such topics).
 
 `assign_offsets` patches the accepted batch in place: base offset and partition leader epoch (both outside the
 CRC, so the producer's CRC stays valid). `stamp_log_append_time` is the topic's message.timestamp.type =
@@ -35,7 +37,10 @@ from pykraft.records.batch import (
     set_base_offset,
     set_partition_leader_epoch,
 )
+from pykraft.records.batch import iter_batches
 from pykraft.records.crc import crc32c
+from pykraft.records.errors import RecordsError
+from pykraft.records.rebuild import record_keys, records_section
 
 # base offset, length, leader epoch, magic, crc, attributes, last offset delta, base ts, max ts, producer id,
 # producer epoch, base sequence, record count
@@ -104,6 +109,18 @@ def validate_batch(records: bytes | memoryview | None, max_message_bytes: int) -
     if count < 1 or delta != count - 1:
         return Rejected(ErrorCode.INVALID_RECORD, f"record count {count} does not match last offset delta {delta}")
     return ProducedBatch(size, count, max_ts, pid, pepoch, seq)
+
+
+def require_keys(records: bytes | memoryview, count: int, topic: str, partition: int) -> Rejected | None:
+    """Kafka's LogValidator check for a compacted topic: a record without a key could never be cleaned."""
+    try:
+        (batch,) = list(iter_batches(records, verify_crc=False))
+        if all(r.key is not None for r in record_keys(records_section(batch), count)):
+            return None
+    except (RecordsError, ValueError) as exc:
+        return Rejected(ErrorCode.INVALID_RECORD, f"the records of the batch do not decode: {exc}")
+    return Rejected(ErrorCode.INVALID_RECORD,
+                    f"Compacted topic cannot accept message without key in topic partition {topic}-{partition}.")
 
 
 def assign_offsets(batch: bytearray | memoryview, base_offset: int, leader_epoch: int) -> None:

@@ -24,6 +24,12 @@ RECENT_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN (= max.in
 _SEQ_MOD = 1 << 31
 
 
+def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    """Kafka's RecordBatch.lastSequence: from the last offset delta, not the record count (a cleaned batch keeps
+    its offsets but may have lost records), wrapping at 2^31; -1 without a sequence."""
+    return -1 if base_sequence < 0 else (base_sequence + last_offset_delta) % _SEQ_MOD
+
+
 @dataclass(frozen=True, slots=True)
 class BatchRecord:
     first_sequence: int
@@ -89,6 +95,12 @@ class ProducerStates:
                 -1 if last is None else last.last_offset, 0 if last is None else last.last_offset - last.base_offset,
                 known.last_timestamp))
         return found
+
+    def last_batches(self) -> dict[int, tuple[int, int]]:
+        """Each producer's (last offset of its last batch, epoch): the batches the log cleaner keeps (Kafka's
+        lastRecordsOfActiveProducers; an expired producer is no longer here, so its batches may go)."""
+        return {pid: (known.recent[-1].last_offset, known.epoch) for pid, known in self._producers.items()
+                if known.recent}
 
     def active(self) -> list[tuple[int, int, int, int]]:
         """DescribeProducers: (producer id, epoch, last sequence, last timestamp) of each producer, by id (-1: no

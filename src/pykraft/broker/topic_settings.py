@@ -39,6 +39,24 @@ class TopicSettings:
     # partition by default (durability comes from replication); these force a periodic flush when set.
     flush_ms: int = LONG_MAX
     flush_messages: int = LONG_MAX
+    # cleanup.policy / log.cleanup.policy: "delete" (retention), "compact" (the log cleaner), or both.
+    compact: bool = False
+    delete: bool = True
+    min_cleanable_ratio: float = 0.5  # min.cleanable.dirty.ratio / log.cleaner.min.cleanable.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms / log.cleaner.min.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms / log.cleaner.max.compaction.lag.ms
+    delete_retention_ms: int = 86_400_000  # delete.retention.ms / log.cleaner.delete.retention.ms
+    # segment.index.bytes: the most index bytes a group of cleaned segments may hold. pykraft's indexes have no
+    # size limit and the key is default-only for topics (controller/config_table.py), so Kafka's default stays.
+    segment_index_bytes: int = 10 * 1024 * 1024
+
+    @property
+    def roll_ms(self) -> int:
+        """Kafka's LogConfig.maxSegmentMs: a compacted topic rolls by max.compaction.lag.ms too (only a rolled
+        segment can be cleaned)."""
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +64,9 @@ class _Setting:
     field: str
     topic_key: str
     broker_keys: tuple[tuple[str, int], ...]  # (synonym, multiplier to the field's unit), most precise first
-    minimum: int | None = None  # Kafka's validator (at least)
+    minimum: float | None = None  # Kafka's validator (at least)
+    kind: str = "int"  # "int", "float" (min.cleanable.dirty.ratio) or "policy" (cleanup.policy)
+    maximum: float | None = None
 
 
 _SETTINGS = (
@@ -60,7 +80,14 @@ _SETTINGS = (
     _Setting("retention_bytes", "retention.bytes", (("log.retention.bytes", 1),)),
     _Setting("flush_ms", "flush.ms", (("log.flush.interval.ms", 1),), 0),
     _Setting("flush_messages", "flush.messages", (("log.flush.interval.messages", 1),), 1),
+    _Setting("policy", "cleanup.policy", (("log.cleanup.policy", 1),), kind="policy"),
+    _Setting("min_cleanable_ratio", "min.cleanable.dirty.ratio", (("log.cleaner.min.cleanable.ratio", 1),), 0,
+             kind="float", maximum=1),
+    _Setting("min_compaction_lag_ms", "min.compaction.lag.ms", (("log.cleaner.min.compaction.lag.ms", 1),), 0),
+    _Setting("max_compaction_lag_ms", "max.compaction.lag.ms", (("log.cleaner.max.compaction.lag.ms", 1),), 1),
+    _Setting("delete_retention_ms", "delete.retention.ms", (("log.cleaner.delete.retention.ms", 1),), 0),
 )
+_POLICIES = ("compact", "delete")
 _TIMESTAMP_TYPE = ("message.timestamp.type", "log.message.timestamp.type")
 # The server.properties keys this module reads (config_checks.IMPLEMENTED_KEYS lists them).
 BROKER_KEYS = frozenset({k for s in _SETTINGS for k, _ in s.broker_keys} | {_TIMESTAMP_TYPE[1]})
@@ -73,12 +100,19 @@ def _parse(key: str, text: Any, setting: _Setting | None) -> tuple[Any, str | No
         if value in (CREATE_TIME, LOG_APPEND_TIME):
             return value == LOG_APPEND_TIME, None
         return None, f"{key}: {value!r} is not one of {CREATE_TIME}, {LOG_APPEND_TIME}"
+    if setting.kind == "policy":
+        policies = {item.strip() for item in value.split(",") if item.strip()}
+        if not policies <= set(_POLICIES):
+            return None, f"{key}: {value!r} is not a list of {', '.join(_POLICIES)}"
+        return ("compact" in policies, "delete" in policies), None
     try:
-        number = int(value)
+        number: float = float(value) if setting.kind == "float" else int(value)
     except ValueError:
-        return None, f"{key}: {value!r} is not an integer"
+        return None, f"{key}: {value!r} is not {'a number' if setting.kind == 'float' else 'an integer'}"
     if setting.minimum is not None and number < setting.minimum:
         return None, f"{key}: {number} is below the minimum {setting.minimum}"
+    if setting.maximum is not None and number > setting.maximum:
+        return None, f"{key}: {number} is above the maximum {setting.maximum}"
     return number, None
 
 
@@ -114,6 +148,8 @@ def resolve(base: TopicSettings, levels: tuple[Mapping[str, Any], ...], *, topic
             if found:
                 changes[field] = value
                 break
+    if "policy" in changes:
+        changes["compact"], changes["delete"] = changes.pop("policy")
     return dataclasses.replace(base, **changes) if changes else base
 
 

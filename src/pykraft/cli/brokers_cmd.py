@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from . import topics_output as out
-from .metadata_quorum_cmd import BootstrapController, BootstrapServer, Connection, invoke, run_admin
+from .metadata_quorum_cmd import BootstrapController, BootstrapServer, Connection, Timeout, invoke, run_admin
 from .topics_cmd import CommandConfig
 
 PROG = "pykraft brokers"
@@ -30,8 +30,9 @@ def run(args: Sequence[str]) -> int:
 
 @app.callback()
 def options(ctx: typer.Context, bootstrap_server: BootstrapServer = None,
-            bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None) -> None:
-    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config)
+            bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None,
+            timeout: Timeout = None) -> None:
+    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config, timeout)
 
 
 @app.command("list")

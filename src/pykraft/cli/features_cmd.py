@@ -30,6 +30,7 @@ from .metadata_quorum_cmd import (
     BootstrapController,
     BootstrapServer,
     Connection,
+    Timeout,
     ToolFailure,
     invoke,
     run_admin,
@@ -50,10 +51,10 @@ def options(ctx: typer.Context, bootstrap_server: BootstrapServer = None,
             bootstrap_controller: BootstrapController = None,
             command_config: Annotated[Path | None, typer.Option(
                 "--command-config", help="Properties for the admin client (security.protocol, ssl.*, timeouts).")
-            ] = None) -> None:
+            ] = None, timeout: Timeout = None) -> None:
     # The bootstrap flags are checked when a request is about to be sent (make_client): click runs this callback
     # before it parses the sub-command, so checking here would break `describe --help`.
-    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config)
+    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config, timeout)
 
 
 @app.command("describe")

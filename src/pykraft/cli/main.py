@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -21,6 +22,20 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .versions import version_line
+
+        typer.echo(version_line())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print pykraft's version and exit.")] = False) -> None:
+    """Apache Kafka's KRaft metadata quorum, its controller and brokers, in Python; Kafka's tools as sub-commands."""
+
+
 @app.command("dump-log")
 def dump_log(
     files: Annotated[list[Path] | None, typer.Argument(
@@ -29,20 +44,33 @@ def dump_log(
         str | None, typer.Option("--files", help="Comma-separated files, as Kafka's kafka-dump-log takes them.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per record.")] = False,
-    cluster_metadata_decoder: Annotated[
-        bool,
-        typer.Option("--cluster-metadata-decoder", help="Accepted for Kafka compatibility; always on."),
-    ] = True,
+    cluster_metadata_decoder: Annotated[bool, typer.Option(
+        "--cluster-metadata-decoder", help="Decode records as metadata records (the default for __cluster_metadata-0 "
+                                           "files and snapshots).")] = False,
+    offsets_decoder: Annotated[bool, typer.Option(
+        "--offsets-decoder", help="Decode records as __consumer_offsets keys and values.")] = False,
+    print_data_log: Annotated[bool, typer.Option(
+        "--print-data-log", help="Print the records' keys and values (implies --deep-iteration).")] = False,
+    deep_iteration: Annotated[bool, typer.Option(
+        "--deep-iteration", help="Print every record, not only the batches.")] = False,
+    skip_record_metadata: Annotated[bool, typer.Option(
+        "--skip-record-metadata", help="Leave out each record's offset, sizes, sequence and header keys.")] = False,
 ) -> None:
-    """Print every batch and record of metadata log segments and snapshots."""
-    from .dump_log import dump_files
+    """Print the batches and records of log segments and snapshots (Kafka's kafka-dump-log)."""
+    from .dump_log import Decoding, dump_files
 
     paths = list(files or [])
     if files_option:
         paths += [Path(p) for p in files_option.split(",") if p]
     if not paths:
         raise typer.BadParameter("give at least one file", param_hint="FILES")
-    raise typer.Exit(dump_files(paths, as_json))
+    if cluster_metadata_decoder and offsets_decoder:
+        raise typer.BadParameter("give at most one of --cluster-metadata-decoder and --offsets-decoder")
+    decoder = "metadata" if cluster_metadata_decoder else "offsets" if offsets_decoder else None
+    # Kafka: any decoder option implies --print-data-log, which implies --deep-iteration.
+    print_data = print_data_log or decoder is not None
+    decoding = Decoding(decoder, deep_iteration or print_data, print_data, skip_record_metadata)
+    raise typer.Exit(dump_files(paths, as_json, decoding=decoding))
 
 
 @app.command("sample-log")
@@ -121,6 +149,14 @@ def topics(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@app.command("reassign-partitions", context_settings=_FORWARD, add_help_option=False)
+def reassign_partitions(ctx: typer.Context) -> None:
+    """Move partition replicas between brokers: generate, execute, verify, cancel, list (kafka-reassign-partitions)."""
+    from .reassign_partitions_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
+
 @app.command("configs", context_settings=_FORWARD, add_help_option=False)
 def configs(ctx: typer.Context) -> None:
     """Describe and alter topic, broker and broker-logger configs (kafka-configs)."""
@@ -159,6 +195,43 @@ def log_dirs(ctx: typer.Context) -> None:
     from .log_dirs_cmd import run
 
     raise typer.Exit(run(ctx.args))
+
+
+# Kafka's operator tools: each module parses its kafka-*.sh flags itself (kafka_args.py) and returns the exit status.
+KAFKA_TOOLS = {
+    "consumer-groups": ("consumer_groups_cmd", "List, describe, delete consumer groups; reset their offsets "
+                                               "(kafka-consumer-groups)."),
+    "console-producer": ("console_producer_cmd", "Read lines from standard input and produce them to a topic "
+                                                 "(kafka-console-producer)."),
+    "console-consumer": ("console_consumer_cmd", "Consume a topic and print its records (kafka-console-consumer)."),
+    "get-offsets": ("get_offsets_cmd", "Print the offsets of topic partitions at a time (kafka-get-offsets)."),
+    "leader-election": ("leader_election_cmd", "Elect preferred or unclean leaders (kafka-leader-election)."),
+    "cluster": ("cluster_cmd", "Print the cluster id, unregister a broker (kafka-cluster)."),
+    "broker-api-versions": ("broker_api_versions_cmd", "Print the API versions every broker supports "
+                                                       "(kafka-broker-api-versions)."),
+    "metadata-shell": ("metadata_shell_cmd", "Browse the metadata image of a snapshot or a metadata log directory "
+                                             "(kafka-metadata-shell)."),
+    "producer-perf-test": ("producer_perf_cmd", "Measure producing to a topic (kafka-producer-perf-test)."),
+    "consumer-perf-test": ("consumer_perf_cmd", "Measure consuming a topic (kafka-consumer-perf-test)."),
+}
+
+
+def _kafka_tool(module: str, summary: str):  # noqa: ANN202 - a typer command
+    def command(ctx: typer.Context) -> None:
+        import importlib
+
+        raise typer.Exit(importlib.import_module(f"pykraft.cli.{module}").run(ctx.args))
+
+    command.__doc__ = summary
+    return command
+
+
+def _register_kafka_tools() -> None:
+    for name, (module, summary) in KAFKA_TOOLS.items():
+        app.command(name, context_settings=_FORWARD, add_help_option=False)(_kafka_tool(module, summary))
+
+
+_register_kafka_tools()
 
 
 @app.command("quickstart")
@@ -211,8 +284,35 @@ def analyze(
     raise typer.Exit(run_analyze(dirs or [], out, master, at_offset, at_time, as_json))
 
 
+def run_cli(args: list[str]) -> int:
+    """The exit status of `pykraft ARGS`. Every usage problem of every sub-command ends here as one stderr line,
+    `pykraft <command>: <problem>`, and exit status 1, as Kafka's tools exit on a bad command line (typer's own
+    rendering would print a framed usage block and exit 2). The Kafka tools (KAFKA_TOOLS) and the forwarding
+    commands parse their own lines and return their status through typer.Exit."""
+    from typer._click import exceptions as click_errors
+
+    try:
+        result = app(args=args, prog_name="pykraft", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError:
+        return 1  # typer printed the help while building the error; Kafka's tools exit 1 after their usage
+    except click_errors.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "pykraft"
+        typer.echo(f"{where}: {' '.join(exc.format_message().split())}", err=True)
+        return 1
+    except click_errors.ClickException as exc:
+        typer.echo(f"pykraft: {' '.join(exc.format_message().split())}", err=True)
+        return 1
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("", err=True)
+        return 130
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as click does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return result if isinstance(result, int) else 0
+
+
 def main() -> None:
-    app()  # click turns a broken output pipe (`... | head`) into a quiet exit
+    sys.exit(run_cli(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -67,20 +67,29 @@ class Connection:
     bootstrap_controller: str | None
     bootstrap_server: str | None
     command_config: Path | None
+    timeout_ms: int | None = None  # --timeout: the deadline of each operation (else default.api.timeout.ms)
 
     def overridden_by(self, bootstrap_controller: str | None, bootstrap_server: str | None,
                       command_config: Path | None) -> Connection:
         """These flags (a group's), each replaced by the same flag given after the sub-command."""
         return Connection(self.bootstrap_controller if bootstrap_controller is None else bootstrap_controller,
                           self.bootstrap_server if bootstrap_server is None else bootstrap_server,
-                          self.command_config if command_config is None else command_config)
+                          self.command_config if command_config is None else command_config, self.timeout_ms)
+
+
+def wait_notice(text: str) -> None:
+    """A long wait for a dead bootstrap address says what it waits for (one stderr line, once)."""
+    typer.echo(f"pykraft: {text}", err=True)
 
 
 def run_admin(connection: Connection, operation: Callable[[AdminClient], Awaitable[T]]) -> T:
     """Build the admin client from the global flags, run `operation`, and turn errors into ToolFailure."""
+    overrides: dict[str, object] = {"on_wait": wait_notice}
+    if connection.timeout_ms is not None:
+        overrides["deadline_ms"] = connection.timeout_ms
     try:
         props = read_command_config(connection.command_config)
-        client = make_client(connection.bootstrap_controller, connection.bootstrap_server, props)
+        client = make_client(connection.bootstrap_controller, connection.bootstrap_server, props, **overrides)
     except SettingsError as exc:
         raise ToolFailure(str(exc)) from None
 
@@ -103,14 +112,18 @@ BootstrapController = Annotated[str | None, typer.Option(
 CommandConfig = Annotated[Path | None, typer.Option(
     "--command-config", help="Properties for the admin client (security.protocol, ssl.*, timeouts); for "
                              "add-controller, the new controller's own properties file.")]
+Timeout = Annotated[int | None, typer.Option(
+    "--timeout", min=1, help="Milliseconds each operation may take, retries included (pykraft's; default: the "
+                             "command config's default.api.timeout.ms, 60000).")]
 
 
 @app.callback()
 def options(ctx: typer.Context, bootstrap_server: BootstrapServer = None,
-            bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None) -> None:
+            bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None,
+            timeout: Timeout = None) -> None:
     # The bootstrap flags are checked when a request is about to be sent (make_client): click runs this callback
     # before it parses the sub-command, so checking here would break `describe --help`.
-    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config)
+    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config, timeout)
 
 
 @app.command("describe")
@@ -190,29 +203,30 @@ def remove_controller(
 def reassign_command(
     ctx: typer.Context,
     target_voters: Annotated[str | None, typer.Option(
-        "--target-voters", help="The voters to end with: ID@HOST:PORT:DIRECTORY_ID,...")] = None,
-    cancel: Annotated[bool, typer.Option("--cancel", help="Roll back to the voters recorded at the start.")] = False,
-    state_file: Annotated[Path | None, typer.Option(
-        "--state-file", help="Where the starting voters are recorded (default: ./pykraft-reassign.json).")] = None,
+        "--target-voters", help="The voter ids to end with: ID,ID,... (ID@HOST:PORT:DIRECTORY_ID items count by "
+                                "their id)")] = None,
+    cancel: Annotated[bool, typer.Option("--cancel", help="Cancel the reassignment in progress: the voters stay "
+                                                          "as they are now.")] = False,
+    show: Annotated[bool, typer.Option("--status", help="Show the reassignment in progress.")] = False,
+    timeout_ms: Annotated[int, typer.Option("--timeout-ms", help="How long to report progress before giving up "
+                                                                 "(the leader goes on).")] = 600_000,
 ) -> None:
-    """Move the quorum to --target-voters one voter change at a time (pykraft only; Kafka has no such tool)."""
-    if cancel == (target_voters is not None):
-        raise ToolFailure("give exactly one of --target-voters or --cancel")
-    run_admin(ctx.obj, lambda client: _reassign(client, target_voters, state_file))
+    """Move the quorum to --target-voters (pykraft only: AlterPartitionReassignments on __cluster_metadata-0,
+    KIP-642; the raft leader records the target and moves the voters one at a time, resuming after failovers)."""
+    if (target_voters is not None) + cancel + show != 1:
+        raise ToolFailure("give exactly one of --target-voters, --cancel or --status")
+    if timeout_ms <= 0:
+        raise ToolFailure(f"Invalid --timeout-ms: {timeout_ms}")
+    run_admin(ctx.obj, lambda client: _reassign(client, target_voters, cancel, timeout_ms))
 
 
-async def _reassign(client: AdminClient, target_text: str | None, state_file: Path | None) -> None:
+async def _reassign(client: AdminClient, target_text: str | None, cancel: bool, timeout_ms: int) -> None:
     from pykraft.admin import reassign as driver
 
-    path = state_file if state_file is not None else driver.DEFAULT_STATE_FILE
-    if target_text is None:
-        events = driver.cancel(client, path)
-    else:
-        # The target syntax has no listener name: use the one the leader's own endpoint is listed under.
-        info = await client.describe_quorum()
-        endpoints = info.endpoints_of(info.leader_id)
-        target = driver.parse_target_voters(target_text, endpoints[0].name if endpoints else "CONTROLLER")
-        typer.echo(f"Recording the current voters in {path} (used by --cancel; deleted when done)")
-        events = driver.reassign(client, target, path)
-    async for event in events:
+    if target_text is None and not cancel:
+        progress = await driver.status(client)
+        typer.echo("No quorum reassignment is in progress." if progress is None else out.reassign_event_line(progress))
+        return
+    target = None if cancel else driver.parse_target_ids(target_text or "")
+    async for event in driver.reassign(client, target, deadline_ms=timeout_ms):
         typer.echo(out.reassign_event_line(event))

@@ -193,28 +193,17 @@ def parse_levels(values: Sequence[str]) -> Mapping[str, int]:
     return levels
 
 
-def _keys_text(keys: Iterable[ReplicaKey]) -> str:
-    return "[" + ", ".join(f"{k.id}:{uuid_to_kafka_str(k.directory_id)}" for k in sorted(keys)) + "]"
 
 
 def reassign_event_line(event: object) -> str:
     """One progress line of `metadata-quorum reassign`."""
-    from pykraft.admin.reassign import ReassignDone, StepCommitted, StepStarted
-    from pykraft.raft.reassignment import AddVoterStep, ResignLeaderStep
+    from pykraft.admin.reassign import ReassignAccepted, ReassignDone, ReassignProgress
 
     if isinstance(event, ReassignDone):
-        return f"Reassignment complete. Voters: {_keys_text(event.voters)}"
-    if isinstance(event, StepCommitted):
-        line = f"Committed. Voters: {_keys_text(event.voters)}"
-        if event.unknown_outcome is not None:
-            line += f" (the request itself ended in doubt: {event.unknown_outcome})"
-        return line
-    assert isinstance(event, StepStarted), event
-    step = event.step
-    if isinstance(step, AddVoterStep):
-        return added_controller_line(step.node.key, step.node.endpoints.items, dry_run=False).replace(
-            "Added controller", "Adding controller", 1)
-    text = f"KRaft controller {step.key.id} with directory id {uuid_to_kafka_str(step.key.directory_id)}"
-    if isinstance(step, ResignLeaderStep):
-        return f"Removing the leader, {text} (it commits its own removal, then resigns)"
-    return f"Removing {text}"
+        return f"Reassignment complete. Voters: {list(event.voters)}"
+    if isinstance(event, ReassignAccepted):
+        if event.target is None:
+            return "Cancelling the quorum reassignment in progress (the voters stay as they are now)"
+        return f"Reassigning the quorum to voters {sorted(event.target)} (the leader moves it one voter at a time)"
+    assert isinstance(event, ReassignProgress), event
+    return f"Voters {list(event.voters)}; adding {list(event.adding)}; removing {list(event.removing)}"

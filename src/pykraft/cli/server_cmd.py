@@ -1,4 +1,5 @@
-"""`pykraft server start --config FILE`: run a node in the foreground (Kafka's kafka-server-start.sh)."""
+"""`pykraft server start FILE` (or `--config FILE`): run a node in the foreground (Kafka's
+kafka-server-start.sh)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,13 @@ server_app = typer.Typer(
 
 @server_app.command("start")
 def start(
-    config: Annotated[Path, typer.Option("--config", "-c", help="The node's server.properties.")],
+    config_file: Annotated[Path | None, typer.Argument(
+        metavar="[FILE]", help="The node's server.properties (Kafka's kafka-server-start.sh FILE).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="The node's server.properties.")] = None,
 ) -> None:
     """Start the node and run until SIGTERM or SIGINT (graceful resignation, then exit 0)."""
+    if (config_file is None) == (config is None):
+        raise typer.BadParameter("give the node's properties file once: server start FILE or --config FILE")
     from pykraft.node.serve import run_server
 
-    raise typer.Exit(run_server(config))
+    raise typer.Exit(run_server(config if config is not None else config_file))

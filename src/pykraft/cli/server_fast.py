@@ -1,4 +1,4 @@
-"""`pykraft server start --config FILE` without the CLI framework.
+"""`pykraft server start --config FILE` (or `server start FILE`) without the CLI framework.
 
 A server runs for weeks; whatever its command line imported stays in memory. typer builds every option through
 pydantic, and the two cost a node ~9 MiB of its idle RSS (benchmarks/quorum.py: 53 -> 44 MiB with the other cuts of
@@ -16,12 +16,15 @@ _ENTRY_NAMES = ("pykraft", "main.py")  # the console script, or `python -m pykra
 
 
 def config_of(argv: list[str]) -> str | None:
-    """The FILE of `<entry> server start --config FILE` (or `-c FILE`, `--config=FILE`); None for anything else."""
+    """The FILE of `<entry> server start --config FILE` (or `-c FILE`, `--config=FILE`, or Kafka's positional
+    `server start FILE`); None for anything else."""
     if len(argv) < 4 or os.path.basename(argv[0]) not in _ENTRY_NAMES or argv[1:3] != ["server", "start"]:
         return None
     rest = argv[3:]
     if len(rest) == 2 and rest[0] in ("--config", "-c") and rest[1] and not rest[1].startswith("-"):
         return rest[1]
+    if len(rest) == 1 and rest[0] and not rest[0].startswith("-"):
+        return rest[0]  # Kafka's form: kafka-server-start.sh config/server.properties
     if len(rest) == 1 and rest[0].startswith("--config=") and len(rest[0]) > len("--config="):
         return rest[0][len("--config="):]
     return None

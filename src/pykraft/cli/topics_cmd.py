@@ -31,7 +31,8 @@ from pykraft.admin.model import TopicDescription
 from pykraft.protocol.errors import ErrorCode
 
 from . import topics_output as out
-from .metadata_quorum_cmd import BootstrapController, BootstrapServer, Connection, ToolFailure, invoke, run_admin
+from .metadata_quorum_cmd import (BootstrapController, BootstrapServer, Connection, Timeout, ToolFailure, invoke,
+                                  run_admin)
 
 T = TypeVar("T")
 PROG = "pykraft topics"
@@ -64,7 +65,22 @@ def run(args: Sequence[str]) -> int:
 
 def action_form(args: Sequence[str]) -> list[str]:
     """Kafka's flag form turned into the sub-command form (the action flag becomes the sub-command, first); a line
-    without an action flag is returned as it is (the sub-command form). KafkaLine: more than one action flag."""
+    without an action flag is returned as it is (the sub-command form). KafkaLine: more than one action flag.
+    pykraft's --timeout (a group option) moves to the front wherever it stands."""
+    args, timeout = _take_timeout(list(args))
+    return timeout + _action_form(args)
+
+
+def _take_timeout(args: list[str]) -> tuple[list[str], list[str]]:
+    for index, word in enumerate(args):
+        if word == "--timeout" and index + 1 < len(args):
+            return args[:index] + args[index + 2:], args[index:index + 2]
+        if word.startswith("--timeout="):
+            return args[:index] + args[index + 1:], [word]
+    return args, []
+
+
+def _action_form(args: Sequence[str]) -> list[str]:
     actions = [a for a in args if a in ACTIONS]
     has_command = any(a in ACTIONS.values() and _is_command_position(args, a) for a in args)
     if not actions:
@@ -97,8 +113,9 @@ def run_app(typer_app: typer.Typer, args: Sequence[str], prog: str) -> int:
 
 @app.callback(invoke_without_command=True)
 def options(ctx: typer.Context, bootstrap_server: BootstrapServer = None,
-            bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None) -> None:
-    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config)
+            bootstrap_controller: BootstrapController = None, command_config: CommandConfig = None,
+            timeout: Timeout = None) -> None:
+    ctx.obj = Connection(bootstrap_controller, bootstrap_server, command_config, timeout)
     if ctx.invoked_subcommand is None:
         raise KafkaLine(ONE_ACTION)
 

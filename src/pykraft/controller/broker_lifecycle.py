@@ -149,7 +149,8 @@ class BrokerLifecycle:
             is_migrating_zk_broker=bool(getattr(request, "is_migrating_zk_broker", False)))
         records.append(registration.to_record())
         self.heartbeats.register(broker_id, fenced, now_ms, new_incarnation)
-        return ControllerResult(tuple(records), _registration_response(version, ErrorCode.NONE, epoch))
+        return ControllerResult(tuple(records), _registration_response(version, ErrorCode.NONE, epoch),
+                                notes=_registration_notes(existing, registration, new_incarnation))
 
     def _registration_error(self, request: Any, now_ms: int, version: int) -> ErrorCode | None:
         if request.cluster_id != self.cluster_id:
@@ -179,16 +180,18 @@ class BrokerLifecycle:
         caught_up = offset >= self.cluster.registration_offset(broker_id)
         self.heartbeats.ensure(broker_id, registration.fenced, now_ms)
         current = self._current_state(registration, next_offset)
-        leads = self.partitions.partitions_led_by(broker_id) > 0
+        led = self.partitions.partitions_led_by(broker_id)
         nxt = next_broker_state(current, bool(request.want_fence), bool(request.want_shut_down), caught_up,
-                                leads, self._shutdown_done(broker_id))
+                                led > 0, self._shutdown_done(broker_id))
         records = self._transition_records(registration, current, nxt)
         self.heartbeats.touch(broker_id, nxt.fenced, offset, now_ms)
         if nxt is BrokerState.CONTROLLED_SHUTDOWN:
             # The end offset of this batch: every active broker must replay it before this one may stop.
             self.heartbeats.maybe_update_controlled_shutdown_offset(broker_id, next_offset + len(records) - 1)
+        note = _transition_note(broker_id, current, nxt, offset, self.cluster.registration_offset(broker_id), led)
         return ControllerResult(tuple(records), _heartbeat_response(
-            version, ErrorCode.NONE, caught_up=caught_up, fenced=nxt.fenced, shut_down=nxt.should_shut_down))
+            version, ErrorCode.NONE, caught_up=caught_up, fenced=nxt.fenced, shut_down=nxt.should_shut_down),
+            notes=() if note is None else (note,))
 
     def _current_state(self, registration: BrokerRegistration, next_offset: int) -> BrokerState:
         if registration.fenced:
@@ -238,10 +241,14 @@ class BrokerLifecycle:
         if broker_id is None:
             return ControllerResult()
         registration = self.cluster.registration(broker_id)
+        session = self.heartbeats.session(broker_id)
+        silent_ms = -1 if session is None else now_ms - session.last_contact_ms
         self.heartbeats.fence(broker_id)
         if registration is None or registration.fenced:
             return ControllerResult()
-        return ControllerResult(tuple(self.fence_records(registration)))
+        return ControllerResult(tuple(self.fence_records(registration)), notes=(
+            f"Fencing broker {broker_id} because its session has timed out: no heartbeat for {silent_ms} ms "
+            f"(broker.session.timeout.ms={self.heartbeats.session_timeout_ms})",))
 
     # ---- UnregisterBroker --------------------------------------------------------------------------------------
     def handle_unregister(self, request: Any) -> ControllerResult:
@@ -256,7 +263,41 @@ class BrokerLifecycle:
         records.append(UnregisterBrokerRecordV0(broker_id=BrokerId(broker_id), broker_epoch=i64(registration.epoch)))
         self.heartbeats.remove(broker_id)
         return ControllerResult(tuple(records), unregister.UnregisterBrokerResponse(
-            throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE, error_message=None))
+            throttle_time=ZERO_THROTTLE, error_code=ErrorCode.NONE, error_message=None),
+            notes=(f"Unregistering broker {broker_id} (epoch {registration.epoch})",))
+
+
+def _registration_notes(existing: BrokerRegistration | None, registration: BrokerRegistration,
+                        new_incarnation: bool) -> tuple[str, ...]:
+    broker_id = registration.broker_id
+    if not new_incarnation:
+        return ()
+    if existing is None:
+        return (f"Registering broker {broker_id} (incarnation {registration.incarnation_id}) with broker epoch "
+                f"{registration.epoch}; it stays fenced until it catches up with the metadata log",)
+    fenced_old = "" if existing.fenced else "; its previous incarnation is fenced and leaves the ISRs"
+    return (f"Registering a new incarnation of broker {broker_id}: incarnation {registration.incarnation_id} "
+            f"replaces {existing.incarnation_id}, new broker epoch {registration.epoch}{fenced_old}",)
+
+
+def _transition_note(broker_id: int, current: BrokerState, nxt: BrokerState, offset: int, registered_at: int,
+                     led: int) -> str | None:
+    """What a heartbeat made of the broker, in words (Kafka's controller logs each fencing with its reason)."""
+    if nxt is current:
+        return None
+    if current is BrokerState.FENCED and nxt is BrokerState.UNFENCED:
+        return (f"Unfencing broker {broker_id}: it has caught up with the metadata log (offset {offset}, its "
+                f"registration at {registered_at})")
+    if nxt is BrokerState.FENCED:
+        return f"Fencing broker {broker_id} because it asked to be fenced"
+    if nxt is BrokerState.CONTROLLED_SHUTDOWN:
+        return f"Broker {broker_id} began a controlled shutdown: moving the leadership of its {led} partition(s)"
+    if nxt is BrokerState.SHUTDOWN_NOW:
+        if current is BrokerState.FENCED:
+            return f"Broker {broker_id} (fenced) may shut down"
+        return (f"Fencing broker {broker_id} and letting it shut down: it leads no partition and the active brokers "
+                f"have replayed its shutdown")
+    return None
 
 
 def _valid_log_dirs(log_dirs: tuple[uuid.UUID | None, ...]) -> bool:

@@ -116,8 +116,8 @@ log.cleaner.backoff.ms                               | LONG     | 15000 | [0,...
 log.cleaner.dedupe.buffer.size                       | LONG     | 134217728 |  | cluster-wide | honoured
 log.cleaner.delete.retention.ms                      | LONG     | 86400000 | [0,...] | cluster-wide | live
 log.cleaner.enable                                   | BOOLEAN  | true |  | read-only | honoured
-log.cleaner.io.buffer.load.factor                    | DOUBLE   | 0.9 |  | cluster-wide | ignored
-log.cleaner.io.buffer.size                           | INT      | 524288 | [0,...] | cluster-wide | ignored
+log.cleaner.io.buffer.load.factor                    | DOUBLE   | 0.9 |  | cluster-wide | honoured
+log.cleaner.io.buffer.size                           | INT      | 524288 | [0,...] | cluster-wide | honoured
 log.cleaner.io.max.bytes.per.second                  | DOUBLE   | 1.7976931348623157E308 |  | cluster-wide | honoured
 log.cleaner.max.compaction.lag.ms                    | LONG     | 9223372036854775807 | [1,...] | cluster-wide | live
 log.cleaner.min.cleanable.ratio                      | DOUBLE   | 0.5 | [0,...,1] | cluster-wide | live
@@ -181,12 +181,12 @@ num.replica.fetchers                                 | INT      | 1 |  | cluster
 offset.metadata.max.bytes                            | INT      | 4096 |  | read-only | ignored
 offsets.commit.timeout.ms                            | INT      | 5000 | [1,...] | read-only | ignored
 offsets.load.buffer.size                             | INT      | 5242880 | [1,...] | read-only | ignored
-offsets.retention.check.interval.ms                  | LONG     | 600000 | [1,...] | read-only | ignored
-offsets.retention.minutes                            | INT      | 10080 | [1,...] | read-only | ignored
+offsets.retention.check.interval.ms                  | LONG     | 600000 | [1,...] | read-only | honoured
+offsets.retention.minutes                            | INT      | 10080 | [1,...] | read-only | honoured
 offsets.topic.compression.codec                      | INT      | 0 |  | read-only | ignored
 offsets.topic.num.partitions                         | INT      | 50 | [1,...] | read-only | honoured
 offsets.topic.replication.factor                     | SHORT    | 3 | [1,...] | read-only | honoured
-offsets.topic.segment.bytes                          | INT      | 104857600 | [1,...] | read-only | ignored
+offsets.topic.segment.bytes                          | INT      | 104857600 | [1,...] | read-only | honoured
 principal.builder.class                              | CLASS    | org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder |  | per-broker | refused
 process.roles                                        | LIST     | <required> | [broker, controller] | read-only | honoured
 producer.id.expiration.ms                            | INT      | 86400000 | [1,...] | cluster-wide | live
@@ -360,7 +360,8 @@ unclean.leader.election.enable           | BOOLEAN  | false |  | honoured
 """
 
 # pykraft's own server.properties keys (not Kafka's): TLS from PEM files (node/config/build.py). Every key starting
-# with `pykraft.` is pykraft's own too (pykraft.metrics.port, pykraft.log.format, pykraft.produce.enable).
+# with `pykraft.` is pykraft's own too (pykraft.metrics.port, pykraft.log.format, pykraft.logs.dir,
+# pykraft.produce.enable).
 PYKRAFT_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
 PYKRAFT_PREFIX = "pykraft."
 

@@ -55,6 +55,7 @@ from .heartbeats import HeartbeatManager
 from .metrics import ControllerMetrics
 from .partitions import PartitionRecordError
 from .producer_ids import PRODUCER_IDS_RECORD, ProducerIdControl
+from .reassignments import ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS
 from .replication import MetadataReplayError, ReplicationControl
 from .dir_assignment import assign_replicas_to_dirs
 from .result import ControllerResult
@@ -80,7 +81,8 @@ ALTER_USER_SCRAM_CREDENTIALS = 51
 HANDLED_APIS = frozenset({CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, ALTER_PARTITION, UPDATE_FEATURES,
                           BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER, CONTROLLER_REGISTRATION,
                           ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ALLOCATE_PRODUCER_IDS,
-                          ASSIGN_REPLICAS_TO_DIRS, CREATE_ACLS, DELETE_ACLS, ALTER_USER_SCRAM_CREDENTIALS})
+                          ASSIGN_REPLICAS_TO_DIRS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS,
+                          CREATE_ACLS, DELETE_ACLS, ALTER_USER_SCRAM_CREDENTIALS})
 
 # Which part of the image replays which metadata record type (api key); ConfigRecords (and the configs of a removed
 # topic) go to ConfigControl.replay_side, ProducerIdsRecords to ProducerIdControl. Types not listed (quotas, ACLs,
@@ -92,7 +94,8 @@ _REPLAY_ERRORS = (ReplayError, MetadataReplayError, PartitionRecordError, AclRep
 SECURITY_RECORDS = frozenset({ACL_RECORD, REMOVE_ACL_RECORD, SCRAM_RECORD, REMOVE_SCRAM_RECORD})
 # Versions of the broker-side APIs this controller answers (the partition side checks its own).
 SUPPORTED_VERSIONS = {BROKER_REGISTRATION: range(0, 5), BROKER_HEARTBEAT: range(0, 3), UNREGISTER_BROKER: range(0, 1),
-                      CONTROLLER_REGISTRATION: range(0, 1), UPDATE_FEATURES: range(0, 3)}
+                      CONTROLLER_REGISTRATION: range(0, 1), UPDATE_FEATURES: range(0, 3),
+                      ALTER_PARTITION_REASSIGNMENTS: range(0, 2), LIST_PARTITION_REASSIGNMENTS: range(0, 1)}
 _METADATA_RECORD_CLASSES = frozenset(RECORD_CLASSES.values())
 
 
@@ -272,6 +275,10 @@ class QuorumController:
             return self.producer_ids.handle_allocate(request, self.cluster)
         if api_key == ASSIGN_REPLICAS_TO_DIRS:
             return assign_replicas_to_dirs(self.replication, self.cluster, request, self.features.metadata_version)
+        if api_key == ALTER_PARTITION_REASSIGNMENTS:
+            return self.replication.handle_alter_reassignments(request, self.cluster)
+        if api_key == LIST_PARTITION_REASSIGNMENTS:
+            return self.replication.handle_list_reassignments(request)
         if api_key == CREATE_ACLS:
             return create_acls(self.acls, request, lambda: uuid.UUID(int=self.rng.getrandbits(128), version=4))
         if api_key == DELETE_ACLS:
@@ -291,7 +298,8 @@ class QuorumController:
         where the broker being fenced still looks eligible."""
         if not self.active:
             return ControllerResult()
-        records = list(self.lifecycle.maybe_fence_one_stale_broker(now_ms).records)
+        fenced = self.lifecycle.maybe_fence_one_stale_broker(now_ms)
+        records = list(fenced.records)
         if self.config.auto_leader_rebalance and now_ms >= self.next_balance_ms and not records:
             records += self.replication.records_for_preferred_balance(self.cluster,
                                                                       self.config.max_elections_per_balance)
@@ -302,7 +310,7 @@ class QuorumController:
         if self.config.max_idle_interval_ms > 0 and now_ms >= self.next_noop_ms:
             records.append(NoOpRecordV0())
             self.next_noop_ms = now_ms + self.config.max_idle_interval_ms
-        return ControllerResult(tuple(records))
+        return ControllerResult(tuple(records), notes=fenced.notes)
 
     def next_wakeup_ms(self) -> int | None:
         """The earliest time `tick` has something to do (None when inactive)."""

@@ -44,3 +44,20 @@ KAFKA_NAMES: Mapping[str, str] = MappingProxyType({
     "timed_out_broker_heartbeat_count": "TimedOutBrokerHeartbeatCount",
     "new_active_controllers_count": "NewActiveControllersCount",
 })
+
+
+# What each KafkaController gauge says (the README's metric table).
+KAFKA_HELP: Mapping[str, str] = MappingProxyType({
+    "ActiveControllerCount": "1 on the active controller, 0 elsewhere",
+    "FencedBrokerCount": "registered brokers that are fenced",
+    "ActiveBrokerCount": "registered brokers that are not fenced",
+    "GlobalTopicCount": "topics",
+    "GlobalPartitionCount": "partitions",
+    "OfflinePartitionsCount": "partitions without a leader",
+    "PreferredReplicaImbalanceCount": "partitions not led by their preferred replica",
+    "MetadataErrorCount": "committed metadata records that could not be applied",
+    "LastAppliedRecordOffset": "offset of the last metadata record applied (the active controller's own writes "
+                               "included)",
+    "TimedOutBrokerHeartbeatCount": "broker sessions found expired (each fenced its broker)",
+    "NewActiveControllersCount": "times this controller became the active one",
+})

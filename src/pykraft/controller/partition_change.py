@@ -148,15 +148,17 @@ class PartitionChangeBuilder:
 
 
 def _complete_reassignment(targets: _Targets) -> _Targets:
-    """A reassignment completes once every adding replica is in the ISR: the removing replicas leave both the
-    replica list and the ISR. It cannot complete if that would leave the ISR empty."""
+    """A reassignment completes once the ISR, without the removing replicas, holds every target replica (Kafka's
+    PartitionReassignmentReplicas.maybeCompleteReassignment): the removing replicas then leave both the replica
+    list and the ISR, and adding/removing are cleared. It never completes into an empty ISR or replica list, and
+    a target replica that fell out of the ISR (not only an adding one) holds it back."""
     if not targets.removing and not targets.adding:
         return targets
     removing = set(targets.removing)
     isr = tuple(r for r in targets.isr if r not in removing)
-    if not isr or not set(targets.adding) <= set(isr):
-        return targets
     replicas = tuple(r for r in targets.replicas if r not in removing)
+    if not isr or not replicas or not set(replicas) <= set(isr):
+        return targets
     return _Targets(isr=isr, replicas=replicas, removing=(), adding=())
 
 

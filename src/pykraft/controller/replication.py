@@ -22,7 +22,7 @@ from pykraft.records.metadata.schema.partition_record import PartitionRecordV0, 
 from pykraft.records.metadata.schema.remove_topic_record import RemoveTopicRecordV0
 from pykraft.records.metadata.schema.topic_record import TopicRecordV0
 
-from . import alter_partition, elections, topics
+from . import alter_partition, elections, reassignments, topics
 from .eligibility import BrokerEligibility
 from .partitions import NO_LEADER, PartitionRecordError, PartitionRegistration
 from .result import ControllerResult
@@ -206,6 +206,12 @@ class ReplicationControl:
 
     def handle_elect_leaders(self, request, brokers: BrokerEligibility, now_ms: int = 0) -> ControllerResult:
         return elections.elect_leaders(self, request, brokers)
+
+    def handle_alter_reassignments(self, request, brokers: BrokerEligibility) -> ControllerResult:
+        return reassignments.alter_partition_reassignments(self, request, brokers)
+
+    def handle_list_reassignments(self, request) -> ControllerResult:
+        return reassignments.list_partition_reassignments(self, request)
 
     def records_for_fence(self, broker_id: int, brokers: BrokerEligibility) -> list[object]:
         return elections.records_removing_broker(self, broker_id, brokers)

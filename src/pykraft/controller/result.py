@@ -24,11 +24,14 @@ class ControllerResult:
     """`records` are metadata record objects (pykraft.records.metadata.schema), appended as one atomic batch.
     `response` is the kio response to send after they commit (None when the operation has no caller), or a
     callable taking the offset of the first record and returning that response.
-    `kraft_version_upgrade` is set only by UpdateFeatures (see KRaftVersionUpgrade)."""
+    `kraft_version_upgrade` is set only by UpdateFeatures (see KRaftVersionUpgrade).
+    `notes` say in words what the operation decided and why (a broker fenced because its session timed out, ...):
+    the node's host logs them, as Kafka's controller logs its decisions; the simulator ignores them."""
 
     records: tuple[Any, ...] = ()
     response: Any = None
     kraft_version_upgrade: KRaftVersionUpgrade | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:

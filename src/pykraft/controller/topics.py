@@ -224,16 +224,19 @@ def manual_partitions(assignments: Sequence[tuple[int, ...]],
 
 def check_manual_replicas(replicas: tuple[int, ...], earlier: dict[int, tuple[int, ...]],
                           brokers: BrokerEligibility) -> TopicError | None:
+    """Kafka's validateManualPartitionAssignment (CreateTopics, CreatePartitions, AlterPartitionReassignments):
+    the ids are checked in ascending order, each for registration first and then for a repeat, so the message
+    names the same broker Kafka's does."""
     if not replicas:
         return bad_assignment("The manual partition assignment includes an empty replica list.")
-    seen: set[int] = set()
-    for broker in replicas:
-        if broker in seen:
-            return bad_assignment(f"The manual partition assignment includes the broker {broker} more than once.")
-        seen.add(broker)
+    previous: int | None = None
+    for broker in sorted(replicas):
         if not brokers.is_registered(broker):
             return bad_assignment(f"The manual partition assignment includes broker {broker}, but no such "
                                    f"broker is registered.")
+        if broker == previous:
+            return bad_assignment(f"The manual partition assignment includes the broker {broker} more than once.")
+        previous = broker
     if earlier:
         expected = len(next(iter(earlier.values())))
         if len(replicas) != expected:

@@ -28,7 +28,7 @@ from pykraft.net.errors import NetError
 from pykraft.storage import StorageError
 
 from pykraft.node.config.node_config import ConfigError, load_config
-from pykraft.node.logs import configure_logging
+from pykraft.node.logs import configure_logging, logs_dir
 from pykraft.node.hosts.controller_host import controller_runtime
 from pykraft.node.runtime.runtime import NodeCloseError
 
@@ -50,8 +50,14 @@ def run_server(config_path: str | Path) -> int:
     try:
         config = load_config(config_path)
     except ConfigError as exc:
-        return _fail("; ".join(exc.problems))
-    configure_logging(config.log_format, config.node_id)
+        for problem in exc.problems:  # each on a line of its own, as `storage format` prints them
+            _fail(problem)
+        return 1
+    directory = logs_dir(config.logs_dir)
+    try:
+        configure_logging(config.log_format, config.node_id, directory=directory)
+    except OSError as exc:
+        return _fail(f"cannot write the log file in {directory}: {exc.strerror or exc}")
     for warning in config.warnings:
         _log.warning(warning)
     code = _run_loop(_serve(config))

@@ -48,11 +48,12 @@ def image_and_history(rows: DataFrame, results: Results) -> None:
     keep = {"image_brokers": ("image_broker", ["cluster_id", "offset", "broker_id", "broker_epoch", "fenced",
                                                "in_controlled_shutdown", "state"]),
             "image_partitions": ("image_partition", ["cluster_id", "offset", "topic", "topic_id", "partition",
-                                                     "leader", "isr", "replicas", "leader_epoch", "partition_epoch"]),
+                                                     "leader", "isr", "replicas", "adding_replicas",
+                                                     "removing_replicas", "leader_epoch", "partition_epoch"]),
             "image_features": ("image_feature", ["cluster_id", "offset", "name", "level"]),
             "partition_history": ("partition", ["cluster_id", "offset", "timestamp", "topic", "topic_id", "partition",
-                                                "leader", "isr", "replicas", "leader_epoch", "partition_epoch",
-                                                "detail"]),
+                                                "leader", "isr", "replicas", "adding_replicas", "removing_replicas",
+                                                "leader_epoch", "partition_epoch", "detail"]),
             "broker_history": ("broker", ["cluster_id", "offset", "timestamp", "broker_id", "broker_epoch", "fenced",
                                           "in_controlled_shutdown", "state", "detail"])}
     for name, (wanted, columns) in keep.items():

@@ -28,7 +28,8 @@ BROKER_TYPES = frozenset({0, 1, 7, 8, 17})  # Register, Unregister, Fence, Unfen
 REPLAY_COLUMNS: list[tuple[str, str]] = [
     ("cluster_id", "string"), ("kind", "string"), ("offset", "bigint"), ("timestamp", "bigint"),
     ("topic", "string"), ("topic_id", "string"), ("partition", "int"), ("broker_id", "int"), ("leader", "int"),
-    ("isr", "array<int>"), ("replicas", "array<int>"), ("leader_epoch", "int"), ("partition_epoch", "int"),
+    ("isr", "array<int>"), ("replicas", "array<int>"), ("adding_replicas", "array<int>"),
+    ("removing_replicas", "array<int>"), ("leader_epoch", "int"), ("partition_epoch", "int"),
     ("broker_epoch", "bigint"), ("fenced", "boolean"), ("in_controlled_shutdown", "boolean"), ("state", "string"),
     ("name", "string"), ("level", "int"), ("detail", "string"),
 ]
@@ -158,7 +159,9 @@ def _broker_columns(broker_id: int, registration: Any) -> dict[str, Any]:
 
 def _partition_columns(topic: Any, pid: int, p: Any) -> dict[str, Any]:
     return {"topic": topic.name, "topic_id": uuid_to_kafka_str(topic.topic_id), "partition": pid,
-            "leader": p.leader, "isr": list(p.isr), "replicas": list(p.replicas), "leader_epoch": p.leader_epoch,
+            "leader": p.leader, "isr": list(p.isr), "replicas": list(p.replicas),
+            "adding_replicas": list(p.adding_replicas), "removing_replicas": list(p.removing_replicas),
+            "leader_epoch": p.leader_epoch,
             "partition_epoch": p.partition_epoch}
 
 

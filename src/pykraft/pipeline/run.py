@@ -133,7 +133,8 @@ def _topics(partitions: list[dict]) -> list[dict]:
     for p in partitions:
         topic = topics.setdefault(p["topic"], {"name": p["topic"], "topicId": p["topic_id"], "partitions": []})
         topic["partitions"].append({"partitionId": p["partition"], "leader": p["leader"], "isr": p["isr"],
-                                    "replicas": p["replicas"], "leaderEpoch": p["leader_epoch"],
+                                    "replicas": p["replicas"], "addingReplicas": p["adding_replicas"],
+                                    "removingReplicas": p["removing_replicas"], "leaderEpoch": p["leader_epoch"],
                                     "partitionEpoch": p["partition_epoch"]})
     return list(topics.values())
 

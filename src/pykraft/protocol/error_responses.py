@@ -155,6 +155,23 @@ def _per_resource(answers: str) -> PerItem:
     return build
 
 
+def _alter_reassignments(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    topic_type = _field_entity(response_type, "responses")
+    return {"responses": _items(response_type, "responses", (
+        {"name": t.name, "partitions": _items(topic_type, "partitions",
+                                              ({"partition_index": p.partition_index, **error} for p in t.partitions))}
+        for t in request.topics))}
+
+
+def _list_reassignments(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    # Kafka names each requested partition, with empty replica lists; the error is the top-level one only.
+    topic_type = _field_entity(response_type, "topics")
+    return {"topics": _items(response_type, "topics", (
+        {"name": t.name, "partitions": _items(topic_type, "partitions",
+                                              ({"partition_index": p} for p in t.partition_indexes))}
+        for t in request.topics or ()))}
+
+
 def _create_partitions(request: Any, response_type: type, error: Error) -> dict[str, Any]:
     return {"results": _items(response_type, "results", ({"name": t.name, **error} for t in request.topics))}
 
@@ -170,6 +187,8 @@ _PER_ITEM: dict[int, PerItem] = {
     37: _create_partitions,  # CreatePartitions
     43: _elect_leaders,  # ElectLeaders
     44: _per_resource("responses"),  # IncrementalAlterConfigs
+    45: _alter_reassignments,  # AlterPartitionReassignments (and the top-level error)
+    46: _list_reassignments,  # ListPartitionReassignments (and the top-level error)
 }
 
 

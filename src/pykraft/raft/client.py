@@ -17,7 +17,7 @@ from kio.static.primitive import i16, i32
 
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import kraft_upgrade, messages, timers
-from pykraft.raft.handlers import reconfig
+from pykraft.raft.handlers import reassign_voters, reconfig
 from pykraft.raft.handlers.dispatch import dispatch_request, dispatch_response
 from pykraft.raft.handlers.fetch import complete_parked_fetches, fail_parked_fetches
 from pykraft.raft.handlers.vote import maybe_win_prospective
@@ -202,7 +202,7 @@ class RaftCore:
         kraft = self.history.kraft_version_at(last)
         return SnapshotWriter(raw, last_contained_log_time_ms=last_contained_log_time_ms, now_ms=now_ms,
                               kraft_version=kraft, voters=self.history.voter_set_at(last) if kraft >= 1 else None,
-                              on_frozen=self._on_snapshot_frozen)
+                              on_frozen=self._on_snapshot_frozen, target=self.history.target_at(last))
 
     def _on_snapshot_frozen(self, snapshot_id: SnapshotId) -> None:
         self.log.on_snapshot_frozen(snapshot_id)
@@ -250,6 +250,10 @@ class RaftCore:
             raise NotLeaderError(f"not the leader of epoch {self.quorum.epoch}")
         offset = kraft_upgrade.upgrade(self, version, now_ms, validate_only)
         return offset, self._ready(now_ms)
+
+    def quorum_reassignment(self) -> tuple[VoterSet, VoterSet] | None:
+        """(voters now, target) of the quorum reassignment this leader drives (handlers/reassign_voters.py), or None."""
+        return reassign_voters.progress(self)
 
     def kraft_version(self) -> int:
         """The latest kraft.version in the log (possibly uncommitted, like Kafka's active controller uses)."""

@@ -131,6 +131,17 @@ class LeaderState:
         return (progress is not None and progress.last_caught_up_ms > 0
                 and now_ms - progress.last_fetch_ms <= CAUGHT_UP_WINDOW_MS)
 
+    def caught_up_within(self, key: ReplicaKey, now_ms: int, window_ms: int) -> bool:
+        """Stricter than `is_replica_caught_up`, for a reassignment: the replica was at the leader's log end within
+        the last `window_ms` (a paused or lagging replica stops qualifying once the window passes)."""
+        progress = self.voter_progress.get(key.id) if self.voters.is_voter(key) else self.observer_progress.get(key)
+        return progress is not None and progress.last_caught_up_ms > 0 and now_ms - progress.last_caught_up_ms <= window_ms
+
+    def newest_observer(self, node_id: int) -> ReplicaProgress | None:
+        """The progress of the observer `node_id` that fetched last (a replaced disk leaves an older key behind)."""
+        found = [p for p in self.observer_progress.values() if p.key.id == node_id and p.key != self.local_key]
+        return max(found, key=lambda p: p.last_fetch_ms) if found else None
+
     def live_observers(self, now_ms: int) -> list[ReplicaProgress]:
         return [p for p in self.observer_progress.values()
                 if p.key != self.local_key and now_ms - p.last_fetch_ms < OBSERVER_SESSION_TIMEOUT_MS]

@@ -3,7 +3,8 @@
 The content follows Kafka's RecordsSnapshotWriter layout: v2 batches with offsets starting at 0 and the snapshot
 id's epoch as partition leader epoch,
 1. one control batch: SnapshotHeaderRecord(version 0, LastContainedLogTimestamp), then, at kraft.version >= 1,
-   KRaftVersionRecord and the VotersRecord in force at the snapshot's last contained offset;
+   KRaftVersionRecord and the VotersRecord in force at the snapshot's last contained offset (carrying pykraft's
+   target tag while a quorum reassignment is in progress there: records/control.py);
 2. the data batches the caller appends (opaque values, one batch per `append`);
 3. on `freeze`, one control batch with SnapshotFooterRecord(version 0).
 
@@ -23,7 +24,7 @@ from kio.static.primitive import i16, i64
 from pykraft.raft.log import RawSnapshotWriter, SnapshotId
 from pykraft.raft.voter_set import VoterSet
 from pykraft.records import SimpleRecord, encode_batch
-from pykraft.records.control import encode_control_batch
+from pykraft.records.control import VotersRecordWithTarget, encode_control_batch
 
 
 class SnapshotWriterClosedError(RuntimeError):
@@ -40,6 +41,7 @@ class SnapshotWriter:
         kraft_version: int,
         voters: VoterSet | None,
         on_frozen: Callable[[SnapshotId], None],
+        target: VoterSet | None = None,
     ) -> None:
         assert raw.size_in_bytes() == 0, "a snapshot writer starts on an empty snapshot"
         self._raw = raw
@@ -53,7 +55,9 @@ class SnapshotWriter:
         ]
         if kraft_version >= 1:
             header.append(KRaftVersionRecord(version=i16(0), k_raft_version=i16(kraft_version)))
-            if voters is not None and len(voters) > 0:
+            if voters is not None and len(voters) > 0 and target is not None and len(target) > 0:
+                header.append(VotersRecordWithTarget(voters.to_voters_record(), target.to_voters_record()))
+            elif voters is not None and len(voters) > 0:
                 header.append(voters.to_voters_record())
         self._control(header)
 

@@ -2,7 +2,8 @@
 
 Leader side: at most one pending AddVoter or RemoveVoter (`PendingVoterChange`), and, at kraft.version 0, what
 voters reported about themselves through UpdateVoter (`volatile_voters`, the input of the kraft.version 0 -> 1
-upgrade). Follower side: when the next UpdateVoter / auto-join request is due, and which leader epoch already
+upgrade); the quorum reassignment requests waiting for their target (`reassign_waiters`, KIP-642 through
+AlterPartitionReassignments: `ReassignVotersRequest` in, `ReassignVotersResult` out; handlers/reassign_voters.py). Follower side: when the next UpdateVoter / auto-join request is due, and which leader epoch already
 acknowledged our UpdateVoter at kraft.version 0.
 
 Only the handlers in `handlers/` change this state; the invariants it carries are:
@@ -13,10 +14,12 @@ Only the handlers in `handlers/` change this state; the invariants it carries ar
 from __future__ import annotations
 
 import enum
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from pykraft.raft.voter_set import Endpoints, ReplicaKey, VoterNode
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.voter_set import Endpoints, ReplicaKey, SupportedVersionRange, VoterNode, VoterSet
 
 # KIP-853: the TimeoutMs an auto-joining controller puts in its AddVoter request.
 AUTO_JOIN_ADD_TIMEOUT_MS = 30_000
@@ -51,6 +54,49 @@ class PendingVoterChange:
         return self.record_offset is not None and high_watermark is not None and high_watermark > self.record_offset
 
 
+@dataclass(frozen=True, slots=True)
+class VoterCandidate:
+    """A controller that may become a voter, as its ControllerRegistration (in the controller's image) shows it:
+    the leader knows its directory id and progress from its Fetch, but only the registration has its endpoints."""
+
+    endpoints: Endpoints
+    supported_kraft: SupportedVersionRange
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ReassignVotersRequest:
+    """AlterPartitionReassignments naming `__cluster_metadata` partition 0, as the core takes it (the node builds
+    it; the simulator sends it as is). `target_ids` None cancels the reassignment in progress. `candidates` are the
+    registered controllers (id -> VoterCandidate); `brokers` the registered broker ids (only for a clearer error)."""
+
+    # Read when handling it fails (the node records the failure under the API it came in by).
+    __api_key__: ClassVar[int] = 45  # AlterPartitionReassignments
+    __version__: ClassVar[int] = 0
+
+    target_ids: tuple[int, ...] | None
+    timeout_ms: int
+    candidates: Mapping[int, VoterCandidate] = field(default_factory=dict)
+    brokers: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignVotersResult:
+    """The core's answer to a ReassignVotersRequest (the node maps NOT_LEADER_OR_FOLLOWER to NOT_CONTROLLER)."""
+
+    error_code: ErrorCode
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignWaiter:
+    """A ReassignVotersRequest accepted by this leader, answered once `keys` is the committed voter set."""
+
+    ref: Hashable
+    keys: frozenset[ReplicaKey]
+    epoch: int
+    deadline_ms: int
+
+
 @dataclass(slots=True)
 class ReconfigState:
     pending: PendingVoterChange | None = None
@@ -59,6 +105,13 @@ class ReconfigState:
     volatile_voters: dict[int, VoterNode] = field(default_factory=dict)
     # Follower: the (leader id, epoch) that acknowledged our kraft.version 0 UpdateVoter.
     update_acked_by: tuple[int, int] | None = None
+    # Leader: quorum reassignment requests waiting for their target, and what the reassignment waits for now
+    # (None when it is not waiting: no reassignment, or a step just taken).
+    reassign_waiters: list[ReassignWaiter] = field(default_factory=list)
+    # (leader epoch, target) accepted by this leader, to be written once no VotersRecord is uncommitted
+    pending_target: tuple[int, VoterSet] | None = None
+    reassign_waiting_for: str | None = None
+    reassign_steps: int = 0  # VotersRecords this node appended as a reassignment step (tests, traces)
     # Counters (peer input that was ignored, for metrics and tests).
     ignored_api_versions: int = 0
     failed_probes: int = 0

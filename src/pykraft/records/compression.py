@@ -36,6 +36,7 @@ _LIBRARIES = {
 # Java producers frame snappy data the xerial way: this magic, two int32 versions, then [int32 length][block]...
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_SIZE = 16
+_XERIAL_BLOCK = 32 * 1024  # snappy-java's default block size
 
 
 def _library(codec: Compression) -> ModuleType:
@@ -107,15 +108,26 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
 
 
 def compress(codec: int, data: bytes) -> bytes:
-    """Compress a records section. Only used by tests and tools to produce batches other producers would write."""
+    """Compress a records section as Kafka's Java producer frames it: snappy in xerial blocks of 32 KiB (Java's
+    SnappyOutputStream), lz4 as a frame of independent 64 KiB blocks without content size (Kafka's
+    Lz4BlockOutputStream refuses dependent blocks). Used by the log cleaner when it rewrites a compressed batch,
+    and by tests and tools."""
     if codec == Compression.GZIP:
         import gzip
 
         return gzip.compress(data)
     if codec == Compression.SNAPPY:
-        return _library(Compression.SNAPPY).compress(data)
+        snappy = _library(Compression.SNAPPY)
+        out = bytearray(_XERIAL_MAGIC)
+        out += struct.pack(">ii", 1, 1)  # the stream version and the minimum compatible version
+        for start in range(0, len(data), _XERIAL_BLOCK):
+            block = snappy.compress(data[start:start + _XERIAL_BLOCK])
+            out += struct.pack(">i", len(block))
+            out += block
+        return bytes(out)
     if codec == Compression.LZ4:
-        return _library(Compression.LZ4).compress(data)
+        frame = _library(Compression.LZ4)
+        return frame.compress(data, block_size=frame.BLOCKSIZE_MAX64KB, block_linked=False, store_size=False)
     if codec == Compression.ZSTD:
         return _library(Compression.ZSTD).ZstdCompressor().compress(data)
     raise UnsupportedCompressionError(f"unknown compression codec id {codec}")

@@ -4,9 +4,14 @@ message for that type, whose first field is its own `Version`.
 Kafka writes LeaderChangeMessage at version 0; v1 (with voter directory ids) is read too. The value's leading
 int16 picks the schema version when decoding, so both round-trip.
 
-These values come from log segments and snapshots that may be torn or corrupt, so each one is walked by
-`pykraft.protocol.wire_check` before kio's native reader sees it (a corrupt array length would otherwise abort
-the process); tagged fields a newer Kafka added are cut out, as Kafka skips them.
+One field is pykraft's own, Kafka has none: the target voter set of a quorum reassignment (AlterPartitionReassignments
+on `__cluster_metadata-0`, KIP-642), carried by a VotersRecord as a top-level tagged field, tag
+`PYKRAFT_TARGET_VOTERS_TAG` (1642, after KIP-642), whose value is a compact array of VotersRecord `Voter` structs
+(ids, directory ids, endpoints, kraft.version ranges); an empty array says that no reassignment is in progress. The
+VotersRecord itself names the voters as every VotersRecord does (the record changes no voter), so Kafka's parser
+(RecordsIterator, ControlRecordUtils, kafka-dump-log) reads it as an ordinary VotersRecord and skips the unknown tag,
+as its generated readers skip every unknown tagged field. It is written as `VotersRecordWithTarget(record, target)`
+and decoded into `ControlRecord.voters_target` (None when a VotersRecord has no such tag).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from kio.schema.voters_record.v0 import VotersRecord
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
-from pykraft.protocol.wire_check import WireFormatError, guard_for, kio_input
+from pykraft.protocol.wire_check import Edit, WireFormatError, guard_for, kio_input, read_uvarint, uvarint_bytes
 
 from .batch import Record, SimpleRecord, encode_batch
 from .errors import RecordsError
@@ -48,6 +53,18 @@ class ControlRecordType(enum.IntEnum):
     KRAFT_VOTERS = 6
 
 
+PYKRAFT_TARGET_VOTERS_TAG = 1642  # see the module docstring
+
+
+@dataclass(frozen=True, slots=True)
+class VotersRecordWithTarget:
+    """A VotersRecord to write with pykraft's target tag: `target` is the target as a VotersRecord (no voters:
+    no reassignment in progress); its Version field is not written."""
+
+    record: VotersRecord
+    target: VotersRecord
+
+
 class InvalidControlRecordError(RecordsError):
     """A record in a control batch whose key or value cannot be decoded."""
 
@@ -62,6 +79,7 @@ _SCHEMAS: dict[tuple[ControlRecordType, int], type] = {
     (ControlRecordType.KRAFT_VOTERS, 0): VotersRecord,
 }
 _TYPE_OF_CLASS: dict[type, ControlRecordType] = {cls: kind for (kind, _), cls in _SCHEMAS.items()}
+_TYPE_OF_CLASS[VotersRecordWithTarget] = ControlRecordType.KRAFT_VOTERS
 _WRITERS = {cls: entity_writer(cls) for cls in _SCHEMAS.values()}
 _READERS = {key: entity_reader(cls) for key, cls in _SCHEMAS.items()}
 # Each walk knows the schema's other versions: Kafka rejects their tags instead of skipping them.
@@ -81,6 +99,7 @@ class ControlRecord:
     type: ControlRecordType
     type_id: int
     message: Any
+    voters_target: VotersRecord | None = None  # a VotersRecord's pykraft target tag, decoded (module docstring)
 
 
 def control_record_type_of(message: object) -> ControlRecordType:
@@ -93,9 +112,26 @@ def control_record_type_of(message: object) -> ControlRecordType:
 def encode_control_record(message: object) -> SimpleRecord:
     """The key and value of one control record, ready for `encode_batch(..., control=True)`."""
     kind = control_record_type_of(message)
+    if isinstance(message, VotersRecordWithTarget):
+        return SimpleRecord(key=_KEY.pack(CONTROL_KEY_VERSION, kind), value=_with_target(message))
     buffer = io.BytesIO()
     _WRITERS[type(message)](buffer, message)
     return SimpleRecord(key=_KEY.pack(CONTROL_KEY_VERSION, kind), value=buffer.getvalue())
+
+
+def _encoded_voters_record(record: VotersRecord) -> bytes:
+    buffer = io.BytesIO()
+    _WRITERS[VotersRecord](buffer, record)
+    return buffer.getvalue()
+
+
+def _with_target(message: VotersRecordWithTarget) -> bytes:
+    """The VotersRecord's bytes with the target tag as its top-level tagged section (kio wrote it empty: 0)."""
+    base, target = _encoded_voters_record(message.record), _encoded_voters_record(message.target)
+    assert base[-1] == 0 and target[-1] == 0, "kio writes an empty top-level tagged section"
+    value = target[_VERSION.size:-1]  # the Voters compact array alone
+    tag = uvarint_bytes(1) + uvarint_bytes(PYKRAFT_TARGET_VOTERS_TAG) + uvarint_bytes(len(value))
+    return base[:-1] + tag + value
 
 
 def encode_control_batch(
@@ -126,11 +162,32 @@ def decode_control_key(key: memoryview | bytes | None) -> tuple[ControlRecordTyp
 def decode_control_record(record: Record) -> ControlRecord:
     kind, type_id = decode_control_key(record.key)
     if kind not in (ControlRecordType.UNKNOWN, ControlRecordType.ABORT, ControlRecordType.COMMIT):
-        return ControlRecord(kind, type_id, _decode_value(kind, record.value))
+        cut: list[Edit] = []
+        message = _decode_value(kind, record.value, cut)
+        target = _target_of(record.value, cut) if kind is ControlRecordType.KRAFT_VOTERS and cut else None
+        return ControlRecord(kind, type_id, message, target)
     return ControlRecord(kind, type_id, None)
 
 
-def _decode_value(kind: ControlRecordType, value: memoryview | bytes | None) -> object:
+def _target_of(value: memoryview | bytes, cut: list[Edit]) -> VotersRecord | None:
+    """The pykraft target tag among the tagged fields the walk cut out of a VotersRecord (the last one: the
+    top-level tagged section ends the record), decoded as the Voters array of a VotersRecord."""
+    view = memoryview(value)
+    for start, end, replacement in reversed(cut):
+        if replacement:
+            continue  # a count or size fixed around a cut, not a cut field
+        tag, pos = read_uvarint(view, start, end)
+        if tag != PYKRAFT_TARGET_VOTERS_TAG:
+            continue
+        _, pos = read_uvarint(view, pos, end)
+        wrapped = _VERSION.pack(0) + bytes(view[pos:end]) + b"\x00"
+        target = _decode_value(ControlRecordType.KRAFT_VOTERS, wrapped, [])
+        assert isinstance(target, VotersRecord)
+        return target
+    return None
+
+
+def _decode_value(kind: ControlRecordType, value: memoryview | bytes | None, cut: list[Edit]) -> object:
     if value is None or len(value) < _VERSION.size:
         raise InvalidControlRecordError(f"{kind.name} control record has no value")
     (version,) = _VERSION.unpack_from(value)
@@ -140,6 +197,7 @@ def _decode_value(kind: ControlRecordType, value: memoryview | bytes | None) -> 
     view = memoryview(value).toreadonly()  # kio refuses writable buffers (a log read into a bytearray)
     try:
         end, edits = _GUARDS[(kind, version)].walk(view, 0, len(view))
+        cut.extend(edits)
     except WireFormatError as exc:
         raise InvalidControlRecordError(f"cannot decode {kind.name} control record: {exc}") from None
     if end != len(view):

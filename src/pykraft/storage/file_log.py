@@ -15,6 +15,7 @@ Durability: appends, truncations and segment rolls reach the page cache only; `f
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import weakref
 from collections.abc import Callable
@@ -40,6 +41,8 @@ from .producer_snapshots import ProducerSnapshotFiles
 from .segment import HEADER, LOG_OVERHEAD, BatchInfo, Segment
 from .snapshots import FileSnapshotReader, FileSnapshotWriter, SnapshotFiles
 
+_log = logging.getLogger("pykraft.storage.log")
+
 _MIN_LENGTH = 49
 _MAX_RELATIVE_OFFSET = (1 << 31) - 1
 
@@ -54,6 +57,11 @@ class LogConfig:
     retention_bytes: int = 100 * 1024 * 1024  # metadata.max.retention.bytes (-1: no limit)
     retention_ms: int = 7 * 24 * 3600 * 1000  # metadata.max.retention.ms (-1: no limit)
     verify_follower_crc: bool = True  # check CRCs of fetched batches before they reach the disk
+    # A partition log may have offset gaps: the log cleaner removes records but never renumbers the rest, so a
+    # follower fetching a cleaned range appends batches whose base offset is above its log end, and recovery finds
+    # batches (and segments) that do not continue the previous one (Kafka only requires increasing offsets). The
+    # metadata log keeps the stricter contiguity check.
+    allow_offset_gaps: bool = False
 
 
 def parse_batches(records: bytes | memoryview, verify_crc: bool) -> tuple[memoryview, list[BatchInfo]]:
@@ -108,6 +116,9 @@ class FileLog(EpochIndexedLog):
         self._dirty_epochs = False
         self._tickets: weakref.WeakSet[FlushTicket] = weakref.WeakSet()
         self._closed = False
+        # Bumped by every change to the segments other than an append or a roll (truncation, retention, a reset,
+        # a cleaner swap): a cleaner pass planned on an older layout swaps nothing in (cleaner_manager.py).
+        self.layout_version = 0
 
     # ---- appends -----------------------------------------------------------------------------------------
     def append_as_leader(self, records: bytes | bytearray | memoryview, epoch: int, *,
@@ -131,8 +142,9 @@ class FileLog(EpochIndexedLog):
     def _append(self, view: memoryview, batches: list[BatchInfo], keep: bool = False) -> LogAppendInfo:
         expected = self.end_offset()
         last_epoch = self.last_fetched_epoch()
+        gaps = self.config.allow_offset_gaps
         for batch in batches:  # validate everything before writing anything
-            if batch.base_offset != expected:
+            if batch.base_offset != expected and not (gaps and batch.base_offset > expected):
                 raise InvalidAppendError(f"batch base offset {batch.base_offset} != expected {expected}")
             if batch.epoch < last_epoch:
                 raise InvalidAppendError(f"batch epoch {batch.epoch} < last epoch {last_epoch}")
@@ -154,14 +166,20 @@ class FileLog(EpochIndexedLog):
         )
         overflow = batches[-1].last_offset - active.base_offset > _MAX_RELATIVE_OFFSET
         if too_big or too_old or overflow:
-            self.roll()
+            # Kafka rolls at the first offset being appended: after an offset gap (a cleaned range fetched by a
+            # follower) that is above the log end.
+            self.roll(batches[0].base_offset)
 
-    def roll(self) -> None:
-        """Start a new active segment at the end offset (the old one is made durable first)."""
+    def roll(self, base_offset: int | None = None) -> None:
+        """Start a new active segment at the end offset, or at `base_offset` (>= it: the first offset about to be
+        appended). The old one is made durable first."""
+        base = self.end_offset() if base_offset is None else max(base_offset, self.end_offset())
         if self.on_roll is not None:
             self.on_roll(self.end_offset())
+        _log.debug("[LocalLog dir=%s] Rolled new log segment at offset %d (the old one: %d bytes)", self.directory,
+                   self.end_offset(), self._segments[-1].size)
         self._segments[-1].seal()
-        segment = Segment(self.directory, self.end_offset(), self.config.index_interval_bytes)
+        segment = Segment(self.directory, base, self.config.index_interval_bytes)
         segment.index.open_files()
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
@@ -183,14 +201,23 @@ class FileLog(EpochIndexedLog):
         if start_offset == end:
             return LogFetchInfo(b"", start_offset)
         i = bisect.bisect_right(self._bases, start_offset) - 1
-        view, first_base, at_end = self._segments[i].read(start_offset, max_bytes)
+        found = self._segments[i].read(start_offset, max_bytes)
+        while found is None:  # an offset gap left by the log cleaner: the next batch is in a later segment
+            i += 1
+            if i == len(self._segments):
+                return LogFetchInfo(b"", start_offset)
+            found = self._segments[i].read(self._segments[i].base_offset, max_bytes)
+        view, first_base, at_end = found
         pieces = [view]
         total = len(view)
         # Go on into the next segments while the previous one was read to its end and whole batches still fit;
         # only then is a copy (the join) needed.
         while at_end and total < max_bytes and i + 1 < len(self._segments) and self._segments[i + 1].size:
             i += 1
-            more, _, at_end = self._segments[i].read(self._segments[i].base_offset, max_bytes - total)
+            more_found = self._segments[i].read(self._segments[i].base_offset, max_bytes - total)
+            if more_found is None:
+                break
+            more, _, at_end = more_found
             if len(more) > max_bytes - total:
                 break
             pieces.append(more)
@@ -223,8 +250,11 @@ class FileLog(EpochIndexedLog):
             return
         i = bisect.bisect_right(self._bases, offset) - 1
         position, batch = self._segments[i].locate(offset)
-        assert batch is not None
-        new_end = batch.base_offset  # a batch straddling the offset goes entirely
+        # A batch straddling the offset goes entirely. With offset gaps (a cleaned log) the first batch at or past
+        # the offset may start above it, or the segment may end before it: the log then ends at the offset or
+        # where that segment's batches end.
+        new_end = self._segments[i].next_offset if batch is None else min(batch.base_offset, offset)
+        self.layout_version += 1
         for segment in self._segments[i + 1 :]:
             segment.delete()
             self._dirty_dir = True
@@ -397,3 +427,6 @@ class FileLog(EpochIndexedLog):
 
     def size_in_bytes(self) -> int:
         return sum(segment.size for segment in self._segments)
+
+    def segment_count(self) -> int:
+        return len(self._segments)

@@ -2,8 +2,8 @@
 
 Layout (Kafka's, reference §3.1); the metadata log and a broker's partition logs share it:
 
-    <log dir>/meta.properties, .lock, log-start-offset-checkpoint,
-              recovery-point-offset-checkpoint, replication-offset-checkpoint   (one line per partition)
+    <log dir>/meta.properties, .lock, log-start-offset-checkpoint, recovery-point-offset-checkpoint,
+              replication-offset-checkpoint, cleaner-offset-checkpoint         (one line per partition)
     <log dir>/<topic>-<partition>/                         e.g. __cluster_metadata-0, orders-3
         partition.metadata                                   version and topic id
         00000000000000000000.log / .index / .timeindex      segments, named by 20-digit base offset
@@ -31,6 +31,7 @@ EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"  # each compacted partition's first dirty offset (log cleaner)
 PARTITION_METADATA = "partition.metadata"
 TOPIC_NAME = "__cluster_metadata"
 # A partition directory being deleted is first renamed `<topic>-<partition>.<32 hex>-delete` (Kafka's scheme), so

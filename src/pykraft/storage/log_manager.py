@@ -250,7 +250,7 @@ class PartitionLogs:
         sync_dir(directory)
         shutil.rmtree(doomed)
         _forget_checkpoints(directory, key)
-        _log.info("deleted the log of %s-%d", topic, partition)
+        _log.debug("deleted the log of %s-%d", topic, partition)  # the partition host logs a summary at INFO
         return True
 
     def checkpoint(self) -> None:

@@ -5,11 +5,13 @@ Every check that may refuse runs before anything is written, so a refused open c
 0. `partition.metadata` names this topic id (a directory of a deleted and re-created topic is refused);
 1. find the snapshots and the leftovers of interrupted snapshot writes and deletes (`.checkpoint.part`,
    `.checkpoint.deleted`); validate every frozen snapshot (they are never torn, so a bad one is corruption);
+   and the leftovers of an interrupted cleaner swap (segment_swap.py: `.cleaned`, `.swap`, `.deleted` files),
+   planned as Kafka's LogLoader carries them out, the segments read as they will be once it is done;
 2. validate every batch of every segment, oldest first (`recovery.scan_segment`): a torn tail of the last segment
    is found and reported; anything else bad raises `CorruptLogError`;
 3. check the log start offset against the log end and the snapshots.
 Then the repairs:
-4. remove the leftovers and the orphaned index files; cut the torn tail;
+4. remove the leftovers and the orphaned index files, finish the cleaner's swap; cut the torn tail;
 5. compare each `.index`/`.timeindex` with the entries recomputed from the batches; rewrite any that differ;
 6. rebuild the epoch cache from the batches plus `leader-epoch-checkpoint`;
 7. fsync what recovery touched, so that everything the log now holds is durable (flushed end = end offset).
@@ -45,6 +47,7 @@ from .offset_checkpoints import read_offsets
 from .recovery import TornTail, cut_torn_tail, scan_segment
 from .retention import reset_to_snapshot
 from .segment import Segment
+from .segment_swap import SwapRecovery, apply_swap_recovery, plan_swap_recovery
 
 _log = logging.getLogger("pykraft.storage")
 
@@ -89,6 +92,7 @@ class _Findings:
     log: FileLog
     metadata_missing: bool  # no partition.metadata yet (written with the repairs)
     leftovers: list[str]  # interrupted snapshot writes and deletes
+    swap: SwapRecovery  # leftovers of an interrupted cleaner swap (segment_swap.py)
     orphans: list[str]  # index files without their segment
     torn: TornTail | None
     scanned_epochs: list[tuple[int, int]]
@@ -137,9 +141,16 @@ def _open(log_dir: str, config: LogConfig, owned_lock: DirectoryLock | None, key
     if found.metadata_missing:
         _write_partition_metadata(directory, topic_id)
     log._snapshots.remove_leftovers(found.leftovers)
+    if found.swap:
+        _log.info("%s: finishing an interrupted cleaner swap: deleting %s, renaming %s", directory,
+                  found.swap.delete, found.swap.renames)
+        apply_swap_recovery(directory, found.swap)
+        for segment in log._segments:
+            if segment.base_offset in found.swap.swap_logs:
+                segment.path = os.path.join(directory, found.swap.swap_logs[segment.base_offset][: -len(".swap")])
     for name in found.orphans:
         os.unlink(os.path.join(directory, name))
-    removed = found.leftovers + found.orphans
+    removed = found.leftovers + found.swap.delete + [name for name, _ in found.swap.renames] + found.orphans
     if torn is not None:
         cut_torn_tail(log._segments[-1], torn)
     rebuilt = tuple(s.index.index_path for s in log._segments if s.index.open_files())
@@ -174,12 +185,13 @@ def _check(log_dir: str, log: FileLog, config: LogConfig, key: tuple[str, int], 
             reader = log.read_snapshot(snapshot_id)
             assert reader is not None
             reader.validate()
-        bases, orphans = _segment_files(directory)
+        swap = plan_swap_recovery(directory)
+        bases, orphans = _segment_files(directory, swap)
         start = read_offsets(os.path.join(log_dir, LOG_START_CHECKPOINT)).get(key)
         latest = log.latest_snapshot_id()
         if not bases:
             bases = [max(start or 0, latest.offset if latest else 0)]
-        torn, scanned, validated = _scan_all(log, bases, config)
+        torn, scanned, validated = _scan_all(log, bases, config, swap)
         end = log.end_offset()
         log._start_offset = max(start or 0, bases[0])
         if log._start_offset > end and (latest is None or latest.offset < log._start_offset):
@@ -189,15 +201,17 @@ def _check(log_dir: str, log: FileLog, config: LogConfig, key: tuple[str, int], 
         for segment in log._segments:
             segment.close()
         raise
-    return _Findings(log, metadata_missing, leftovers, orphans, torn, scanned, validated, end)
+    return _Findings(log, metadata_missing, leftovers, swap, orphans, torn, scanned, validated, end)
 
 
-def _segment_files(directory: str) -> tuple[list[int], list[str]]:
-    """Base offsets of the `.log` files, and index files that have no `.log` (removed)."""
-    logs: set[int] = set()
+def _segment_files(directory: str, swap: SwapRecovery) -> tuple[list[int], list[str]]:
+    """Base offsets of the `.log` files (as they will be once `swap` is carried out), and index files that have no
+    `.log` (removed)."""
+    logs: set[int] = set(swap.swap_logs)
     indexes: dict[int, list[str]] = {}
+    doomed = set(swap.delete)
     for name in os.listdir(directory):
-        parsed = parse_segment_name(name)
+        parsed = parse_segment_name(name) if name not in doomed else None
         if parsed is None:
             continue
         base, suffix = parsed
@@ -209,23 +223,29 @@ def _segment_files(directory: str) -> tuple[list[int], list[str]]:
     return sorted(logs), sorted(orphans)
 
 
-def _scan_all(log: FileLog, bases: list[int], config: LogConfig) -> tuple[TornTail | None, list[tuple[int, int]], int]:
+def _scan_all(log: FileLog, bases: list[int], config: LogConfig,
+              swap: SwapRecovery) -> tuple[TornTail | None, list[tuple[int, int]], int]:
     expected = bases[0]
     last_epoch = 0
     torn = None
     epochs: list[tuple[int, int]] = []
     validated = 0
     for i, base in enumerate(bases):
-        segment = Segment(log.directory, base, config.index_interval_bytes)
+        swapped = swap.swap_logs.get(base)
+        path = None if swapped is None else os.path.join(log.directory, swapped)
+        segment = Segment(log.directory, base, config.index_interval_bytes, path)
         log._segments.append(segment)
         log._bases.append(base)
-        if base != expected:
+        gaps = config.allow_offset_gaps  # a cleaned log: a segment may start above the previous one's end
+        if base != expected and not (gaps and base > expected):
             raise LogLayoutError(
                 f"{segment.path}: segment starts at offset {base} but the previous segment ends at {expected}; "
                 f"a segment file is missing or misnamed"
             )
-        scan = scan_segment(segment, expected, last_epoch, is_last=i == len(bases) - 1)
+        scan = scan_segment(segment, base, last_epoch, is_last=i == len(bases) - 1, gaps=gaps)
         segment.next_offset = scan.next_offset
+        if i < len(bases) - 1:
+            segment.index.seal_entry()  # a sealed segment's time index ends with the entry its seal wrote
         validated += segment.size
         for epoch, start in scan.epoch_starts:
             if not epochs or epoch > epochs[-1][0]:

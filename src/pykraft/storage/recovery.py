@@ -46,13 +46,17 @@ class SegmentScan:
     last_epoch: int
     epoch_starts: list[tuple[int, int]] = field(default_factory=list)
     torn: TornTail | None = None
+    gaps: bool = False  # a batch may start above the previous one's end (a cleaned partition log)
 
 
-def scan_segment(segment: Segment, expected_offset: int, last_epoch: int, is_last: bool) -> SegmentScan:
+def scan_segment(segment: Segment, expected_offset: int, last_epoch: int, is_last: bool,
+                 gaps: bool = False) -> SegmentScan:
     """Validate `segment` and fill its in-memory index, up to a torn tail if there is one (`scan.torn`; the file is
-    not changed: `cut_torn_tail` does that once every check of the open has passed). Raises `CorruptLogError`."""
+    not changed: `cut_torn_tail` does that once every check of the open has passed). With `gaps`, batches need
+    only increasing offsets (Kafka's rule: the log cleaner leaves gaps), else each must continue the previous one.
+    Raises `CorruptLogError`."""
     file_size = os.fstat(segment.fd).st_size
-    scan = SegmentScan(expected_offset, last_epoch)
+    scan = SegmentScan(expected_offset, last_epoch, gaps=gaps)
     position = 0
     chunk_size = _CHUNK
     while position < file_size:
@@ -76,7 +80,7 @@ def _scan_chunk(chunk: bytearray, segment: Segment, base: int, scan: SegmentScan
     consumed = 0
     try:
         for batch in iter_batches(chunk, allow_truncated_tail=True):
-            if batch.base_offset != scan.next_offset:
+            if batch.base_offset != scan.next_offset and not (scan.gaps and batch.base_offset > scan.next_offset):
                 return consumed, (consumed, f"base offset {batch.base_offset}, expected {scan.next_offset}")
             if batch.last_offset_delta < 0:
                 return consumed, (consumed, f"negative last offset delta {batch.last_offset_delta}")

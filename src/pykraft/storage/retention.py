@@ -11,6 +11,7 @@ durably *before* any file behind it is deleted, so a crash in between leaves ext
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,8 @@ from .segment import Segment
 if TYPE_CHECKING:
     from .file_log import FileLog
 
+_log = logging.getLogger("pykraft.storage.log")
+
 
 def write_log_start(log: FileLog, offset: int) -> None:
     """Persist the log start of this partition, keeping the other partitions' entries of the directory."""
@@ -36,9 +39,13 @@ def advance_log_start(log: FileLog, snapshot_id: SnapshotId) -> None:
     """`delete_before_snapshot`: start = snapshot end; drop whole segments and snapshots behind it."""
     write_log_start(log, snapshot_id.offset)
     log._start_offset = snapshot_id.offset
+    log.layout_version += 1
     while len(log._segments) > 1 and log._segments[0].next_offset <= snapshot_id.offset:
-        log._segments.pop(0).delete()
+        segment = log._segments.pop(0)
+        segment.delete()
         log._bases.pop(0)
+        _log.debug("[LocalLog dir=%s] Deleted segment %d-%d (%d bytes): below snapshot %d", log.directory,
+                   segment.base_offset, segment.next_offset - 1, segment.size, snapshot_id.offset)
     for older in [s for s in log._snapshots.ids if s < snapshot_id]:
         log._snapshots.delete(older)
     # Keep the epoch covering the new start so end_offset_for_epoch stays right for later epochs.
@@ -58,6 +65,7 @@ def reset_to_offset(log: FileLog, offset: int) -> None:
     """Kafka's `truncateFullyAndStartAt`: every segment goes; the log restarts empty at `offset` (a snapshot's
     end, or a partition leader's log start that a follower fell below)."""
     write_log_start(log, offset)
+    log.layout_version += 1
     for segment in log._segments:
         segment.delete()
     log.producer_snapshots.delete_all()
@@ -122,7 +130,11 @@ def _drop_oldest_segment(log: FileLog) -> None:
     gap)."""
     new_start = max(log._segments[1].base_offset, log._start_offset)
     write_log_start(log, new_start)
-    log._segments.pop(0).delete()
+    log.layout_version += 1
+    segment = log._segments.pop(0)
+    segment.delete()
+    _log.debug("[LocalLog dir=%s] Deleted segment %d-%d (%d bytes) by retention; log start offset %d", log.directory,
+               segment.base_offset, new_start - 1, segment.size, new_start)
     log._bases.pop(0)
     log._start_offset = new_start
     log.producer_snapshots.delete_below(log._segments[0].base_offset)  # a segment's producer snapshot goes with it
@@ -143,7 +155,9 @@ def delete_expired_segments(log: FileLog, now_ms: int, retention_ms: int, retent
         if oldest.next_offset > log.high_watermark():
             break
         below_start = log._segments[1].base_offset <= log._start_offset
-        too_old = retention_ms >= 0 and 0 <= oldest.index.max_timestamp < now_ms - retention_ms
+        # An empty sealed segment (every batch removed by the log cleaner) is past any retention, as in Kafka
+        # (its largest timestamp is -1).
+        too_old = retention_ms >= 0 and (oldest.size == 0 or 0 <= oldest.index.max_timestamp < now_ms - retention_ms)
         too_big = retention_bytes >= 0 and log.size_in_bytes() - oldest.size >= retention_bytes
         if not (below_start or too_old or too_big):
             break

@@ -43,9 +43,11 @@ def parse_header(buffer: memoryview | bytes | bytearray, position: int) -> Batch
 class Segment:
     """A segment file, open for reading and appending. Single-threaded apart from `fd` used by flush tickets."""
 
-    def __init__(self, directory: str, base_offset: int, index_interval: int) -> None:
+    def __init__(self, directory: str, base_offset: int, index_interval: int, path: str | None = None) -> None:
+        """`path`: the file to open instead of `<base>.log` (an open finishing an interrupted cleaner swap reads
+        the `.log.swap` it is about to rename; segment_swap.py)."""
         self.base_offset = base_offset
-        self.path = os.path.join(directory, segment_name(base_offset, LOG_SUFFIX))
+        self.path = path or os.path.join(directory, segment_name(base_offset, LOG_SUFFIX))
         self.index = SegmentIndex(
             base_offset,
             os.path.join(directory, segment_name(base_offset, INDEX_SUFFIX)),
@@ -131,8 +133,9 @@ class Segment:
                 return batch.position, batch
         return self.size, None
 
-    def read(self, offset: int, max_bytes: int) -> tuple[memoryview, int, bool]:
-        """Whole batches from the one holding `offset`, up to `max_bytes` (at least one batch).
+    def read(self, offset: int, max_bytes: int) -> tuple[memoryview, int, bool] | None:
+        """Whole batches from the one holding `offset` (or the first after it: a cleaned log has offset gaps), up
+        to `max_bytes` (at least one batch); None when no batch of this segment ends at or after `offset`.
 
         Returns the bytes, the base offset of the first batch and whether the read reached the segment's end.
         The first batch is found from headers alone (`_batch_holding`), then one pread takes the data; or, for
@@ -142,7 +145,10 @@ class Segment:
         if cached is not None:
             view, base, end_position = cached
             return view, base, end_position == self.size
-        position, first = self._batch_holding(offset)
+        holding = self._batch_holding(offset)
+        if holding is None:
+            return None
+        position, first = holding
         buffer = pread_exact(self.fd, min(self.size - position, max(max_bytes, first.size)), position)
         end = first.size
         while end + HEADER.size <= len(buffer):  # the buffer holds at most max_bytes past the first batch
@@ -152,14 +158,14 @@ class Segment:
             end += size
         return memoryview(buffer)[:end], first.base_offset, position + end == self.size
 
-    def _batch_holding(self, offset: int) -> tuple[int, BatchInfo]:
-        """(position, header) of the batch holding `offset`, by reading headers only. The index names the batch
-        that *ends* at or before `offset`, often the whole batch before the wanted one: reading data from there
-        read (and copied) a large batch twice."""
+    def _batch_holding(self, offset: int) -> tuple[int, BatchInfo] | None:
+        """(position, header) of the first batch whose last offset is >= `offset`, by reading headers only; None
+        past the last batch. The index names the batch that *ends* at or before `offset`, often the whole batch
+        before the wanted one: reading data from there read (and copied) a large batch twice."""
         position = self.index.lookup(offset)
-        while True:
+        while position < self.size:
             chunk = pread_exact(self.fd, min(self.size - position, self.index.interval + HEADER.size), position)
-            assert len(chunk) >= HEADER.size, f"offset {offset} is not in {self.path}"
+            assert len(chunk) >= HEADER.size, f"a cut batch header at {self.path}:{position}"
             pos = 0
             while pos + HEADER.size <= len(chunk):
                 info = parse_header(chunk, pos)
@@ -167,6 +173,7 @@ class Segment:
                     return position + pos, info
                 pos += info.size
             position += pos
+        return None
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def close(self) -> None:

@@ -66,6 +66,7 @@ async def fetch(host: PartitionHost, message: Any, clock: Any) -> Any:
         answers, total, urgent = _answer_all(host, message, replica_id, broker_epoch, clock())
         remaining = deadline - loop.time()
         if total >= int(message.min_bytes) or urgent or remaining <= 0:
+            _count(host, answers, replica_id)
             return _response(int(message.__version__), answers)
         try:
             await asyncio.wait_for(changed.wait(), remaining)
@@ -73,8 +74,11 @@ async def fetch(host: PartitionHost, message: Any, clock: Any) -> Any:
             pass
 
 
+Answers = list[tuple[Any, "str | None", list[_PartitionAnswer]]]  # (request topic, its name, partition answers)
+
+
 def _answer_all(host: PartitionHost, message: Any, replica_id: int, broker_epoch: int,
-                now_ms: int) -> tuple[list[tuple[Any, list[_PartitionAnswer]]], int, bool]:
+                now_ms: int) -> tuple[Answers, int, bool]:
     answers = []
     total = 0
     urgent = False
@@ -88,8 +92,25 @@ def _answer_all(host: PartitionHost, message: Any, replica_id: int, broker_epoch
             total += len(answer.records)
             urgent = urgent or answer.error is not ErrorCode.NONE or answer.diverging is not None
             parts.append(answer)
-        answers.append((topic, parts))
+        answers.append((topic, name, parts))
     return answers, total, urgent
+
+
+def _count(host: PartitionHost, answers: Answers, replica_id: int) -> None:
+    """BrokerTopicMetrics of the answer given (not of the looks a long poll took before it): a partition read
+    each, and the record bytes sent, to a follower or to a consumer. Topics the broker does not know are left out,
+    as Kafka answers them before counting."""
+    stats = host.topic_stats
+    for _, name, parts in answers:
+        if name is None or host.cache.topic_id(name) is None:
+            continue
+        counters = stats.of(name)
+        counters.total_fetch_requests += len(parts)
+        sent = sum(len(a.records) for a in parts)
+        if replica_id >= 0:
+            counters.replication_bytes_out += sent
+        else:
+            counters.bytes_out += sent
 
 
 def _answer_one(host: PartitionHost, name: str | None, unknown: ErrorCode, p: Any, replica_id: int,
@@ -136,10 +157,10 @@ def _trim(records: bytes | memoryview, upper: int) -> bytes | memoryview:
     return view[:pos] if pos < len(view) else records
 
 
-def _response(version: int, answers: list[tuple[Any, list[_PartitionAnswer]]]) -> Any:
+def _response(version: int, answers: Answers) -> Any:
     ns = response_namespace(ApiKey.FETCH, version)
     topics = []
-    for topic, parts in answers:
+    for topic, _, parts in answers:
         datas = []
         for a in parts:
             extra = {}

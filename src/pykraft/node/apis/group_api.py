@@ -49,12 +49,20 @@ MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
 def offsets_topic_settings(raw: Any) -> tuple[int, int]:
     """(offsets.topic.num.partitions, offsets.topic.replication.factor); ValueError on a bad value."""
     numbers = []
-    for key, default in (("offsets.topic.num.partitions", "50"), ("offsets.topic.replication.factor", "3")):
+    for key, default in (("offsets.topic.num.partitions", "50"), ("offsets.topic.replication.factor", "3"),
+                         ("offsets.topic.segment.bytes", "104857600")):
         text = str(raw.get(key, default)).strip()
         if not text.isdigit() or int(text) < 1:
             raise ValueError(f"{key}: {text!r} is not a positive integer")
         numbers.append(int(text))
     return numbers[0], numbers[1]
+
+
+def offsets_topic_configs(raw: Any) -> dict[str, str]:
+    """Kafka's GroupCoordinator.offsetsTopicConfigs: the topic is compacted (a group's offsets are the latest
+    record of each key), with segments of offsets.topic.segment.bytes (100 MiB)."""
+    segment = str(raw.get("offsets.topic.segment.bytes", "104857600")).strip()
+    return {"cleanup.policy": "compact", "segment.bytes": segment, "compression.type": "producer"}
 
 
 class GroupApi:
@@ -118,10 +126,13 @@ class GroupApi:
     def _create_offsets_topic(self) -> None:
         if self._creating is not None and not self._creating.done():
             return
-        partitions, replication = offsets_topic_settings(self.broker.data_plane.node_config.raw)
+        raw = self.broker.data_plane.node_config.raw
+        partitions, replication = offsets_topic_settings(raw)
+        configs = tuple(ct_req.CreatableTopicConfig(name=name, value=value)
+                        for name, value in offsets_topic_configs(raw).items())
         request = ct_req.CreateTopicsRequest(timeout=CREATE_TIMEOUT, validate_only=False, topics=(
             ct_req.CreatableTopic(name=TopicName(OFFSETS_TOPIC), num_partitions=i32(partitions),
-                                  replication_factor=i16(replication), assignments=(), configs=()),))
+                                  replication_factor=i16(replication), assignments=(), configs=configs),))
         self._creating = asyncio.get_running_loop().create_task(self._create(request))
 
     async def _create(self, request: Any) -> None:

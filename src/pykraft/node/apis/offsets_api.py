@@ -83,7 +83,7 @@ def find_by_timestamp(log: FileLog, target: int, upper: int) -> tuple[int, int] 
                         best = _record_with(batch, lambda ts, m=batch.max_timestamp: ts == m, upper, lower) or best
                 elif batch.max_timestamp >= target:
                     hit = _record_with(batch, lambda ts: ts >= target, upper, lower)
-                    if hit is not None:
+                    if hit is not None:  # a batch the log cleaner emptied keeps its max timestamp
                         return hit
         except RecordsError:
             return best

@@ -71,7 +71,8 @@ def build_config(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str], l
         tls=_tls(read, listeners, protocols),
         security=security_config(read, roles, listeners, controller_names, protocols, inter_broker),
         metrics_port=_metrics_port(read),
-        log_format=read.choice("pykraft.log.format", "json", ("json", "text")),
+        log_format=read.choice("pykraft.log.format", "text", ("json", "text")),
+        logs_dir=read.text("pykraft.logs.dir") or None,
         **_metadata_log(read),
     )
     for problem in kafka_value_problems(props):

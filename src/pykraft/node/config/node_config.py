@@ -6,8 +6,9 @@ kept in `raw`.
 Things that are legal but unwise (a fetch timeout below twice the 500 ms long-poll wait) are not errors: they
 are listed in `NodeConfig.warnings` for the node to log at start.
 
-pykraft-only keys: `pykraft.metrics.port` (Prometheus exporter, unset = off) and `pykraft.log.format`
-(json|text). TLS uses librdkafka's PEM key names: `ssl.certificate.location`, `ssl.key.location`,
+pykraft-only keys: `pykraft.metrics.port` (Prometheus exporter, unset = off), `pykraft.log.format` (text, Kafka's
+log layout, the default | json) and `pykraft.logs.dir` (also write `server.log` there, as Kafka's `kafka.logs.dir`;
+unset: the `LOG_DIR` environment variable, as Kafka's scripts read it, else stderr only: node/logs.py). TLS uses librdkafka's PEM key names: `ssl.certificate.location`, `ssl.key.location`,
 `ssl.ca.location`, or Kafka's `ssl.keystore.*` / `ssl.truststore.*` (PKCS12 or PEM types, config_stores.py), plus
 Kafka's `ssl.client.auth` (required|requested|none). Kafka keys pykraft does not use are still checked against
 Kafka's types and ranges, security settings it does not enforce refuse the start, and the keys it does not
@@ -90,6 +91,7 @@ class NodeConfig:
     metrics_port: int | None
     log_format: str
     raw: Mapping[str, str]
+    logs_dir: str | None = None
     initial_broker_registration_timeout_ms: int = 60_000
     warnings: tuple[str, ...] = ()
     security: SecurityConfig = SecurityConfig()

@@ -25,12 +25,13 @@ def check_listeners_bindable(listeners: Iterable[Any]) -> None:
         try:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         except socket.gaierror as exc:
-            raise OSError(f"cannot listen on {host}:{port} ({listener.name}): {exc.strerror}") from None
+            raise OSError(f"cannot listen on {host}:{port} (listener {listener.name}): {exc.strerror}") from None
         for family, kind, proto, _, address in infos:
             with socket.socket(family, kind, proto) as probe:
                 probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 try:
                     probe.bind(address)
                 except OSError as exc:
-                    raise OSError(exc.errno, f"cannot listen on {host}:{port} ({listener.name}): "
-                                             f"{(exc.strerror or str(exc)).lower()}") from None
+                    # The message alone (no "[Errno 98]" before it): it is the one line the refused start prints.
+                    raise OSError(f"cannot listen on {host}:{port} (listener {listener.name}): "
+                                  f"{(exc.strerror or str(exc)).lower()}") from None

@@ -16,8 +16,8 @@ controller listener in the voter set. Requests to it go over the runtime's conne
 is handed back to the component that asked, which owns every retry and backoff decision. Nothing here blocks the
 core task: sends are tasks, timers are loop callbacks, and the pure components are only touched from the loop.
 
-CreateTopics, DeleteTopics, ElectLeaders, UpdateFeatures, (Incremental)AlterConfigs and CreatePartitions sent to a
-broker are forwarded to the active controller, as Kafka's
+CreateTopics, DeleteTopics, ElectLeaders, UpdateFeatures, (Incremental)AlterConfigs, CreatePartitions and
+Alter/ListPartitionReassignments sent to a broker are forwarded to the active controller, as Kafka's
 brokers forward them; an unreachable controller gives NOT_CONTROLLER (retriable for clients).
 """
 
@@ -29,7 +29,8 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pykraft.broker.actions import BrokerState, FindController, Ready, SendToController, ShutdownComplete, StateChanged
+from pykraft.broker.actions import (BrokerState, FindController, IsrChange, Ready, SendToController, ShutdownComplete,
+                                    StateChanged)
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.isr_rules import DEFAULT_REPLICA_LAG_TIME_MAX_MS
 from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
@@ -45,7 +46,9 @@ from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
 from pykraft.node.apis.client_apis import controllers
+from pykraft.node.hosts.broker_log import error_name, log_isr_change, log_state_change
 from pykraft.node.apis.configs_api import with_logger_changes
+from pykraft.node.apis.quorum_reassign_api import forward_timeout_ms
 from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
 from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
@@ -65,7 +68,9 @@ _log = logging.getLogger("pykraft.node.broker")
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADERS, ApiKey.UPDATE_FEATURES,
                   ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS,
-                  ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
+                  ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                  ApiKey.UNREGISTER_BROKER, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
+                  ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 # The RPCs Kafka serves on controller listeners only (their schemas' "listeners": ["controller"]): a broker listener
 # does not offer them, so a broker never takes part in an election or a voter change on a peer's behalf.
 CONTROLLER_ONLY_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT,
@@ -148,7 +153,10 @@ class BrokerHost:
         self.group_api = GroupApi(self, self.groups)
         self.runtime: NodeRuntime | None = None
         self.finished: asyncio.Future[ShutdownComplete] | None = None
-        self.undecodable_records = 0
+        self.undecodable_records = 0  # metadata records replayed from the log that could not be decoded
+        self.unloadable_records = 0  # the same, in loaded snapshots
+        self.last_applied_offset = -1  # broker-metadata-metrics
+        self.last_applied_timestamp_ms: int | None = None
         self.forward_failures = 0
         self._timers: dict[str, tuple[int, asyncio.TimerHandle]] = {}  # name -> (wakeup ms, its timer)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -211,22 +219,27 @@ class BrokerHost:
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:
-        self.cache.replay_all(metadata_records(batches, on_undecodable=self._count_undecodable))
+        self.cache.replay_all(metadata_records(batches, on_undecodable=self._count_undecodable,
+                                               on_batch=self._note_batch))
         self._after_metadata(last_offset)
 
     def load_snapshot(self, reader: RawSnapshotReader) -> None:
         last_contained = reader.snapshot_id.offset - 1
-        records = metadata_records(reader.records(), on_undecodable=self._count_undecodable)
+        records = metadata_records(reader.records(), on_undecodable=self._count_unloadable)
         self.cache.load_snapshot((record for _, record in records), last_contained)
         self._after_metadata(last_contained)
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
-        """Nothing to do: every send looks up the current leader (= active controller) when it goes out."""
+        """Logged only: every send looks up the current leader (= active controller) when it goes out."""
+        if leader_id is not None:
+            _log.info("[BrokerLifecycleManager id=%d] The active controller is now node %d (epoch %d)", self.node_id,
+                      leader_id, epoch)
 
     def snapshot_records(self) -> Iterable[bytes]:
         return [encode_metadata_record(r) for r in self.cache.snapshot_records()]
 
     def _after_metadata(self, last_offset: int) -> None:
+        self.last_applied_offset = last_offset
         self.lifecycle.note_metadata_offset(last_offset)
         if self.finished is None:
             return  # replay of the local log before start(): nothing is running yet
@@ -238,6 +251,12 @@ class BrokerHost:
 
     def _count_undecodable(self, count: int = 1) -> None:
         self.undecodable_records += count
+
+    def _count_unloadable(self, count: int = 1) -> None:
+        self.unloadable_records += count
+
+    def _note_batch(self, batch: Any) -> None:
+        self.last_applied_timestamp_ms = batch.max_timestamp
 
     # ---- the pure components' actions --------------------------------------------------------------------------
     def _component(self, name: str) -> Any:
@@ -256,6 +275,9 @@ class BrokerHost:
                 self._on_state_changed(action)
             elif isinstance(action, ShutdownComplete):
                 self._on_shutdown_complete(action)
+            elif isinstance(action, IsrChange):
+                log_isr_change(self.node_id, self.cache.topic_name(action.topic_id), action,
+                               self.isr.config.replica_lag_time_max_ms)
             elif isinstance(action, FindController):
                 _log.debug("%s: looking for the active controller again", name)
         self._schedule(name, ready.wakeup_ms)
@@ -290,8 +312,12 @@ class BrokerHost:
             return
         error = int(getattr(response, "error_code", 0))
         if error:
-            _log.info("%s: the controller at %s answered %s with error %d", name, address,
-                      type(send.request).__name__, error)
+            # NOT_CONTROLLER is what a controller failover looks like from here: expected, the next send finds the
+            # new one (the raft and controller lines say who it is)
+            _log.log(logging.DEBUG if error == ErrorCode.NOT_CONTROLLER else logging.INFO,
+                     "%s: the controller at %s:%s answered %s with %s", name, *address, type(send.request).__name__,
+                     error_name(error))
+        registered = self.lifecycle.registered
         try:
             ready = component.handle_response(send.request_id, response, self._now())
         except Exception as exc:  # noqa: BLE001 - a bug met by this one answer: as if it never came (contained)
@@ -299,6 +325,9 @@ class BrokerHost:
             self.runtime.handler_errors.record(int(request.__api_key__), int(request.__version__), exc,  # type: ignore[union-attr]
                                                f"response from the controller at {address}")
             ready = component.handle_failure(send.request_id, self._now())
+        if self.lifecycle.registered and not registered:
+            _log.info("[BrokerLifecycleManager id=%d] Registered with the controller at %s:%s: broker epoch %d",
+                      self.node_id, *address, self.lifecycle.broker_epoch)  # type: ignore[misc]
         self._run(name, ready)
 
     def _send_done(self, task: asyncio.Task[None]) -> None:
@@ -308,8 +337,7 @@ class BrokerHost:
             _log.error("sending to the controller failed: %r", task.exception())
 
     def _on_state_changed(self, change: StateChanged) -> None:
-        _log.info("broker %d: %s -> %s (broker epoch %d)", self.node_id, change.old.value, change.new.value,
-                  self.lifecycle.broker_epoch)
+        log_state_change(self.node_id, change, len(self.isr.led_partitions()), self.lifecycle.broker_epoch)
         runtime = self.runtime
         if runtime is not None and hasattr(runtime, "trace"):
             runtime.trace.event(self._now(), "broker_state", old=change.old.value, new=change.new.value,
@@ -387,7 +415,8 @@ class BrokerHost:
         address = self._controller_address()
         answer = None
         if address is not None:
-            answer = await self.runtime.outbound.forward(address[0], address[1], wrap(decoded))  # type: ignore[union-attr]
+            answer = await self.runtime.outbound.forward(  # type: ignore[union-attr]
+                address[0], address[1], wrap(decoded), forward_timeout_ms(message))
         response = None if answer is None else unwrap_answer(decoded, answer)
         if response is None:
             error = (envelope_error(answer) if answer is not None else None) or ErrorCode.NOT_CONTROLLER

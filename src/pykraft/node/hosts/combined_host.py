@@ -77,7 +77,7 @@ class CombinedHost:
         async def forwarded(decoded: DecodedRequest) -> Any:
             key, message = int(decoded.api_key), decoded.message
             if self.controller.controller.active:
-                return await self.controller.request(key, message)
+                return await self.controller.answer(key, message)
             return await self.broker.forward(decoded)
 
         handlers.update({int(key): forwarded for key in FORWARDED_APIS})

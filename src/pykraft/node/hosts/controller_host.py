@@ -38,6 +38,7 @@ from pykraft.controller.controller import (ALLOCATE_PRODUCER_IDS, ALTER_CONFIGS,
                                           UPDATE_FEATURES, ControllerConfig, QuorumController)
 from pykraft.controller.host import ControllerHostView, HostedController, Refusal, Written, error_reply
 from pykraft.controller.log_replay import metadata_records
+from pykraft.controller.reassignments import ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS
 from pykraft.controller.replication import ReplicationControl
 from pykraft.controller.result import ControllerResult, KRaftVersionUpgrade
 from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
@@ -54,9 +55,12 @@ from pykraft.storage.meta_properties import read_meta_properties
 
 from pykraft.node.runtime.metrics import EventQueueStats
 from pykraft.node.apis.configs_api import describe_handler, node_view, with_logger_changes
+from pykraft.node.apis.quorum_reassign_api import RaftQuorumReassignments
 from pykraft.node.apis.security_apis import IMAGE_SECURITY_APIS, SASL_APIS, acl_writes, security_handlers
+from pykraft.node.hosts.controller_registration import ControllerRegistrar
 from pykraft.node.apis.versions import to_request_version
 from pykraft.node.apis.writes import WriteFailed
+from pykraft.node.hosts import reassignment_requests
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
@@ -72,8 +76,8 @@ HOST_APIS: Mapping[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ELECT_LEADERS: (0, 2), ALTER_PARTITION: (2, 3),
     BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0), CONTROLLER_REGISTRATION: (0, 0),
     UPDATE_FEATURES: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_CONFIGS: (0, 2), CREATE_PARTITIONS: (0, 3),
-    ALLOCATE_PRODUCER_IDS: (0, 0), ASSIGN_REPLICAS_TO_DIRS: (0, 0), CREATE_ACLS: (1, 3), DELETE_ACLS: (1, 3),
-    ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ALLOCATE_PRODUCER_IDS: (0, 0), ASSIGN_REPLICAS_TO_DIRS: (0, 0), ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+    LIST_PARTITION_REASSIGNMENTS: (0, 0), CREATE_ACLS: (1, 3), DELETE_ACLS: (1, 3), ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 # Answered by any controller or broker from its own image, without the core task (Kafka's brokers and controllers
 # both serve DescribeConfigs and DescribeAcls from their metadata image), and the SASL APIs after authentication.
@@ -155,7 +159,9 @@ def controller_host(node_config: Any) -> ControllerHost:
     except StorageError:
         cluster_id = ""  # NodeRuntime.start() refuses the directory with the proper message
     bootstrap = read_bootstrap_records(node_config.metadata_log_dir)
-    return ControllerHost(controller_config(node_config, cluster_id, bootstrap))
+    host = ControllerHost(controller_config(node_config, cluster_id, bootstrap))
+    host.registrar = ControllerRegistrar.of_config(host, node_config)
+    return host
 
 
 def hosted_runtime(node_config: Any, host: Any, **runtime_options: Any) -> NodeRuntime:
@@ -196,6 +202,12 @@ class ControllerHost(ControllerHostView):
         # The authorizer's initial load (Kafka's completeInitialLoad): the committed log replayed up to the high
         # watermark; before it only super users are authorized (controller/authorizer.py).
         self.acls_loaded = False
+        # Registers this controller with the active one (set by `controller_host`; None for a bare host in tests).
+        self.registrar: ControllerRegistrar | None = None
+        # KIP-642's seam: the __cluster_metadata entries of AlterPartitionReassignments (reassignment_requests.py),
+        # answered by the raft core (node/apis/quorum_reassign_api.py).
+        self.quorum_reassignments: reassignment_requests.QuorumReassignments = RaftQuorumReassignments(
+            lambda: self.runtime, lambda: self.controller)
 
     def bind(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
@@ -216,13 +228,21 @@ class ControllerHost(ControllerHostView):
 
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
-            return await self.request(int(decoded.api_key), decoded.message)
+            return await self.answer(int(decoded.api_key), decoded.message)
         handlers = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}  # noqa: SLF001
         handlers[INCREMENTAL_ALTER_CONFIGS] = with_logger_changes(handler, self.config.node_id)
         enabled = authorizer_configured(self.config.static_configs)
         for key in (CREATE_ACLS, DELETE_ACLS):
             handlers[key] = acl_writes(handler, enabled)
         return {**handlers, **image_handlers(self.metadata_image, self.config.node_id, self.config.static_configs)}
+
+    async def answer(self, api_key: int, message: Any) -> Any:
+        """A client's request to this controller (or forwarded by a broker): the reassignment APIs through their
+        own path (their quorum entries), everything else straight to `request`."""
+        special = reassignment_requests.HANDLERS.get(api_key)
+        if special is not None:
+            return await special(self, message)
+        return await self.request(api_key, message)
 
     def _core(self) -> Any:
         return None if self.runtime is None else self.runtime.core
@@ -233,13 +253,23 @@ class ControllerHost(ControllerHostView):
         records = metadata_records(batches, on_undecodable=self._count_undecodable,
                                    skip=ahead.covers if ahead else None, on_batch=self._note_batch)
         self.hosted.replay_committed(records, last_offset, self._core())
+        self._poke_registrar()
 
     def load_snapshot(self, reader: RawSnapshotReader) -> None:
         records = metadata_records(reader.records(), on_undecodable=self._count_undecodable)
         self.hosted.load_snapshot([record for _, record in records], reader.snapshot_id.offset - 1)
         self.snapshots_loaded += 1
+        self._poke_registrar()
+
+    def _poke_registrar(self) -> None:
+        if self.registrar is not None:
+            self.registrar.poke()
 
     def leader_changed(self, leader_id: int | None, epoch: int) -> None:
+        self._poke_registrar()
+        # Every controller says who leads now (Kafka's QuorumController logs the same on each of them).
+        if leader_id is not None:
+            _log.info("%sIn the new epoch %d, the active controller is node %d", self._prefix, epoch, leader_id)
         if leader_id == self.config.node_id and self.runtime is not None:
             self.runtime.submit(lambda now: self._activate(epoch, now))
         elif self.controller.active:
@@ -251,17 +281,25 @@ class ControllerHost(ControllerHostView):
         return [encode_metadata_record(r) for r in self.hosted.committed_records(None if core is None else core.log)]
 
     # ---- requests ----------------------------------------------------------------------------------------------
-    async def request(self, api_key: int, message: Any) -> Any:
-        """Run one controller request on the core task; the answer at the request's version, once committed."""
+    async def request(self, api_key: int, message: Any, timeout_ms: int | None = None) -> Any:
+        """Run one controller request on the core task; the answer at the request's version, once committed.
+        With `timeout_ms`, a request the core has not started running by then is answered REQUEST_TIMED_OUT and
+        never runs (Kafka's deadline on its controller event queue)."""
         runtime = self.runtime
         assert runtime is not None, "bind() the host first"
         version = int(message.__version__)
         accepted: asyncio.Future[tuple[Any, asyncio.Future[None] | None, int]] = (
             asyncio.get_running_loop().create_future())
         submitted = runtime.clock()
+        deadline = None if timeout_ms is None else submitted + timeout_ms
+        timed_out = None if timeout_ms is None else error_reply(
+            api_key, message, ErrorCode.REQUEST_TIMED_OUT,
+            f"the controller did not start the request within its timeout of {timeout_ms} ms")
         runtime.submit_request(lambda now: self._timed(submitted, now, lambda: self._handle_on_core(
-            api_key, message, now, accepted)), message, accepted)
+            api_key, message, now, accepted, (deadline, timed_out))), message, accepted)
         try:
+            if timeout_ms is not None:
+                await _not_later_than(accepted, timeout_ms, timed_out)
             response, waiter, first_offset = await accepted
             if waiter is not None:
                 await waiter
@@ -275,7 +313,8 @@ class ControllerHost(ControllerHostView):
             response = response(first_offset)
         return to_request_version(response, version)
 
-    def _handle_on_core(self, api_key: int, message: Any, now: int, accepted: asyncio.Future) -> Any:
+    def _handle_on_core(self, api_key: int, message: Any, now: int, accepted: asyncio.Future,
+                        deadline: tuple[int | None, Any] = (None, None)) -> Any:
         def refuse(refusal: Refusal) -> None:
             self.not_controller_answers += refusal.error == ErrorCode.NOT_CONTROLLER
             accepted.set_result((error_reply(api_key, message, refusal.error, refusal.text), None, -1))
@@ -283,6 +322,11 @@ class ControllerHost(ControllerHostView):
         if accepted.done():
             self.event_queue.timed_out += 1
             return None  # the caller went away
+        deadline_ms, timed_out = deadline
+        if deadline_ms is not None and now >= deadline_ms:  # reached at or after its deadline: never run
+            self.event_queue.timed_out += 1
+            accepted.set_result((timed_out, None, -1))
+            return None
         core = self._core()
         # Any exception of `handle` but its refusals fails this request only: submit_request hands it to
         # `accepted` (handler_errors.py).
@@ -329,6 +373,7 @@ class ControllerHost(ControllerHostView):
         if isinstance(written, Refusal):
             _ready_of(written)
             return _failed(written.error, written.text) if wait else None, None
+        self._log_notes(result)  # decided and written (a refused write decided nothing)
         if written.last_offset is None:
             unfinished = self.hosted.unfinished_write()
             return (runtime.waiters.add(unfinished, epoch) if wait and unfinished is not None else None), None
@@ -342,7 +387,7 @@ class ControllerHost(ControllerHostView):
         activated = self.hosted.activate(runtime.core, epoch, now)
         if activated is None:
             return None
-        _log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
+        _log.info("%snode %d is the active controller of epoch %d", self._prefix, self.config.node_id, epoch)
         self._schedule_tick()
         return _ready_of(activated[1])
 
@@ -368,6 +413,8 @@ class ControllerHost(ControllerHostView):
         ticked = self.hosted.tick(self._core(), now)
         if ticked is None:
             return None
+        if not isinstance(ticked[1], Refusal):
+            self._log_notes(ticked[0])
         self._schedule_tick()
         return _ready_of(ticked[1])
 
@@ -400,10 +447,19 @@ class ControllerHost(ControllerHostView):
                 self.runtime.acls_loaded()
 
     def _resign(self) -> None:
-        _log.info("node %d stops being the active controller", self.config.node_id)
+        _log.info("%snode %d stops being the active controller", self._prefix, self.config.node_id)
         self._cancel_tick()
         core = self._core()
         self.hosted.resign(None if core is None else core.log)
+
+    def _log_notes(self, result: ControllerResult) -> None:
+        """What the controller decided and why (fencing, unfencing, controlled shutdowns, registrations)."""
+        for note in result.notes:
+            _log.info("%s%s", self._prefix, note)
+
+    @property
+    def _prefix(self) -> str:
+        return f"[QuorumController id={self.config.node_id}] "
 
     def _note_batch(self, batch: Any) -> None:
         self.last_applied_timestamp_ms = batch.max_timestamp  # the lag metric's append time
@@ -427,6 +483,16 @@ def _merged(first: Ready | None, second: Ready | None) -> Ready | None:
     if first is None or second is None:
         return second if first is None else first
     return Ready(first.effects + second.effects, min(first.wakeup_ms, second.wakeup_ms))
+
+
+async def _not_later_than(accepted: asyncio.Future[Any], timeout_ms: int, timed_out: Any) -> None:
+    """Wait for `accepted` at most `timeout_ms`; then give it the `timed_out` answer (the core skips a request whose
+    answer is set before it runs)."""
+    try:
+        await asyncio.wait_for(asyncio.shield(accepted), max(timeout_ms, 0) / 1000)
+    except asyncio.TimeoutError:
+        if not accepted.done():
+            accepted.set_result((timed_out, None, -1))
 
 
 def _failed(error: ErrorCode, message: str) -> asyncio.Future[None]:

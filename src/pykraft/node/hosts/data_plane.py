@@ -7,7 +7,8 @@
   frames (runtime/allocator.py), recover the partition logs (the metadata log's
   directory lock is shared when metadata.log.dir is one of log.dirs), follow the metadata, start the fetchers
   and the maintenance timer (partition_maintenance.py: flush what flush.ms/flush.messages make due, never by
-  default as in Kafka, in a worker thread; then retention and checkpoint files; every `MAINTENANCE_INTERVAL_S`).
+  default as in Kafka, in a worker thread; then retention and checkpoint files; every `MAINTENANCE_INTERVAL_S`),
+  and the log cleaner's threads for compacted topics (log_cleaner.py).
 - `sync_metadata()` / `progress()` / `isr_changed()` are the broker host's hooks: leadership from the cache,
   follower progress into the ISR manager, the ISR manager's high watermark back into the logs.
 Until `open()` every partition answers NOT_LEADER_OR_FOLLOWER (or UNKNOWN_TOPIC_OR_PARTITION).
@@ -40,6 +41,7 @@ from pykraft.node.apis.listeners import listener_name
 from pykraft.node.apis.producer_id_api import ProducerIdBlocks, init_producer_id
 from pykraft.node.runtime.allocator import tune_for_large_frames
 from pykraft.node.runtime.flusher import thread_runner
+from pykraft.node.hosts.log_cleaner import CleanerConfig, LogCleaner
 from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
 from pykraft.node.hosts import dir_assignments
 from pykraft.node.hosts.replica_fetcher import ReplicaFetchers
@@ -80,6 +82,8 @@ class DataPlane:
         self.node_config = node_config
         self.settings = DataPlaneSettings.of(node_config.node_id, node_config.raw)
         auto_create.settings(node_config.raw)  # refuse a bad value at start, not at the first Metadata request
+        self.cleaner_config = CleanerConfig.of(node_config.raw)  # likewise for the log cleaner's settings
+        self.cleaner: LogCleaner | None = None
         self.host = PartitionHost(self.settings, broker.cache, None,
                                   report_progress=self._report_progress, high_watermark_of=broker.isr.high_watermark,
                                   now_ms=broker._now)  # noqa: SLF001
@@ -104,6 +108,10 @@ class DataPlane:
         held = {config.metadata_log_dir: runtime.storage.lock} if config.metadata_log_dir in config.log_dirs else {}
         self.host.logs = PartitionLogs(tuple(config.log_dirs), self.host.log_config_for, held_locks=held)
         self.host.load()
+        clock = self.broker._now  # noqa: SLF001
+        self.cleaner = LogCleaner(self.cleaner_config, self.host, tuple(config.log_dirs), clock)
+        self.host.cleaning = self.cleaner.manager
+        self.cleaner.start()
         self.fetchers = ReplicaFetchers(self.host, broker_epoch=lambda: self.broker.lifecycle.broker_epoch,
                                         address_of=self._address_of, send=runtime.outbound.to_broker,
                                         fetchers_per_source=self._fetchers_per_source)
@@ -118,6 +126,8 @@ class DataPlane:
                                                    minimum=1)
 
     def close(self) -> None:
+        if self.cleaner is not None:
+            self.cleaner.stop()  # its threads swap nothing more: the logs close below
         if self._timer is not None:
             self._timer.cancel()
         if self._maintenance is not None:
@@ -227,12 +237,20 @@ class DataPlane:
         async def produce(decoded: DecodedRequest) -> Any:
             if produce_api.names_metadata_topic(decoded.message):
                 return await self.broker.runtime.inbound.produce_metadata(decoded)  # type: ignore[union-attr]
-            return await produce_api.produce(self.host, decoded.message)
+            try:
+                return await produce_api.produce(self.host, decoded.message)
+            except Exception:
+                self._count_failed(decoded.message.topic_data, "name", "partition_data", "failed_produce_requests")
+                raise  # the inbound boundary answers UNKNOWN_SERVER_ERROR (handler_errors.py)
 
         async def fetch(decoded: DecodedRequest) -> Any:
             if fetch_api.names_metadata_topic(decoded.message):
                 return await self.broker.runtime.inbound.answer_on_core(decoded)  # type: ignore[union-attr]
-            return await fetch_api.fetch(self.host, decoded.message, self.broker._now)  # noqa: SLF001
+            try:
+                return await fetch_api.fetch(self.host, decoded.message, self.broker._now)  # noqa: SLF001
+            except Exception:
+                self._count_failed(decoded.message.topics, "topic", "partitions", "failed_fetch_requests")
+                raise
 
         async def list_offsets(decoded: DecodedRequest) -> Any:
             return offsets_api.list_offsets(self.host, decoded.message)
@@ -269,6 +287,17 @@ class DataPlane:
                 ApiKey.DELETE_RECORDS: delete_records, ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs,
                 ApiKey.DESCRIBE_PRODUCERS: describe_producers, ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions,
                 ApiKey.ALTER_REPLICA_LOG_DIRS: alter_replica_log_dirs}
+
+    def _count_failed(self, topics: Any, name_field: str, partitions_field: str, counter: str) -> None:
+        """A Produce or Fetch whose handling raised: each partition of a known topic counts as failed (Kafka's
+        Failed*RequestsPerSec count unexpected failures). Fetch v13+ names topics by id."""
+        cache = self.host.cache
+        for topic in topics:
+            topic_id = getattr(topic, "topic_id", None)
+            name = cache.topic_name(topic_id) if topic_id is not None else getattr(topic, name_field, None)
+            if name is not None and cache.topic_id(name) is not None:
+                counters = self.host.topic_stats.of(name)
+                setattr(counters, counter, getattr(counters, counter) + len(getattr(topic, partitions_field)))
 
     async def _ask_controller(self, request: Any) -> Any | None:
         address = self.broker._controller_address()  # noqa: SLF001

@@ -7,6 +7,9 @@
   The load runs in slices of `LOAD_SLICE_BYTES` between event-loop turns (a task per partition), so a large
   partition does not stall the broker's other requests (Kafka loads on its scheduler thread for the same reason);
   it is abandoned if the leadership moves meanwhile.
+- Committed offsets expire after offsets.retention.minutes by Kafka's rules (broker/offset_expiry.py, checked every
+  offsets.retention.check.interval.ms): a tombstone per expired offset, and one for a group left empty; with
+  deleted groups and offsets they keep the compacted `__consumer_offsets` bounded by its live keys.
 - Writes (offsets, a generation's assignment) are appended as leader with acks=all and answered only once the
   high watermark passed them; a write that fails or times out answers COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR
   when the leadership moved meanwhile).
@@ -44,14 +47,16 @@ _WRITE_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
 def group_config(raw: Any) -> GroupConfig:
     """group.* settings from server.properties; ValueError on a value that is not a non-negative integer."""
     values = {}
-    for name, key in (("min_session_timeout_ms", "group.min.session.timeout.ms"),
-                      ("max_session_timeout_ms", "group.max.session.timeout.ms"),
-                      ("initial_rebalance_delay_ms", "group.initial.rebalance.delay.ms")):
+    for name, key, unit in (("min_session_timeout_ms", "group.min.session.timeout.ms", 1),
+                            ("max_session_timeout_ms", "group.max.session.timeout.ms", 1),
+                            ("initial_rebalance_delay_ms", "group.initial.rebalance.delay.ms", 1),
+                            ("offsets_retention_ms", "offsets.retention.minutes", 60_000),
+                            ("offsets_retention_check_interval_ms", "offsets.retention.check.interval.ms", 1)):
         text = str(raw.get(key, "")).strip()
         if text:
             if not text.isdigit():
                 raise ValueError(f"{key}: {text!r} is not a non-negative integer")
-            values[name] = int(text)
+            values[name] = int(text) * unit
     return GroupConfig(**values)
 
 
@@ -65,6 +70,7 @@ class GroupHost:
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._tokens = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
+        self._expiry_timer: asyncio.TimerHandle | None = None
 
     # ---- which partition, and is it ours -----------------------------------------------------------------------
     def partition_count(self) -> int | None:
@@ -88,8 +94,12 @@ class GroupHost:
         led = {index for (topic, index), replica in self.host.replicas.items()
                if topic == OFFSETS_TOPIC and replica.leading is not None}
         for partition in [p for p in self.coordinators if p not in led]:
-            self._deliver(self.coordinators.pop(partition).unload())
-            _log.info("groups of %s-%d unloaded", OFFSETS_TOPIC, partition)
+            coordinator = self.coordinators.pop(partition)
+            count = len(coordinator.groups)
+            self._deliver(coordinator.unload())
+            # a partition without groups is per-partition noise (50 of them by default): DEBUG
+            _log.log(logging.INFO if count else logging.DEBUG, "groups of %s-%d unloaded: %d groups", OFFSETS_TOPIC,
+                     partition, count)
         for partition in [p for p in self.loading if p not in led]:
             self.loading.pop(partition).cancel()
             _log.info("loading the groups of %s-%d abandoned: no longer its leader", OFFSETS_TOPIC, partition)
@@ -106,8 +116,10 @@ class GroupHost:
             for group in groups.values():
                 coordinator.load_group(group, now)
             self.coordinators[partition] = coordinator
-            _log.info("groups of %s-%d loaded: %d groups", OFFSETS_TOPIC, partition, len(groups))
+            _log.log(logging.INFO if groups else logging.DEBUG, "groups of %s-%d loaded: %d groups", OFFSETS_TOPIC,
+                     partition, len(groups))
             self._reschedule()
+            self._schedule_expiry()
         finally:
             if self.loading.get(partition) is asyncio.current_task():
                 del self.loading[partition]
@@ -209,6 +221,34 @@ class GroupHost:
         tombstones = [SimpleRecord(None, encode_key(OffsetKey(group_id, t, p))) for t, p in group.offsets]
         return await self.write(group_id, [*tombstones, SimpleRecord(None, encode_key(GroupKey(group_id)))])
 
+    # ---- offset expiry (offsets.retention.minutes) ---------------------------------------------------------------
+    def _schedule_expiry(self) -> None:
+        if self._expiry_timer is None:
+            delay = self.config.offsets_retention_check_interval_ms / 1000
+            self._expiry_timer = asyncio.get_running_loop().call_later(delay, self._expire)
+
+    def _expire(self) -> None:
+        """Kafka's cleanupGroupMetadata: tombstones for expired offsets and for groups left empty, so that the
+        compacted `__consumer_offsets` drops them (broker/offset_expiry.py)."""
+        self._expiry_timer = None
+        now = self.clock()
+        for coordinator in self.coordinators.values():
+            for expired in coordinator.expiration(now):
+                group = coordinator.groups[expired.group_id]
+                decided = {key: group.offsets[key] for key in expired.partitions}
+                asyncio.get_running_loop().create_task(self._write_expiry(coordinator, expired, decided))
+        if self.coordinators:
+            self._schedule_expiry()
+
+    async def _write_expiry(self, coordinator: GroupCoordinator, expired: Any, decided: dict) -> None:
+        records = [SimpleRecord(None, encode_key(OffsetKey(expired.group_id, t, p))) for t, p in expired.partitions]
+        if expired.group_too:
+            records.append(SimpleRecord(None, encode_key(GroupKey(expired.group_id))))
+        if await self.write(expired.group_id, records) is ErrorCode.NONE:
+            coordinator.expiry_written(expired, decided)
+            _log.info("group %s: %d committed offsets expired%s", expired.group_id, len(expired.partitions),
+                      ", the group is removed" if expired.group_too else "")
+
     # ---- time --------------------------------------------------------------------------------------------------
     def _reschedule(self) -> None:
         if self._timer is not None:
@@ -227,6 +267,9 @@ class GroupHost:
         self._reschedule()
 
     def close(self) -> None:
+        if self._expiry_timer is not None:
+            self._expiry_timer.cancel()
+            self._expiry_timer = None
         if self._timer is not None:
             self._timer.cancel()
         for task in self.loading.values():
@@ -283,6 +326,7 @@ def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | N
 def _restore_metadata(group: Group, value: GroupValue) -> None:
     group.generation, group.protocol_type = value.generation, value.protocol_type or None
     group.protocol_name, group.leader = value.protocol, value.leader
+    group.state_timestamp_ms = value.state_timestamp_ms
     group.members = {m.member_id: Member(
         m.member_id, m.instance_id, m.client_id, m.client_host, m.session_timeout_ms,
         m.rebalance_timeout_ms if m.rebalance_timeout_ms >= 0 else m.session_timeout_ms, value.protocol_type,

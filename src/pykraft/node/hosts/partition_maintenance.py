@@ -1,5 +1,5 @@
 """The periodic maintenance of a broker's partition logs (split from partitions.py): flush what Kafka's flush
-rules make due, apply retention, write the checkpoint files.
+rules make due, apply retention (topics whose cleanup.policy has `delete`), write the checkpoint files.
 
 Kafka never fsyncs a partition by default: flush.ms and flush.messages (log.flush.interval.ms/.messages) are
 Long.MAX, durability comes from replication, and acks=all never waits for a flush. A segment roll and a clean
@@ -68,12 +68,21 @@ def due_for_flush(host: PartitionHost, now_ms: int) -> list[Replica]:
 
 
 def retention_and_checkpoints(host: PartitionHost, now_ms: int) -> None:
+    """Retention where `delete` is in the topic's cleanup.policy (Kafka's UnifiedLog.deleteOldSegments; a
+    compact-only log only loses the segments below its log start, DeleteRecords'), not while the log cleaner is
+    swapping segments of that partition (Kafka runs a compacted log's retention on its cleaner thread between passes
+    for the same reason), then the producers' expiry and the checkpoint files."""
     # producer.id.expiration.ms may change without a restart (a dynamic broker config, as in Kafka)
     expiration_ms = host.topic_settings.broker_int("producer.id.expiration.ms", host.settings.producer_id_expiration_ms,
                                                    minimum=1)
-    for replica in host.replicas.values():
+    cleaning = host.cleaning
+    for key, replica in host.replicas.items():
         settings = replica.settings
-        delete_expired_segments(replica.log, now_ms, settings.retention_ms, settings.retention_bytes)
+        if not (cleaning is not None and cleaning.in_progress(key)):
+            if settings.delete:
+                delete_expired_segments(replica.log, now_ms, settings.retention_ms, settings.retention_bytes)
+            else:
+                delete_expired_segments(replica.log, now_ms, -1, -1)
         replica.producers.expire(now_ms, expiration_ms)
     assert host.logs is not None
     host.logs.checkpoint()

@@ -6,7 +6,9 @@ turns follower fetches into the ISR manager's progress:
 
 - `sync_metadata`: every partition with this broker among its replicas gets a log; a new leader epoch makes it
   leader (the epoch starts at its log end, `initialize_leader_epoch`) or follower of the named leader (its
-  replica fetcher, replica_fetcher.py, takes it); logs of deleted topics, or of partitions moved away, go.
+  replica fetcher, replica_fetcher.py, takes it); a replica set changed by a reassignment within an epoch is
+  adopted by the leader; logs of deleted topics, or of partitions moved away (a completed reassignment), are
+  deleted (renamed `<dir>.<id>-delete`, then removed, as Kafka's broker does).
 - `append_as_leader`: validated from headers, sequence-checked, patched in place, appended as it came;
   acks=all waits for the high watermark (`LeaderState` waiters).
 - `on_follower_fetch`: a follower's fetch offset is its log end; the progress goes to the ISR manager, whose
@@ -31,15 +33,20 @@ from typing import Any
 from pykraft.broker.isr_rules import LeaderProgress
 from pykraft.broker.metadata_cache import MetadataCache, TopicPartition
 from pykraft.broker.partition_state import LeaderState, admit_produce
-from pykraft.broker.produce_rules import Rejected, assign_offsets, stamp_log_append_time, validate_batch
-from pykraft.broker.producer_state import ProducerStates
+from pykraft.broker.produce_rules import (
+    Rejected, assign_offsets, require_keys, stamp_log_append_time, validate_batch,
+)
+from pykraft.broker.producer_state import ProducerStates, last_sequence
 from pykraft.broker.topic_settings import TopicSettings
+from pykraft.broker.topic_stats import BrokerTopicStats
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import InvalidAppendError, OffsetAndEpoch, truncation_offset
 from pykraft.records import iter_batches
 from pykraft.storage import FileLog, LogConfig, PartitionLogs
+from pykraft.storage.cleaner_manager import CleanerManager
 from pykraft.storage.segment import HEADER, LOG_OVERHEAD
 
+from pykraft.node.hosts.leadership_log import log_role_changes, role_text
 from pykraft.node.hosts.producer_recovery import open_producer_state, reload_after_truncation, snapshot_producers
 from pykraft.node.hosts import partition_maintenance as maintenance
 from pykraft.node.hosts import record_deletion
@@ -68,6 +75,11 @@ class Replica:
     def tp(self) -> TopicPartition:
         return (self.topic_id, self.partition)
 
+    @property
+    def tp_key(self) -> tuple[str, int]:
+        """(topic, partition): the key of the log and of its cleaner state."""
+        return (self.topic, self.partition)
+
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
@@ -93,6 +105,12 @@ class PartitionHost:
         self._high_watermark_of = high_watermark_of
         self.replicas: dict[tuple[str, int], Replica] = {}
         self.changed = asyncio.Event()  # set (and replaced) on every append and HWM move: wakes long polls
+        self.topic_stats = BrokerTopicStats()  # Kafka's BrokerTopicMetrics, counted per batch (topic_stats.py)
+        # The log cleaner's state of each partition (node/hosts/log_cleaner.py sets it when the logs open): a
+        # truncation or a deletion aborts the partition's pass first, as Kafka's LogManager does. Others that
+        # change a log under the cleaner (log-directory moves, DeleteRecords) call its `abort_and_pause(key)`
+        # before and `resume(key)` after; a move also calls `move_checkpoint` (Kafka's alterCheckpointDir).
+        self.cleaning: CleanerManager | None = None
 
     # ---- opening and metadata ----------------------------------------------------------------------------------
     def load(self) -> None:
@@ -110,6 +128,7 @@ class PartitionHost:
         me, cache = self.settings.broker_id, self.cache
         self.topic_settings.clear()  # configs may have changed with this metadata
         wanted: set[tuple[str, int]] = set()
+        changes: dict[bool, list[str]] = {True: [], False: []}  # leader?: "topic-0 (epoch 5, ...)"
         for topic_id, index in cache.partitions_with_replica(me):
             name = cache.topic_name(topic_id)
             partition = cache.partition(topic_id, index)
@@ -125,8 +144,19 @@ class PartitionHost:
             self._apply_settings(replica)
             if partition.leader_epoch != replica.leader_epoch or partition.leader != replica.leader_id:
                 self._change_role(replica, partition.leader, partition.leader_epoch, partition.replicas, now_ms)
-        for key in [k for k in self.replicas if k not in wanted]:
+                changes[replica.leading is not None].append(role_text(replica))
+            elif replica.leading is not None and replica.leading.replicas != partition.replicas:
+                # A reassignment changed the replicas without a new leader epoch (Kafka's leader updates its
+                # assignment the same way): the adding replicas may fetch, and count, from now on.
+                replica.leading.reassigned(partition.replicas)
+                _log.info("replicas of %s-%d are now %s", name, index, list(partition.replicas))
+                self._after_leader_change(replica)
+        removed = [k for k in self.replicas if k not in wanted]
+        for key in removed:
             self._remove(key)
+        log_role_changes(self.settings.broker_id, changes, removed)
+        for topic in [t for t in self.topic_stats.topics if cache.topic_id(t) is None]:
+            self.topic_stats.retire(topic)  # deleted: its series go, the totals keep its counts
         sources: dict[int, list[tuple[str, int]]] = {}
         for key, replica in self.replicas.items():
             if replica.leading is None and replica.leader_id >= 0 and replica.leader_id != me:
@@ -153,15 +183,18 @@ class PartitionHost:
             if not entries or entries[-1][0] < epoch:
                 log.initialize_leader_epoch(epoch)
             replica.leading = LeaderState(epoch, log.end_offset(), replicas, leader)
-            _log.info("leader of %s-%d in epoch %d from offset %d", replica.topic, replica.partition, epoch,
-                      log.end_offset())
             self._after_leader_change(replica)
         self._notify()
 
     def _remove(self, key: tuple[str, int]) -> None:
         replica = self.replicas.pop(key)
         _abandon(replica)
+        log_dir = self.logs.dir_of(*key)
+        if self.cleaning is not None:
+            self.cleaning.abort(key)  # Kafka's abortCleaning before the log goes
         self.logs.delete(*key)
+        if self.cleaning is not None and log_dir is not None:
+            self.cleaning.forget(key, log_dir)
 
     # ---- leader: appends ---------------------------------------------------------------------------------------
     def leader_replica(self, topic: str, partition: int) -> Replica | ErrorCode:
@@ -180,13 +213,30 @@ class PartitionHost:
     def append_as_leader(self, topic: str, partition: int, records: Any, acks: int) -> AppendResult:
         found = self.leader_replica(topic, partition)
         if isinstance(found, ErrorCode):
+            if found is ErrorCode.NOT_LEADER_OR_FOLLOWER:  # a topic this broker knows: Kafka counts the request
+                self.topic_stats.of(topic).total_produce_requests += 1
             return AppendResult(found)
         replica, log, leading = found, found.log, found.leading
+        assert leading is not None
+        counters = self.topic_stats.of(topic)
+        counters.total_produce_requests += 1
+        result = self._append_checked(replica, records, acks)
+        if result.error is not ErrorCode.NONE:
+            counters.produce_failed(result.error, len(records))
+        return result
+
+    def _append_checked(self, replica: Replica, records: Any, acks: int) -> AppendResult:
+        """`append_as_leader` for a replica this broker leads: validate, admit, check sequences, append."""
+        log, leading, topic, partition = replica.log, replica.leading, replica.topic, replica.partition
         assert leading is not None
         settings = replica.settings
         checked = validate_batch(records, settings.max_message_bytes)
         if isinstance(checked, Rejected):
             return AppendResult(checked.error, message=checked.message)
+        if settings.compact:
+            keyless = require_keys(records, checked.record_count, topic, partition)
+            if keyless is not None:
+                return AppendResult(keyless.error, message=keyless.message)
         admitted = admit_produce(acks, self.isr_size(replica), settings.min_insync_replicas)
         if admitted is not ErrorCode.NONE:
             return AppendResult(admitted, message=f"the ISR of {topic}-{partition} is below min.insync.replicas")
@@ -213,6 +263,9 @@ class PartitionHost:
             _log.error("append to %s-%d failed: %s", topic, partition, exc)
             return AppendResult(ErrorCode.UNKNOWN_SERVER_ERROR, message=str(exc))
         last = base + checked.record_count - 1
+        counters = self.topic_stats.of(topic)
+        counters.messages_in += checked.record_count
+        counters.bytes_in += len(buffer)
         replica.producers.observe(checked.producer_id, checked.producer_epoch, checked.base_sequence,
                                   checked.last_sequence, base, last,
                                   append_time if append_time >= 0 else checked.max_timestamp)
@@ -294,10 +347,11 @@ class PartitionHost:
             whole = whole_batches_length(view)
             if whole:
                 log.append_as_follower(view[:whole], replica.leader_epoch)
+                self.topic_stats.of(replica.topic).replication_bytes_in += whole
                 for batch in iter_batches(view[:whole], verify_crc=False):
                     replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                              batch.base_sequence + batch.record_count - 1, batch.base_offset,
-                                              batch.last_offset, batch.max_timestamp)
+                                              last_sequence(batch.base_sequence, batch.last_offset_delta),
+                                              batch.base_offset, batch.last_offset, batch.max_timestamp)
         hwm = min(leader_hwm, log.end_offset())
         if hwm > log.high_watermark():
             log.update_high_watermark(hwm)
@@ -308,21 +362,36 @@ class PartitionHost:
         """The leader said our log diverges after (epoch, end_offset): cut it (KIP-101/KIP-279 via epochs)."""
         log = replica.log
         offset = truncation_offset(log, OffsetAndEpoch(end_offset, epoch))
-        _log.info("truncating %s-%d to %d (leader's epoch %d ends at %d)", replica.topic, replica.partition, offset,
-                  epoch, end_offset)
+        # Cutting records is worth a line; a check that cuts nothing is not (per-partition noise)
+        _log.log(logging.INFO if offset < log.end_offset() else logging.DEBUG,
+                 "[UnifiedLog partition=%s-%d] Truncating to offset %d from %d (the leader's epoch %d ends at %d)",
+                 replica.topic, replica.partition, offset, log.end_offset(), epoch, end_offset)
+        self._before_truncation(replica)
         replica.generation += 1
         if offset < log.start_offset():
             # Below a log start DeleteRecords moved: Kafka's truncateTo empties the log there; the leader's own
             # log start (above it) then answers OFFSET_OUT_OF_RANGE and we restart at that.
             log.truncate_fully_and_start_at(offset)
+            self._after_truncation(replica, offset)
             replica.producers.clear()
             return offset
         if offset >= log.end_offset():
             log.forget_epochs_from_end()
             return offset
         log.truncate_to(offset)  # drops the producer snapshots above the new end
+        self._after_truncation(replica, log.end_offset())
         reload_after_truncation(replica)
         return offset
+
+    def _before_truncation(self, replica: Replica) -> None:
+        if self.cleaning is not None:
+            self.cleaning.abort(replica.tp_key)  # a pass planned on the old log swaps nothing in
+
+    def _after_truncation(self, replica: Replica, offset: int) -> None:
+        """Kafka's maybeTruncateCheckpoint: what follows the new end is dirty again."""
+        log_dir = self.logs.dir_of(replica.topic, replica.partition) if self.logs is not None else None
+        if self.cleaning is not None and log_dir is not None:
+            self.cleaning.truncated(replica.tp_key, log_dir, offset)
 
     def restart_at_leader_start(self, replica: Replica, leader_log_start: int) -> None:
         """Our log ends below the leader's log start (retention removed what we miss): Kafka's follower empties
@@ -330,7 +399,9 @@ class PartitionHost:
         log = replica.log
         _log.info("%s-%d: our log ends at %d, below the leader's log start %d: emptied, restarting there",
                   replica.topic, replica.partition, log.end_offset(), leader_log_start)
+        self._before_truncation(replica)
         log.truncate_fully_and_start_at(leader_log_start)
+        self._after_truncation(replica, leader_log_start)
         replica.generation += 1
         replica.producers.clear()
 

@@ -22,6 +22,7 @@ from pykraft.broker.producer_snapshot import (
     decode_producer_snapshot,
     encode_producer_snapshot,
 )
+from pykraft.broker.producer_state import last_sequence
 from pykraft.records import RecordsError, iter_batches
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def replay_batches(replica: Replica, offset: int) -> int:
                 read += 1
                 if batch.producer_id >= 0 and batch.last_offset >= offset:
                     producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                      batch.base_sequence + batch.record_count - 1, batch.base_offset,
+                                      last_sequence(batch.base_sequence, batch.last_offset_delta), batch.base_offset,
                                       batch.last_offset, batch.max_timestamp)
                 offset = max(offset, batch.last_offset + 1)
         except RecordsError:  # recovery validated the log: only a bug lands here

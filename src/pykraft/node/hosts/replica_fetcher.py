@@ -50,9 +50,12 @@ class ReplicaFetchers:
         self._tasks: dict[tuple[int, int], asyncio.Task[None]] = {}  # (source broker, fetcher id) -> its task
         self.rounds = 0
         self.truncations = 0
+        self.lags: dict[tuple[str, int], int] = {}  # records behind the leader's high watermark, at the last answer
 
     def assign(self, plan: dict[int, list[tuple[str, int]]]) -> None:
         self._plan = plan
+        followed = {key for keys in plan.values() for key in keys}
+        self.lags = {key: lag for key, lag in self.lags.items() if key in followed}
         count = self._fetchers()
         for source, keys in plan.items():
             for fetcher in sorted({fetcher_id(topic, partition, count) for topic, partition in keys}):
@@ -87,6 +90,12 @@ class ReplicaFetchers:
                 continue
             if not self._apply(source, sent, response):
                 await asyncio.sleep(settings.replica_fetch_backoff_ms / 1000)
+
+    def max_lag(self) -> int:
+        """Kafka's ReplicaFetcherManager MaxLag: the largest lag of a partition still followed (0 when none)."""
+        lags = [lag for key, lag in self.lags.items()
+                if (replica := self.host.replicas.get(key)) is not None and replica.leading is None]
+        return max(lags, default=0)
 
     def _follows(self, key: tuple[str, int], source: int) -> bool:
         replica = self.host.replicas.get(key)
@@ -149,4 +158,5 @@ class ReplicaFetchers:
         except InvalidAppendError as exc:
             _log.warning("fetched batches of %s-%d do not continue our log: %s", replica.topic, replica.partition, exc)
             return False
+        self.lags[(replica.topic, replica.partition)] = max(0, int(data.high_watermark) - replica.log.end_offset())
         return True

@@ -122,7 +122,13 @@ class ReplicaMover:
         future.update_high_watermark(old.high_watermark())
         future.increment_log_start(old.start_offset())
         target = logs.future_dir_of(replica.topic, replica.partition)
+        source = logs.dir_of(replica.topic, replica.partition)
+        cleaning = self.host.cleaning
+        if cleaning is not None:
+            cleaning.abort(replica.tp_key)  # Kafka's abortAndPauseCleaning around replaceCurrentWithFutureLog
         new = logs.promote_future(replica.topic, replica.partition)
+        if cleaning is not None and source is not None and target is not None:
+            cleaning.move_checkpoint(replica.tp_key, source, target)  # Kafka's alterCheckpointDir
         new.on_roll = old.on_roll
         new.config = old.config
         replica.log = new
@@ -141,9 +147,13 @@ def _restart_copy(current: FileLog, future: FileLog) -> None:
 def _copy_chunk(current: FileLog, future: FileLog) -> bool:
     """Append the next batches of `current` to `future`. False when `current` no longer holds the batch that
     follows `future` (its log start passed it)."""
-    fetched = current.read(max(future.end_offset(), current.start_offset()), COPY_CHUNK_BYTES)
-    if fetched.start_offset != future.end_offset():
+    if future.end_offset() < current.start_offset():
         return False
+    fetched = current.read(future.end_offset(), COPY_CHUNK_BYTES)
+    if fetched.start_offset < future.end_offset():
+        return False
+    # A batch starting above the future log's end is the next one of a compacted log (the log cleaner removed the
+    # offsets in between): copied as it is, gap included.
     data = memoryview(fetched.records)
     whole = whole_batches_length(data)
     if whole:

@@ -92,6 +92,8 @@ class TopicSettingsCache:
 
 
 def to_log_config(settings: TopicSettings) -> LogConfig:
-    """The storage side of a topic's settings (segment rolls; retention is applied by the maintenance round)."""
-    return LogConfig(segment_bytes=settings.segment_bytes, segment_ms=settings.segment_ms,
-                     retention_bytes=settings.retention_bytes, retention_ms=settings.retention_ms)
+    """The storage side of a topic's settings (segment rolls, by max.compaction.lag.ms too on a compacted topic;
+    retention is applied by the maintenance round, compaction by the log cleaner)."""
+    return LogConfig(segment_bytes=settings.segment_bytes, segment_ms=settings.roll_ms,
+                     retention_bytes=settings.retention_bytes, retention_ms=settings.retention_ms,
+                     allow_offset_gaps=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +70,7 @@ class InboundHandler:
         self.requests = 0
 
     async def __call__(self, info: ConnectionInfo, payload: memoryview) -> memoryview | FrameBody | None:
+        started = time.perf_counter()
         try:
             # The server's frame: ours. The connection info rides along (the listener the request came in on).
             decoded = decode_request(payload, self.registry_of(info.listener_name), borrow_records=True, context=info)
@@ -84,17 +86,20 @@ class InboundHandler:
             self.refused_versions += 1
             return decoded.response[_SIZE_PREFIX:]
         self.requests += 1
+        stats = self.runtime.request_stats
         try:
             response = await self.handle(decoded)
-            if response is None:
-                return None
-            return _encode_answer(decoded.correlation_id, response)
+            answer = None if response is None else _encode_answer(decoded.correlation_id, response)
         except CloseConnection:
             raise
         except AuthorizerNotReadyError as exc:  # not a bug: Kafka's AuthorizerNotReadyException, a retriable failure
             return self._refused(decoded, str(exc))
         except Exception as exc:  # noqa: BLE001 - the boundary of this one request: fail it, not the node
+            stats.record_failure(int(decoded.api_key), decoded.api_version, time.perf_counter() - started)
             return self._failed(decoded, exc)
+        stats.record(int(decoded.api_key), decoded.api_version, decoded.message, response,
+                     time.perf_counter() - started)
+        return answer
 
     async def handle(self, decoded: DecodedRequest) -> Any | None:
         """Authorize, then dispatch (see the module docstring); the answer at the request's version, or None."""

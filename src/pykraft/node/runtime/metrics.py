@@ -1,47 +1,35 @@
-"""Prometheus metrics of a node, named after Kafka's `raft-metrics` group (reference §7.1).
+"""Prometheus metrics of a node (`pykraft.metrics.port`), named as Prometheus' jmx_exporter renders Kafka's JMX
+beans: the names, the Kafka bean each one stands for and the rendering rules are in metric_names.py (and README.md
+"Metrics"). Each runtime has its own registry, so several nodes can live in one process (tests).
 
-Mapping (Kafka JMX `kafka.server:type=raft-metrics,name=X` -> Prometheus `kafka_raft_X` with dashes as underscores):
-- gauges read from the core at scrape time: `kafka_raft_current_state` (an enum: leader, candidate, voted, follower,
-  unattached, observer, prospective, resigned; "voted" is Unattached with a vote, "observer" a non-voter that
-  follows), `kafka_raft_current_leader` (-1), `kafka_raft_current_vote` (-1), `kafka_raft_current_epoch`,
-  `kafka_raft_high_watermark` (-1), `kafka_raft_log_end_offset`, `kafka_raft_log_end_epoch`,
-  `kafka_raft_number_of_voters`, `kafka_raft_number_of_observers` (leader only, else 0),
-  `kafka_raft_uncommitted_voter_change` (0/1), `kafka_raft_number_unknown_voter_connections` (voters other than
-  this node without an endpoint on the raft listener), `kafka_raft_poll_idle_ratio` (the share of time the core task
-  waited for input since the previous scrape), `kafka_raft_current_vote_directory_id{directory_id="..."} 1` (Kafka's
-  string gauge as a label: the voted-for replica's directory id, Kafka's zero UUID string when none);
-- histograms (Kafka reports avg/max; Prometheus derives both and more from a histogram):
-  `kafka_raft_commit_latency_ms` (from the leader's append of a write until the high watermark covers it, for every
-  write the leader appends: Produce, the controller's own records, control records), `kafka_raft_election_latency_ms`
-  (from the loss of a known leader until a leader is known again);
-- counters (Kafka's *-rate sensors are `rate()` over these): `kafka_raft_append_records_total` (every record
-  appended by this node as leader), `kafka_raft_fetch_records_total` (log growth through fetches as a follower);
-- pykraft's own: `pykraft_fsyncs_total`, `pykraft_flush_requests_total` (their ratio shows group commit),
-  `pykraft_bad_frames_total`, `pykraft_outbound_failures_total`, `pykraft_snapshots_total`, and
-  `pykraft_request_handler_errors_total{api="ELECT_LEADERS"}`: requests and peer responses whose handling raised,
-  per API (`ApiKey` names), each contained at its boundary (handler_errors.py).
-
-Controller metrics (reference §7.2), only when the state machine is a ControllerHost: every value of
-`QuorumController.metrics()` as a gauge named the way Prometheus' JMX exporter names a Kafka MBean with
-`lowercaseOutputName: true`: `kafka.controller:type=KafkaController,name=X` -> `kafka_controller_kafkacontroller_`
-+ X lowercased (domain, type and name joined by "_", dots as "_"), e.g. ActiveControllerCount ->
-`kafka_controller_kafkacontroller_activecontrollercount`. The host adds LastCommittedRecordOffset,
-LastAppliedRecordTimestamp and LastAppliedRecordLagMs (now minus the append time of the last committed batch; -1
-before any), and its own counters `pykraft_controller_undecodable_records_total`, `..._rebuilds_total`,
-`..._not_controller_answers_total`, `..._snapshots_loaded_total`. The event-queue metrics of Kafka's
-QuorumController, over the requests and timer events the host runs on the core task: EventQueueOperationsStartedCount,
-EventQueueOperationsTimedOutCount (requests whose caller gave up before they ran) as KafkaController gauges, and the
-histograms `kafka_controller_controllereventmanager_eventqueuetimems` (submit to start) and
-`..._eventqueueprocessingtimems` (start to end); IsObserver (1 on a controller that is not a voter).
-Broker metrics, when the node runs a broker (alone or combined): `pykraft_broker_state` (state set of the lifecycle
-states), `pykraft_broker_epoch`, `pykraft_broker_isr_shrinks_total`, `..._isr_expands_total`,
-`..._failed_isr_updates_total`.
-Each runtime has its own registry, so several nodes can live in one process (tests).
+What every node exports:
+- raft-metrics as `kafka_server_raftmetrics_*`, read from the core at scrape time (state, leader, vote, epoch, high
+  watermark, log end, voters, observers, ...), and the sensors Kafka samples: commit and election latency (`-avg`,
+  `-max` over Kafka's window, and the histograms `..._seconds`), append and fetch records (`-rate`, and the counters
+  `..._total`); `current-state` is a label (Strimzi's rule: `kafka_server_raftmetrics_current_state{current_state=
+  "leader"} 1`). Commit latency runs from the leader's append of a write until the high watermark covers it, for
+  every write the leader appends (Produce, the controller's own records, control records); election latency from
+  the loss of a known leader until a leader is known again;
+- Kafka's RequestMetrics per API (request_metrics.py), on every listener;
+- the process collectors of prometheus_client (`process_cpu_seconds_total`, `process_resident_memory_bytes`,
+  `process_open_fds`, ...) and its `python_*` ones;
+- pykraft's own counters: `pykraft_fsyncs_total`, `pykraft_flush_requests_total` (their ratio shows group commit),
+  `pykraft_bad_frames_total`, `pykraft_outbound_failures_total`, `pykraft_snapshots_total`,
+  `pykraft_stale_wakeups_total`, `pykraft_request_handler_errors_total{api="ELECT_LEADERS"}` (requests and peer
+  responses whose handling raised, contained at their boundary: handler_errors.py), and what the raft core counts
+  and drops (`pykraft_raft_dropped_responses_total`, ..._bad_control_records, ..._conflicting_leader_claims,
+  ..._rejected_snapshot_chunks, ..._unsupported_requests, ..._refused_epochs, ..._leader_unreachable,
+  ..._skipped_snapshot_loads).
+A controller adds the KafkaController gauges (controller/metrics.py, plus the host's LastCommittedRecordOffset,
+LastAppliedRecord*, EventQueueOperations*Count, IsObserver), the ControllerEventManager histograms and the host's
+counters `pykraft_controller_*`. A broker adds BrokerTopicMetrics, ReplicaManager, ReplicaFetcherManager, Log and
+Partition gauges, the log cleaner's (LogCleaner, LogCleanerManager), the group coordinator's and
+broker-metadata-metrics (broker_metrics.py).
 
 prometheus_client is imported only when something reads the metrics (the registry, the HTTP endpoint, a scrape):
 its package imports http.server, urllib.request, email and ssl (which maps OpenSSL's libcrypto), ~6 MiB of a
-node's idle RSS (benchmarks/quorum.py) that a node without `pykraft.metrics.port` never uses. Until then the two
-raft histograms are plain MsHistograms; their exposition is the same as a prometheus_client Histogram's.
+node's idle RSS (benchmarks/quorum.py) that a node without `pykraft.metrics.port` never uses. Until then every
+statistic is a plain object (metric_stats.py).
 """
 
 from __future__ import annotations
@@ -54,18 +42,23 @@ import uuid
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pykraft.raft.states import Role
 from pykraft.records.uuids import uuid_to_kafka_str
 
-from pykraft.raft.states import Role
+from pykraft.node.runtime.metric_names import controller_name, raft_name
+from pykraft.node.runtime.metric_stats import EventQueueStats, Histogram, WindowedStat
+from pykraft.node.runtime.request_metrics import error_name
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
-    from prometheus_client.core import HistogramMetricFamily
 
     from pykraft.node.runtime.runtime import NodeRuntime
 
+__all__ = ["EventQueueStats", "NodeMetrics", "controller_metric_name", "prometheus_client"]
 STATES = ("leader", "candidate", "voted", "follower", "unattached", "observer", "prospective", "resigned")
-_LATENCY_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+# What the raft core counts and drops (RaftCore attributes), exported as pykraft_raft_<name>_total.
+RAFT_CORE_COUNTERS = ("dropped_responses", "bad_control_records", "conflicting_leader_claims",
+                      "rejected_snapshot_chunks", "unsupported_requests", "refused_epochs", "leader_unreachable")
 
 
 def prometheus_client() -> ModuleType:
@@ -95,13 +88,20 @@ def state_name(core: Any) -> str:
     return role.value.lower()
 
 
+def controller_metric_name(kafka_name: str) -> str:
+    """The exported name of `kafka.controller:type=KafkaController,name=<kafka_name>`."""
+    return controller_name(kafka_name)
+
+
 class NodeMetrics:
     def __init__(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
         self._registry: CollectorRegistry | None = None
-        # labelled like prometheus_client's Histogram ("1.0"), with its `_created` sample
-        self.commit_latency = MsHistogram(float_labels=True, created=time.time())
-        self.election_latency = MsHistogram(float_labels=True, created=time.time())
+        created = time.time()  # the `_created` sample a prometheus_client Histogram has
+        self.commit_latency = Histogram(created=created)  # observed in ms, exposed in seconds
+        self.election_latency = Histogram(created=created)
+        self.commit_window, self.election_window = WindowedStat(), WindowedStat()  # Kafka's -avg and -max
+        self.append_window, self.fetch_window = WindowedStat(), WindowedStat()  # Kafka's -rate
         self.append_records = 0
         self.fetch_records = 0
         self._leaderless_since: int | None = runtime.clock()  # a node starts without a known leader
@@ -113,10 +113,15 @@ class NodeMetrics:
 
     @property
     def registry(self) -> CollectorRegistry:
-        """This node's registry, made (and prometheus_client imported) on first use."""
+        """This node's registry, made (and prometheus_client imported) on first use, with the process collectors
+        prometheus_client's default registry has (process_*, python_*, python_gc_*)."""
         if self._registry is None:
-            self._registry = prometheus_client().CollectorRegistry(auto_describe=True)
+            client = prometheus_client()
+            self._registry = client.CollectorRegistry(auto_describe=True)
             self._registry.register(self)
+            client.ProcessCollector(registry=self._registry)
+            client.PlatformCollector(registry=self._registry)
+            client.GCCollector(registry=self._registry)
         return self._registry
 
     def serve(self, port: int, host: str = "0.0.0.0") -> None:
@@ -128,17 +133,21 @@ class NodeMetrics:
             self._server.shutdown()
             self._server = None
 
+    # ---- after every input of the core task ------------------------------------------------------------------
     def observe(self, core: Any, now_ms: int) -> None:
-        """After every input: election latency and follower log growth (the rest is read at scrape time)."""
+        """Election latency, follower log growth and the leader's writes (the rest is read at scrape time)."""
         leader = core.quorum.leader_id()
         if leader is None and self._leaderless_since is None:
             self._leaderless_since = now_ms
         elif leader is not None and self._leaderless_since is not None:
-            self.election_latency.observe(max(0, now_ms - self._leaderless_since))
+            took = max(0, now_ms - self._leaderless_since)
+            self.election_latency.observe(took)
+            self.election_window.record(took, now_ms)
             self._leaderless_since = None
         end = core.log.end_offset()
         if self._log_end is not None and end > self._log_end and core.quorum.role is Role.FOLLOWER:
             self.fetch_records += end - self._log_end
+            self.fetch_window.record(end - self._log_end, now_ms)
         self._log_end = end
         self._observe_leader_writes(core, now_ms)
 
@@ -153,56 +162,95 @@ class NodeMetrics:
         appended = max(leader.accumulator.next_offset, core.log.end_offset())
         if self._appended_end is not None and appended > self._appended_end:
             self.append_records += appended - self._appended_end
+            self.append_window.record(appended - self._appended_end, now_ms)
             self._uncommitted.append((appended - 1, now_ms))
         self._appended_end = appended
         hwm = core.high_watermark
         while self._uncommitted and hwm is not None and self._uncommitted[0][0] < hwm:
-            self.commit_latency.observe(max(0, now_ms - self._uncommitted.popleft()[1]))
+            took = max(0, now_ms - self._uncommitted.popleft()[1])
+            self.commit_latency.observe(took)
+            self.commit_window.record(took, now_ms)
 
+    # ---- a scrape ---------------------------------------------------------------------------------------------
     def collect(self) -> Any:
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, StateSetMetricFamily
-
-        yield self.commit_latency.family("kafka_raft_commit_latency_ms", "Client append to commit (ms)")
-        yield self.election_latency.family("kafka_raft_election_latency_ms", "Leader unknown to leader known (ms)")
         runtime = self.runtime
+        now = runtime.clock()
+        yield from self._raft_sensor_families(now)
+        yield from _request_families(runtime.request_stats)
         core = runtime.core
         if core is None:
             return
-        name = state_name(core)
-        yield StateSetMetricFamily("kafka_raft_current_state", "The raft role of this node",
-                                   value={state: state == name for state in STATES})
+        yield from self._raft_state_families(core)
+        yield from self._pykraft_counter_families(core)
+        controller, broker = runtime.controller_host, runtime.broker_host
+        if controller is not None:
+            yield from _controller_families(controller, now)
+        if broker is not None:
+            from pykraft.node.runtime.broker_metrics import broker_families
+
+            yield from broker_families(broker, now)
+
+    def _raft_sensor_families(self, now_ms: int) -> Any:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        yield self.commit_latency.family(raft_name("commit-latency"), "leader append to commit (s)")
+        yield self.election_latency.family(raft_name("election-latency"), "leader unknown to leader known (s)")
+        sampled = {"commit-latency-avg": self.commit_window.avg(now_ms),
+                   "commit-latency-max": self.commit_window.max(now_ms),
+                   "election-latency-avg": self.election_window.avg(now_ms),
+                   "election-latency-max": self.election_window.max(now_ms),
+                   "append-records-rate": self.append_window.rate(now_ms),
+                   "fetch-records-rate": self.fetch_window.rate(now_ms),
+                   "poll-idle-ratio-avg": self._poll_idle_ratio()}
+        for attribute, value in sampled.items():
+            yield GaugeMetricFamily(raft_name(attribute), f"raft-metrics {attribute}", value=value)
+        for attribute, value in (("append-records", self.append_records), ("fetch-records", self.fetch_records)):
+            yield CounterMetricFamily(raft_name(attribute).removesuffix("_total"), f"raft-metrics {attribute}",
+                                      value=value)
+
+    def _raft_state_families(self, core: Any) -> Any:
+        from prometheus_client.core import GaugeMetricFamily
+
+        state = GaugeMetricFamily(raft_name("current-state"), "raft-metrics current-state",
+                                  labels=["current_state"])
+        state.add_metric([state_name(core)], 1)
+        yield state
         election = core.quorum.election()
         leader = core.leader_state()
         values = {
-            "current_leader": _or_minus_one(core.quorum.leader_id()),
-            "current_vote": -1 if election.voted_key is None else election.voted_key.id,
-            "current_epoch": core.quorum.epoch,
-            "high_watermark": _or_minus_one(core.high_watermark),
-            "log_end_offset": core.log.end_offset(),
-            "log_end_epoch": core.log.last_fetched_epoch(),
-            "number_of_voters": len(core.voters().ids()),
-            "number_of_observers": len(leader.observer_progress) if leader is not None else 0,
-            "uncommitted_voter_change": int(_uncommitted_change(core)),
-            "number_unknown_voter_connections": _unknown_voters(core),
-            "poll_idle_ratio": self._poll_idle_ratio(),
+            "current-leader": _or_minus_one(core.quorum.leader_id()),
+            "current-vote": -1 if election.voted_key is None else election.voted_key.id,
+            "current-epoch": core.quorum.epoch,
+            "high-watermark": _or_minus_one(core.high_watermark),
+            "log-end-offset": core.log.end_offset(),
+            "log-end-epoch": core.log.last_fetched_epoch(),
+            "number-of-voters": len(core.voters().ids()),
+            "number-of-observers": len(leader.observer_progress) if leader is not None else 0,
+            "uncommitted-voter-change": int(_uncommitted_change(core)),
+            "number-unknown-voter-connections": _unknown_voters(core),
         }
-        for key, value in values.items():
-            yield GaugeMetricFamily(f"kafka_raft_{key}", f"raft-metrics {key.replace('_', '-')}", value=value)
-        vote = GaugeMetricFamily("kafka_raft_current_vote_directory_id", "raft-metrics current-vote-directory-id",
+        for attribute, value in values.items():
+            yield GaugeMetricFamily(raft_name(attribute), f"raft-metrics {attribute}", value=value)
+        vote = GaugeMetricFamily(raft_name("current-vote-directory-id"), "raft-metrics current-vote-directory-id",
                                  labels=["directory_id"])
         voted = election.voted_key.directory_id if election.voted_key is not None else None
         vote.add_metric([uuid_to_kafka_str(voted or uuid.UUID(int=0))], 1)
         yield vote
+
+    def _pykraft_counter_families(self, core: Any) -> Any:
+        from prometheus_client.core import CounterMetricFamily
+
+        runtime = self.runtime
         lane, inbound, outbound = runtime.lane.stats, runtime.inbound, runtime.outbound.stats
         counters = {
-            "kafka_raft_append_records": self.append_records,
-            "kafka_raft_fetch_records": self.fetch_records,
             "pykraft_fsyncs": lane.fsyncs,
             "pykraft_flush_requests": lane.flush_requests,
             "pykraft_bad_frames": inbound.bad_frames,
             "pykraft_outbound_failures": outbound.failures,
             "pykraft_snapshots": runtime.snapshots.snapshots_taken,
             "pykraft_stale_wakeups": runtime.stale_wakeups,
+            **{f"pykraft_raft_{name}": getattr(core, name) for name in RAFT_CORE_COUNTERS},
+            "pykraft_raft_skipped_snapshot_loads": core.listener.skipped_snapshot_loads,
         }
         for key, value in counters.items():
             yield CounterMetricFamily(key, key.replace("_", " "), value=value)
@@ -211,11 +259,6 @@ class NodeMetrics:
         for api, count in sorted(runtime.handler_errors.by_api.items()):
             handler_errors.add_metric([api], count)
         yield handler_errors
-        controller, broker = runtime.controller_host, runtime.broker_host
-        if controller is not None:
-            yield from _controller_families(controller, runtime.clock())
-        if broker is not None:
-            yield from _broker_families(broker)
 
     def _poll_idle_ratio(self) -> float:
         idle, busy = self.runtime.poll_times
@@ -228,16 +271,33 @@ class NodeMetrics:
         return []  # collected on demand: nothing to describe up front (and no scrape at registration)
 
 
-CONTROLLER_PREFIX = "kafka_controller_kafkacontroller_"
+def _request_families(stats: Any) -> Any:
+    from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
+    from pykraft.node.runtime.metric_names import name_of
 
-def controller_metric_name(kafka_name: str) -> str:
-    """The JMX exporter's name for `kafka.controller:type=KafkaController,name=<kafka_name>` (lowercased)."""
-    return CONTROLLER_PREFIX + kafka_name.lower()
+    base = "kafka.network:type=RequestMetrics,name="
+    requests = CounterMetricFamily(name_of(base + "RequestsPerSec,request=,version=").removesuffix("_total"),
+                                   "RequestMetrics RequestsPerSec", labels=["request", "version"])
+    errors = CounterMetricFamily(name_of(base + "ErrorsPerSec,request=,error=").removesuffix("_total"),
+                                 "RequestMetrics ErrorsPerSec", labels=["request", "error"])
+    times = HistogramMetricFamily(name_of(base + "TotalTimeMs,request="), "RequestMetrics TotalTimeMs (s)",
+                                  labels=["request"])
+    for name, api in sorted(stats.by_name.items()):
+        for version, count in sorted(api.versions.items()):
+            requests.add_metric([name, str(version)], count)
+        for code, count in sorted(api.errors.items()):
+            errors.add_metric([name, error_name(code)], count)
+        api.time.add_to(times, {"request": name})
+    yield requests
+    yield errors
+    yield times
 
 
 def _controller_families(state_machine: Any, now_ms: int) -> Any:
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    from pykraft.node.runtime.metric_names import name_of
 
     values = state_machine.controller.metrics().by_kafka_name()
     stamp = state_machine.last_applied_timestamp_ms
@@ -248,35 +308,18 @@ def _controller_families(state_machine: Any, now_ms: int) -> Any:
     values["EventQueueOperationsStartedCount"] = queue.started
     values["EventQueueOperationsTimedOutCount"] = queue.timed_out
     values["IsObserver"] = int(state_machine.is_observer())
-    yield queue.queue_time_ms.family("kafka_controller_controllereventmanager_eventqueuetimems",
-                                     "ControllerEventManager EventQueueTimeMs")
-    yield queue.processing_time_ms.family("kafka_controller_controllereventmanager_eventqueueprocessingtimems",
+    events = "kafka.controller:type=ControllerEventManager,name="
+    yield queue.queue_time_ms.family(name_of(events + "EventQueueTimeMs"), "ControllerEventManager EventQueueTimeMs")
+    yield queue.processing_time_ms.family(name_of(events + "EventQueueProcessingTimeMs"),
                                           "ControllerEventManager EventQueueProcessingTimeMs")
     for kafka_name, value in values.items():
-        yield GaugeMetricFamily(controller_metric_name(kafka_name), f"KafkaController {kafka_name}", value=value)
+        yield GaugeMetricFamily(controller_name(kafka_name), f"KafkaController {kafka_name}", value=value)
     counters = {"undecodable_records": state_machine.undecodable_records, "rebuilds": state_machine.rebuilds,
                 "not_controller_answers": state_machine.not_controller_answers,
                 "snapshots_loaded": state_machine.snapshots_loaded}
     for key, value in counters.items():
         yield CounterMetricFamily(f"pykraft_controller_{key}", f"controller host {key.replace('_', ' ')}",
                                   value=value)
-
-
-def _broker_families(broker: Any) -> Any:
-    """`pykraft_broker_state` (the lifecycle state as a state set), `pykraft_broker_epoch` (-1 before the first
-    registration) and the ISR manager's counters (Kafka's ReplicaManager IsrShrinks/IsrExpands/FailedIsrUpdates)."""
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, StateSetMetricFamily
-
-    from pykraft.broker.actions import BrokerState
-
-    current = broker.lifecycle.state
-    yield StateSetMetricFamily("pykraft_broker_state", "broker lifecycle state",
-                               value={state.value: state is current for state in BrokerState})
-    yield GaugeMetricFamily("pykraft_broker_epoch", "broker epoch", value=broker.lifecycle.broker_epoch)
-    isr = broker.isr.metrics
-    for key, value in (("isr_shrinks", isr.isr_shrinks), ("isr_expands", isr.isr_expands),
-                       ("failed_isr_updates", isr.failed_isr_updates)):
-        yield CounterMetricFamily(f"pykraft_broker_{key}", f"broker {key.replace('_', ' ')}", value=value)
 
 
 def _unknown_voters(core: Any) -> int:
@@ -295,47 +338,3 @@ def _uncommitted_change(core: Any) -> bool:
 
 def _or_minus_one(value: int | None) -> int:
     return -1 if value is None else value
-
-
-class MsHistogram:
-    """A histogram of milliseconds kept without a registry (collected by NodeMetrics). `float_labels` and `created`
-    (seconds since the epoch) make its exposition that of a prometheus_client Histogram: le="1.0" and `_created`."""
-
-    def __init__(self, buckets: tuple[int, ...] = _LATENCY_BUCKETS_MS, *, float_labels: bool = False,
-                 created: float | None = None) -> None:
-        self.bounds = buckets
-        self.labels = (*(str(float(b)) if float_labels else str(b) for b in buckets), "+Inf")
-        self.counts = [0] * (len(buckets) + 1)
-        self.total = 0.0
-        self.created = created
-
-    @property
-    def count(self) -> int:
-        return sum(self.counts)
-
-    def observe(self, value_ms: float) -> None:
-        index = next((i for i, bound in enumerate(self.bounds) if value_ms <= bound), len(self.bounds))
-        self.counts[index] += 1
-        self.total += value_ms
-
-    def family(self, name: str, documentation: str) -> HistogramMetricFamily:
-        from prometheus_client.core import HistogramMetricFamily
-
-        cumulative, running = [], 0
-        for label, count in zip(self.labels, self.counts):
-            running += count
-            cumulative.append((label, running))
-        family = HistogramMetricFamily(name, documentation, buckets=cumulative, sum_value=self.total)
-        if self.created is not None:
-            family.add_sample(f"{name}_created", {}, self.created)
-        return family
-
-
-class EventQueueStats:
-    """Kafka's QuorumController event-queue metrics, kept by the controller host."""
-
-    def __init__(self) -> None:
-        self.started = 0
-        self.timed_out = 0
-        self.queue_time_ms = MsHistogram()
-        self.processing_time_ms = MsHistogram()

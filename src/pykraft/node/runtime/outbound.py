@@ -125,19 +125,22 @@ class Outbound:
             return
         self._deliver(destination.node_id, send.correlation_id, response)
 
-    async def forward(self, host: str, port: int, message: Any) -> Any | None:
-        """Send a client's request on to another node (the leader) and return its answer; None if that failed."""
-        return await self._request_on(self._forward_pool, host, port, message)
+    async def forward(self, host: str, port: int, message: Any, timeout_ms: int | None = None) -> Any | None:
+        """Send a client's request on to another node (the leader) and return its answer; None if that failed.
+        `timeout_ms`: how long to wait for an answer the leader holds on purpose (default: the raft request
+        timeout)."""
+        return await self._request_on(self._forward_pool, host, port, message, timeout_ms)
 
     async def to_broker(self, host: str, port: int, message: Any) -> Any | None:
         """A request to another broker on the inter-broker listener (a replica fetch); None if that failed."""
         return await self._request_on(self._broker_pool, host, port, message)
 
-    async def _request_on(self, pool: Any, host: str, port: int, message: Any) -> Any | None:
+    async def _request_on(self, pool: Any, host: str, port: int, message: Any,
+                          timeout_ms: int | None = None) -> Any | None:
         key, version = int(message.__api_key__), int(message.__version__)
         try:
             payload = await pool.request(host, port, lambda wire_id: self._encode(message, wire_id),
-                                         timeout_ms=self._timeout_ms)
+                                         timeout_ms=timeout_ms or self._timeout_ms)
             return decode_response(payload, key, version, borrow_records=True).message  # a Fetch answer's batches
         except (NetError, ProtocolError) as exc:
             self.stats.failures += 1

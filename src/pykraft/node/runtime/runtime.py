@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pykraft.net.commit_probe import PROBE
-from pykraft.net.errors import ConnectError
+from pykraft.net.errors import ConnectError, NetError
 from pykraft.net.pool import ConnectionPool
 from pykraft.net.sasl_client import SaslAuthenticationError
 from pykraft.net.server import FrameServer
@@ -52,6 +52,8 @@ from pykraft.node.runtime.flusher import DurabilityLane, RunBlocking, on_loop_af
 from pykraft.node.runtime.handler_errors import HandlerErrors, contained, fail_answer, recorder
 from pykraft.node.runtime.inbound import ExtraHandler, InboundHandler, served_registry
 from pykraft.node.runtime.metrics import NodeMetrics
+from pykraft.node.runtime.quorum_log import QuorumTransitionLog
+from pykraft.node.runtime.request_metrics import RequestStats
 from pykraft.node.runtime.outbound import Outbound, probe_fetch_offset
 from pykraft.node.config.preflight import check_listeners_bindable
 from pykraft.node.runtime.snapshots import SnapshotPolicy
@@ -172,6 +174,7 @@ class NodeRuntime:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._stop_started = False
+        self._shutdown_timeout_ms = SHUTDOWN_TIMEOUT_MS  # what stop() gave the core to hand leadership over
         self._skip_handover = asyncio.Event()  # set by a second stop() during the graceful hand-over
         self._stopped = asyncio.Event()
         self.close_failure: NodeCloseError | None = None
@@ -183,6 +186,7 @@ class NodeRuntime:
         self._busy_since = time.perf_counter()
         self.observers: list[Callable[[RaftCore, int], None]] = []
         self.handler_errors = HandlerErrors()  # requests and responses whose handling raised (contained)
+        self.request_stats = RequestStats()  # Kafka's RequestMetrics, per API (request_metrics.py)
         self._probe_fetches: dict[int, tuple[int, int]] = {}  # with PROBE only: ref -> (fetch offset, replica)
         self._probe_hwm: int | None = None
         self._parked_until_ms: int | None = None  # while the core task waits: when its timer wakes it
@@ -190,6 +194,11 @@ class NodeRuntime:
         self._inline_failure: BaseException | None = None  # raised by the task, which fails the node
         self._inline_busy_s = 0.0  # seconds of inline inputs inside the task's waits (poll-idle-ratio)
         self._released_at_hwm: int | None = None  # the high watermark when the log's tail cache was last trimmed
+
+    @property
+    def stopping(self) -> bool:
+        """Whether stop() has begun (hosts stop starting new work)."""
+        return self._stopping or self._stop_started
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -244,6 +253,8 @@ class NodeRuntime:
         # Several transitions can happen inside one input (Resigned -> Unattached -> Prospective -> Candidate ->
         # Leader in one poll); the trace wants each. QuorumState calls its listeners on every epoch or role change.
         self.core.quorum.add_transition_listener(lambda: self.trace.observe_state(self.core, self.clock()))
+        self.quorum_log = QuorumTransitionLog(self.core, config.node_id)
+        self.core.quorum.add_transition_listener(lambda: self.quorum_log.observe(self.core))
         self.metrics = NodeMetrics(self)
         self.observers.append(self.metrics.observe)
         self.outbox = Outbox()
@@ -287,14 +298,23 @@ class NodeRuntime:
             self.servers.append(server)
             deferred = self._defer_broker_listeners and listener.name in broker_listeners
             waits = self._waits_for_acls(listener.name)
-            address = await server.start(listener.host or "0.0.0.0", listener.port, serving=not (deferred or waits))
+            host = listener.host or "0.0.0.0"
+            try:
+                address = await server.start(host, listener.port, serving=not (deferred or waits))
+            except OSError as exc:  # one line naming the port and the setting, not "[Errno 98] ..." alone
+                raise NetError(f"cannot listen on {host}:{listener.port} (listener {listener.name}): "
+                               f"{(exc.strerror or str(exc)).lower()}") from None
             if deferred:
                 self._deferred.append(server)
             elif waits:
                 self._deferred_for_acls.append(server)
             self.address = self.address or address
         if config.metrics_port is not None:
-            self.metrics.serve(config.metrics_port)
+            try:
+                self.metrics.serve(config.metrics_port)
+            except OSError as exc:
+                raise NetError(f"cannot serve metrics on port {config.metrics_port} (pykraft.metrics.port): "
+                               f"{(exc.strerror or str(exc)).lower()}") from None
 
     async def serve_broker_listeners(self) -> None:
         """Open the broker's client listeners (bound at start, refusing connections until now); once only."""
@@ -373,6 +393,7 @@ class NodeRuntime:
             await self._stopped.wait()
             return
         self._stop_started = True
+        self._shutdown_timeout_ms = timeout_ms
         if graceful and self._task is not None and not self._task.done():
             self._submit(lambda now: self.core.shutdown(now, timeout_ms))
             handed_over = asyncio.ensure_future(self._shutdown_complete.wait())
@@ -661,7 +682,7 @@ class NodeRuntime:
         self.state_machine.leader_changed(effect.leader_id, effect.epoch)
 
     def shutdown_complete(self, effect: ShutdownComplete) -> None:
-        _log.info("raft shutdown complete (graceful=%s)", effect.graceful)
+        self.quorum_log.shutdown_complete(self.core, effect.graceful, self._shutdown_timeout_ms)
         self._shutdown_complete.set()
 
     def _on_snapshot(self, snapshot_id: Any, size: int) -> None:

@@ -28,6 +28,7 @@ from kio.schema.update_raft_voter.v0 import response as update_resp
 from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_resp
 
+from pykraft.raft.voter_change import ReassignVotersRequest
 from pykraft.raft.handlers import (
     add_voter,
     describe_quorum,
@@ -35,6 +36,7 @@ from pykraft.raft.handlers import (
     fetch_snapshot,
     follower_membership,
     quorum_epoch,
+    reassign_voters,
     remove_voter,
     update_voter,
     vote,
@@ -66,6 +68,7 @@ REQUEST_HANDLERS: dict[type, RequestHandler] = {
     add_req.AddRaftVoterRequest: add_voter.handle_add_voter_request,
     remove_req.RemoveRaftVoterRequest: remove_voter.handle_remove_voter_request,
     update_req.UpdateRaftVoterRequest: update_voter.handle_update_voter_request,
+    ReassignVotersRequest: reassign_voters.handle_reassign_request,  # AlterPartitionReassignments (KIP-642)
 }
 
 RESPONSE_HANDLERS: dict[type, ResponseHandler] = {

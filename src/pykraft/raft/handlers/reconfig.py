@@ -2,14 +2,15 @@
 AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter requests and answers are routed by dispatch.py).
 
 The numbered algorithms are in add_voter.py, remove_voter.py and update_voter.py (leader side) and
-follower_membership.py (UpdateVoter sending and auto-join); the shared steps in membership.py.
+follower_membership.py (UpdateVoter sending and auto-join); the shared steps in membership.py; quorum
+reassignment (KIP-642, driven by the leader from the target in its log) in reassign_voters.py.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pykraft.raft.handlers import membership, quorum_epoch
+from pykraft.raft.handlers import membership, quorum_epoch, reassign_voters
 from pykraft.raft.states import ResignedState
 
 if TYPE_CHECKING:
@@ -27,6 +28,8 @@ def after_input(core: RaftCore, now_ms: int) -> None:
     failed probe, lost leadership) and resign if this leader's own removal has committed."""
     membership.settle_pending(core, now_ms)
     resign_if_removed(core, now_ms)
+    reassign_voters.drive(core, now_ms)
+    reassign_voters.settle_waiters(core, now_ms)
 
 
 def resign_if_removed(core: RaftCore, now_ms: int) -> None:
@@ -46,6 +49,9 @@ def resign_if_removed(core: RaftCore, now_ms: int) -> None:
 
 
 def next_deadline_ms(core: RaftCore) -> int | None:
-    """When the pending change times out (the follower side needs no timer: it rides on fetch answers)."""
+    """When the pending change or a waiting reassignment request times out (the follower side needs no timer: it
+    rides on fetch answers)."""
     pending = core.reconfig.pending
-    return pending.deadline_ms if pending is not None else None
+    deadlines = [d for d in (pending.deadline_ms if pending is not None else None,
+                             reassign_voters.next_deadline_ms(core)) if d is not None]
+    return min(deadlines) if deadlines else None

@@ -9,6 +9,9 @@ Names:
 - MajorityReachedHighWatermark: a majority of the last or the committed voter set (by key: id and directory id)
   has a log end at or above the newest leader's high watermark. Off in runs that wipe a disk (as Kafka's).
 - AtMostOneUncommittedVoterSet: the newest leader has at most one VotersRecord at or above its high watermark.
+- TargetSurvivesFailover: once a quorum reassignment target record (pykraft's target tag on a VotersRecord) is
+  committed, the one in force at every newer leader's high watermark is it or a later one; where a snapshot covers
+  its offset, the same target.
 - NoDivergence: every committed batch (offset range, epoch, stored CRC) is the same on every node, and every
   node's log below its high watermark agrees with it; the state after each batch is the same everywhere,
   including states loaded from or written to snapshots (ConsistentCommittedData).
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
 
 ALL_INVARIANTS = frozenset({
     "SingleLeader", "MonotonicEpoch", "MonotonicHighWatermark", "MajorityReachedHighWatermark",
-    "AtMostOneUncommittedVoterSet", "NoDivergence", "NoTruncationBelowCommitted", "LeaderHasAllAckedValues",
+    "AtMostOneUncommittedVoterSet", "TargetSurvivesFailover", "NoDivergence", "NoTruncationBelowCommitted", "LeaderHasAllAckedValues",
     "AckedValueNotLost", "SnapshotAtLogStart", "LeaderNeverLoadSnapshot", "ListenerOrder", "SnapshotReadable",
     # checked by the runner and scenarios
     "ProgressWithMajority", "StableLeadership", "Liveness", "Linearizability",
@@ -79,6 +82,8 @@ class Checker:
     ack_checked: dict[tuple[int, int], int] = field(default_factory=dict)  # (leader, epoch) -> acks verified
     storage_faults: list[str] = field(default_factory=list)
     elections: set[tuple[int, int]] = field(default_factory=set)  # (epoch, leader) seen
+    # (offset, target ids or None when cleared) of the newest committed target record any leader held
+    committed_target: tuple[int, frozenset[int] | None] | None = None
     _majority_signature: tuple[int, int, int, int] | None = None
     _majority_countdown: int = 0
 
@@ -209,7 +214,27 @@ class Checker:
         uncommitted = len(offsets) - bisect.bisect_left(offsets, hwm)
         if uncommitted > 1:
             self.violation("AtMostOneUncommittedVoterSet", leader, f"{uncommitted} voter sets at or above {hwm}")
+        self._check_target(leader, hwm)
         self._check_acked(leader, epoch)
+
+    def _check_target(self, leader: SimNode, hwm: int) -> None:
+        """TargetSurvivesFailover: the target record in force at this leader's committed end is the newest committed
+        one any leader held (or newer), or, where a snapshot covers that record, the same target."""
+        entry = leader.core.history.target_entry_at(hwm - 1)  # type: ignore[union-attr]
+        known = self.committed_target
+        if entry is not None and (known is None or entry[0] > known[0]):
+            self.committed_target = (entry[0], _ids(entry[1]))
+            return
+        if known is None:
+            return
+        log = leader.disk.log
+        snapshot = log.latest_snapshot_id()
+        covered = known[0] < max(log.start_offset(), snapshot.offset if snapshot is not None else 0)
+        in_force = None if entry is None else _ids(entry[1])
+        missing = entry is None or entry[0] < known[0]
+        if in_force != known[1] or (missing and not covered):
+            self.violation("TargetSurvivesFailover", leader, f"the committed target record {known} is lost: the one "
+                                                              f"in force at the leader's hwm {hwm} is {entry}")
 
     def _majority_at(self, voters: VoterSet, hwm: int) -> bool:
         reached = 0
@@ -262,6 +287,10 @@ class Checker:
             if self.committed_values.get(offset) != value:
                 self.violation("AckedValueNotLost", None, f"acked {value!r} at {offset}, committed "
                                                           f"{self.committed_values.get(offset)!r}")
+
+
+def _ids(voters: VoterSet | None) -> frozenset[int] | None:
+    return None if voters is None else frozenset(voters.ids())
 
 
 def read_value(log: object, offset: int) -> bytes | None:
