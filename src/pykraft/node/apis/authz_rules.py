@@ -6,7 +6,7 @@ plane's topic checks are in authz_data.py, the groups' in authz_groups.py; the r
   (BrokerRegistration, BrokerHeartbeat, AlterPartition, ControllerRegistration, AllocateProducerIds,
   AssignReplicasToDirs) need CLUSTER_ACTION, DescribeQuorum DESCRIBE, AddRaftVoter, RemoveRaftVoter,
   UnregisterBroker and DescribeCluster (a controller's: Kafka asks more of it than a broker's) ALTER; anywhere,
-  ElectLeaders and UpdateFeatures need ALTER, CreateAcls, DeleteAcls and AlterUserScramCredentials ALTER, DescribeAcls
+  ElectLeaders, UpdateFeatures and AlterPartitionReassignments need ALTER (ListPartitionReassignments DESCRIBE), CreateAcls, DeleteAcls and AlterUserScramCredentials ALTER, DescribeAcls
   and DescribeUserScramCredentials DESCRIBE, a broker's DescribeLogDirs DESCRIBE and AlterReplicaLogDirs ALTER, an
   Envelope CLUSTER_ACTION (its sender must be a broker);
 - per resource: CreateTopics (CREATE on the cluster or the topic; DESCRIBE_CONFIGS to see the new topic's configs),
@@ -232,10 +232,11 @@ RULES: dict[int, Rule] = {
         K.BROKER_REGISTRATION, K.BROKER_HEARTBEAT, K.ALTER_PARTITION, K.CONTROLLER_REGISTRATION,
         K.ALLOCATE_PRODUCER_IDS, K.ASSIGN_REPLICAS_TO_DIRS)},
     K.DESCRIBE_QUORUM: needs(Op.DESCRIBE),
-    **{key: needs(Op.ALTER, listener="controller") for key in (K.ADD_RAFT_VOTER, K.REMOVE_RAFT_VOTER,
-                                                               K.UNREGISTER_BROKER)},
+    **{key: needs(Op.ALTER, listener="controller") for key in (K.ADD_RAFT_VOTER, K.REMOVE_RAFT_VOTER)},
+    K.UNREGISTER_BROKER: needs(Op.ALTER),
     **{key: needs(Op.ALTER) for key in (K.ELECT_LEADERS, K.UPDATE_FEATURES, K.CREATE_ACLS, K.DELETE_ACLS,
-                                        K.ALTER_USER_SCRAM_CREDENTIALS)},
+                                        K.ALTER_USER_SCRAM_CREDENTIALS, K.ALTER_PARTITION_REASSIGNMENTS)},
+    K.LIST_PARTITION_REASSIGNMENTS: needs(Op.DESCRIBE),
     K.DESCRIBE_ACLS: needs(Op.DESCRIBE),
     K.DESCRIBE_USER_SCRAM_CREDENTIALS: needs(Op.DESCRIBE),
     K.DESCRIBE_LOG_DIRS: needs(Op.DESCRIBE, listener="broker"),
