@@ -89,6 +89,8 @@ def _summary_section(summary: dict[str, Any]) -> str:
         parts.append(_table(image["brokers"]))
         parts.append(_table([{"topic": t["name"], **p} for t in image["topics"] for p in t["partitions"]]))
         parts.append(_table(image["features"]))
+        parts.append(_table(image.get("users", [])))  # SCRAM users: names and iterations only
+        parts.append(_table(image.get("acls", [])))
     return "".join(parts)
 
 

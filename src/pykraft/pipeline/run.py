@@ -112,12 +112,17 @@ def _clusters(spark: SparkSession, out: str, tables: Tables, stops: DataFrame) -
     partitions = _grouped(_read(spark, out, "image_partitions"), lambda r: r, ["topic", "partition"])
     features = _grouped(_read(spark, out, "image_features"),
                         lambda r: {"name": r["name"], "featureLevel": r["level"]}, ["name"])
+    users = _grouped(_read(spark, out, "image_users"), lambda r: {"user": r["name"], "credentials": r["detail"]},
+                     ["name"])
+    acls = _grouped(_read(spark, out, "image_acls"), lambda r: {
+        "principal": r["name"], "permission": r["state"], "acl": r["detail"]}, ["detail", "name"])
     clusters = []
     for row in stops.orderBy("cluster_id").collect():
         cid = row["cluster_id"]
         clusters.append({"clusterId": cid, "highWatermark": row["hwm"], "offset": row["stop_offset"],
                          "image": {"brokers": brokers.get(cid, []), "topics": _topics(partitions.get(cid, [])),
-                                   "features": features.get(cid, []), "voters": voters.get(cid, [])}})
+                                   "features": features.get(cid, []), "voters": voters.get(cid, []),
+                                   "users": users.get(cid, []), "acls": acls.get(cid, [])}})
     return clusters
 
 
