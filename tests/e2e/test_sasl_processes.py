@@ -188,3 +188,25 @@ def _produces(secure: SecureCluster, settings: dict[str, str]) -> bool:
         return produce("kafka-python", secure.bootstrap(), settings, TOPIC, [b"carol"]) == 1
     except Exception:  # noqa: BLE001 - a refused login
         return False
+
+
+def test_no_secret_in_logs_traces_tool_output_or_dump_log(secure):
+    """JAAS passwords and SCRAM passwords, salts and keys: never in a node's log or trace, in `pykraft configs
+    --describe --all` of a broker, nor in `pykraft dump-log` of the metadata log (salts and keys redacted)."""
+    secrets = [*PASSWORDS.values(), "carol-secret", "not-alice-secret"]
+    seen = []
+    for node in secure.cluster.nodes.values():
+        seen.append(secure.cluster.server_log(node.node_id))
+        seen += [p.read_text(errors="replace") for p in node.data_dir.rglob("pykraft-trace*.jsonl")]
+    broker = str(secure.cluster.broker_ids[0])
+    described = secure.tool("configs", "--describe", "--all", "--entity-type", "brokers", "--entity-name", broker)
+    assert described.returncode == 0, described.stderr
+    assert "sasl.jaas.config" in described.stdout  # listed, its value hidden
+    seen.append(described.stdout + described.stderr)
+    controller = secure.cluster.nodes[secure.cluster.controller_ids[0]]
+    segments = sorted(str(p) for p in (controller.data_dir / "__cluster_metadata-0").glob("*.log"))
+    dumped = secure.cluster.cli("dump-log", *segments, check=False, timeout=120)
+    assert "USER_SCRAM_CREDENTIAL_RECORD" in dumped.stdout and "(redacted)" in dumped.stdout
+    seen.append(dumped.stdout)
+    for text in seen:
+        assert not any(secret in text for secret in secrets)
