@@ -92,6 +92,20 @@ async def test_wrong_password_is_refused_and_nothing_is_served(mechanism: str) -
         await server.close()
 
 
+async def test_a_failed_authentication_is_logged_with_its_reason_and_never_the_password(
+        caplog: pytest.LogCaptureFixture) -> None:
+    server, _, host, port = await sasl_server()
+    try:
+        with caplog.at_level("INFO", logger="pykraft.net.server"), pytest.raises(ConnectError):
+            await Connection.open(host, port, sasl=SaslClientConfig("PLAIN", "alice", "guessed-pw-123"))
+        failures = [r.getMessage() for r in caplog.records if "failed authentication" in r.getMessage()]
+        assert len(failures) == 1 and f"from {host}:" in failures[0]
+        assert failures[0].endswith("failed authentication (Authentication failed: Invalid username or password)")
+        assert "guessed-pw-123" not in caplog.text and "alice-secret" not in caplog.text
+    finally:
+        await server.close()
+
+
 async def test_scram_failure_does_not_say_whether_the_user_exists() -> None:
     server, _, host, port = await sasl_server()
     try:

@@ -109,6 +109,7 @@ class SaslServerAuthenticator:
         self.session_expiry_ms: int | None = None
         self.successes = 0
         self.failures = 0
+        self.last_failure: str | None = None  # what the client was told (or why it was dropped): for the log line
 
     @property
     def authenticated(self) -> bool:
@@ -166,6 +167,7 @@ class SaslServerAuthenticator:
             answer = self._encode(decoded, _handshake_response(ErrorCode.UNSUPPORTED_SASL_MECHANISM, enabled))
             self._state = _State.FAILED
             self.failures += 1
+            self.last_failure = f"Unsupported SASL mechanism {requested}"
             return Answer(answer, close=True, delay_ms=self.config.failed_delay_ms)
         self._headers = decoded.api_version >= 1
         self._mechanism = mechanism
@@ -183,6 +185,7 @@ class SaslServerAuthenticator:
         if decoded.api_key != ApiKey.SASL_AUTHENTICATE:
             # Kafka answers the request itself with ILLEGAL_SASL_STATE, then closes
             self._state, self.failures = _State.FAILED, self.failures + 1
+            self.last_failure = f"Unexpected Kafka request of type {decoded.api_key.name} during SASL authentication"
             answer = error_response_for(decoded.message, ErrorCode.ILLEGAL_SASL_STATE, error_message=(
                 f"Unexpected Kafka request of type {decoded.api_key.name} during SASL authentication."))
             return Answer(self._encode(decoded, answer), close=True)
@@ -190,7 +193,8 @@ class SaslServerAuthenticator:
             token = self._evaluate(bytes(decoded.message.auth_bytes))
         except SaslFailure as exc:
             self._state, self.failures = _State.FAILED, self.failures + 1
-            answer = _authenticate_response(ErrorCode.SASL_AUTHENTICATION_FAILED, self._failure_text(exc), b"", 0)
+            self.last_failure = self._failure_text(exc)
+            answer = _authenticate_response(ErrorCode.SASL_AUTHENTICATION_FAILED, self.last_failure, b"", 0)
             return Answer(self._encode(decoded, answer), close=True, delay_ms=self.config.failed_delay_ms)
         lifetime = self._complete(now_ms) if self._mechanism is not None and self._mechanism.complete else 0
         return Answer(self._encode(decoded, _authenticate_response(ErrorCode.NONE, None, token, lifetime)))
@@ -242,6 +246,7 @@ class SaslServerAuthenticator:
     def _fail_drop(self, reason: str) -> Drop:
         if self._state is not _State.FAILED:
             self.failures += 1
+            self.last_failure = reason
         self._state = _State.FAILED
         return Drop(reason)
 

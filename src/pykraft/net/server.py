@@ -34,15 +34,23 @@ import asyncio
 import logging
 import ssl
 import struct
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import cast
 
 from pykraft.net.commit_probe import PROBE
-from pykraft.net.principal import NoMatchingRule, SslPrincipalMapper, ssl_principal
-from pykraft.net.sasl_server import Answer, Drop, Pass, SaslServerAuthenticator, SaslServerConfig
+from pykraft.net.principal import NoMatchingRule
+from pykraft.net.sasl_server import Answer, Drop, Pass, SaslServerAuthenticator
+from pykraft.net.server_auth import (
+    Final,
+    ListenerSecurity,
+    answer_later,
+    authenticate_frame,
+    concerns_sasl,
+    connection_principal,
+)
+from pykraft.net.server_stats import ServerCounters, ServerStats
 from pykraft.net.tls import peer_subject
 from pykraft.protocol.errors import InvalidFrameError
 from pykraft.protocol.frame_reader import FrameReader
@@ -79,46 +87,11 @@ class ConnectionInfo:
     principal: KafkaPrincipal = ANONYMOUS
 
 
-@dataclass(frozen=True, slots=True)
-class ListenerSecurity:
-    """How a listener authenticates its connections: the certificate subject mapping of an SSL listener (None: the
-    subject as it is), the SASL settings of a SASL listener (None: no SASL)."""
-
-    ssl_mapper: SslPrincipalMapper | None = None
-    sasl: SaslServerConfig | None = None
-
-
 Handler = Callable[[ConnectionInfo, memoryview], Awaitable[bytes | memoryview | FrameBody | None]]
 
 
 class CloseConnection(Exception):
     """Raised by a handler to drop its connection once the responses to earlier requests are written."""
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStats:
-    """Counters since the server was created (a snapshot; `FrameServer.stats` builds a new one)."""
-
-    connections_accepted: int
-    connections_open: int
-    requests: int
-    responses: int
-    invalid_frames: int  # negative or oversize size prefix: connection closed
-    handler_errors: int  # handler raised something other than CloseConnection: connection closed
-    closed_by_handler: int  # handler raised CloseConnection
-    authentications: int = 0  # SASL authentications (and re-authentications) that succeeded
-    failed_authentications: int = 0  # SASL authentications refused, and connections closed before or during one
-    expired_sessions_killed: int = 0  # connections closed for a request after their SASL session expired
-
-
-class _Counters:
-    __slots__ = ("accepted", "authentications", "closed_by_handler", "expired", "failed_authentications",
-                 "handler_errors", "invalid_frames", "requests", "responses")
-
-    def __init__(self) -> None:
-        self.accepted = self.requests = self.responses = 0
-        self.invalid_frames = self.handler_errors = self.closed_by_handler = 0
-        self.authentications = self.failed_authentications = self.expired = 0
 
 
 class FrameServer:
@@ -148,7 +121,7 @@ class FrameServer:
         self._server: asyncio.Server | None = None
         self._connections: set[_ServerProtocol] = set()
         self._tasks: set[asyncio.Task[bytes | None]] = set()  # every handler task not yet finished
-        self._counters = _Counters()
+        self._counters = ServerCounters()
         self._next_connection_id = 0
         self._closed = False
 
@@ -208,19 +181,7 @@ class FrameServer:
 
     @property
     def stats(self) -> ServerStats:
-        c = self._counters
-        return ServerStats(
-            connections_accepted=c.accepted,
-            connections_open=len(self._connections),
-            requests=c.requests,
-            responses=c.responses,
-            invalid_frames=c.invalid_frames,
-            handler_errors=c.handler_errors,
-            closed_by_handler=c.closed_by_handler,
-            authentications=c.authentications,
-            failed_authentications=c.failed_authentications,
-            expired_sessions_killed=c.expired,
-        )
+        return self._counters.snapshot(len(self._connections))
 
     def _new_protocol(self) -> _ServerProtocol:
         self._next_connection_id += 1
@@ -262,7 +223,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         subject = peer_subject(transport.get_extra_info("ssl_object"))
         security = self._server.security
         try:
-            principal = ssl_principal(subject, security.ssl_mapper or _DEFAULT_MAPPER)
+            principal = connection_principal(subject, security)
         except NoMatchingRule as exc:  # Kafka fails such a connection: nobody to authorize
             _log.warning("%s: closing connection from %s:%s: %s", self._server.name, peer[0], peer[1], exc)
             self._closing = True
@@ -342,7 +303,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         tasks = self._server._tasks
         while self._backlog and len(self._slots) < self._limit and not self._last_answer:
             frame = self._backlog.popleft()
-            if self._auth is not None and _concerns_sasl(self._auth, frame):
+            if self._auth is not None and concerns_sasl(self._auth, frame):
                 work = self._authenticate(frame)
                 if work is None:
                     return  # dropped
@@ -357,28 +318,24 @@ class _ServerProtocol(asyncio.BufferedProtocol):
 
     def _authenticate(self, frame: memoryview) -> Awaitable[bytes | memoryview | FrameBody | None] | None:
         """The authenticator's verdict on one frame: the work that answers it, or None when the connection closed."""
-        auth = self._auth
-        assert auth is not None
-        before = (auth.successes, auth.failures)
-        verdict = auth.receive(frame, int(time.monotonic() * 1000))
-        self._counters.authentications += auth.successes - before[0]
-        self._counters.failed_authentications += auth.failures - before[1]
-        if auth.authenticated and self._info.principal != auth.principal:
-            assert auth.principal is not None
-            self._info = replace(self._info, principal=auth.principal)
+        assert self._auth is not None
+        where = f"{self._server.name}: connection {self._id} from {self._info.peer_host}:{self._info.peer_port}"
+        step = authenticate_frame(self._auth, frame, self._info.principal, where)
+        self._counters.authentications += step.succeeded
+        self._counters.failed_authentications += step.failed
+        self._counters.expired += step.expired
+        if step.principal is not None:
+            self._info = replace(self._info, principal=step.principal)
             self._reader.limit = self._server.max_frame_bytes
+        verdict = step.verdict
         if isinstance(verdict, Drop):
-            expired = verdict.reason.startswith("the SASL session expired")
-            self._counters.expired += expired
-            _log.info("%s: closing connection %s from %s:%s: %s", self._server.name, self._id, self._info.peer_host,
-                      self._info.peer_port, verdict.reason)
             self.abort()
             return None
         if isinstance(verdict, Pass):
             return self._server.handler(self._info, frame)
         assert isinstance(verdict, Answer)
         self._last_answer = verdict.close
-        return _answer_later(verdict)
+        return answer_later(verdict)
 
     def _on_done(self, task: asyncio.Task[bytes | None]) -> None:
         self._server._tasks.discard(task)
@@ -410,7 +367,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
             payload = task.result()
             if payload is None:
                 continue
-            if isinstance(payload, _Final):  # the authenticator's last answer: written, then the connection closes
+            if isinstance(payload, Final):  # the authenticator's last answer: written, then the connection closes
                 out.append(_SIZE.pack(len(payload.body)))
                 out.append(payload.body)
                 answered += 1
@@ -472,26 +429,3 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         elif not want_pause and self._reading_paused:
             self._reading_paused = False
             self._transport.resume_reading()
-
-
-_DEFAULT_MAPPER = SslPrincipalMapper()
-_SASL_HANDSHAKE = b"\x00\x11"  # api key 17
-
-
-def _concerns_sasl(auth: SaslServerAuthenticator, frame: memoryview) -> bool:
-    """Whether a frame goes by the connection's authenticator: all of them until it authenticated; after, a
-    SaslHandshake (a re-authentication) and, when the session has a lifetime, every request (an expired session is
-    closed). Cheap on the hot path: most sessions have no lifetime, and then two bytes are compared."""
-    return auth.in_progress or auth.session_expiry_ms is not None or frame[:2] == _SASL_HANDSHAKE
-
-
-@dataclass(frozen=True, slots=True)
-class _Final:
-    body: bytes
-
-
-async def _answer_later(answer: Answer) -> bytes | _Final:
-    """An authenticator's answer as a handler's result, `delay_ms` late (Kafka delays a failed authentication's)."""
-    if answer.delay_ms > 0:
-        await asyncio.sleep(answer.delay_ms / 1000)
-    return _Final(answer.body) if answer.close else answer.body
