@@ -1,6 +1,7 @@
 """Produce benchmark: acks=all, replication factor 3, 1 KiB records through confluent-kafka, against the disk.
 
-Run: .venv/bin/python benchmarks/produce.py [--dir DIR] [--seconds S] [--raw-mib N] [--client KEY=VALUE ...]
+Run: .venv/bin/python benchmarks/produce.py [--dir DIR] [--seconds S] [--raw-mib N] [--mode M] [--txn-records N]
+     [--client KEY=VALUE ...]
 
 In one run and one directory it measures:
 - raw: sequential os.write of 1 MiB blocks + os.fdatasync into a new file, the disk's bandwidth for this
@@ -20,7 +21,10 @@ In one run and one directory it measures:
     so with batches of more than 5 records it keeps ONE ProduceRequest in flight per partition: the rate is
     batch size / one acks=all round trip (client, leader, follower fetch, follower's next fetch, answer);
   - `pipelined`: not idempotent, max.in.flight 5, the way Kafka's Java producer pipelines (5 requests in flight
-    per connection, idempotent or not).
+    per connection, idempotent or not);
+  - `transactional`: the idempotent producer inside transactions, committed every `--txn-records` records (10,000
+    by default, ~10 MB): the cost of transactions is the coordinator's round trips (AddPartitionsToTxn, EndTxn),
+    the KIP-890 verification of each transaction's first write, the markers and the wait for the commit.
 
 The client settings (`CLIENT`, printed; `--client KEY=VALUE` overrides one), as a Kafka user sets them for a
 throughput run:
@@ -130,7 +134,9 @@ def usage(pid: int) -> tuple[float, float, float]:
 CLIENT = {"acks": "all", "linger.ms": 1000, "batch.size": 1_000_000, "queue.buffering.max.kbytes": 8192,
           "socket.nagle.disable": True}
 MODES = {"idempotent": {"enable.idempotence": True},
-         "pipelined": {"enable.idempotence": False, "max.in.flight.requests.per.connection": 5}}
+         "pipelined": {"enable.idempotence": False, "max.in.flight.requests.per.connection": 5},
+         "transactional": {"transactional.id": "bench", "transaction.timeout.ms": 60000}}
+TXN_RECORDS = 10_000  # records per transaction in the transactional mode (--txn-records)
 
 
 def _minus(after: tuple[float, ...], before: tuple[float, ...]) -> tuple[float, ...]:
@@ -159,8 +165,8 @@ def _roles(cluster: LocalCluster, partitions: int) -> dict[int, str]:
     return roles
 
 
-def produce_run(directory: str, seconds: float, mode: str, partitions: int, client: dict[str, object]
-                ) -> tuple[float, float, float, dict[str, tuple[float, ...]]]:
+def produce_run(directory: str, seconds: float, mode: str, partitions: int, client: dict[str, object],
+                txn_records: int = TXN_RECORDS) -> tuple[float, float, float, dict[str, tuple[float, ...]]]:
     import confluent_kafka
     from e2e.data_plane_checks import start_cluster
 
@@ -180,6 +186,10 @@ def produce_run(directory: str, seconds: float, mode: str, partitions: int, clie
                     latencies.append(latency)
 
         producer.list_topics("bench", timeout=30)  # connected and the leader known before the clock starts
+        transactional = "transactional.id" in MODES[mode]
+        if transactional:
+            producer.init_transactions(60)
+            producer.begin_transaction()
         roles = _roles(cluster, partitions)
         cpu_before = {node_id: usage(cluster.nodes[node_id].process.pid) for node_id in roles}
         client_before = usage(os.getpid())
@@ -196,10 +206,15 @@ def produce_run(directory: str, seconds: float, mode: str, partitions: int, clie
                     sent += 1
                 except BufferError:
                     producer.poll(0.01)
+                if transactional and sent % txn_records == 0:
+                    producer.commit_transaction(120)  # flushes, then EndTxn and the markers
+                    producer.begin_transaction()
             producer.poll(0)
         if sent >= budget:
             print(f"    (stopped after {time.perf_counter() - start:.1f} s: three copies of more would not fit on "
                   f"the disk)")
+        if transactional:
+            producer.commit_transaction(120)
         producer.flush(120)
         elapsed = time.perf_counter() - start
         cpu = {roles[n]: _minus(usage(cluster.nodes[n].process.pid), cpu_before[n]) for n in sorted(roles)}
@@ -243,15 +258,18 @@ def main() -> None:
                         help="MiB written by each of the two long raw passes (fresh pages, then reused pages)")
     parser.add_argument("--ceiling-seconds", type=float, default=5.0,
                         help="how long the no-protocol relay (the ceiling) streams")
-    parser.add_argument("--mode", choices=(*MODES, "both"), default="both")
+    parser.add_argument("--mode", choices=(*MODES, "both", "all"), default="all",
+                        help="both: idempotent and pipelined; all: those and transactional (the default)")
     parser.add_argument("--partitions", type=int, default=1,
                         help="partitions of the topic (leaders spread over the brokers as Kafka assigns them); "
                              "with one, the rate is bounded by one follower fetch round trip per MB fetched")
+    parser.add_argument("--txn-records", type=int, default=TXN_RECORDS,
+                        help="records per transaction in the transactional mode")
     parser.add_argument("--client", type=_client_setting, action="append", default=[], metavar="KEY=VALUE",
                         help="a librdkafka property over the defaults printed (repeatable)")
     args = parser.parse_args()
     client = {**CLIENT, **dict(args.client)}
-    modes = tuple(MODES) if args.mode == "both" else (args.mode,)
+    modes = {"all": tuple(MODES), "both": ("idempotent", "pipelined")}.get(args.mode, (args.mode,))
     for mode in modes:  # a wrong property fails here, before any cluster is started
         problem = _client_problem({**client, **MODES[mode]})
         if problem:
@@ -271,7 +289,8 @@ def main() -> None:
         time.sleep(RAW_SETTLE_SECONDS)
         print("client: " + ", ".join(f"{k}={v}" for k, v in client.items()))
         for mode in modes:
-            rate, p50, p99, cpu_per_mb = produce_run(directory, args.seconds, mode, args.partitions, client)
+            rate, p50, p99, cpu_per_mb = produce_run(directory, args.seconds, mode, args.partitions, client,
+                                                     args.txn_records)
             busiest = max((role for role in cpu_per_mb if role not in ("client", "controller")),
                           key=lambda role: sum(cpu_per_mb[role][:2]))
             print(f"pykraft acks=all RF3 1 KiB, {args.partitions} partition(s), {mode:10s} ({MODES[mode]}): "

@@ -108,8 +108,11 @@ def test_a_locked_directory_is_not_formatted(tmp_path):
 def test_bootstrap_checkpoint_layout(tmp_path):
     plan = plan_format(request(tmp_path, quorum_flag=QuorumFlag.NONE, has_static_voters=True), random.Random(1))
     records = decode_file_bytes(tmp_path, fmt.bootstrap_checkpoint_bytes(plan, now_ms=1234))
-    assert [type(m).__name__ for _, m in records] == ["SnapshotHeaderRecord", "FeatureLevelRecordV0", "SnapshotFooterRecord"]
-    assert [control for control, _ in records] == [True, False, True]
+    assert [type(m).__name__ for _, m in records] == ["SnapshotHeaderRecord", "FeatureLevelRecordV0",
+                                                      "FeatureLevelRecordV0", "SnapshotFooterRecord"]
+    assert [(m.name, int(m.feature_level)) for _, m in records[1:3]] == [("metadata.version", 27),
+                                                                        ("transaction.version", 1)]
+    assert [control for control, _ in records] == [True, False, False, True]
 
 
 def decode_file_bytes(tmp_path: Path, data: bytes):

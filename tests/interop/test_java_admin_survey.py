@@ -15,9 +15,6 @@ from .java_programs import failures
 
 # method -> the issue whose work makes pykraft answer it
 NOT_YET: dict[str, str] = {
-    "listTransactions": "issue 31: transactions",
-    "describeTransactions": "issue 31: transactions",
-    "fenceProducers": "issue 31: transactions",
     "describeDelegationToken": "no issue yet: delegation tokens",
     "describeClientQuotas": "no issue yet: client quotas",
     "alterClientQuotas": "no issue yet: client quotas",

@@ -31,7 +31,8 @@ from pykraft.records.metadata.schema.topic_record import TopicRecordV0
 from protocol.schema_strategies import message
 
 HINTS = (("name", ("t", "u")), ("topic", ("t", "u")), ("group_id", ("g", "h")), ("key", ("g", "tx")),
-         ("transactional_id", ("tx", None)), ("resource_name", ("t", "1", "")), ("topic_name", ("t",)),
+         ("transactional_id", ("tx",)), ("transactional_ids", ("tx", "ty")),
+         ("v3_and_below_transactional_id", ("tx",)), ("resource_name", ("t", "1", "")), ("topic_name", ("t",)),
          ("groups", ("g", "h")), ("groups_names", ("g", "h")), ("coordinator_keys", ("g", "h")))
 EXAMPLES = settings(max_examples=4, deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
@@ -56,12 +57,13 @@ def served_ranges() -> dict[int, set[int]]:
     from pykraft.node.apis.group_api import GROUP_APIS
     from pykraft.node.apis.security_apis import ACL_WRITE_APIS, BROKER_SECURITY_APIS
     from pykraft.node.hosts.controller_host import HOST_APIS, IMAGE_APIS
+    from pykraft.node.apis.txn_api import TXN_APIS
     from pykraft.node.hosts.data_plane import DATA_PLANE_APIS
     from pykraft.protocol.apis import NODE_RUNTIME_APIS
 
     found: dict[int, set[int]] = {}
     tables = [{int(k): (r.min_version, r.max_version) for k, r in NODE_RUNTIME_APIS}, HOST_APIS, IMAGE_APIS,
-              DATA_PLANE_APIS, GROUP_APIS, BROKER_SECURITY_APIS, ACL_WRITE_APIS, {58: (0, 0)}]
+              DATA_PLANE_APIS, GROUP_APIS, BROKER_SECURITY_APIS, ACL_WRITE_APIS, TXN_APIS, {58: (0, 0)}]
     for table in tables:
         for key, (low, high) in table.items():
             found.setdefault(int(key), set()).update(range(low, high + 1))
@@ -98,3 +100,24 @@ def test_every_rule_answers_in_the_requests_own_shape(key, version, data):
             if answer is not None:
                 assert type(answer) is response_class(key, version)
                 encode_response_body(7, answer)
+
+
+def test_every_served_api_has_a_rule_of_its_own():
+    """An API a node serves without a rule would fall to UNLISTED (CLUSTER_ACTION only): it must be given its check."""
+    from pykraft.protocol.apis import ApiKey
+
+    missing = sorted(ApiKey(key).name for key in SERVED if key not in RULES)
+    assert missing == []
+
+
+def test_an_api_without_a_rule_needs_cluster_action():
+    from pykraft.node.apis.authz_rules import UNLISTED
+
+    rules = {key: rule for key, rule in RULES.items() if key != 65}  # DescribeTransactions unlisted
+    request = request_class(65, 0)(transactional_ids=("tx",))
+    decoded = DecodedRequest(header=headers.make_request_header(65, 0, 7, "t"), message=request, context=MALLORY)
+    closed = RequestAuthorizer(True, AuthorizerSettings(), lambda: SOME, rules=rules, unlisted=UNLISTED)
+    assert isinstance(closed.check(decoded, False), Denied)
+    node = StandardAcl(Res.CLUSTER, "kafka-cluster", Pat.LITERAL, "User:mallory", "*", Op.CLUSTER_ACTION, Perm.ALLOW)
+    trusted = RequestAuthorizer(True, AuthorizerSettings(), lambda: image(node), rules=rules, unlisted=UNLISTED)
+    assert trusted.check(decoded, False) is None

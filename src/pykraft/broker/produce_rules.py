@@ -8,7 +8,8 @@ Kafka's rules (`ProduceRequest.validateRecords` and `LogValidator`, for Produce 
   bytes are stored as they came (compression passed through, as Kafka does when the topic's
   compression.type is `producer`);
 - not a control batch, record count >= 1 and lastOffsetDelta = count - 1 -> INVALID_RECORD;
-- transactions are not supported yet: a transactional batch -> INVALID_RECORD, with a message saying so;
+- a transactional batch carries a producer id -> INVALID_RECORD otherwise (the producer's transaction is checked
+  by the leader: producer state and KIP-890 verification).
 - on a compacted topic (cleanup.policy has compact), every record has a key -> INVALID_RECORD
   (`require_keys`: the one rule that walks the records, as Kafka's LogValidator does for such topics).
 
@@ -63,6 +64,7 @@ class ProducedBatch:
     producer_id: int
     producer_epoch: int
     base_sequence: int
+    transactional: bool = False
 
     @property
     def is_idempotent(self) -> bool:
@@ -104,11 +106,12 @@ def validate_batch(records: bytes | memoryview | None, max_message_bytes: int) -
         return Rejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {attributes & 7}")
     if attributes & ATTR_CONTROL:
         return Rejected(ErrorCode.INVALID_RECORD, "clients may not produce control batches")
-    if attributes & ATTR_TRANSACTIONAL:
-        return Rejected(ErrorCode.INVALID_RECORD, "transactional batches are not supported by this broker")
+    transactional = bool(attributes & ATTR_TRANSACTIONAL)
+    if transactional and pid < 0:
+        return Rejected(ErrorCode.INVALID_RECORD, "a transactional batch must carry a producer id")
     if count < 1 or delta != count - 1:
         return Rejected(ErrorCode.INVALID_RECORD, f"record count {count} does not match last offset delta {delta}")
-    return ProducedBatch(size, count, max_ts, pid, pepoch, seq)
+    return ProducedBatch(size, count, max_ts, pid, pepoch, seq, transactional)
 
 
 def require_keys(records: bytes | memoryview, count: int, topic: str, partition: int) -> Rejected | None:

@@ -2,9 +2,10 @@
 levels a release finalizes, and which features a feature level needs. Pure: strings in, lines out; a bad value
 raises `FeatureVersionError` with the line to print.
 
-pykraft finalizes two features, metadata.version and kraft.version, so these are the lines it prints (Kafka prints
-its other production features too: group.version, transaction.version, ...). kraft.version 1 (KIP-853) is the
-default from metadata.version 3.9-IV0 on and depends on it, as in Kafka's KRaftVersion.
+pykraft finalizes metadata.version, kraft.version and transaction.version, so these are the lines it prints (Kafka
+prints its other production features too: group.version, ...). kraft.version 1 (KIP-853) is the default from
+metadata.version 3.9-IV0 on and depends on it, as in Kafka's KRaftVersion. transaction.version has no dependency;
+its default from 4.0-IV2 on is pykraft's highest level, 1 (Kafka's is 2, KIP-890 part 2, not served here).
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from pykraft.controller.features import (
     LATEST_METADATA_VERSION,
     METADATA_VERSION,
 )
-from pykraft.storage.format_options import FormatError, metadata_version_name, parse_release_version
+from pykraft.storage.format_options import (
+    MAX_TRANSACTION_VERSION,
+    TRANSACTION_VERSION,
+    FormatError,
+    effective_transaction_version,
+    metadata_version_name,
+    parse_release_version,
+)
 
 MAX_KRAFT_VERSION = 1
 
@@ -40,7 +48,8 @@ def version_mapping_lines(release_version: str | None) -> list[str]:
     """`metadata.version=27 (4.1-IV1)` then each other feature's default level for that release."""
     level = _release_level(release_version)
     kraft = 1 if level >= KRAFT_VERSION_1_MINIMUM_METADATA_VERSION else 0
-    return [f"{METADATA_VERSION}={level} ({metadata_version_name(level)})", f"{KRAFT_VERSION}={kraft}"]
+    return [f"{METADATA_VERSION}={level} ({metadata_version_name(level)})", f"{KRAFT_VERSION}={kraft}",
+            f"{TRANSACTION_VERSION}={effective_transaction_version({}, level)}"]
 
 
 def feature_dependencies_lines(specs: Sequence[str]) -> list[str]:
@@ -67,6 +76,10 @@ def feature_dependencies_lines(specs: Sequence[str]) -> list[str]:
                 needed = KRAFT_VERSION_1_MINIMUM_METADATA_VERSION
                 lines += [f"{name}={level} requires:",
                           f"    {METADATA_VERSION}={needed} ({metadata_version_name(needed)})"]
+        elif name == TRANSACTION_VERSION:
+            if not 0 <= level <= MAX_TRANSACTION_VERSION:
+                raise FeatureVersionError(f"No feature:{name} with feature level {level}")
+            lines.append(f"{name}={level} has no dependencies.")
         else:
             raise FeatureVersionError(f"Unknown feature: {name}")
     return lines

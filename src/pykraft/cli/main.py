@@ -189,6 +189,14 @@ def delete_records(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@app.command("transactions", context_settings=_FORWARD, add_help_option=False)
+def transactions(ctx: typer.Context) -> None:
+    """List, describe and abort transactions, find hanging ones (kafka-transactions)."""
+    from .transactions_cmd import run
+
+    raise typer.Exit(run(ctx.args))
+
+
 @app.command("log-dirs", context_settings=_FORWARD, add_help_option=False)
 def log_dirs(ctx: typer.Context) -> None:
     """Describe the brokers' log directories and the partitions in them (kafka-log-dirs)."""

@@ -310,16 +310,16 @@ ssl.truststore.password                              | PASSWORD | null |  | per-
 ssl.truststore.type                                  | STRING   | JKS |  | per-broker | honoured
 super.users                                          | STRING   | null |  | read-only | honoured
 telemetry.max.bytes                                  | INT      | 1048576 | [1,...] | read-only | ignored
-transaction.abort.timed.out.transaction.cleanup.interval.ms | INT      | 10000 | [1,...] | read-only | ignored
-transaction.max.timeout.ms                           | INT      | 900000 | [1,...] | read-only | ignored
-transaction.partition.verification.enable            | BOOLEAN  | true |  | cluster-wide | ignored
-transaction.remove.expired.transaction.cleanup.interval.ms | INT      | 3600000 | [1,...] | read-only | ignored
+transaction.abort.timed.out.transaction.cleanup.interval.ms | INT      | 10000 | [1,...] | read-only | honoured
+transaction.max.timeout.ms                           | INT      | 900000 | [1,...] | read-only | honoured
+transaction.partition.verification.enable            | BOOLEAN  | true |  | cluster-wide | honoured
+transaction.remove.expired.transaction.cleanup.interval.ms | INT      | 3600000 | [1,...] | read-only | honoured
 transaction.state.log.load.buffer.size               | INT      | 5242880 | [1,...] | read-only | ignored
-transaction.state.log.min.isr                        | INT      | 2 | [1,...] | read-only | ignored
-transaction.state.log.num.partitions                 | INT      | 50 | [1,...] | read-only | ignored
-transaction.state.log.replication.factor             | SHORT    | 3 | [1,...] | read-only | ignored
-transaction.state.log.segment.bytes                  | INT      | 104857600 | [1,...] | read-only | ignored
-transactional.id.expiration.ms                       | INT      | 604800000 | [1,...] | read-only | ignored
+transaction.state.log.min.isr                        | INT      | 2 | [1,...] | read-only | honoured
+transaction.state.log.num.partitions                 | INT      | 50 | [1,...] | read-only | honoured
+transaction.state.log.replication.factor             | SHORT    | 3 | [1,...] | read-only | honoured
+transaction.state.log.segment.bytes                  | INT      | 104857600 | [1,...] | read-only | honoured
+transactional.id.expiration.ms                       | INT      | 604800000 | [1,...] | read-only | honoured
 unclean.leader.election.enable                       | BOOLEAN  | false |  | cluster-wide | live
 """
 

@@ -35,6 +35,7 @@ uf_v2 = schema_module("kio.schema.update_features.v2.response")
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
+TRANSACTION_VERSION = "transaction.version"
 FEATURE_LEVEL_RECORD = 12
 
 # metadata.version feature levels: 7 is 3.3-IV3 (the oldest Kafka 4.x accepts), 27 is Kafka 4.1's latest.
@@ -45,6 +46,7 @@ KRAFT_VERSION_1_MINIMUM_METADATA_VERSION = 21
 DEFAULT_SUPPORTED_FEATURES: Mapping[str, FeatureRange] = {
     METADATA_VERSION: FeatureRange(MINIMUM_METADATA_VERSION, LATEST_METADATA_VERSION),
     KRAFT_VERSION: FeatureRange(0, 1),
+    TRANSACTION_VERSION: FeatureRange(0, 1),  # 1: flexible __transaction_state records (KIP-890 part 2 is level 2)
 }
 
 

@@ -22,14 +22,14 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from pykraft.records import RecordBatch, iter_batches
 from pykraft.records.rebuild import delete_horizon, empty_batch, rebuild_batch, record_keys, records_section
 
+from .cleaner_txns import marker_type, transaction_seam
 from .compaction_rules import (
     BatchRetention,
-    NoTransactions,
     ProducerLast,
     SegmentFacts,
     TransactionSeam,
@@ -43,6 +43,7 @@ from .files import pread_exact, sync_data
 from .index import SegmentIndex
 from .offset_map import OffsetMap, Throttler
 from .segment_swap import CLEANED_SUFFIX, CleanedSegment
+from .txn_index import AbortedTxn
 
 _PREFIX_SIZE = 12
 
@@ -75,6 +76,7 @@ class CleanTask:
     producers: Mapping[int, ProducerLast]
     now_ms: int
     layout_version: int
+    aborted: tuple[AbortedTxn, ...] = ()  # the aborted transactions overlapping the cleanable range (.txnindex)
 
 
 @dataclass(slots=True)
@@ -111,7 +113,7 @@ class CleanerHost(Protocol):
 class Cleaner:
     def __init__(self, offset_map: OffsetMap, io_buffer_size: int, throttler: Throttler, *,
                  clock_ns: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], None] = time.sleep,
-                 seam_factory: Callable[[], TransactionSeam] = NoTransactions) -> None:
+                 seam_factory: Callable[[Any], TransactionSeam] = transaction_seam) -> None:
         self.offset_map = offset_map
         self.io_buffer_size = max(io_buffer_size, 1024)
         self.throttler = throttler
@@ -128,9 +130,12 @@ class Cleaner:
         stats.map_done = time.monotonic()
         facts = [s.facts for s in task.segments if s.facts.base_offset < end]
         by_base = {s.facts.base_offset: s for s in task.segments}
-        seam = self._seam_factory()
+        seam = self._seam_factory(task.aborted)
         for group in group_segments_by_size(facts, task.segment_bytes, task.max_index_bytes, task.first_uncleanable):
+            kept_before = len(getattr(seam, "kept_aborted", ()))
             cleaned = self._clean_group(task, host, [by_base[f.base_offset] for f in group], seam, stats)
+            # The aborted transactions whose markers this group kept (their batches went): its .txnindex.
+            cleaned.aborted = tuple(getattr(seam, "kept_aborted", ())[kept_before:])
             if not host.swap(task, cleaned, [f.base_offset for f in group]):
                 raise CleaningAborted()
         stats.buffer_utilization = self.offset_map.utilization
@@ -145,7 +150,7 @@ class Cleaner:
         dirty = segments_between([s.facts for s in task.segments], task.first_dirty, task.first_uncleanable)
         by_base = {s.facts.base_offset: s for s in task.segments}
         bounds = [s.base_offset for s in dirty[1:]] + [task.first_uncleanable]
-        seam = self._seam_factory()
+        seam = self._seam_factory(task.aborted)
         for facts, upper in zip(dirty, bounds):
             position = task.dirty_position if facts is dirty[0] else 0
             if self._map_segment(task, host, by_base[facts.base_offset], position, upper, seam, stats):
@@ -158,7 +163,7 @@ class Cleaner:
         for batch in self._batches(task, host, source, position, stats, mapping=True):
             count = batch.record_count
             if batch.is_control:
-                seam.on_control_batch_read(batch.producer_id, batch.last_offset, None)
+                seam.on_control_batch_read(batch.producer_id, batch.last_offset, marker_type(batch))
                 stats.map_messages_read += 1
             elif seam.on_batch_read(batch.producer_id, batch.is_transactional, batch.last_offset):
                 stats.map_messages_read += count  # an aborted transaction's batch is never mapped
@@ -194,7 +199,7 @@ class Cleaner:
         now, omap = task.now_ms, self.offset_map
         horizon = delete_horizon(batch)
         if batch.is_control:
-            can_discard = seam.on_control_batch_read(batch.producer_id, batch.last_offset, None)
+            can_discard = seam.on_control_batch_read(batch.producer_id, batch.last_offset, marker_type(batch))
             discard_records = can_discard and horizon is not None and horizon <= now
         else:
             can_discard = seam.on_batch_read(batch.producer_id, batch.is_transactional, batch.last_offset)

@@ -66,6 +66,9 @@ class CleanableLog:
     settings: CompactionSettings
     # The active producers' last batches, or a callable giving them (asked only of the log chosen).
     producers: Mapping[int, ProducerLast] | Callable[[], Mapping[int, ProducerLast]] = field(default_factory=dict)
+    # Kafka cleans below the last stable offset only (an open transaction's batches are not cleaned before its
+    # marker); None: the high watermark (no transaction can be open).
+    stable_offset: int | None = None
 
 
 @dataclass(slots=True)
@@ -143,7 +146,9 @@ class CleanerManager:
             log, settings = item.log, item.settings
             facts = segment_facts(log)
             offsets = cleanable_offsets(facts, log_start=log.start_offset(), log_end=log.end_offset(),
-                                        checkpoint=checkpoints.get(item.key), stable_offset=log.high_watermark(),
+                                        checkpoint=checkpoints.get(item.key),
+                                        stable_offset=log.high_watermark() if item.stable_offset is None
+                                        else min(item.stable_offset, log.high_watermark()),
                                         min_compaction_lag_ms=settings.min_compaction_lag_ms, now_ms=now_ms)
             if offsets.force_update_checkpoint:
                 if not settings.delete:
@@ -187,6 +192,9 @@ class CleanerManager:
         _log.info("swapping in the cleaned segment %d of %s-%d for the segments %s", cleaned.base_offset, *task.key,
                   old_bases)
         replace_segments(log, cleaned, old, fault)
+        # The cleaned segment's aborted transactions: written before the old segments' files go, so a crash in
+        # between leaves entries to spare, never one missing (a read_committed fetch would show aborted records).
+        log.txn_index.replace_segments(old_bases, cleaned.base_offset, list(cleaned.aborted))
         with self._lock:
             state.layout_version = log.layout_version  # type: ignore[union-attr]
         return True
@@ -264,7 +272,9 @@ def _task(item: CleanableLog, chosen: LogToClean, now_ms: int) -> CleanTask:
                      position, settings.delete_retention_ms, settings.segment_bytes, settings.max_index_bytes,
                      log.config.index_interval_bytes,
                      dict(item.producers() if callable(item.producers) else item.producers), now_ms,
-                     log.layout_version)
+                     log.layout_version,
+                     tuple(log.txn_index.collect(sources[0].facts.base_offset, chosen.first_uncleanable))
+                     if sources else ())
 
 
 class _SameThreadHost:

@@ -253,7 +253,7 @@ def needs_delete_horizon(has_horizon: bool, kept_tombstone: bool, marker_for_emp
 class TransactionSeam(Protocol):
     """Where transactions enter the cleaner (Kafka's `CleanedTransactionMetadata`), fed every batch in log order.
 
-    Kafka's rule, for the transactions issue to implement here: the aborted transactions of the cleaned range are
+    Kafka's rule, implemented by cleaner_txns.py: the aborted transactions of the cleaned range are
     collected from the transaction index before the pass; a data batch of an aborted transaction is discarded
     whatever its keys (`on_batch_read` -> True), and is never put in the offset map; an ABORT marker stays until
     every batch of its transaction is gone, a COMMIT marker is discardable when no batch of its transaction was
@@ -266,7 +266,8 @@ class TransactionSeam(Protocol):
 
 
 class NoTransactions:
-    """pykraft writes no transactions yet: no batch is aborted and every marker stays (never discardable)."""
+    """A seam that knows no transaction: no batch is aborted and every marker stays (never discardable). The
+    cleaner's own is cleaner_txns.transaction_seam, over the aborted transactions of its range."""
 
     def on_batch_read(self, producer_id: int, is_transactional: bool, last_offset: int) -> bool:
         return False

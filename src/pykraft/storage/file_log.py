@@ -40,6 +40,7 @@ from .log_start import increment_log_start, truncate_epochs_from_start
 from .producer_snapshots import ProducerSnapshotFiles
 from .segment import HEADER, LOG_OVERHEAD, BatchInfo, Segment
 from .snapshots import FileSnapshotReader, FileSnapshotWriter, SnapshotFiles
+from .txn_index import TxnIndexFiles
 
 _log = logging.getLogger("pykraft.storage.log")
 
@@ -111,6 +112,7 @@ class FileLog(EpochIndexedLog):
         self.keep_appends = False
         self._snapshots = SnapshotFiles(directory)
         self.producer_snapshots = ProducerSnapshotFiles(directory)
+        self.txn_index = TxnIndexFiles(directory)  # aborted transactions (.txnindex), partition logs only
         self.on_roll: Callable[[int], None] | None = None  # called with the new segment's base before a roll
         self._dirty_dir = False
         self._dirty_epochs = False
@@ -282,6 +284,8 @@ class FileLog(EpochIndexedLog):
 
     def _after_truncation(self, end: int) -> None:
         self.producer_snapshots.delete_above(end)
+        self.txn_index.truncate_to(end)
+        self.txn_index.retain_segments(self._bases)
         kept = [(e, s) for e, s in self._epochs if s < end]
         if kept != self._epochs:
             self._epochs = kept
@@ -379,8 +383,10 @@ class FileLog(EpochIndexedLog):
                 fds.append(os.dup(segment.fd))
                 segment.dirty = False
         snapshot_fds, snapshot_names = self.producer_snapshots.take_unsynced()
-        fds += snapshot_fds
-        dirs = [self.directory] if (self._dirty_dir or force_active_segment or snapshot_names) else []
+        index_fds, index_names = self.txn_index.take_unsynced()
+        fds += snapshot_fds + index_fds
+        names_changed = snapshot_names or index_names
+        dirs = [self.directory] if (self._dirty_dir or force_active_segment or names_changed) else []
         self._dirty_dir = False
         ticket = FlushTicket(self.end_offset(), fds, dirs)
         self._tickets.add(ticket)
@@ -421,6 +427,10 @@ class FileLog(EpochIndexedLog):
     # ---- inspection --------------------------------------------------------------------------------------
     def segment_base_offsets(self) -> list[int]:
         return list(self._bases)
+
+    def active_segment_base(self) -> int:
+        """The segment the next append goes to (a marker's `.txnindex` entry is filed under it)."""
+        return self._bases[-1]
 
     def epoch_entries(self) -> list[tuple[int, int]]:
         return list(self._epochs)

@@ -35,9 +35,11 @@ from .files import LOG_SUFFIX, PARTITION_DIR, atomic_write, snapshot_name
 from .format_options import (
     KRAFT_VERSION,
     METADATA_VERSION,
+    TRANSACTION_VERSION,
     FormatError,
     QuorumFlag,
     effective_kraft_version,
+    effective_transaction_version,
     effective_metadata_version,
     initial_voter_set,
     metadata_version_name,
@@ -92,6 +94,7 @@ class FormatPlan:
     kraft_version: int
     directories: tuple[DirectoryPlan, ...]
     extra_records: tuple = ()  # bootstrap records after the feature levels: --add-scram's credentials
+    transaction_version: int = 0
 
 
 def plan_format(request: FormatRequest, rng: random.Random) -> FormatPlan:
@@ -142,7 +145,8 @@ def plan_format(request: FormatRequest, rng: random.Random) -> FormatPlan:
                 kind = "dynamic metadata voter directory" if voter else "dynamic metadata directory"
         meta = MetaProperties(request.cluster_id, request.node_id, directory_id)
         directories.append(DirectoryPlan(path, kind, meta, voters if is_metadata else None))
-    return FormatPlan(metadata_version, kraft_version, tuple(directories), scram_records)
+    return FormatPlan(metadata_version, kraft_version, tuple(directories), scram_records,
+                      transaction_version=effective_transaction_version(features, metadata_version))
 
 
 def _initial_voters(request: FormatRequest, rng: random.Random) -> tuple[VoterSet | None, uuid.UUID | None]:
@@ -252,6 +256,8 @@ def bootstrap_checkpoint_bytes(plan: FormatPlan, now_ms: int) -> bytes:
     records = [FeatureLevelRecordV0(name=METADATA_VERSION, feature_level=i16(plan.metadata_version))]
     if plan.kraft_version > 0:
         records.append(FeatureLevelRecordV0(name=KRAFT_VERSION, feature_level=i16(plan.kraft_version)))
+    if plan.transaction_version > 0:
+        records.append(FeatureLevelRecordV0(name=TRANSACTION_VERSION, feature_level=i16(plan.transaction_version)))
     records.extend(plan.extra_records)
     buffer = _BufferSnapshot()
     writer = SnapshotWriter(buffer, last_contained_log_time_ms=0, now_ms=now_ms, kraft_version=0, voters=None,

@@ -15,6 +15,11 @@ from pykraft.records.uuids import kafka_str_to_uuid
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
+TRANSACTION_VERSION = "transaction.version"
+# transaction.version: Kafka finalizes 2 (KIP-890 part 2) from 4.0-IV2 on; pykraft serves levels 0-1 (the coordinator
+# of transaction.version 1 clients: EndTxn up to v4), so it finalizes 1 from that release on.
+TXN_VERSION_BOOTSTRAP_METADATA_VERSION = 24
+MAX_TRANSACTION_VERSION = 1
 
 # Kafka's MetadataVersion feature levels, from the oldest Kafka 4.x accepts (3.3-IV3) to Kafka 4.1's latest.
 METADATA_VERSIONS: Mapping[str, int] = {
@@ -67,7 +72,7 @@ def parse_release_version(text: str) -> int:
 
 
 def parse_features(items: Sequence[str]) -> dict[str, int]:
-    """`--feature name=level` flags. pykraft knows metadata.version and kraft.version only."""
+    """`--feature name=level` flags: metadata.version, kraft.version and transaction.version."""
     levels: dict[str, int] = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -76,8 +81,8 @@ def parse_features(items: Sequence[str]) -> dict[str, int]:
             raise FormatError(f"cannot parse --feature {item!r}: expected name=level")
         if name in levels:
             raise FormatError(f"--feature {name} was given more than once")
-        if name not in (METADATA_VERSION, KRAFT_VERSION):
-            supported = f"{KRAFT_VERSION}, {METADATA_VERSION}"
+        if name not in (METADATA_VERSION, KRAFT_VERSION, TRANSACTION_VERSION):
+            supported = f"{KRAFT_VERSION}, {METADATA_VERSION}, {TRANSACTION_VERSION}"
             raise FormatError(f"unsupported feature: {name}. Supported features are: {supported}")
         try:
             levels[name] = int(value.strip())
@@ -125,6 +130,17 @@ def effective_kraft_version(flag: QuorumFlag, features: Mapping[str, int], metad
             f"{metadata_version_name(metadata_version)}"
         )
     return version
+
+
+def effective_transaction_version(features: Mapping[str, int], metadata_version: int) -> int:
+    """transaction.version: an explicit level (no dependency), else the release's default (see above)."""
+    explicit = features.get(TRANSACTION_VERSION)
+    if explicit is not None and not 0 <= explicit <= MAX_TRANSACTION_VERSION:
+        raise FormatError(f"unsupported transaction.version level {explicit}: supported levels are 0 to "
+                          f"{MAX_TRANSACTION_VERSION}")
+    if explicit is not None:
+        return explicit
+    return MAX_TRANSACTION_VERSION if metadata_version >= TXN_VERSION_BOOTSTRAP_METADATA_VERSION else 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,7 @@ def reset_to_offset(log: FileLog, offset: int) -> None:
     for segment in log._segments:
         segment.delete()
     log.producer_snapshots.delete_all()
+    log.txn_index.retain_segments([])
     segment = Segment(log.directory, offset, log.config.index_interval_bytes)
     segment.index.open_files()
     log._segments = [segment]
@@ -138,6 +139,7 @@ def _drop_oldest_segment(log: FileLog) -> None:
     log._bases.pop(0)
     log._start_offset = new_start
     log.producer_snapshots.delete_below(log._segments[0].base_offset)  # a segment's producer snapshot goes with it
+    log.txn_index.retain_segments(log._bases)  # and its aborted-transaction index
     log._epochs = truncate_epochs_from_start(log._epochs, new_start)  # Kafka's truncateFromStart
     log._dirty_epochs = True
     log._dirty_dir = True

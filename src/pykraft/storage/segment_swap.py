@@ -61,6 +61,7 @@ class CleanedSegment:
     size: int
     next_offset: int
     first_timestamp: int
+    aborted: tuple = ()  # the aborted transactions its kept ABORT markers end (its .txnindex), set by the cleaner
 
     def path(self, suffix: str, extra: str = CLEANED_SUFFIX) -> str:
         return os.path.join(self.directory, f"{self.base_offset:020d}{suffix}{extra}")

@@ -55,9 +55,10 @@ Rule = Callable[["RequestAuthorizer", Any, bool], Check]
 class RequestAuthorizer:
     def __init__(self, enabled: bool, settings: AuthorizerSettings, image_of: Callable[[], Any],
                  loaded: Callable[[], bool] = lambda: True, rules: Mapping[int, Rule] | None = None,
-                 auto_create_topics: bool = True) -> None:
+                 auto_create_topics: bool = True, unlisted: Rule | None = None) -> None:
         self.enabled = enabled
         self.rules = dict(rules or {})  # authz_rules.RULES: handed in, the rule modules import this one
+        self.unlisted = unlisted  # the rule of an API without one (authz_rules.UNLISTED: CLUSTER_ACTION)
         self.auto_create_topics = auto_create_topics  # auto.create.topics.enable: Metadata's CREATE check
         self._settings = settings
         self.image_of = image_of  # the metadata image: .acls, .replication (topics), ...
@@ -72,16 +73,18 @@ class RequestAuthorizer:
         return self._loaded()
 
     # ---- decisions (Kafka's AuthHelper) ------------------------------------------------------------------------
-    def allowed(self, context: Any, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+    def allowed(self, context: Any, operation: AclOperation, resource_type: ResourceType, name: str, *,
+                counted: bool = True) -> bool:
+        """`counted` False: a refusal that is not one (Kafka's logIfDenied=false: another check may still allow)."""
         if not self.enabled or context is None:
             return True  # no authorizer; or a request the node made itself (no connection)
         principal, host = _who(context)
         result = authorize(self.image_of().acls, self.settings, principal, host, operation, resource_type, name)
-        self.denials += not result
+        self.denials += counted and not result
         return result
 
-    def cluster(self, context: Any, operation: AclOperation) -> bool:
-        return self.allowed(context, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+    def cluster(self, context: Any, operation: AclOperation, *, counted: bool = True) -> bool:
+        return self.allowed(context, operation, ResourceType.CLUSTER, CLUSTER_NAME, counted=counted)
 
     def allowed_names(self, context: Any, operation: AclOperation, resource_type: ResourceType,
                       names: Iterable[str]) -> set[str]:
@@ -105,7 +108,7 @@ class RequestAuthorizer:
     def check(self, decoded: Any, on_controller_listener: bool) -> Check:
         if not self.enabled or decoded.context is None:
             return None
-        rule = self.rules.get(int(decoded.api_key))
+        rule = self.rules.get(int(decoded.api_key), self.unlisted)
         return None if rule is None else rule(self, decoded, on_controller_listener)
 
 

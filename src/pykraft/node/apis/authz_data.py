@@ -46,6 +46,7 @@ class Shape:
     answer_index: str
     answer_key: str | None = None  # when the answer names the topic otherwise (DescribeProducers: name)
     extra: dict[str, Any] = field(default_factory=dict)  # the other fields of a refused partition
+    error: str = "error_code"  # a partition answer's error field (AddPartitionsToTxn: partition_error_code)
 
 
 def per_partition(decoded: Any, shape: Shape, error_of: Callable[[Any], ErrorCode | None]) -> Check:
@@ -62,7 +63,7 @@ def per_partition(decoded: Any, shape: Shape, error_of: Callable[[Any], ErrorCod
     denied = items(response_type, shape.answer_topics, (
         {shape.answer_key or shape.key: getattr(topic, shape.key),
          shape.answer_parts: items(topic_type, shape.answer_parts, (
-             {shape.answer_index: p if shape.index is None else getattr(p, shape.index), "error_code": error,
+             {shape.answer_index: p if shape.index is None else getattr(p, shape.index), shape.error: error,
               **shape.extra} for p in getattr(topic, shape.parts)))}
         for topic, error in refused))
     narrowed = replace(message, **{shape.topics: tuple(t for t, _ in kept)}) if kept else None

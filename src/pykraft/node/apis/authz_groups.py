@@ -187,7 +187,8 @@ def init_producer_id(auth: RequestAuthorizer, decoded: Any, _controller: bool) -
         if auth.allowed(context, Op.WRITE, Res.TRANSACTIONAL_ID, transactional):
             return None
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    elif auth.cluster(context, Op.IDEMPOTENT_WRITE) or auth.by_resource_type(context, Op.WRITE, Res.TOPIC):
+    elif (auth.cluster(context, Op.IDEMPOTENT_WRITE, counted=False)
+          or auth.by_resource_type(context, Op.WRITE, Res.TOPIC)):
         return None
     else:
         error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED

@@ -1,5 +1,6 @@
 """Every API's authorization rule (`RULES`, by api key), as Kafka's ControllerApis and KafkaApis check them. The data
-plane's topic checks are in authz_data.py, the groups' in authz_groups.py; the rest is here:
+plane's topic checks are in authz_data.py, the groups' in authz_groups.py, the transactions' in authz_txn.py; the
+rest is here:
 
 - the cluster operations, refused whole with CLUSTER_AUTHORIZATION_FAILED: on a controller listener the raft RPCs
   (Fetch, FetchSnapshot, Vote, BeginQuorumEpoch, EndQuorumEpoch, UpdateRaftVoter) and the brokers' RPCs
@@ -30,8 +31,9 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.node.apis.authz import Check, Denied, Narrowed, RequestAuthorizer, Rule
 from pykraft.node.apis.authz_data import DATA_RULES
 from pykraft.node.apis.authz_groups import GROUP_RULES
+from pykraft.node.apis.authz_txn import TXN_RULES
 
-__all__ = ["RULES"]
+__all__ = ["RULES", "UNLISTED"]
 
 K = ApiKey
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -225,6 +227,7 @@ CLUSTER_ACTION_ON_CONTROLLER = needs(Op.CLUSTER_ACTION, listener="controller")
 RULES: dict[int, Rule] = {
     **DATA_RULES,
     **GROUP_RULES,
+    **TXN_RULES,
     K.FETCH: either(CLUSTER_ACTION_ON_CONTROLLER, DATA_RULES[K.FETCH]),
     K.PRODUCE: either(CLUSTER_ACTION_ON_CONTROLLER, DATA_RULES[K.PRODUCE]),
     **{key: CLUSTER_ACTION_ON_CONTROLLER for key in (
@@ -249,4 +252,11 @@ RULES: dict[int, Rule] = {
     K.ALTER_CONFIGS: config_resources(Op.ALTER_CONFIGS, "responses"),
     K.INCREMENTAL_ALTER_CONFIGS: config_resources(Op.ALTER_CONFIGS, "responses"),
     K.DESCRIBE_CLUSTER: describe_cluster,
+    # answered before authorization matters: the versions a client may use, the SASL exchange itself
+    **{key: lambda _auth, _decoded, _controller: None for key in (K.API_VERSIONS, K.SASL_HANDSHAKE,
+                                                                 K.SASL_AUTHENTICATE)},
 }
+# An API served without a rule of its own (one added later and not yet given its check) is closed rather than open:
+# only a principal with CLUSTER_ACTION (the nodes, super users) gets through. tests/node/test_authz_shapes.py checks
+# that every served API has a rule.
+UNLISTED: Rule = needs(Op.CLUSTER_ACTION)

@@ -8,6 +8,9 @@
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, OFFSET_OUT_OF_RANGE. Every partition answer,
   error or empty, carries empty records, never null (librdkafka spins on null).
 - The request waits up to MaxWaitMs for MinBytes, woken by every append or high watermark move.
+- IsolationLevel READ_COMMITTED (1): a consumer reads below the last stable offset only, and gets the aborted
+  transactions overlapping what it read (from the `.txnindex`), so it drops their records; every answer carries
+  the partition's last stable offset. READ_UNCOMMITTED answers carry a null list, as Kafka's do.
 Requests for `__cluster_metadata` are the raft core's (the caller routes them there).
 """
 
@@ -26,6 +29,7 @@ from pykraft.node.hosts.partitions import PartitionHost, Replica
 from pykraft.node.apis.wire_build import has_field, make, response_namespace
 
 CONSUMER = -1
+READ_COMMITTED = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +40,8 @@ class _PartitionAnswer:
     log_start_offset: int = -1
     records: bytes | memoryview = b""
     diverging: tuple[int, int] | None = None  # (epoch, end offset)
+    last_stable_offset: int = -1
+    aborted: tuple[tuple[int, int], ...] | None = None  # read_committed: (producer id, first offset)
 
 
 def names_metadata_topic(message: Any) -> bool:
@@ -59,11 +65,12 @@ def leader_epoch_error(replica: Replica, current_leader_epoch: int) -> ErrorCode
 
 async def fetch(host: PartitionHost, message: Any, clock: Any) -> Any:
     replica_id, broker_epoch = replica_of(message)
+    committed = replica_id < 0 and int(getattr(message, "isolation_level", 0)) == READ_COMMITTED
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(message.max_wait.total_seconds(), 0)
     while True:
         changed = host.changed
-        answers, total, urgent = _answer_all(host, message, replica_id, broker_epoch, clock())
+        answers, total, urgent = _answer_all(host, message, replica_id, broker_epoch, clock(), committed)
         remaining = deadline - loop.time()
         if total >= int(message.min_bytes) or urgent or remaining <= 0:
             _count(host, answers, replica_id)
@@ -77,8 +84,8 @@ async def fetch(host: PartitionHost, message: Any, clock: Any) -> Any:
 Answers = list[tuple[Any, "str | None", list[_PartitionAnswer]]]  # (request topic, its name, partition answers)
 
 
-def _answer_all(host: PartitionHost, message: Any, replica_id: int, broker_epoch: int,
-                now_ms: int) -> tuple[Answers, int, bool]:
+def _answer_all(host: PartitionHost, message: Any, replica_id: int, broker_epoch: int, now_ms: int,
+                committed: bool = False) -> tuple[Answers, int, bool]:
     answers = []
     total = 0
     urgent = False
@@ -88,7 +95,7 @@ def _answer_all(host: PartitionHost, message: Any, replica_id: int, broker_epoch
         unknown = ErrorCode.UNKNOWN_TOPIC_ID if topic_id is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         parts = []
         for p in topic.partitions:
-            answer = _answer_one(host, name, unknown, p, replica_id, broker_epoch, now_ms)
+            answer = _answer_one(host, name, unknown, p, replica_id, broker_epoch, now_ms, committed)
             total += len(answer.records)
             urgent = urgent or answer.error is not ErrorCode.NONE or answer.diverging is not None
             parts.append(answer)
@@ -114,7 +121,7 @@ def _count(host: PartitionHost, answers: Answers, replica_id: int) -> None:
 
 
 def _answer_one(host: PartitionHost, name: str | None, unknown: ErrorCode, p: Any, replica_id: int,
-                broker_epoch: int, now_ms: int) -> _PartitionAnswer:
+                broker_epoch: int, now_ms: int, committed: bool = False) -> _PartitionAnswer:
     index = int(p.partition)
     found = unknown if name is None else host.leader_replica(name, index)
     if isinstance(found, ErrorCode):
@@ -136,11 +143,29 @@ def _answer_one(host: PartitionHost, name: str | None, unknown: ErrorCode, p: An
     if replica_id >= 0:
         host.on_follower_fetch(replica, replica_id, offset, broker_epoch, now_ms, int(getattr(p, "log_start_offset", -1)))
         hwm = log.high_watermark()
-    upper = end if replica_id >= 0 else hwm
+    lso = replica.producers.last_stable_offset(hwm)
+    upper = end if replica_id >= 0 else (lso if committed else hwm)
     records: bytes | memoryview = b""
     if offset < upper:
         records = _trim(log.read(offset, max(int(p.partition_max_bytes), 1)).records, upper)
-    return _PartitionAnswer(index, ErrorCode.NONE, hwm, start, records)
+    aborted = None
+    if committed:
+        read_end = _end_offset(records, offset)
+        aborted = tuple((a.producer_id, a.first_offset) for a in log.txn_index.collect(offset, read_end)) \
+            if read_end > offset else ()
+    return _PartitionAnswer(index, ErrorCode.NONE, hwm, start, records, last_stable_offset=lso, aborted=aborted)
+
+
+def _end_offset(records: bytes | memoryview, offset: int) -> int:
+    """The offset after the last batch of `records` (`offset` when there is none)."""
+    view = memoryview(records)
+    pos, end = 0, offset
+    while pos + 27 <= len(view):
+        base = int.from_bytes(view[pos:pos + 8], "big", signed=True)
+        length = int.from_bytes(view[pos + 8:pos + 12], "big")
+        end = base + int.from_bytes(view[pos + 23:pos + 27], "big", signed=True) + 1
+        pos += 12 + length
+    return end
 
 
 def _trim(records: bytes | memoryview, upper: int) -> bytes | memoryview:
@@ -166,9 +191,11 @@ def _response(version: int, answers: Answers) -> Any:
             extra = {}
             if a.diverging is not None:
                 extra["diverging_epoch"] = ns.EpochEndOffset(epoch=a.diverging[0], end_offset=a.diverging[1])
+            aborted = None if a.aborted is None else tuple(
+                ns.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in a.aborted)
             datas.append(make(ns.PartitionData, partition_index=a.index, error_code=a.error,
-                              high_watermark=a.high_watermark, last_stable_offset=a.high_watermark,
-                              log_start_offset=a.log_start_offset, aborted_transactions=(),
+                              high_watermark=a.high_watermark, last_stable_offset=a.last_stable_offset,
+                              log_start_offset=a.log_start_offset, aborted_transactions=aborted,
                               preferred_read_replica=-1, records=a.records, **extra))
         topics.append(make(ns.FetchableTopicResponse, topic=getattr(topic, "topic", ""),
                            topic_id=getattr(topic, "topic_id", None), partitions=tuple(datas)))

@@ -42,6 +42,7 @@ GROUP_APIS = {ApiKey.FIND_COORDINATOR: (0, 6), ApiKey.JOIN_GROUP: (2, 9), ApiKey
               ApiKey.OFFSET_FETCH: (1, 9), ApiKey.LIST_GROUPS: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 5),
               ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0)}
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 CREATE_TIMEOUT = datetime.timedelta(seconds=10)
 MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
 
@@ -71,6 +72,8 @@ class GroupApi:
         self.groups = groups
         self._creating: asyncio.Task[Any] | None = None
         self._last_create_outcome = ""
+        # FindCoordinator's TRANSACTION keys go to the transaction coordinator's locator (txn_api.TxnApi.locate).
+        self.transaction_locator: Any = None
 
     def handlers(self) -> dict[int, Any]:
         return {ApiKey.FIND_COORDINATOR: self.find_coordinator, ApiKey.JOIN_GROUP: self.join_group,
@@ -104,7 +107,9 @@ class GroupApi:
 
     def _locate(self, key: str, key_type: int,
                 listener: RequestListener) -> tuple[ErrorCode, tuple[int, str, int] | None]:
-        if key_type != GROUP_KEY_TYPE:  # transactions are not built: no coordinator for them
+        if key_type == TRANSACTION_KEY_TYPE and self.transaction_locator is not None:
+            return self.transaction_locator(key, listener)
+        if key_type != GROUP_KEY_TYPE:
             return (ErrorCode.INVALID_REQUEST if key_type != 1 else ErrorCode.COORDINATOR_NOT_AVAILABLE), None
         if not key:
             return ErrorCode.INVALID_REQUEST, None
@@ -256,17 +261,19 @@ class GroupApi:
         m = decoded.message
         version = int(m.__version__)
         ns = response_namespace(ApiKey.OFFSET_FETCH, version)
+        stable = bool(getattr(m, "require_stable", False))  # v7+: offsets of open transactions are not answered
         if version >= 8:
-            groups = tuple(self._fetch_group(ns, g.group_id, g.topics, version) for g in m.groups)
+            groups = tuple(self._fetch_group(ns, g.group_id, g.topics, version, stable) for g in m.groups)
             return make(ns.OffsetFetchResponse, groups=groups)
-        error, topics = self._group_offsets(ns, m.group_id, m.topics, version)
+        error, topics = self._group_offsets(ns, m.group_id, m.topics, version, stable)
         return make(ns.OffsetFetchResponse, topics=topics, error_code=error)
 
-    def _fetch_group(self, ns: Any, group_id: str, topics: Any, version: int) -> Any:
-        error, found = self._group_offsets(ns, group_id, topics, version)
+    def _fetch_group(self, ns: Any, group_id: str, topics: Any, version: int, stable: bool) -> Any:
+        error, found = self._group_offsets(ns, group_id, topics, version, stable)
         return make(ns.OffsetFetchResponseGroup, group_id=group_id, topics=found, error_code=error)
 
-    def _group_offsets(self, ns: Any, group_id: str, topics: Any, version: int) -> tuple[ErrorCode, tuple[Any, ...]]:
+    def _group_offsets(self, ns: Any, group_id: str, topics: Any, version: int,
+                       stable: bool = False) -> tuple[ErrorCode, tuple[Any, ...]]:
         coordinator = self.groups.coordinator_of(group_id)
         if isinstance(coordinator, ErrorCode):
             return coordinator, ()
@@ -285,6 +292,10 @@ class GroupApi:
             parts = []
             for index in indexes:
                 entry = offsets.get((name, index))
+                if stable and self.groups.txn_offset_pending(group_id, (name, index)):
+                    parts.append(make(part_cls, partition_index=i32(index), committed_offset=-1, metadata="",
+                                      error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT, committed_leader_epoch=i32(-1)))
+                    continue
                 parts.append(make(part_cls, partition_index=i32(index), error_code=ErrorCode.NONE,
                                   committed_offset=entry.offset if entry else -1,
                                   committed_leader_epoch=i32(entry.leader_epoch if entry else -1),

@@ -26,11 +26,13 @@ _CHUNK = 1 << 20
 def list_offsets(host: PartitionHost, message: Any) -> Any:
     version = int(message.__version__)
     ns = response_namespace(ApiKey.LIST_OFFSETS, version)
+    # READ_COMMITTED (v2+): the latest offset is the last stable offset, and timestamps are searched below it.
+    committed = int(getattr(message, "isolation_level", 0)) == 1
     topics = []
     for topic in message.topics:
         parts = []
         for p in topic.partitions:
-            error, timestamp, offset, epoch = _list_one(host, topic.name, p)
+            error, timestamp, offset, epoch = _list_one(host, topic.name, p, committed)
             parts.append(make(ns.ListOffsetsPartitionResponse, partition_index=int(p.partition_index),
                               error_code=error, timestamp=timestamp, offset=offset, leader_epoch=epoch,
                               old_style_offsets=()))
@@ -38,7 +40,7 @@ def list_offsets(host: PartitionHost, message: Any) -> Any:
     return make(ns.ListOffsetsResponse, topics=tuple(topics))
 
 
-def _list_one(host: PartitionHost, name: str, p: Any) -> tuple[ErrorCode, int, int, int]:
+def _list_one(host: PartitionHost, name: str, p: Any, committed: bool = False) -> tuple[ErrorCode, int, int, int]:
     found = host.leader_replica(name, int(p.partition_index))
     if isinstance(found, ErrorCode):
         return found, -1, -1, -1
@@ -46,11 +48,12 @@ def _list_one(host: PartitionHost, name: str, p: Any) -> tuple[ErrorCode, int, i
     if error is not ErrorCode.NONE:
         return error, -1, -1, -1
     log, target = found.log, int(p.timestamp)
+    visible = found.producers.last_stable_offset(log.high_watermark()) if committed else log.high_watermark()
     if target == EARLIEST:
         return ErrorCode.NONE, -1, log.start_offset(), found.leader_epoch
     if target == LATEST:
-        return ErrorCode.NONE, -1, log.high_watermark(), found.leader_epoch
-    hit = find_by_timestamp(log, target, log.high_watermark())
+        return ErrorCode.NONE, -1, visible, found.leader_epoch
+    hit = find_by_timestamp(log, target, visible)
     if hit is None:
         return ErrorCode.NONE, -1, -1, -1
     timestamp, offset = hit

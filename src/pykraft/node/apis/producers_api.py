@@ -2,8 +2,9 @@
 
 As Kafka's `ReplicaManager.activeProducerState`: UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata does not
 have, NOT_LEADER_OR_FOLLOWER where this broker does not lead it; else each producer's id, epoch, last sequence and
-last timestamp (the max timestamp of its last batch), with CoordinatorEpoch -1 and CurrentTxnStartOffset -1 (no
-transactions: pykraft's producers are idempotent only).
+last timestamp (the max timestamp of its last batch), the coordinator epoch of its last marker (-1: none) and
+CurrentTxnStartOffset, the first offset of its transaction open in the partition (-1: none), which is what
+`kafka-transactions.sh find-hanging` looks for.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ def handle(host: PartitionHost, message: Any) -> Any:
                                   error_message=None, active_producers=()))
                 continue
             producers = tuple(make(ns.ProducerState, producer_id=pid, producer_epoch=epoch, last_sequence=seq,
-                                   last_timestamp=timestamp, coordinator_epoch=-1, current_txn_start_offset=-1)
-                              for pid, epoch, seq, timestamp in found.producers.active())
+                                   last_timestamp=timestamp, coordinator_epoch=coordinator_epoch,
+                                   current_txn_start_offset=txn_start)
+                              for pid, epoch, seq, timestamp, coordinator_epoch, txn_start
+                              in found.producers.active())
             parts.append(make(ns.PartitionResponse, partition_index=int(index), error_code=ErrorCode.NONE,
                               error_message=None, active_producers=producers))
         topics.append(make(ns.TopicResponse, name=str(topic.name), partitions=tuple(parts)))

@@ -55,6 +55,8 @@ from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_sett
 from pykraft.node.hosts.group_host import GroupHost, group_config
 from pykraft.node.apis.envelope import envelope_error, unwrap_answer, wrap
 from pykraft.node.apis.security_apis import BROKER_SECURITY_APIS
+from pykraft.node.apis.txn_api import TXN_APIS
+from pykraft.node.hosts.txn_wiring import build_transactions, txn_handlers
 from pykraft.node.apis.versions import to_request_version
 
 if TYPE_CHECKING:
@@ -151,6 +153,7 @@ class BrokerHost:
         offsets_topic_settings(node_config.raw)  # refuse a bad value at start, not at the first FindCoordinator
         self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now())
         self.group_api = GroupApi(self, self.groups)
+        self.txns, self.txn_api = build_transactions(self)  # the transaction coordinator (txn_wiring.py)
         self.runtime: NodeRuntime | None = None
         self.finished: asyncio.Future[ShutdownComplete] | None = None
         self.undecodable_records = 0  # metadata records replayed from the log that could not be decoded
@@ -176,7 +179,8 @@ class BrokerHost:
         for key in FORWARDED_APIS:
             low, high = HOST_APIS[key]
             base = base.with_range(key, low, high)
-        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items(), *BROKER_SECURITY_APIS.items()):
+        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items(), *TXN_APIS.items(),
+                                 *BROKER_SECURITY_APIS.items()):
             base = base.with_range(key, low, high)
         return with_image_apis(base)
 
@@ -188,8 +192,12 @@ class BrokerHost:
         handlers.update(image_handlers(self.metadata_image, self.node_id, self.data_plane.node_config.raw,
                                        broker=True))
         handlers.update(self.data_plane.handlers())
-        handlers.update(self.group_api.handlers())
+        handlers.update(self.coordinator_handlers())
         return handlers
+
+    def coordinator_handlers(self) -> dict[int, Any]:
+        """The group and transaction coordinators' requests (a combined node serves them on its broker side)."""
+        return {**self.group_api.handlers(), **txn_handlers(self)}
 
     # ---- lifecycle of the process ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -215,6 +223,7 @@ class BrokerHost:
         for task in self._tasks:
             task.cancel()
         self.groups.close()
+        self.txns.close()
         self.data_plane.close()
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
@@ -381,6 +390,7 @@ class BrokerHost:
     def _sync_groups(self) -> None:
         if self.data_plane.host.logs is not None:  # the partition logs are open
             self.groups.sync_leadership()
+            self.txns.sync_leadership()
 
     def _on_shutdown_complete(self, done: ShutdownComplete) -> None:
         finished = self.finished

@@ -85,7 +85,7 @@ class CombinedHost:
         scram_users = int(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)  # a broker's API: from the broker's image
         handlers[scram_users] = self.broker.extra_handlers()[scram_users]
         handlers.update(self.broker.data_plane.handlers())
-        handlers.update(self.broker.group_api.handlers())  # the group coordinator, as on a broker-only node
+        handlers.update(self.broker.coordinator_handlers())  # group and transaction coordinators, as on a broker
         return handlers
 
     # ---- StateMachine ------------------------------------------------------------------------------------------

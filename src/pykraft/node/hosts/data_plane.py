@@ -98,6 +98,10 @@ class DataPlane:
         self.partition_size_limit = partition_size_limit(node_config.raw)
         self._timer: asyncio.TimerHandle | None = None
         self._maintenance: asyncio.Task[None] | None = None
+        # Set by the transaction coordinator's assembly (txn_wiring.py): InitProducerId with a transactional id goes
+        # there, and a transaction's first write to a partition is verified through `verifier` (KIP-890).
+        self.transactions: Any = None
+        self.verifier: Any = None
 
     # ---- opening and closing -----------------------------------------------------------------------------------
     def open(self, now_ms: int) -> None:
@@ -238,7 +242,7 @@ class DataPlane:
             if produce_api.names_metadata_topic(decoded.message):
                 return await self.broker.runtime.inbound.produce_metadata(decoded)  # type: ignore[union-attr]
             try:
-                return await produce_api.produce(self.host, decoded.message)
+                return await produce_api.produce(self.host, decoded.message, self.verifier)
             except Exception:
                 self._count_failed(decoded.message.topic_data, "name", "partition_data", "failed_produce_requests")
                 raise  # the inbound boundary answers UNKNOWN_SERVER_ERROR (handler_errors.py)
@@ -259,6 +263,8 @@ class DataPlane:
             return offsets_api.offsets_for_leader_epoch(self.host, decoded.message)
 
         async def init_pid(decoded: DecodedRequest) -> Any:
+            if decoded.message.transactional_id is not None and self.transactions is not None:
+                return await self.transactions.init_producer_id(decoded.message)
             return await init_producer_id(self.producer_ids, decoded.message)
 
         async def metadata(decoded: DecodedRequest) -> Any:

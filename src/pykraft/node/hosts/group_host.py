@@ -26,6 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
 from pykraft.broker.group_state import Group, Member, OffsetEntry, StoreGroup
+from pykraft.broker.txn_offsets import PendingTxnOffsets
+
+from pykraft.node.hosts.group_txn_offsets import encode_txn_batch, replay_marker, replay_txn_offsets
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
 from pykraft.records.group_records import (
@@ -66,6 +69,7 @@ class GroupHost:
         self.config = config
         self.clock = clock
         self.coordinators: dict[int, GroupCoordinator] = {}  # loaded partitions
+        self.txn_offsets: dict[int, PendingTxnOffsets] = {}  # partition -> offsets of open transactions
         self.loading: dict[int, asyncio.Task[None]] = {}  # partition -> its load, until loaded
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._tokens = itertools.count()
@@ -94,6 +98,7 @@ class GroupHost:
         led = {index for (topic, index), replica in self.host.replicas.items()
                if topic == OFFSETS_TOPIC and replica.leading is not None}
         for partition in [p for p in self.coordinators if p not in led]:
+            self.txn_offsets.pop(partition, None)
             coordinator = self.coordinators.pop(partition)
             count = len(coordinator.groups)
             self._deliver(coordinator.unload())
@@ -108,7 +113,8 @@ class GroupHost:
 
     async def _load(self, partition: int) -> None:
         try:
-            groups = await self._read_groups(partition)
+            pending = PendingTxnOffsets()
+            groups = await self._read_groups(partition, pending)
             if groups is None:
                 return
             now = self.clock()
@@ -116,6 +122,7 @@ class GroupHost:
             for group in groups.values():
                 coordinator.load_group(group, now)
             self.coordinators[partition] = coordinator
+            self.txn_offsets[partition] = pending
             _log.log(logging.INFO if groups else logging.DEBUG, "groups of %s-%d loaded: %d groups", OFFSETS_TOPIC,
                      partition, len(groups))
             self._reschedule()
@@ -124,7 +131,7 @@ class GroupHost:
             if self.loading.get(partition) is asyncio.current_task():
                 del self.loading[partition]
 
-    async def _read_groups(self, partition: int) -> dict[str, Group] | None:
+    async def _read_groups(self, partition: int, pending: PendingTxnOffsets) -> dict[str, Group] | None:
         """Replay the partition from its start to its end, one slice per loop turn. None when the leadership
         moved meanwhile (the load is then pointless: the new leader loads)."""
         replica = self.host.replicas.get((OFFSETS_TOPIC, partition))
@@ -140,7 +147,7 @@ class GroupHost:
             offset = max(offset, log.start_offset())  # retention may have moved the start between slices
             if offset >= log.end_offset():
                 return groups
-            offset = _replay_slice(log, offset, groups)
+            offset = _replay_slice(log, offset, groups, pending)
             await asyncio.sleep(0)  # let the loop serve everything else before the next slice
 
     # ---- parking requests and delivering replies ---------------------------------------------------------------
@@ -181,7 +188,10 @@ class GroupHost:
         if not count:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         batch = encode_batch(records, base_offset=0, partition_leader_epoch=0, timestamp_ms=self.clock())
-        result = self.host.append_as_leader(OFFSETS_TOPIC, partition_for(group_id, count), batch, -1)
+        return await self._append(group_id, partition_for(group_id, count), batch)
+
+    async def _append(self, group_id: str, partition: int, batch: bytes, verified: object = None) -> ErrorCode:
+        result = self.host.append_as_leader(OFFSETS_TOPIC, partition, batch, -1, verified)
         error = result.error
         if error is ErrorCode.NONE and result.waiter is not None:
             try:
@@ -220,6 +230,40 @@ class GroupHost:
             return error
         tombstones = [SimpleRecord(None, encode_key(OffsetKey(group_id, t, p))) for t, p in group.offsets]
         return await self.write(group_id, [*tombstones, SimpleRecord(None, encode_key(GroupKey(group_id)))])
+
+    # ---- offsets committed in transactions (broker/txn_offsets.py) ---------------------------------------------
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, epoch: int,
+                                 offsets: dict[tuple[str, int], OffsetEntry], verified: object) -> ErrorCode:
+        """TxnOffsetCommit: the offsets as a transactional batch of the producer, pending until its marker."""
+        count = self.partition_count()
+        if not count:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        partition = partition_for(group_id, count)
+        replica = self.host.replicas.get((OFFSETS_TOPIC, partition))
+        if replica is None or partition not in self.coordinators:
+            return ErrorCode.NOT_COORDINATOR
+        records = [SimpleRecord(encode_offset_value(OffsetValue(e.offset, e.leader_epoch, e.metadata,
+                                                                e.commit_timestamp_ms)),
+                                encode_key(OffsetKey(group_id, topic, index))) for (topic, index), e in offsets.items()]
+        sequence = replica.producers.next_sequence(producer_id, epoch)
+        batch = encode_txn_batch(records, producer_id, epoch, sequence, self.clock())
+        error = await self._append(group_id, partition, batch, verified)
+        if error is ErrorCode.NONE and partition in self.txn_offsets:
+            self.txn_offsets[partition].add(producer_id, group_id, offsets)
+        return error
+
+    def txn_completed(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A marker of the producer's transaction was written to our __consumer_offsets partition."""
+        pending, coordinator = self.txn_offsets.get(partition), self.coordinators.get(partition)
+        if pending is None or coordinator is None:
+            return
+        for group_id, offsets in pending.complete(producer_id, commit).items():
+            coordinator.offsets_committed(group_id, offsets)
+
+    def txn_offset_pending(self, group_id: str, tp: tuple[str, int]) -> bool:
+        count = self.partition_count()
+        pending = None if not count else self.txn_offsets.get(partition_for(group_id, count))
+        return pending is not None and pending.is_pending(group_id, tp)
 
     # ---- offset expiry (offsets.retention.minutes) ---------------------------------------------------------------
     def _schedule_expiry(self) -> None:
@@ -280,13 +324,22 @@ class GroupHost:
         self.coordinators.clear()
 
 
-def _replay_slice(log: Any, offset: int, groups: dict[str, Group]) -> int:
-    """Apply the records of up to `LOAD_SLICE_BYTES` of the log from `offset`; returns the next offset."""
+def _replay_slice(log: Any, offset: int, groups: dict[str, Group], pending: PendingTxnOffsets) -> int:
+    """Apply the records of up to `LOAD_SLICE_BYTES` of the log from `offset`; returns the next offset.
+    Offsets in a transactional batch wait in `pending` for their transaction's marker."""
     info = log.read(offset, LOAD_SLICE_BYTES)
     start = offset
     for batch in iter_batches(info.records, verify_crc=False, allow_truncated_tail=True):
-        if batch.is_control or batch.next_offset <= offset:
+        if batch.next_offset <= offset:
+            continue
+        if batch.is_control:
+            if batch.is_transactional:
+                replay_marker(batch, groups, pending)
             offset = max(offset, batch.next_offset)
+            continue
+        if batch.is_transactional:
+            replay_txn_offsets(batch, pending)
+            offset = batch.next_offset
             continue
         try:
             records = list(batch.records())

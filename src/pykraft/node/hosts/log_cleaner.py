@@ -209,7 +209,8 @@ class LogCleaner:
             log_dir = host.logs.dir_of(*key)
             if replica.settings.compact and log_dir is not None:
                 offered.append(CleanableLog(key, log_dir, replica.log, compaction_settings(replica),
-                                            lambda r=replica: _producers(r)))
+                                            lambda r=replica: _producers(r),
+                                            replica.producers.last_stable_offset(replica.log.high_watermark())))
         self.manager.keep_only(host.replicas)
         self.last_run_ms = self.clock_ms()
         task = self.manager.plan(offered, self.last_run_ms)

@@ -36,7 +36,7 @@ from pykraft.broker.partition_state import LeaderState, admit_produce
 from pykraft.broker.produce_rules import (
     Rejected, assign_offsets, require_keys, stamp_log_append_time, validate_batch,
 )
-from pykraft.broker.producer_state import ProducerStates, last_sequence
+from pykraft.broker.producer_state import ProducerStates
 from pykraft.broker.topic_settings import TopicSettings
 from pykraft.broker.topic_stats import BrokerTopicStats
 from pykraft.protocol.errors import ErrorCode
@@ -47,7 +47,10 @@ from pykraft.storage.cleaner_manager import CleanerManager
 from pykraft.storage.segment import HEADER, LOG_OVERHEAD
 
 from pykraft.node.hosts.leadership_log import log_role_changes, role_text
-from pykraft.node.hosts.producer_recovery import open_producer_state, reload_after_truncation, snapshot_producers
+from pykraft.node.hosts.producer_recovery import (
+    observe_batch, open_producer_state, reload_after_truncation, snapshot_producers,
+)
+from pykraft.node.hosts import txn_verification
 from pykraft.node.hosts import partition_maintenance as maintenance
 from pykraft.node.hosts import record_deletion
 from pykraft.node.hosts.replica_settings import DataPlaneSettings, TopicSettingsCache, to_log_config
@@ -70,6 +73,7 @@ class Replica:
     settings: TopicSettings = TopicSettings()
     last_flush_ms: int = -1  # when the maintenance round last flushed it (-1: not yet seen by one)
     generation: int = 0  # bumped when the log is truncated or reset (a copy of it, replica_move.py, starts again)
+    verifying: dict[int, tuple[int, object]] = field(default_factory=dict)  # pid -> (epoch, guard): txn_verification
 
     @property
     def tp(self) -> TopicPartition:
@@ -210,7 +214,9 @@ class PartitionHost:
         partition = self.cache.partition(*replica.tp)
         return 0 if partition is None else len(partition.isr)
 
-    def append_as_leader(self, topic: str, partition: int, records: Any, acks: int) -> AppendResult:
+    def append_as_leader(self, topic: str, partition: int, records: Any, acks: int,
+                         verified: object | None = None) -> AppendResult:
+        """`verified`: the guard of a KIP-890 verification of this transactional write (txn_verification.py)."""
         found = self.leader_replica(topic, partition)
         if isinstance(found, ErrorCode):
             if found is ErrorCode.NOT_LEADER_OR_FOLLOWER:  # a topic this broker knows: Kafka counts the request
@@ -220,12 +226,12 @@ class PartitionHost:
         assert leading is not None
         counters = self.topic_stats.of(topic)
         counters.total_produce_requests += 1
-        result = self._append_checked(replica, records, acks)
+        result = self._append_checked(replica, records, acks, verified)
         if result.error is not ErrorCode.NONE:
             counters.produce_failed(result.error, len(records))
         return result
 
-    def _append_checked(self, replica: Replica, records: Any, acks: int) -> AppendResult:
+    def _append_checked(self, replica: Replica, records: Any, acks: int, verified: object | None) -> AppendResult:
         """`append_as_leader` for a replica this broker leads: validate, admit, check sequences, append."""
         log, leading, topic, partition = replica.log, replica.leading, replica.topic, replica.partition
         assert leading is not None
@@ -242,11 +248,14 @@ class PartitionHost:
             return AppendResult(admitted, message=f"the ISR of {topic}-{partition} is below min.insync.replicas")
         if checked.is_idempotent:
             seq = replica.producers.check(checked.producer_id, checked.producer_epoch, checked.base_sequence,
-                                          checked.last_sequence)
+                                          checked.last_sequence, checked.transactional)
             if seq.error is not ErrorCode.NONE:
                 return AppendResult(seq.error, log_start_offset=log.start_offset())
             if seq.duplicate_of is not None:
                 return self._answer(replica, seq.duplicate_of.base_offset, seq.duplicate_of.last_offset, acks)
+        if checked.transactional and not txn_verification.admits(replica, checked, verified):
+            return AppendResult(ErrorCode.INVALID_TXN_STATE, log_start_offset=log.start_offset(),
+                                message="a transaction marker ended the verified transaction before this write")
         # A writable view is the request frame's own buffer (codec borrow_records, FrameReader): patched in place
         # and kept as it is; anything else is copied first, as it may be shared or read-only.
         buffer = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
@@ -268,7 +277,12 @@ class PartitionHost:
         counters.bytes_in += len(buffer)
         replica.producers.observe(checked.producer_id, checked.producer_epoch, checked.base_sequence,
                                   checked.last_sequence, base, last,
-                                  append_time if append_time >= 0 else checked.max_timestamp)
+                                  append_time if append_time >= 0 else checked.max_timestamp, checked.transactional)
+        return self.appended(replica, base, last, acks, append_time)
+
+    def appended(self, replica: Replica, base: int, last: int, acks: int, append_time: int = -1) -> AppendResult:
+        """After a leader's append (a client's batch, or a transaction marker): the answer, the followers woken,
+        the high watermark reconsidered."""
         result = self._answer(replica, base, last, acks, append_time)
         self._notify()  # wake the followers' long polls: the HWM cannot move before they fetch this
         self._after_leader_change(replica)
@@ -349,12 +363,12 @@ class PartitionHost:
                 log.append_as_follower(view[:whole], replica.leader_epoch)
                 self.topic_stats.of(replica.topic).replication_bytes_in += whole
                 for batch in iter_batches(view[:whole], verify_crc=False):
-                    replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                              last_sequence(batch.base_sequence, batch.last_offset_delta),
-                                              batch.base_offset, batch.last_offset, batch.max_timestamp)
+                    if batch.producer_id >= 0:
+                        observe_batch(replica, batch)
         hwm = min(leader_hwm, log.end_offset())
         if hwm > log.high_watermark():
             log.update_high_watermark(hwm)
+            replica.producers.last_stable_offset(hwm)  # forgets transactions completed below the new HWM
         record_deletion.adopt_leader_log_start(replica, leader_log_start)
         self._notify()
 

@@ -10,10 +10,15 @@ batch headers after it, never from the whole log, and it keeps producers whose b
 - `reload_after_truncation`: a follower's DivergingEpoch truncation already dropped the snapshots above the new end
   (FileLog); the state is reloaded from the latest one left.
 Every open is recovery-validated to its end (storage/log_open.py), so the log end is the recovery point.
+The aborted-transaction index (`.txnindex`) is rebuilt with the state: entries of transactions ending at or after
+the snapshot's offset are cut and the replay writes them again (`observe_batch`, which also opens and closes
+transactions from transactional batches and markers). A damaged `.txnindex` file makes the load start from a
+snapshot below its segment, so its entries are written again too.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 from typing import TYPE_CHECKING
 
@@ -24,6 +29,9 @@ from pykraft.broker.producer_snapshot import (
 )
 from pykraft.broker.producer_state import last_sequence
 from pykraft.records import RecordsError, iter_batches
+from pykraft.records.batch import RecordBatch
+from pykraft.records.txn_markers import decode_txn_marker, is_txn_marker_batch
+from pykraft.storage.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from pykraft.node.hosts.partitions import Replica
@@ -44,10 +52,14 @@ def open_producer_state(replica: Replica) -> int:
 def load_producers(replica: Replica) -> int:
     """State from the latest readable snapshot at or below the log end, then the batches after it."""
     log, files = replica.log, replica.log.producer_snapshots
+    damaged = log.txn_index.damaged_from
+    upper = log.end_offset() if damaged is None else min(log.end_offset(), damaged)
+    log.txn_index.damaged_from = None
     while True:
-        offset = files.latest_at_or_below(log.end_offset())
+        offset = files.latest_at_or_below(upper)
         if offset is None or offset < log.start_offset():
             replica.producers.clear()
+            log.txn_index.truncate_to(log.start_offset())
             return replay_batches(replica, log.start_offset())
         try:
             entries = decode_producer_snapshot(files.read(offset))
@@ -57,6 +69,7 @@ def load_producers(replica: Replica) -> int:
             files.delete(offset)
             continue
         replica.producers.restore(entries)
+        log.txn_index.truncate_to(offset)
         return replay_batches(replica, offset)
 
 
@@ -79,7 +92,7 @@ def snapshot_producers(replica: Replica) -> None:
 
 def replay_batches(replica: Replica, offset: int) -> int:
     """`observe` every producer batch header from `offset` to the log end. Returns how many batches were read."""
-    log, producers = replica.log, replica.producers
+    log = replica.log
     read = 0
     while offset < log.end_offset():
         data = log.read(offset, _REBUILD_CHUNK).records
@@ -88,9 +101,7 @@ def replay_batches(replica: Replica, offset: int) -> int:
             for batch in iter_batches(data, verify_crc=False, allow_truncated_tail=True):
                 read += 1
                 if batch.producer_id >= 0 and batch.last_offset >= offset:
-                    producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                      last_sequence(batch.base_sequence, batch.last_offset_delta), batch.base_offset,
-                                      batch.last_offset, batch.max_timestamp)
+                    observe_batch(replica, batch)
                 offset = max(offset, batch.last_offset + 1)
         except RecordsError:  # recovery validated the log: only a bug lands here
             _log.error("unreadable batch at offset %d of %s-%d", offset, replica.topic, replica.partition)
@@ -98,3 +109,38 @@ def replay_batches(replica: Replica, offset: int) -> int:
         if offset == before:
             return read
     return read
+
+
+def observe_batch(replica: Replica, batch: RecordBatch) -> None:
+    """A producer's batch is in the log (a follower's append, or the replay): its sequences, its transaction,
+    and for a marker the completed transaction (an aborted one into the `.txnindex` of its segment)."""
+    producers = replica.producers
+    if not is_txn_marker_batch(batch):
+        producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                          last_sequence(batch.base_sequence, batch.last_offset_delta), batch.base_offset,
+                          batch.last_offset, batch.max_timestamp, transactional=batch.is_transactional)
+        return
+    try:
+        marker = decode_txn_marker(batch)
+    except RecordsError as exc:  # a control batch we cannot read: say so; it ends no transaction
+        _log.error("%s-%d: unreadable transaction marker at offset %d: %s", replica.topic, replica.partition,
+                   batch.base_offset, exc)
+        return
+    record_marker(replica, batch.producer_id, batch.producer_epoch, marker.coordinator_epoch, batch.base_offset,
+                  marker.commit, batch.max_timestamp, _segment_of(replica, batch.base_offset))
+
+
+def record_marker(replica: Replica, producer_id: int, epoch: int, coordinator_epoch: int, offset: int, commit: bool,
+                  timestamp: int, segment_base: int) -> None:
+    """The producer state and the `.txnindex` after a COMMIT/ABORT marker at `offset`."""
+    producers = replica.producers
+    replica.verifying.pop(producer_id, None)  # a write verified before this marker belongs to no transaction now
+    done = producers.observe_marker(producer_id, epoch, coordinator_epoch, offset, commit, timestamp)
+    if done.aborted:
+        replica.log.txn_index.append(segment_base, AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
+                                                              producers.stable_offset_after(done)))
+
+
+def _segment_of(replica: Replica, offset: int) -> int:
+    bases = replica.log.segment_base_offsets()
+    return bases[max(bisect.bisect_right(bases, offset) - 1, 0)]

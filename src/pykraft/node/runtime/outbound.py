@@ -59,12 +59,15 @@ class Outbound:
     def __init__(self, pool: Any, *, timeout_ms: int, client_id: str, deliver: Deliver,
                  on_answer: OnAnswer | None = None, on_error: OnError | None = None,
                  forward_pool: Any | None = None, on_unreachable: OnUnreachable | None = None,
-                 broker_pool: Any | None = None) -> None:
+                 broker_pool: Any | None = None, coordinator_pool: Any | None = None) -> None:
         self._pool = pool
         self._on_unreachable = on_unreachable
         self._forward_pool = forward_pool if forward_pool is not None else pool  # `forward`'s own connections
         # `to_broker`'s: the inter-broker listener, whose security protocol may differ from the controllers'.
         self._broker_pool = broker_pool if broker_pool is not None else self._forward_pool
+        # `to_broker_for_coordinator`'s: the transaction coordinator's markers and the partition leaders' KIP-890
+        # verifications, on the inter-broker listener but not behind a replica fetcher's long-poll.
+        self._coordinator_pool = coordinator_pool if coordinator_pool is not None else self._broker_pool
         self._on_answer = on_answer  # sees every decoded answer first (cluster_ids.py reads refusals)
         self._on_error = on_error
         self._timeout_ms = timeout_ms
@@ -135,6 +138,10 @@ class Outbound:
         """A request to another broker on the inter-broker listener (a replica fetch); None if that failed."""
         return await self._request_on(self._broker_pool, host, port, message)
 
+    async def to_broker_for_coordinator(self, host: str, port: int, message: Any) -> Any | None:
+        """A coordinator's request to another broker (WriteTxnMarkers, AddPartitionsToTxn verification)."""
+        return await self._request_on(self._coordinator_pool, host, port, message)
+
     async def _request_on(self, pool: Any, host: str, port: int, message: Any,
                           timeout_ms: int | None = None) -> Any | None:
         key, version = int(message.__api_key__), int(message.__version__)
@@ -173,6 +180,8 @@ class Outbound:
             await self._forward_pool.close()
         if self._broker_pool is not self._forward_pool:
             await self._broker_pool.close()
+        if self._coordinator_pool is not self._broker_pool:
+            await self._coordinator_pool.close()
 
 
 def probe_fetch_offset(request: Any) -> int:

@@ -271,16 +271,20 @@ class NodeRuntime:
         raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls, sasl=controller_sasl) for _ in range(2))
         broker_tls = self._tls_broker
         broker_pool_sasl = client_sasl(config, config.inter_broker_listener_name) if config.is_broker else None
-        broker_pool = ConnectionPool(ssl_context=broker_tls, sasl=broker_pool_sasl) if config.is_broker else None
+        broker_pool, coordinator_pool = ((ConnectionPool(ssl_context=broker_tls, sasl=broker_pool_sasl)
+                                          if config.is_broker else None) for _ in range(2))
         secured = client_tls is not None or controller_sasl is not None  # failures worth a WARNING line
-        broker_secured = broker_pool is not None and (broker_tls is not None or broker_pool_sasl is not None)
+        broker_secured = broker_tls is not None or broker_pool_sasl is not None
+
+        def broker_side(pool: ConnectionPool | None) -> Any:
+            return _TlsFailureLog(pool) if pool is not None and broker_secured else pool
         self.outbound = Outbound(_TlsFailureLog(raft_pool) if secured else raft_pool,
                                  timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
                                  on_answer=self.cluster_ids.check_answer, on_error=self.handler_errors.record,
                                  forward_pool=_TlsFailureLog(forward_pool) if secured else forward_pool,
                                  on_unreachable=self._peer_unreachable,
-                                 broker_pool=_TlsFailureLog(broker_pool) if broker_secured else broker_pool)
+                                 broker_pool=broker_side(broker_pool), coordinator_pool=broker_side(coordinator_pool))
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.authorizer = request_authorizer(config, lambda: self.state_machine)
         self.inbound = InboundHandler(self, self.registry, self._extra, self._broker_registry, self.authorizer)

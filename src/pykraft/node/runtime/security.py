@@ -16,7 +16,7 @@ from pykraft.net.sasl_server import SaslServerConfig
 from pykraft.net.server import ListenerSecurity
 
 from pykraft.node.apis.authz import RequestAuthorizer
-from pykraft.node.apis.authz_rules import RULES
+from pykraft.node.apis.authz_rules import RULES, UNLISTED
 from pykraft.node.apis.client_apis import image_of
 
 __all__ = ["client_sasl", "listener_security", "request_authorizer"]
@@ -45,4 +45,4 @@ def request_authorizer(config: Any, state_machine: Callable[[], Any]) -> Request
     auto_create = str(config.raw.get("auto.create.topics.enable", "true")).strip().lower() == "true"
     return RequestAuthorizer(security.authorizer, settings, lambda: image_of(state_machine()),
                              loaded=lambda: bool(getattr(state_machine(), "acls_loaded", True)), rules=RULES,
-                             auto_create_topics=auto_create)
+                             auto_create_topics=auto_create, unlisted=UNLISTED)

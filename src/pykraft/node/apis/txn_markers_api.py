@@ -1,0 +1,111 @@
+"""WriteTxnMarkers (v1) on a partition leader: the transaction coordinator's COMMIT/ABORT markers.
+
+For each marker and partition (Kafka's ReplicaManager.appendRecords with origin COORDINATOR): NOT_LEADER_OR_FOLLOWER
+/ UNKNOWN_TOPIC_OR_PARTITION where this broker does not lead it; INVALID_PRODUCER_EPOCH for a marker of an older
+producer epoch than the partition has seen, TRANSACTION_COORDINATOR_FENCED for one of an older coordinator epoch;
+NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas; otherwise the control batch is appended (the
+producer's transaction there is over; an aborted one goes into the `.txnindex`) and the answer waits until the
+high watermark passed it (acks=all), REQUEST_TIMED_OUT after `MARKER_TIMEOUT_S`. A marker completed in a
+`__consumer_offsets` partition commits or drops the group's pending transactional offsets (`on_offsets_marker`).
+`append_markers` is the same without the wire: the coordinator calls it when it leads the partition itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pykraft.broker.partition_state import admit_produce
+from pykraft.broker.produce_rules import assign_offsets
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.log import InvalidAppendError
+from pykraft.records.txn_markers import encode_txn_marker_batch
+
+from pykraft.node.hosts.partitions import AppendResult, PartitionHost
+from pykraft.node.hosts.producer_recovery import record_marker
+from pykraft.node.apis.wire_build import make, response_namespace
+
+MARKER_TIMEOUT_S = 30.0  # request.timeout.ms
+OFFSETS_TOPIC = "__consumer_offsets"
+OffsetsMarkerHook = Callable[[int, int, bool], None]  # (__consumer_offsets partition, producer id, commit)
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerRequest:
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    partitions: tuple[tuple[str, int], ...]
+
+
+def append_marker(host: PartitionHost, topic: str, partition: int, marker: MarkerRequest,
+                  now_ms: int) -> AppendResult:
+    found = host.leader_replica(topic, partition)
+    if isinstance(found, ErrorCode):
+        return AppendResult(found)
+    replica, log, leading = found, found.log, found.leading
+    assert leading is not None
+    error = replica.producers.check_marker(marker.producer_id, marker.producer_epoch, marker.coordinator_epoch)
+    if error is ErrorCode.NONE:
+        error = admit_produce(-1, host.isr_size(replica), replica.settings.min_insync_replicas)
+    if error is not ErrorCode.NONE:
+        return AppendResult(error)
+    batch = bytearray(encode_txn_marker_batch(marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
+                                              marker.commit, timestamp_ms=now_ms))
+    base = log.end_offset()
+    assign_offsets(batch, base, replica.leader_epoch)
+    try:
+        log.append_as_leader(batch, replica.leader_epoch, keep=len(leading.replicas) > 1)
+    except InvalidAppendError as exc:  # a bug: the batch was built here
+        return AppendResult(ErrorCode.UNKNOWN_SERVER_ERROR, message=str(exc))
+    record_marker(replica, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, base, marker.commit,
+                  now_ms, log.active_segment_base())
+    return host.appended(replica, base, base, -1)
+
+
+async def append_markers(host: PartitionHost, markers: Iterable[MarkerRequest], now_ms: int,
+                         on_offsets_marker: OffsetsMarkerHook | None) -> list[dict[tuple[str, int], ErrorCode]]:
+    """Append every marker, wait for acks=all; per marker, each partition's error."""
+    started = [[(tp, append_marker(host, tp[0], tp[1], m, now_ms)) for tp in m.partitions] for m in markers]
+    waiters = [r.waiter for parts in started for _, r in parts if r.waiter is not None and not r.waiter.done()]
+    if waiters:
+        await asyncio.wait(waiters, timeout=MARKER_TIMEOUT_S)
+    outcomes = []
+    for marker, parts in zip(markers, started):
+        errors = {}
+        for tp, result in parts:
+            error = result.error
+            if error is ErrorCode.NONE and result.waiter is not None:
+                error = result.waiter.result() if result.waiter.done() else ErrorCode.REQUEST_TIMED_OUT
+            if error is ErrorCode.NONE and tp[0] == OFFSETS_TOPIC and on_offsets_marker is not None:
+                on_offsets_marker(tp[1], marker.producer_id, marker.commit)
+            errors[tp] = error
+        outcomes.append(errors)
+    return outcomes
+
+
+def markers_of(message: Any) -> list[MarkerRequest]:
+    return [MarkerRequest(int(m.producer_id), int(m.producer_epoch), bool(m.transaction_result),
+                          int(m.coordinator_epoch),
+                          tuple((str(t.name), int(p)) for t in m.topics for p in t.partition_indexes))
+            for m in message.markers]
+
+
+async def handle(host: PartitionHost, message: Any, now_ms: int, on_offsets_marker: OffsetsMarkerHook | None) -> Any:
+    ns = response_namespace(ApiKey.WRITE_TXN_MARKERS, int(message.__version__))
+    markers = markers_of(message)
+    outcomes = await append_markers(host, markers, now_ms, on_offsets_marker)
+    results = []
+    for marker, errors in zip(markers, outcomes):
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), error in errors.items():
+            by_topic.setdefault(topic, []).append(make(ns.WritableTxnMarkerPartitionResult, partition_index=partition,
+                                                       error_code=error))
+        results.append(make(ns.WritableTxnMarkerResult, producer_id=marker.producer_id, topics=tuple(
+            make(ns.WritableTxnMarkerTopicResult, name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items())))
+    return make(ns.WriteTxnMarkersResponse, markers=tuple(results))
