@@ -118,7 +118,11 @@ class SecureCluster:
 @contextmanager
 def secure_cluster(root: Path, *, brokers: int = 2, extra: Mapping[str, str] | None = None) -> Iterator[SecureCluster]:
     cluster = LocalCluster(root, controllers=1, brokers=brokers,
-                           properties={**DATA_PLANE_TIMING, "min.insync.replicas": "1", "offsets.topic.replication.factor": str(brokers),
+                           properties={**DATA_PLANE_TIMING, "min.insync.replicas": "1",
+                                       "offsets.topic.replication.factor": str(brokers),
+                                       "transaction.state.log.replication.factor": str(brokers),
+                                       "transaction.state.log.min.isr": "1",
+                                       "transaction.state.log.num.partitions": "2",
                                        **sasl_properties(),
                                        **(extra or {})})
     voters = ",".join(n.voter_spec for n in cluster.nodes.values() if n.initial_voter)

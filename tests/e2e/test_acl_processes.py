@@ -4,6 +4,7 @@
 - produce and consume allowed and denied (DENY before ALLOW, prefixed patterns), consumer groups, topic creation
   (CREATE on a prefix), cluster operations (CreateAcls, DescribeConfigs of a broker), Metadata listing only the
   topics the principal may describe, super users past a DENY for everyone;
+- transactions (confluent-kafka): WRITE on the TRANSACTIONAL_ID and on the topic, read back read_committed;
 - DescribeAcls / DeleteAcls round trips through the tool and through kafka-python's admin client;
 - ACLs and SCRAM credentials survive a restart of every node;
 - a broker with a wrong inter-broker password never registers.
@@ -128,6 +129,46 @@ def test_super_users_pass_a_deny_for_everyone(secure):
     admin = client_settings("kafka-python", "PLAIN", "admin", PASSWORDS["admin"])
     assert produce("kafka-python", secure.bootstrap(), admin, "secret-payroll", [b"admin-wrote"]) == 1
     assert not bob_produces(secure, "secret-payroll")
+
+
+def _transaction(secure: SecureCluster, transactional_id: str, topic: str, value: bytes) -> None:
+    """One committed transaction by bob (confluent-kafka); raises the client's KafkaException when refused."""
+    import confluent_kafka
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": secure.bootstrap(), "transactional.id": transactional_id,
+                                         "transaction.timeout.ms": 30_000,
+                                         **client_settings("confluent-kafka", "SCRAM-SHA-512", "bob",
+                                                           PASSWORDS["bob"])})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value)
+    producer.commit_transaction(30)
+
+
+def test_transactions_need_write_on_the_transactional_id_and_the_topic(secure):
+    import confluent_kafka
+
+    created = secure.tool("topics", "create", "--topic", "bob-txn", "--partitions", "1", "--replication-factor", "2")
+    assert created.returncode == 0, created.stderr
+    add(secure, "--allow-principal", "User:bob", "--operation", "Write", "--topic", "bob-txn")
+    with pytest.raises(confluent_kafka.KafkaException) as refused:
+        _transaction(secure, "bobs-tx", "bob-txn", b"never")
+    assert refused.value.args[0].code() == confluent_kafka.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    add(secure, "--allow-principal", "User:bob", "--operation", "Write", "--transactional-id", "bobs-",
+        "--resource-pattern-type", "prefixed")
+
+    def committed() -> bool:
+        try:
+            _transaction(secure, "bobs-tx", "bob-txn", b"committed")
+            return True
+        except confluent_kafka.KafkaException:
+            return False
+    wait_for(committed, "bob committing a transaction under his TRANSACTIONAL_ID prefix")
+    admin = client_settings("kafka-python", "PLAIN", "admin", PASSWORDS["admin"])
+    assert b"committed" in read("kafka-python", secure.bootstrap(), {**admin, "isolation_level": "read_committed"},
+                                "bob-txn", 1)
+    code, listed = acls(secure, "--list", "--transactional-id", "bobs-", "--resource-pattern-type", "prefixed")
+    assert code == 0 and "resourceType=TRANSACTIONAL_ID, name=bobs-, patternType=PREFIXED" in listed
 
 
 def test_describe_and_delete_acls_round_trip(secure):
