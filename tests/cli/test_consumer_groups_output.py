@@ -111,3 +111,14 @@ def test_kafkas_argument_checks_in_kafkas_words(line, message):
 
         check(parse(FLAGS, line))
     assert str(raised.value) == message
+
+
+def test_a_consumer_groups_epochs_and_target_assignment_in_the_verbose_tables():
+    """KIP-848 groups fill the columns a classic group leaves at "-": the member's epoch and assignment, the
+    group's target assignment epoch and the member's target."""
+    row = out.MemberRow("g", "m1", "", "/h", "c1", (("t", 0),), current_epoch=7, target_epoch=8,
+                        target_assignment=(("t", 0), ("t", 1)))
+    header, line = out.members_table("g", [row], verbose=True).split("\n")[1:]
+    assert line.split() == ["g", "m1", "/h", "c1", "1", "7", "t:0", "8", "t:0,1"]
+    state = out.state_table("g", "127.0.0.1:9092  (2)", "uniform", "Reconciling", 1, verbose=True, epochs=(9, 8))
+    assert state.split("\n")[2].split() == ["g", "127.0.0.1:9092", "(2)", "uniform", "Reconciling", "9", "8", "1"]

@@ -88,3 +88,29 @@ def test_a_metadata_log_is_still_decoded_without_a_flag(tmp_path):
 
     log = write_sample_log(tmp_path / "sample")[0]
     assert any("payload: {\"type\":\"REGISTER_BROKER_RECORD\"" in line for line in dump(str(log)))
+
+
+def test_kip848_consumer_group_records_print_as_kafkas_json(tmp_path):
+    import uuid
+
+    from pykraft.records import consumer_group_records as cg
+    from pykraft.records.uuids import uuid_to_kafka_str
+    topic_id = uuid.UUID(int=9)
+    records = [
+        SimpleRecord(cg.encode_value(cg.GroupEpochValue(2)), cg.encode_key(cg.ConsumerGroupKey(3, "g"))),
+        SimpleRecord(cg.encode_value(cg.MemberMetadataValue(None, None, "c", "/h", ("t",), None, 300000, None)),
+                     cg.encode_key(cg.ConsumerGroupKey(5, "g", "m-1"))),
+        SimpleRecord(cg.encode_value(cg.CurrentAssignmentValue(2, 1, 0, {topic_id: frozenset({1, 0})}, {})),
+                     cg.encode_key(cg.ConsumerGroupKey(8, "g", "m-1"))),
+        SimpleRecord(None, cg.encode_key(cg.ConsumerGroupKey(16, "g", "t.*")))]
+    path = segment(tmp_path, "__consumer_offsets-1", encode_producer_batch(records, timestamp_ms=1))
+    lines = dump("--offsets-decoder", str(path))
+    assert lines[3].endswith(' key: {"type":"3","data":{"groupId":"g"}} payload: {"version":"0","data":{"epoch":2}}')
+    assert lines[4].endswith(
+        ' key: {"type":"5","data":{"groupId":"g","memberId":"m-1"}} payload: {"version":"0","data":{"instanceId":null,'
+        '"rackId":null,"clientId":"c","clientHost":"/h","subscribedTopicNames":["t"],"subscribedTopicRegex":null,'
+        '"rebalanceTimeoutMs":300000,"serverAssignor":null}}')
+    assert lines[5].endswith(
+        '"data":{"memberEpoch":2,"previousMemberEpoch":1,"state":0,"assignedPartitions":[{"topicId":"'
+        + uuid_to_kafka_str(topic_id) + '","partitions":[0,1]}],"partitionsPendingRevocation":[]}}')
+    assert lines[6].endswith(' key: {"type":"16","data":{"groupId":"g","regularExpression":"t.*"}} payload: <DELETE>')

@@ -124,9 +124,15 @@ async def test_downgrade_and_disable_send_downgrades_and_print_kafkas_lines(cont
 def test_version_mapping_and_feature_dependencies_offline():
     for group in ("features", "storage"):
         mapping = runner.invoke(app, [group, "version-mapping", "--release-version", "3.9-IV0"])
-        assert (mapping.exit_code, mapping.stdout) == (0, "metadata.version=21 (3.9-IV0)\nkraft.version=1\n")
+        assert (mapping.exit_code, mapping.stdout) == (0, "metadata.version=21 (3.9-IV0)\nkraft.version=1\n"
+                                                          "transaction.version=0\ngroup.version=0\n")
         older = runner.invoke(app, [group, "version-mapping", "--release-version", "3.8"])
-        assert older.stdout == "metadata.version=20 (3.8-IV0)\nkraft.version=0\n"
+        assert older.stdout == "metadata.version=20 (3.8-IV0)\nkraft.version=0\ntransaction.version=0\ngroup.version=0\n"
+        newer = runner.invoke(app, [group, "version-mapping", "--release-version", "4.0"])
+        assert newer.stdout == ("metadata.version=25 (4.0-IV3)\nkraft.version=1\ntransaction.version=1\n"
+                                "group.version=1\n")
+        group_deps = runner.invoke(app, [group, "feature-dependencies", "--feature", "group.version=1"])
+        assert (group_deps.exit_code, group_deps.stdout) == (0, "group.version=1 has no dependencies.\n")
         deps = runner.invoke(app, [group, "feature-dependencies", "--feature", "kraft.version=1",
                                    "--feature", "metadata.version=27"])
         assert (deps.exit_code, deps.stdout) == (0, "kraft.version=1 requires:\n    metadata.version=21 (3.9-IV0)\n"

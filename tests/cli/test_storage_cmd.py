@@ -61,7 +61,8 @@ def test_static_quorum_controller(tmp_path):
     assert [(m.cluster_id, m.node_id, m.version) for m in metas] == [(CLUSTER_ID, 1, 1)] * 2
     assert metas[0].directory_id is not None and metas[1].directory_id is not None
     assert metas[0].directory_id != metas[1].directory_id
-    assert features(tmp_path / "a" / "bootstrap.checkpoint") == {"metadata.version": 27, "transaction.version": 1}
+    assert features(tmp_path / "a" / "bootstrap.checkpoint") == {"metadata.version": 27, "transaction.version": 1,
+                                                                 "group.version": 1}
     assert not (tmp_path / "b" / "bootstrap.checkpoint").exists()
     assert not (tmp_path / "a" / PARTITION_DIR).exists()  # no raft bootstrap snapshot for a static quorum
 
@@ -78,7 +79,8 @@ def test_standalone(tmp_path):
     voters = bootstrap_voters(tmp_path / "meta")
     assert voters.keys() == {ReplicaKey(1, meta.directory_id)}
     assert voters.endpoints_of(1) == Endpoints.of([Endpoint("CONTROLLER", "127.0.0.1", 9093)])
-    assert features(tmp_path / "meta" / "bootstrap.checkpoint") == {"metadata.version": 27, "kraft.version": 1, "transaction.version": 1}
+    assert features(tmp_path / "meta" / "bootstrap.checkpoint") == {"metadata.version": 27, "kraft.version": 1, "transaction.version": 1,
+                                                                 "group.version": 1}
 
 
 def test_initial_controllers_uses_the_given_directory_id(tmp_path):
@@ -110,7 +112,8 @@ def test_no_initial_controllers(tmp_path):
     result = storage("format", "-c", str(config), "-t", CLUSTER_ID, "-N", "--feature", "metadata.version=25")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [f"Formatting metadata directory {tmp_path / 'logs'} with metadata.version 4.0-IV3."]
-    assert features(tmp_path / "logs" / "bootstrap.checkpoint") == {"metadata.version": 25, "kraft.version": 1, "transaction.version": 1}
+    assert features(tmp_path / "logs" / "bootstrap.checkpoint") == {"metadata.version": 25, "kraft.version": 1, "transaction.version": 1,
+                                                                 "group.version": 1}
     assert not (tmp_path / "logs" / PARTITION_DIR).exists()
 
 
@@ -119,7 +122,8 @@ def test_broker(tmp_path):
     result = storage("format", "-c", str(config), "-t", CLUSTER_ID)
     assert result.exit_code == 0, result.output
     assert {read_meta_properties(str(tmp_path / d)).node_id for d in ("a", "b")} == {4}
-    assert features(tmp_path / "a" / "bootstrap.checkpoint") == {"metadata.version": 27, "transaction.version": 1}
+    assert features(tmp_path / "a" / "bootstrap.checkpoint") == {"metadata.version": 27, "transaction.version": 1,
+                                                                 "group.version": 1}
 
 
 def test_ignore_formatted_formats_the_others(tmp_path):
@@ -178,11 +182,12 @@ def refusal(tmp_path: Path, *args: str, config: Path | None = None) -> str:
          "give the metadata.version with either --release-version or --feature, not both"),
         (("-t", CLUSTER_ID, "-s", "-f", "metadata.version=99"), "unsupported metadata.version level 99: supported "
          "levels are 7 (3.3-IV3) to 27 (4.1-IV1)"),
-        (("-t", CLUSTER_ID, "-s", "-f", "group.version=1"),
-         "unsupported feature: group.version. Supported features are: kraft.version, metadata.version, "
-         "transaction.version"),
+        (("-t", CLUSTER_ID, "-s", "-f", "share.version=1"), "unsupported feature: share.version. Supported features "
+         "are: group.version, kraft.version, metadata.version, transaction.version"),
         (("-t", CLUSTER_ID, "-s", "-f", "transaction.version=2"), "unsupported transaction.version level 2: "
          "supported levels are 0 to 1"),
+        (("-t", CLUSTER_ID, "-s", "-f", "group.version=2"), "unsupported group.version level 2: supported levels "
+         "are 0 and 1"),
         (("-t", CLUSTER_ID, "-s", "-f", "kraft.version"), "cannot parse --feature 'kraft.version': expected name=level"),
         (("-t", CLUSTER_ID, "-s", "-f", "kraft.version=x"),
          "cannot parse --feature 'kraft.version=x': the level must be an integer"),

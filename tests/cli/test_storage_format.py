@@ -109,13 +109,25 @@ def test_bootstrap_checkpoint_layout(tmp_path):
     plan = plan_format(request(tmp_path, quorum_flag=QuorumFlag.NONE, has_static_voters=True), random.Random(1))
     records = decode_file_bytes(tmp_path, fmt.bootstrap_checkpoint_bytes(plan, now_ms=1234))
     assert [type(m).__name__ for _, m in records] == ["SnapshotHeaderRecord", "FeatureLevelRecordV0",
-                                                      "FeatureLevelRecordV0", "SnapshotFooterRecord"]
-    assert [(m.name, int(m.feature_level)) for _, m in records[1:3]] == [("metadata.version", 27),
-                                                                        ("transaction.version", 1)]
-    assert [control for control, _ in records] == [True, False, False, True]
+                                                      "FeatureLevelRecordV0", "FeatureLevelRecordV0",
+                                                      "SnapshotFooterRecord"]
+    assert [(m.name, int(m.feature_level)) for control, m in records if not control] == [
+        ("metadata.version", 27), ("transaction.version", 1), ("group.version", 1)]  # group.version 1 from 4.0-IV0
+    assert [control for control, _ in records] == [True, False, False, False, True]
 
 
 def decode_file_bytes(tmp_path: Path, data: bytes):
     path = tmp_path / "bootstrap.checkpoint"
     path.write_bytes(data)
     return decode_file(path)
+
+
+def test_group_version_follows_the_release_unless_given():
+    def levels(**changes):
+        plan = plan_format(request(Path("/nonexistent"), quorum_flag=QuorumFlag.NONE, has_static_voters=True,
+                                   **changes), random.Random(1))
+        return plan.group_version
+    assert levels() == 1 and levels(release_version="4.0-IV0") == 1  # KIP-848 is on from 4.0 on
+    assert levels(release_version="3.9") == 0
+    assert levels(features=("group.version=0",)) == 0 and levels(release_version="3.9",
+                                                                 features=("group.version=1",)) == 1

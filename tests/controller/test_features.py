@@ -154,7 +154,7 @@ def test_one_failing_update_fails_the_whole_request() -> None:
     result = handle_update_features(features, _request(("metadata.version", 27, 1), ("metadata.version", 1, 1)),
                                     cluster)
     assert result.response.error_code == ErrorCode.invalid_request and result.records == ()
-    result = handle_update_features(features, _request(("metadata.version", 27, 1), ("group.version", 1, 1)),
+    result = handle_update_features(features, _request(("metadata.version", 27, 1), ("share.version", 1, 1)),
                                     cluster)
     assert result.response.error_code == ErrorCode.invalid_update_version and result.records == ()
     assert {r.error_code for r in result.response.results} == {ErrorCode.invalid_update_version}
@@ -186,3 +186,14 @@ def test_kraft_version_1_needs_metadata_version_3_9_or_an_upgrade_to_it_in_the_s
     assert together.response.error_code == ErrorCode.none
     assert together.records == (_level("metadata.version", 21),)
     assert together.kraft_version_upgrade == KRaftVersionUpgrade(1, validate_only=False)
+
+
+def test_group_version_1_the_kip848_protocol_can_be_finalized_and_turned_off() -> None:
+    features, cluster = _features(22)
+    result = handle_update_features(features, _request(("group.version", 1, 1)), cluster)
+    assert result.response.error_code == ErrorCode.none and result.records == (_level("group.version", 1),)
+    features.replay(result.records[0])
+    too_high = handle_update_features(features, _request(("group.version", 2, 1)), cluster)
+    assert too_high.response.error_code == ErrorCode.invalid_update_version and too_high.records == ()
+    off = handle_update_features(features, _request(("group.version", 0, 2)), cluster)  # a safe downgrade: refused
+    assert off.records == ()  # finalized levels are not downgraded (pykraft refuses downgrades of a set level)

@@ -33,7 +33,8 @@ from protocol.schema_strategies import message
 HINTS = (("name", ("t", "u")), ("topic", ("t", "u")), ("group_id", ("g", "h")), ("key", ("g", "tx")),
          ("transactional_id", ("tx",)), ("transactional_ids", ("tx", "ty")),
          ("v3_and_below_transactional_id", ("tx",)), ("resource_name", ("t", "1", "")), ("topic_name", ("t",)),
-         ("groups", ("g", "h")), ("groups_names", ("g", "h")), ("coordinator_keys", ("g", "h")))
+         ("groups", ("g", "h")), ("groups_names", ("g", "h")), ("coordinator_keys", ("g", "h")),
+         ("group_ids", ("g", "h")), ("subscribed_topic_names", ("t", "u")))
 EXAMPLES = settings(max_examples=4, deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 MALLORY = ConnectionInfo("10.0.0.1", 5000, 1, None, "L", KafkaPrincipal("User", "mallory"))
@@ -54,6 +55,7 @@ NONE = image()
 
 def served_ranges() -> dict[int, set[int]]:
     """Every (api, version) some listener of a controller, broker or combined node serves."""
+    from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS
     from pykraft.node.apis.group_api import GROUP_APIS
     from pykraft.node.apis.security_apis import ACL_WRITE_APIS, BROKER_SECURITY_APIS
     from pykraft.node.hosts.controller_host import HOST_APIS, IMAGE_APIS
@@ -63,7 +65,8 @@ def served_ranges() -> dict[int, set[int]]:
 
     found: dict[int, set[int]] = {}
     tables = [{int(k): (r.min_version, r.max_version) for k, r in NODE_RUNTIME_APIS}, HOST_APIS, IMAGE_APIS,
-              DATA_PLANE_APIS, GROUP_APIS, BROKER_SECURITY_APIS, ACL_WRITE_APIS, TXN_APIS, {58: (0, 0)}]
+              DATA_PLANE_APIS, GROUP_APIS, BROKER_SECURITY_APIS, ACL_WRITE_APIS, TXN_APIS, CONSUMER_GROUP_APIS,
+              {58: (0, 0)}]
     for table in tables:
         for key, (low, high) in table.items():
             found.setdefault(int(key), set()).update(range(low, high + 1))

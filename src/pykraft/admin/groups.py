@@ -2,8 +2,10 @@
 
 - `list_groups`: ListGroups v5 to every live broker (each lists the groups it coordinates), filtered by state and
   type on the brokers; a broker still loading its groups (COORDINATOR_LOAD_IN_PROGRESS) is asked again.
-- `describe_groups`: DescribeGroups v5 at each group's coordinator; members' assignments decoded from the
-  "consumer" protocol. An unknown group is described as Dead with no members (the classic coordinator's answer).
+- `describe_groups`: as Kafka's Admin.describeConsumerGroups: ConsumerGroupDescribe v0 first (a KIP-848 consumer
+  group: epochs, current and target assignments), then DescribeGroups v5 for a group it does not know (a classic
+  group; members' assignments decoded from the "consumer" protocol). An unknown group is described as Dead with no
+  members (the classic coordinator's answer).
 - `committed_offsets`: OffsetFetch v8 of every committed offset of a group.
 - `commit_offsets`: OffsetCommit v8 without a generation (Kafka's alterConsumerGroupOffsets: only an empty group
   accepts it).
@@ -17,6 +19,7 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kio.schema.consumer_group_describe.v0 import request as cgd_req
 from kio.schema.delete_groups.v2 import request as dg_req
 from kio.schema.describe_groups.v5 import request as dgr_req
 from kio.schema.list_groups.v5 import request as lg_req
@@ -55,6 +58,9 @@ class MemberDescription:
     client_id: str
     host: str
     assignment: tuple[TopicPartition, ...]
+    member_epoch: int | None = None  # consumer groups only, as the next fields
+    target_assignment: tuple[TopicPartition, ...] | None = None
+    subscribed_topic_regex: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +71,9 @@ class GroupDescription:
     assignor: str
     members: tuple[MemberDescription, ...]
     coordinator: BrokerNode
+    group_type: str = "classic"
+    group_epoch: int | None = None  # consumer groups only, as the next field
+    assignment_epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +110,9 @@ async def list_groups(client: BrokerClient, states: Iterable[str] = (), types: I
 async def describe_groups(client: BrokerClient, group_ids: Sequence[str]) -> dict[str, GroupDescription]:
     """Each group's description; a group-level error (other than an unknown group) raises AdminError."""
     async def one(group: str) -> GroupDescription:
+        modern = await _describe_consumer_group(client, group)
+        if modern is not None:
+            return modern
         message = dgr_req.DescribeGroupsRequest(groups=(GroupId(group),), include_authorized_operations=False)
         response = await client.group_call(group, message, lambda r: _first_error(r.groups), "DescribeGroups")
         described = response.groups[0]
@@ -115,6 +127,35 @@ async def describe_groups(client: BrokerClient, group_ids: Sequence[str]) -> dic
 
     found = await asyncio.gather(*(one(g) for g in dict.fromkeys(group_ids)))
     return {d.group_id: d for d in found}
+
+
+async def _describe_consumer_group(client: BrokerClient, group: str) -> GroupDescription | None:
+    """ConsumerGroupDescribe; None when the group is not a consumer group (or the broker has no such API)."""
+    message = cgd_req.ConsumerGroupDescribeRequest(group_ids=(GroupId(group),), include_authorized_operations=False)
+    try:
+        response = await client.group_call(group, message, lambda r: _first_error(r.groups), "ConsumerGroupDescribe")
+    except AdminError as exc:
+        if exc.code in (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST):
+            return None
+        raise
+    described = response.groups[0]
+    code = error_code_of(described.error_code)
+    if code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
+        return None
+    if code != ErrorCode.NONE:
+        raise AdminError(code, f"describing group {group!r}")
+
+    def partitions(assignment: object) -> tuple[TopicPartition, ...]:
+        return tuple(sorted((tp.topic_name, int(p)) for tp in assignment.topic_partitions  # type: ignore[attr-defined]
+                            for p in tp.partitions))
+
+    members = tuple(MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                      partitions(m.assignment), int(m.member_epoch), partitions(m.target_assignment),
+                                      m.subscribed_topic_regex)
+                    for m in described.members)
+    return GroupDescription(group, described.group_state, CONSUMER_PROTOCOL, described.assignor_name, members,
+                            await client.coordinator(group), "consumer", int(described.group_epoch),
+                            int(described.assignment_epoch))
 
 
 def _first_error(items: Sequence[object]) -> ErrorCode:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from pykraft.records.group_records import subscribed_topics
 
+from .consumer_group import ConsumerGroup
 from .group_state import Group, GroupState
 
 
@@ -67,3 +68,16 @@ def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> Expired | N
     if not gone and not group_too:
         return None
     return Expired(group.group_id, tuple(sorted(gone)), group_too)
+
+
+def expired_consumer_offsets(group: ConsumerGroup, now_ms: int, retention_ms: int) -> Expired | None:
+    """A KIP-848 consumer group (Kafka's ConsumerGroup.offsetExpirationCondition): an offset expires
+    `retention_ms` after its commit unless a member subscribes to its topic; an empty group whose offsets all
+    expired goes too."""
+    subscribed = group.subscribed_topic_names()
+    gone = sorted(key for key, entry in group.offsets.items()
+                  if key[0] not in subscribed and now_ms - entry.commit_timestamp_ms >= retention_ms)
+    group_too = not group.members and len(gone) == len(group.offsets)
+    if not gone and not group_too:
+        return None
+    return Expired(group.group_id, tuple(gone), group_too)

@@ -199,7 +199,8 @@ async def _describe(client: BrokerClient, options: Options, groups: list[str]) -
     for group in sorted(described):
         description = described[group]
         if options.has("members"):
-            rows = [out.MemberRow(group, m.member_id, m.instance_id or "", m.host, m.client_id, m.assignment)
+            rows = [out.MemberRow(group, m.member_id, m.instance_id or "", m.host, m.client_id, m.assignment,
+                                  m.member_epoch, description.assignment_epoch, m.target_assignment)
                     for m in description.members]
             _, error = _report(group, description.state, len(rows))
             print(out.members_table(group, rows, verbose))  # Kafka prints the header even without members
@@ -208,7 +209,8 @@ async def _describe(client: BrokerClient, options: Options, groups: list[str]) -
             if show:
                 c = description.coordinator
                 print(out.state_table(group, out.coordinator_text(c.host, c.port, c.node_id), description.assignor,
-                                      description.state, len(description.members), verbose))
+                                      description.state, len(description.members), verbose,
+                                      (description.group_epoch, description.assignment_epoch)))
         else:
             rows = await offset_rows(client, description)
             show, error = _report(group, description.state, len(rows))

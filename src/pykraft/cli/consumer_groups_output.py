@@ -54,6 +54,9 @@ class MemberRow:
     host: str
     client_id: str
     assignment: tuple[TopicPartition, ...]
+    current_epoch: int | None = None  # the epochs and target: consumer (KIP-848) groups only, "-" otherwise
+    target_epoch: int | None = None
+    target_assignment: tuple[TopicPartition, ...] | None = None
 
 
 def _text(value: object) -> str:
@@ -128,18 +131,21 @@ def members_table(group: str, rows: Sequence[MemberRow], verbose: bool = False) 
     for r in rows:
         cells = [r.group, r.consumer_id] + ([r.instance_id] if with_instance else []) + [
             r.host, r.client_id, len(r.assignment)]
-        lines.append(line(cells, [MISSING, assignment_text(r.assignment), MISSING, MISSING]))
+        target = MISSING if r.target_assignment is None else assignment_text(r.target_assignment)
+        lines.append(line(cells, [_text(r.current_epoch), assignment_text(r.assignment), _text(r.target_epoch),
+                                  target]))
     return "\n" + "\n".join(lines)
 
 
-def state_table(group: str, coordinator: str, assignor: str, state: str, members: int, verbose: bool = False) -> str:
+def state_table(group: str, coordinator: str, assignor: str, state: str, members: int, verbose: bool = False,
+                epochs: tuple[int | None, int | None] = (None, None)) -> str:
     group_width, coordinator_width = max(15, len(group)), max(25, len(coordinator))
     strategy = assignor or MISSING
     if verbose:
         widths = [group_width, coordinator_width, 20, 20, 15, 25]
         header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
                   "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"]
-        values = [group, coordinator, strategy, state, MISSING, MISSING, members]
+        values = [group, coordinator, strategy, state, _text(epochs[0]), _text(epochs[1]), members]
     else:
         widths = [group_width, coordinator_width, 20, 20]
         header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]

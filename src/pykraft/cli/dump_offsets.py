@@ -13,6 +13,8 @@ import struct
 from typing import Any
 
 from pykraft.admin.consumer_protocol import decode_message
+from pykraft.cli import dump_consumer_groups as cg_json
+from pykraft.records import consumer_group_records as cg_records
 from pykraft.records.group_records import (
     GroupKey,
     GroupRecordError,
@@ -102,6 +104,9 @@ def parse(offset: int, key: bytes | None, value: bytes | None) -> tuple[str | No
         raise GroupRecordError(f"Failed to decode message at offset {offset} using offset topic decoder (message had "
                                f"a missing key)")
     try:
+        if _version(key) in cg_records.CONSUMER_GROUP_KEY_TYPES:  # a KIP-848 consumer group record
+            cg_key = cg_records.decode_key(key)
+            return cg_json.key_json(cg_key), (TOMBSTONE if value is None else cg_json.value_json(cg_key.type, value))
         decoded = decode_key(key)
         return key_json(key), (TOMBSTONE if value is None else value_json(decoded, value))
     except (GroupRecordError, struct.error, ValueError) as exc:

@@ -2,10 +2,11 @@
 levels a release finalizes, and which features a feature level needs. Pure: strings in, lines out; a bad value
 raises `FeatureVersionError` with the line to print.
 
-pykraft finalizes metadata.version, kraft.version and transaction.version, so these are the lines it prints (Kafka
-prints its other production features too: group.version, ...). kraft.version 1 (KIP-853) is the default from
-metadata.version 3.9-IV0 on and depends on it, as in Kafka's KRaftVersion. transaction.version has no dependency;
-its default from 4.0-IV2 on is pykraft's highest level, 1 (Kafka's is 2, KIP-890 part 2, not served here).
+pykraft finalizes metadata.version, kraft.version, transaction.version and group.version, so these are the lines it
+prints (Kafka prints its other production features too: eligible.leader.replicas.version, ...). kraft.version 1
+(KIP-853) is the default from metadata.version 3.9-IV0 on and depends on it, as in Kafka's KRaftVersion.
+transaction.version has no dependency; its default from 4.0-IV2 on is pykraft's highest level, 1 (Kafka's is 2,
+KIP-890 part 2, not served here). group.version 1 (KIP-848) is the default from 4.0-IV0 on and has no dependency.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pykraft.controller.features import (
     METADATA_VERSION,
 )
 from pykraft.storage.format_options import (
+    GROUP_V1_BOOTSTRAP_METADATA_VERSION,
+    GROUP_VERSION,
     MAX_TRANSACTION_VERSION,
     TRANSACTION_VERSION,
     FormatError,
@@ -48,8 +51,9 @@ def version_mapping_lines(release_version: str | None) -> list[str]:
     """`metadata.version=27 (4.1-IV1)` then each other feature's default level for that release."""
     level = _release_level(release_version)
     kraft = 1 if level >= KRAFT_VERSION_1_MINIMUM_METADATA_VERSION else 0
+    group = 1 if level >= GROUP_V1_BOOTSTRAP_METADATA_VERSION else 0
     return [f"{METADATA_VERSION}={level} ({metadata_version_name(level)})", f"{KRAFT_VERSION}={kraft}",
-            f"{TRANSACTION_VERSION}={effective_transaction_version({}, level)}"]
+            f"{TRANSACTION_VERSION}={effective_transaction_version({}, level)}", f"{GROUP_VERSION}={group}"]
 
 
 def feature_dependencies_lines(specs: Sequence[str]) -> list[str]:
@@ -76,8 +80,8 @@ def feature_dependencies_lines(specs: Sequence[str]) -> list[str]:
                 needed = KRAFT_VERSION_1_MINIMUM_METADATA_VERSION
                 lines += [f"{name}={level} requires:",
                           f"    {METADATA_VERSION}={needed} ({metadata_version_name(needed)})"]
-        elif name == TRANSACTION_VERSION:
-            if not 0 <= level <= MAX_TRANSACTION_VERSION:
+        elif name in (TRANSACTION_VERSION, GROUP_VERSION):
+            if not 0 <= level <= (MAX_TRANSACTION_VERSION if name == TRANSACTION_VERSION else 1):
                 raise FeatureVersionError(f"No feature:{name} with feature level {level}")
             lines.append(f"{name}={level} has no dependencies.")
         else:

@@ -75,17 +75,17 @@ early.start.listeners                                | STRING   | null |  | read
 fetch.max.bytes                                      | INT      | 57671680 | [1024,...] | read-only | ignored
 fetch.purgatory.purge.interval.requests              | INT      | 1000 |  | read-only | ignored
 follower.replication.throttled.rate                  | LONG     | 9223372036854775807 | [0,...] | cluster-wide | ignored
-group.consumer.assignors                             | LIST     | uniform,range |  | read-only | ignored
-group.consumer.heartbeat.interval.ms                 | INT      | 5000 | [1,...] | read-only | ignored
-group.consumer.max.heartbeat.interval.ms             | INT      | 15000 | [1,...] | read-only | ignored
-group.consumer.max.session.timeout.ms                | INT      | 60000 | [1,...] | read-only | ignored
-group.consumer.max.size                              | INT      | 2147483647 | [1,...] | read-only | ignored
+group.consumer.assignors                             | LIST     | uniform,range |  | read-only | honoured
+group.consumer.heartbeat.interval.ms                 | INT      | 5000 | [1,...] | read-only | honoured
+group.consumer.max.heartbeat.interval.ms             | INT      | 15000 | [1,...] | read-only | honoured
+group.consumer.max.session.timeout.ms                | INT      | 60000 | [1,...] | read-only | honoured
+group.consumer.max.size                              | INT      | 2147483647 | [1,...] | read-only | honoured
 group.consumer.migration.policy                      | STRING   | bidirectional | (case insensitive) [DISABLED, DOWNGRADE, UPGRADE, BIDIRECTIONAL] | read-only | ignored
-group.consumer.min.heartbeat.interval.ms             | INT      | 5000 | [1,...] | read-only | ignored
-group.consumer.min.session.timeout.ms                | INT      | 45000 | [1,...] | read-only | ignored
-group.consumer.session.timeout.ms                    | INT      | 45000 | [1,...] | read-only | ignored
+group.consumer.min.heartbeat.interval.ms             | INT      | 5000 | [1,...] | read-only | honoured
+group.consumer.min.session.timeout.ms                | INT      | 45000 | [1,...] | read-only | honoured
+group.consumer.session.timeout.ms                    | INT      | 45000 | [1,...] | read-only | honoured
 group.coordinator.append.linger.ms                   | INT      | 5 | [0,...] | read-only | ignored
-group.coordinator.rebalance.protocols                | LIST     | classic,consumer | [consumer, classic, share] | read-only | ignored
+group.coordinator.rebalance.protocols                | LIST     | classic,consumer | [consumer, classic, share] | read-only | honoured
 group.coordinator.threads                            | INT      | 4 | [1,...] | read-only | ignored
 group.initial.rebalance.delay.ms                     | INT      | 3000 |  | read-only | honoured
 group.max.session.timeout.ms                         | INT      | 1800000 |  | read-only | honoured

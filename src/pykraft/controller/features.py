@@ -35,6 +35,7 @@ uf_v2 = schema_module("kio.schema.update_features.v2.response")
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
+GROUP_VERSION = "group.version"
 TRANSACTION_VERSION = "transaction.version"
 FEATURE_LEVEL_RECORD = 12
 
@@ -46,6 +47,7 @@ KRAFT_VERSION_1_MINIMUM_METADATA_VERSION = 21
 DEFAULT_SUPPORTED_FEATURES: Mapping[str, FeatureRange] = {
     METADATA_VERSION: FeatureRange(MINIMUM_METADATA_VERSION, LATEST_METADATA_VERSION),
     KRAFT_VERSION: FeatureRange(0, 1),
+    GROUP_VERSION: FeatureRange(0, 1),  # 1: the KIP-848 consumer group protocol
     TRANSACTION_VERSION: FeatureRange(0, 1),  # 1: flexible __transaction_state records (KIP-890 part 2 is level 2)
 }
 

@@ -33,11 +33,13 @@ from pykraft.records.uuids import kafka_str_to_uuid, random_kafka_uuid
 
 from .files import LOG_SUFFIX, PARTITION_DIR, atomic_write, snapshot_name
 from .format_options import (
+    GROUP_VERSION,
     KRAFT_VERSION,
     METADATA_VERSION,
     TRANSACTION_VERSION,
     FormatError,
     QuorumFlag,
+    effective_group_version,
     effective_kraft_version,
     effective_transaction_version,
     effective_metadata_version,
@@ -94,6 +96,7 @@ class FormatPlan:
     kraft_version: int
     directories: tuple[DirectoryPlan, ...]
     extra_records: tuple = ()  # bootstrap records after the feature levels: --add-scram's credentials
+    group_version: int = 0
     transaction_version: int = 0
 
 
@@ -146,6 +149,7 @@ def plan_format(request: FormatRequest, rng: random.Random) -> FormatPlan:
         meta = MetaProperties(request.cluster_id, request.node_id, directory_id)
         directories.append(DirectoryPlan(path, kind, meta, voters if is_metadata else None))
     return FormatPlan(metadata_version, kraft_version, tuple(directories), scram_records,
+                      group_version=effective_group_version(features, metadata_version),
                       transaction_version=effective_transaction_version(features, metadata_version))
 
 
@@ -258,6 +262,8 @@ def bootstrap_checkpoint_bytes(plan: FormatPlan, now_ms: int) -> bytes:
         records.append(FeatureLevelRecordV0(name=KRAFT_VERSION, feature_level=i16(plan.kraft_version)))
     if plan.transaction_version > 0:
         records.append(FeatureLevelRecordV0(name=TRANSACTION_VERSION, feature_level=i16(plan.transaction_version)))
+    if plan.group_version > 0:
+        records.append(FeatureLevelRecordV0(name=GROUP_VERSION, feature_level=i16(plan.group_version)))
     records.extend(plan.extra_records)
     buffer = _BufferSnapshot()
     writer = SnapshotWriter(buffer, last_contained_log_time_ms=0, now_ms=now_ms, kraft_version=0, voters=None,

@@ -15,6 +15,8 @@ from pykraft.records.uuids import kafka_str_to_uuid
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
+GROUP_VERSION = "group.version"
+GROUP_V1_BOOTSTRAP_METADATA_VERSION = 22  # group.version 1 (KIP-848) is a 4.0-IV0 cluster's default
 TRANSACTION_VERSION = "transaction.version"
 # transaction.version: Kafka finalizes 2 (KIP-890 part 2) from 4.0-IV2 on; pykraft serves levels 0-1 (the coordinator
 # of transaction.version 1 clients: EndTxn up to v4), so it finalizes 1 from that release on.
@@ -72,7 +74,7 @@ def parse_release_version(text: str) -> int:
 
 
 def parse_features(items: Sequence[str]) -> dict[str, int]:
-    """`--feature name=level` flags: metadata.version, kraft.version and transaction.version."""
+    """`--feature name=level` flags: metadata.version, kraft.version, transaction.version and group.version."""
     levels: dict[str, int] = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -81,8 +83,8 @@ def parse_features(items: Sequence[str]) -> dict[str, int]:
             raise FormatError(f"cannot parse --feature {item!r}: expected name=level")
         if name in levels:
             raise FormatError(f"--feature {name} was given more than once")
-        if name not in (METADATA_VERSION, KRAFT_VERSION, TRANSACTION_VERSION):
-            supported = f"{KRAFT_VERSION}, {METADATA_VERSION}, {TRANSACTION_VERSION}"
+        if name not in (METADATA_VERSION, KRAFT_VERSION, TRANSACTION_VERSION, GROUP_VERSION):
+            supported = f"{GROUP_VERSION}, {KRAFT_VERSION}, {METADATA_VERSION}, {TRANSACTION_VERSION}"
             raise FormatError(f"unsupported feature: {name}. Supported features are: {supported}")
         try:
             levels[name] = int(value.strip())
@@ -130,6 +132,17 @@ def effective_kraft_version(flag: QuorumFlag, features: Mapping[str, int], metad
             f"{metadata_version_name(metadata_version)}"
         )
     return version
+
+
+def effective_group_version(features: Mapping[str, int], metadata_version: int) -> int:
+    """group.version: 1 (the KIP-848 consumer protocol) by default from 4.0-IV0 on, as Kafka's GroupVersion; it
+    has no dependency, so an explicit level is taken at any metadata.version."""
+    explicit = features.get(GROUP_VERSION)
+    if explicit is not None and explicit not in (0, 1):
+        raise FormatError(f"unsupported group.version level {explicit}: supported levels are 0 and 1")
+    if explicit is not None:
+        return explicit
+    return 1 if metadata_version >= GROUP_V1_BOOTSTRAP_METADATA_VERSION else 0
 
 
 def effective_transaction_version(features: Mapping[str, int], metadata_version: int) -> int:

@@ -8,6 +8,10 @@
 - FindCoordinator: DESCRIBE on the group, or on the TRANSACTIONAL_ID for a transaction coordinator;
 - DescribeGroups, DeleteGroups: DESCRIBE / DELETE per group; ListGroups: every group with DESCRIBE on the cluster, else
   the groups the principal may describe;
+- ConsumerGroupHeartbeat (KIP-848): READ on the group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every topic of
+  the subscription by name (one missing: the whole heartbeat TOPIC_AUTHORIZATION_FAILED, the coordinator never sees
+  it); ConsumerGroupDescribe: DESCRIBE per group, and a group whose members' assignments (current or target) name
+  a topic the principal may not describe answered TOPIC_AUTHORIZATION_FAILED without its members;
 - InitProducerId: WRITE on its TRANSACTIONAL_ID (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), an idempotent producer
   IDEMPOTENT_WRITE on the cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED).
 """
@@ -180,6 +184,46 @@ def delete_groups(auth: RequestAuthorizer, decoded: Any, _controller: bool) -> C
     return Narrowed(replace(message, groups_names=tuple(allowed)) if allowed else None, finish)
 
 
+def consumer_group_heartbeat(auth: RequestAuthorizer, decoded: Any, _controller: bool) -> Check:
+    message, context = decoded.message, decoded.context
+    if not auth.allowed(context, Op.READ, Res.GROUP, message.group_id):
+        return Denied(error_response_for(message, GROUP_DENIED))
+    # Kafka: clients may not learn of topics they cannot describe, so a subscription naming one is refused whole
+    names = set(message.subscribed_topic_names or ())
+    if auth.allowed_names(context, Op.DESCRIBE, Res.TOPIC, names) != names:
+        return Denied(error_response_for(message, TOPIC_DENIED))
+    return None
+
+
+def _assigned_topics(member: Any) -> set[str]:
+    return {tp.topic_name for assignment in (member.assignment, member.target_assignment) if assignment is not None
+            for tp in assignment.topic_partitions}
+
+
+def consumer_group_describe(auth: RequestAuthorizer, decoded: Any, _controller: bool) -> Check:
+    message, context = decoded.message, decoded.context
+    allowed = [g for g in message.group_ids if auth.allowed(context, Op.DESCRIBE, Res.GROUP, g)]
+    response_type = response_class(int(decoded.api_key), decoded.api_version)
+    denied = items(response_type, "groups", ({"group_id": g, "error_code": GROUP_DENIED}
+                                             for g in message.group_ids if g not in allowed))
+    with_operations = bool(message.include_authorized_operations)
+
+    def described(group: Any) -> Any:
+        topics = set().union(*(_assigned_topics(m) for m in group.members))
+        if auth.allowed_names(context, Op.DESCRIBE, Res.TOPIC, topics) != topics:
+            return items(response_type, "groups", [{
+                "group_id": group.group_id, "error_code": TOPIC_DENIED,
+                "error_message": "The group has described topic(s) that the client is not authorized to describe."}])[0]
+        if with_operations and group.error_code == ErrorCode.NONE:
+            return replace(group, authorized_operations=auth.operations(context, Res.GROUP, group.group_id))
+        return group
+
+    def finish(answer: Any) -> Any:
+        base = answer if answer is not None else zero_entity(response_type, {})
+        return replace(base, groups=(*denied, *(described(g) for g in (answer.groups if answer is not None else ()))))
+    return Narrowed(replace(message, group_ids=tuple(allowed)) if allowed else None, finish)
+
+
 def init_producer_id(auth: RequestAuthorizer, decoded: Any, _controller: bool) -> Check:
     message, context = decoded.message, decoded.context
     transactional = message.transactional_id
@@ -208,4 +252,6 @@ GROUP_RULES = {
     22: init_producer_id,
     42: delete_groups,
     47: offset_delete,
+    68: consumer_group_heartbeat,
+    69: consumer_group_describe,
 }

@@ -25,6 +25,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.group_records import partition_for
 
+from pykraft.node.apis import consumer_group_api as consumer_groups
 from pykraft.node.apis.client_apis import registered_brokers
 from pykraft.node.apis.listeners import RequestListener, request_listener
 from pykraft.node.hosts.group_host import OFFSETS_TOPIC, GroupHost
@@ -36,10 +37,11 @@ if TYPE_CHECKING:
     from pykraft.node.hosts.broker_host import BrokerHost
 
 _log = logging.getLogger("pykraft.node.group_api")
-# Kafka 4.0's ranges (KIP-896 removed the oldest); OffsetCommit/OffsetFetch v10 (topic ids, 4.1) are not served.
+# Kafka 4.0's ranges (KIP-896 removed the oldest; DescribeGroups v6 is KIP-1043's); OffsetCommit/OffsetFetch v10
+# (topic ids, 4.1) are not served.
 GROUP_APIS = {ApiKey.FIND_COORDINATOR: (0, 6), ApiKey.JOIN_GROUP: (2, 9), ApiKey.SYNC_GROUP: (0, 5),
               ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 5), ApiKey.OFFSET_COMMIT: (2, 9),
-              ApiKey.OFFSET_FETCH: (1, 9), ApiKey.LIST_GROUPS: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 5),
+              ApiKey.OFFSET_FETCH: (1, 9), ApiKey.LIST_GROUPS: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 6),
               ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0)}
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -160,7 +162,9 @@ class GroupApi:
             rebalance_timeout_ms=int(m.rebalance_timeout.total_seconds() * 1000),
             protocol_type=m.protocol_type, protocols=tuple((p.name, bytes(p.metadata)) for p in m.protocols),
             require_known_member_id=version >= 4)
-        reply = await self._parked(m.group_id, lambda c, token, now: c.join(request, token, now))
+        refused = await consumer_groups.before_classic_join(self.groups, m.group_id)
+        reply = refused if refused is not None else await self._parked(
+            m.group_id, lambda c, token, now: c.join(request, token, now))
         if isinstance(reply, ErrorCode):
             reply = JoinReply(None, reply, member_id=m.member_id)
         # ProtocolName is nullable from v7 only: before it an error answer carries "".
@@ -232,8 +236,12 @@ class GroupApi:
         ns = response_namespace(ApiKey.OFFSET_COMMIT, int(m.__version__))
         coordinator = self.groups.coordinator_of(m.group_id)
         now = self.broker._now()  # noqa: SLF001
+        modern = consumer_groups.consumer_group(self.groups, m.group_id)
         if isinstance(coordinator, ErrorCode):
             error = coordinator
+        elif modern is not None:
+            error = modern[0].check_commit(m.group_id, m.member_id, int(m.generation_id_or_member_epoch),
+                                           int(m.__version__))
         elif coordinator.fenced(m.group_id, m.member_id, getattr(m, "group_instance_id", None)):
             error = ErrorCode.FENCED_INSTANCE_ID
         else:
@@ -250,7 +258,8 @@ class GroupApi:
                 offsets[key] = OffsetEntry(int(p.committed_offset), int(getattr(p, "committed_leader_epoch", -1)),
                                            metadata, now)
         if error is ErrorCode.NONE and offsets:
-            error = await self.groups.commit_offsets(coordinator, m.group_id, offsets)  # type: ignore[arg-type]
+            error = await self.groups.commit_offsets(coordinator, m.group_id, offsets,  # type: ignore[arg-type]
+                                                     None if modern is None else modern[1].offsets)
         return make(ns.OffsetCommitResponse, topics=tuple(
             make(ns.OffsetCommitResponseTopic, name=t.name, partitions=tuple(
                 make(ns.OffsetCommitResponsePartition, partition_index=p.partition_index,
@@ -263,22 +272,30 @@ class GroupApi:
         ns = response_namespace(ApiKey.OFFSET_FETCH, version)
         stable = bool(getattr(m, "require_stable", False))  # v7+: offsets of open transactions are not answered
         if version >= 8:
-            groups = tuple(self._fetch_group(ns, g.group_id, g.topics, version, stable) for g in m.groups)
+            groups = tuple(self._fetch_group(ns, g, version, stable) for g in m.groups)
             return make(ns.OffsetFetchResponse, groups=groups)
         error, topics = self._group_offsets(ns, m.group_id, m.topics, version, stable)
         return make(ns.OffsetFetchResponse, topics=topics, error_code=error)
 
-    def _fetch_group(self, ns: Any, group_id: str, topics: Any, version: int, stable: bool) -> Any:
-        error, found = self._group_offsets(ns, group_id, topics, version, stable)
+    def _fetch_group(self, ns: Any, requested: Any, version: int, stable: bool) -> Any:
+        group_id = requested.group_id
+        error, found = self._group_offsets(ns, group_id, requested.topics, version, stable,
+                                           (getattr(requested, "member_id", None),
+                                            int(getattr(requested, "member_epoch", -1))))
         return make(ns.OffsetFetchResponseGroup, group_id=group_id, topics=found, error_code=error)
 
-    def _group_offsets(self, ns: Any, group_id: str, topics: Any, version: int,
-                       stable: bool = False) -> tuple[ErrorCode, tuple[Any, ...]]:
+    def _group_offsets(self, ns: Any, group_id: str, topics: Any, version: int, stable: bool = False,
+                       member: tuple[str | None, int] = (None, -1)) -> tuple[ErrorCode, tuple[Any, ...]]:
         coordinator = self.groups.coordinator_of(group_id)
         if isinstance(coordinator, ErrorCode):
             return coordinator, ()
+        modern = consumer_groups.consumer_group(self.groups, group_id)
+        if modern is not None:  # KIP-848: a member's fetch carries its member id and epoch (v9)
+            error = modern[0].check_fetch(group_id, member[0], member[1])
+            if error is not ErrorCode.NONE:
+                return error, ()
         group = coordinator.groups.get(group_id)
-        offsets = {} if group is None else group.offsets
+        offsets = modern[1].offsets if modern is not None else {} if group is None else group.offsets
         if topics is None:  # every committed offset of the group
             wanted: dict[str, list[int]] = {}
             for name, index in sorted(offsets):
@@ -316,21 +333,28 @@ class GroupApi:
                     continue
                 listed.append(make(ns.ListedGroup, group_id=group.group_id, protocol_type=group.protocol_type or "",
                                    group_state=group.state.value, group_type="classic"))
+        listed += consumer_groups.listed(self.groups, ns, states, types)
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.groups.loading else ErrorCode.NONE
         return make(ns.ListGroupsResponse, error_code=error, groups=tuple(listed))
 
     async def describe_groups(self, decoded: DecodedRequest) -> Any:
         m = decoded.message
         ns = response_namespace(ApiKey.DESCRIBE_GROUPS, int(m.__version__))
-        return make(ns.DescribeGroupsResponse, groups=tuple(self._describe(ns, g) for g in m.groups))
+        version = int(m.__version__)
+        return make(ns.DescribeGroupsResponse, groups=tuple(self._describe(ns, g, version) for g in m.groups))
 
-    def _describe(self, ns: Any, group_id: str) -> Any:
+    def _describe(self, ns: Any, group_id: str, version: int = 5) -> Any:
         coordinator = self.groups.coordinator_of(group_id)
         if isinstance(coordinator, ErrorCode):
             return make(ns.DescribedGroup, error_code=coordinator, group_id=group_id, members=())
         group = coordinator.groups.get(group_id)
-        if group is None:
-            return make(ns.DescribedGroup, error_code=ErrorCode.NONE, group_id=group_id,
+        if group is None:  # unknown, or a consumer group: Dead, and from v6 (KIP-1043) GROUP_ID_NOT_FOUND as well
+            error, message = ErrorCode.NONE, None
+            if version >= 6:
+                modern = consumer_groups.consumer_group(self.groups, group_id) is not None
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+                message = f"Group {group_id} is not a classic group." if modern else f"Group {group_id} not found."
+            return make(ns.DescribedGroup, error_code=error, error_message=message, group_id=group_id,
                         group_state=GroupState.DEAD.value, members=(), authorized_operations=i32(-2147483648))
         stable = group.state is GroupState.STABLE
         members = tuple(make(ns.DescribedGroupMember, member_id=x.member_id, group_instance_id=x.instance_id,
@@ -348,8 +372,13 @@ class GroupApi:
         results = []
         for group_id in m.groups_names:
             coordinator = self.groups.coordinator_of(group_id)
-            error = coordinator if isinstance(coordinator, ErrorCode) else await self.groups.delete_group(
-                coordinator, group_id)
+            modern = consumer_groups.consumer_group(self.groups, group_id)
+            if isinstance(coordinator, ErrorCode):
+                error = coordinator
+            elif modern is not None:
+                error = await consumer_groups.delete(self.groups, modern[0], group_id)
+            else:
+                error = await self.groups.delete_group(coordinator, group_id)
             results.append(make(ns.DeletableGroupResult, group_id=group_id, error_code=error))
         return make(ns.DeleteGroupsResponse, results=tuple(results))
 
@@ -359,15 +388,18 @@ class GroupApi:
         m = decoded.message
         ns = response_namespace(ApiKey.OFFSET_DELETE, int(m.__version__))
         coordinator = self.groups.coordinator_of(m.group_id)
+        modern = consumer_groups.consumer_group(self.groups, m.group_id)
         error = coordinator if isinstance(coordinator, ErrorCode) else (
-            ErrorCode.NONE if m.group_id in coordinator.groups else ErrorCode.GROUP_ID_NOT_FOUND)
+            ErrorCode.NONE if m.group_id in coordinator.groups or modern is not None else ErrorCode.GROUP_ID_NOT_FOUND)
         if error is not ErrorCode.NONE:
             return make(ns.OffsetDeleteResponse, error_code=error, topics=())
-        subscribed = coordinator.subscribed_topics(m.group_id)  # type: ignore[union-attr]
+        subscribed = (coordinator.subscribed_topics(m.group_id) if modern is None  # type: ignore[union-attr]
+                      else modern[1].subscribed_topic_names())
         deletable = [(t.name, int(p.partition_index)) for t in m.topics if t.name not in subscribed
                      for p in t.partitions]
         if deletable:
-            error = await self.groups.delete_offsets(coordinator, m.group_id, deletable)  # type: ignore[arg-type]
+            error = await self.groups.delete_offsets(coordinator, m.group_id, deletable,  # type: ignore[arg-type]
+                                                     None if modern is None else modern[1].offsets)
         if error is not ErrorCode.NONE:
             return make(ns.OffsetDeleteResponse, error_code=error, topics=())
         return make(ns.OffsetDeleteResponse, error_code=ErrorCode.NONE, topics=tuple(

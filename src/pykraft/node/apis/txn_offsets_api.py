@@ -38,6 +38,11 @@ def _member_error(groups: GroupHost, m: Any) -> ErrorCode:
     coordinator = groups.coordinator_of(m.group_id)
     if isinstance(coordinator, ErrorCode):
         return coordinator
+    consumers = groups.consumer_of(m.group_id)
+    if not isinstance(consumers, ErrorCode) and m.group_id in consumers.groups:
+        # A KIP-848 group: its member epoch, as an OffsetCommit (a transactional one is not held to v9+).
+        return consumers.check_commit(m.group_id, getattr(m, "member_id", ""), int(getattr(m, "generation_id", -1)),
+                                      9)
     group = coordinator.groups.get(m.group_id)
     if group is None:
         coordinator.groups[m.group_id] = Group(m.group_id)

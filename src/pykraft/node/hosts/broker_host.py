@@ -51,7 +51,9 @@ from pykraft.node.apis.configs_api import with_logger_changes
 from pykraft.node.apis.quorum_reassign_api import forward_timeout_ms
 from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
 from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
+from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS, ConsumerGroupApi
 from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
+from pykraft.node.hosts.consumer_group_host import consumer_group_config
 from pykraft.node.hosts.group_host import GroupHost, group_config
 from pykraft.node.apis.envelope import envelope_error, unwrap_answer, wrap
 from pykraft.node.apis.security_apis import BROKER_SECURITY_APIS
@@ -151,8 +153,10 @@ class BrokerHost:
                                                request_timeout_ms=node_config.quorum.request_timeout_ms), self.cache)
         self.data_plane = DataPlane(self, node_config)
         offsets_topic_settings(node_config.raw)  # refuse a bad value at start, not at the first FindCoordinator
-        self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now())
+        self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now(),
+                                consumer_group_config(node_config.raw))
         self.group_api = GroupApi(self, self.groups)
+        self.consumer_group_api = ConsumerGroupApi(self, self.groups)
         self.txns, self.txn_api = build_transactions(self)  # the transaction coordinator (txn_wiring.py)
         self.runtime: NodeRuntime | None = None
         self.finished: asyncio.Future[ShutdownComplete] | None = None
@@ -179,8 +183,8 @@ class BrokerHost:
         for key in FORWARDED_APIS:
             low, high = HOST_APIS[key]
             base = base.with_range(key, low, high)
-        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items(), *TXN_APIS.items(),
-                                 *BROKER_SECURITY_APIS.items()):
+        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items(), *CONSUMER_GROUP_APIS.items(),
+                                 *TXN_APIS.items(), *BROKER_SECURITY_APIS.items()):
             base = base.with_range(key, low, high)
         return with_image_apis(base)
 
@@ -197,7 +201,7 @@ class BrokerHost:
 
     def coordinator_handlers(self) -> dict[int, Any]:
         """The group and transaction coordinators' requests (a combined node serves them on its broker side)."""
-        return {**self.group_api.handlers(), **txn_handlers(self)}
+        return {**self.group_api.handlers(), **self.consumer_group_api.handlers(), **txn_handlers(self)}
 
     # ---- lifecycle of the process ------------------------------------------------------------------------------
     def start(self) -> None:

@@ -24,6 +24,8 @@ import logging
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
+from pykraft.broker.consumer_coordinator import ConsumerCoordinator, ConsumerGroupConfig, Record, TopicImage
+from pykraft.node.hosts.consumer_group_host import adopt_offsets, expire_consumer_offsets
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
 from pykraft.broker.group_state import Group, Member, OffsetEntry, StoreGroup
 from pykraft.broker.txn_offsets import PendingTxnOffsets
@@ -31,6 +33,7 @@ from pykraft.broker.txn_offsets import PendingTxnOffsets
 from pykraft.node.hosts.group_txn_offsets import encode_txn_batch, replay_marker, replay_txn_offsets
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
+from pykraft.records import consumer_group_records as cg_records
 from pykraft.records.group_records import (
     GroupKey, GroupRecordError, GroupValue, MemberValue, OffsetKey, OffsetValue, decode_group_value, decode_key,
     decode_offset_value, encode_group_value, encode_key, encode_offset_value, partition_for,
@@ -64,11 +67,15 @@ def group_config(raw: Any) -> GroupConfig:
 
 
 class GroupHost:
-    def __init__(self, host: PartitionHost, config: GroupConfig, clock: Any) -> None:
+    def __init__(self, host: PartitionHost, config: GroupConfig, clock: Any,
+                 consumer_config: ConsumerGroupConfig | None = None) -> None:
         self.host = host
         self.config = config
+        self.consumer_config = consumer_config or ConsumerGroupConfig()
         self.clock = clock
         self.coordinators: dict[int, GroupCoordinator] = {}  # loaded partitions
+        self.consumers: dict[int, ConsumerCoordinator] = {}  # their KIP-848 consumer groups
+        self._image: TopicImage | None = None
         self.txn_offsets: dict[int, PendingTxnOffsets] = {}  # partition -> offsets of open transactions
         self.loading: dict[int, asyncio.Task[None]] = {}  # partition -> its load, until loaded
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
@@ -92,16 +99,42 @@ class GroupHost:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return self.coordinators.get(partition, ErrorCode.NOT_COORDINATOR)
 
+    def consumer_of(self, group_id: str) -> ConsumerCoordinator | ErrorCode:
+        """The KIP-848 coordinator of the group's partition (loaded with the classic one)."""
+        found = self.coordinator_of(group_id)
+        if isinstance(found, ErrorCode):
+            return found
+        partition = partition_for(group_id, self.partition_count() or 1)
+        return self.consumers.setdefault(partition, ConsumerCoordinator(self.consumer_config))
+
+    def image(self) -> TopicImage:
+        """The topics as the consumer coordinators see them (rebuilt after each metadata change)."""
+        if self._image is None:
+            replication = self.host.cache.replication
+            self._image = TopicImage({name: (topic_id, len(replication.topics[topic_id].partitions))
+                                      for name, topic_id in replication.topics_by_name.items()
+                                      if topic_id in replication.topics},
+                                     getattr(self.host.cache, "last_applied_offset", 0))
+        return self._image
+
     # ---- leadership --------------------------------------------------------------------------------------------
     def sync_leadership(self) -> None:
         """After the data plane followed the metadata: load the partitions we now lead, unload the others."""
         led = {index for (topic, index), replica in self.host.replicas.items()
                if topic == OFFSETS_TOPIC and replica.leading is not None}
+        self._image = None
+        image = self.image()
+        for consumer in self.consumers.values():
+            consumer.metadata_changed(image)
         for partition in [p for p in self.coordinators if p not in led]:
             self.txn_offsets.pop(partition, None)
             coordinator = self.coordinators.pop(partition)
             count = len(coordinator.groups)
             self._deliver(coordinator.unload())
+            consumers = self.consumers.pop(partition, None)
+            count += 0 if consumers is None else len(consumers.groups)
+            if consumers is not None:
+                consumers.unload()
             # a partition without groups is per-partition noise (50 of them by default): DEBUG
             _log.log(logging.INFO if count else logging.DEBUG, "groups of %s-%d unloaded: %d groups", OFFSETS_TOPIC,
                      partition, count)
@@ -113,25 +146,33 @@ class GroupHost:
 
     async def _load(self, partition: int) -> None:
         try:
+            consumers = ConsumerCoordinator(self.consumer_config)
             pending = PendingTxnOffsets()
-            groups = await self._read_groups(partition, pending)
+            groups = await self._read_groups(partition, pending, consumers)
             if groups is None:
                 return
             now = self.clock()
+            adopt_offsets(groups, consumers)
             coordinator = GroupCoordinator(self.config)
             for group in groups.values():
                 coordinator.load_group(group, now)
+            consumers.loaded(now)
+            consumers.orphan_offsets.clear()
+            consumers.metadata_changed(self.image())
             self.coordinators[partition] = coordinator
+            self.consumers[partition] = consumers
             self.txn_offsets[partition] = pending
-            _log.log(logging.INFO if groups else logging.DEBUG, "groups of %s-%d loaded: %d groups", OFFSETS_TOPIC,
-                     partition, len(groups))
+            count = len(groups) + len(consumers.groups)
+            _log.log(logging.INFO if count else logging.DEBUG, "groups of %s-%d loaded: %d groups", OFFSETS_TOPIC,
+                     partition, count)
             self._reschedule()
             self._schedule_expiry()
         finally:
             if self.loading.get(partition) is asyncio.current_task():
                 del self.loading[partition]
 
-    async def _read_groups(self, partition: int, pending: PendingTxnOffsets) -> dict[str, Group] | None:
+    async def _read_groups(self, partition: int, pending: PendingTxnOffsets,
+                           consumers: ConsumerCoordinator | None = None) -> dict[str, Group] | None:
         """Replay the partition from its start to its end, one slice per loop turn. None when the leadership
         moved meanwhile (the load is then pointless: the new leader loads)."""
         replica = self.host.replicas.get((OFFSETS_TOPIC, partition))
@@ -147,7 +188,7 @@ class GroupHost:
             offset = max(offset, log.start_offset())  # retention may have moved the start between slices
             if offset >= log.end_offset():
                 return groups
-            offset = _replay_slice(log, offset, groups, pending)
+            offset = _replay_slice(log, offset, groups, pending, consumers)
             await asyncio.sleep(0)  # let the loop serve everything else before the next slice
 
     # ---- parking requests and delivering replies ---------------------------------------------------------------
@@ -204,22 +245,29 @@ class GroupHost:
         return ErrorCode.NONE
 
     async def commit_offsets(self, coordinator: GroupCoordinator, group_id: str,
-                             offsets: dict[tuple[str, int], OffsetEntry]) -> ErrorCode:
+                             offsets: dict[tuple[str, int], OffsetEntry],
+                             into: dict[tuple[str, int], OffsetEntry] | None = None) -> ErrorCode:
+        """Write offsets; once committed they are the classic group's, or `into` (a consumer group's)."""
         records = [SimpleRecord(encode_offset_value(OffsetValue(e.offset, e.leader_epoch, e.metadata,
                                                                 e.commit_timestamp_ms)),
                                 encode_key(OffsetKey(group_id, topic, partition)))
                    for (topic, partition), e in offsets.items()]
         error = await self.write(group_id, records)
-        if error is ErrorCode.NONE:
+        if error is ErrorCode.NONE and into is not None:
+            into.update(offsets)
+        elif error is ErrorCode.NONE:
             coordinator.offsets_committed(group_id, offsets)
         return error
 
-    async def delete_offsets(self, coordinator: GroupCoordinator, group_id: str,
-                             partitions: list[tuple[str, int]]) -> ErrorCode:
+    async def delete_offsets(self, coordinator: GroupCoordinator, group_id: str, partitions: list[tuple[str, int]],
+                             into: dict[tuple[str, int], OffsetEntry] | None = None) -> ErrorCode:
         """Tombstones for these committed offsets; gone from memory once committed."""
         error = await self.write(group_id, [SimpleRecord(None, encode_key(OffsetKey(group_id, t, p)))
                                            for t, p in partitions])
-        if error is ErrorCode.NONE:
+        if error is ErrorCode.NONE and into is not None:
+            for key in partitions:
+                into.pop(key, None)
+        elif error is ErrorCode.NONE:
             coordinator.offsets_deleted(group_id, partitions)
         return error
 
@@ -230,6 +278,19 @@ class GroupHost:
             return error
         tombstones = [SimpleRecord(None, encode_key(OffsetKey(group_id, t, p))) for t, p in group.offsets]
         return await self.write(group_id, [*tombstones, SimpleRecord(None, encode_key(GroupKey(group_id)))])
+
+    async def write_records(self, group_id: str, records: list[Record] | tuple[Record, ...],
+                            extra: list[SimpleRecord] | None = None) -> ErrorCode:
+        """Write consumer group records (after `extra`, e.g. offsets or a classic group's tombstone)."""
+        encoded = list(extra or []) + [
+            SimpleRecord(None if value is None else cg_records.encode_value(value), cg_records.encode_key(key))
+            for key, value in records]
+        if not encoded:
+            return ErrorCode.NONE
+        error = await self.write(group_id, encoded)
+        if error is not ErrorCode.NONE:
+            _log.warning("consumer group %s: %d records not written (%s)", group_id, len(encoded), error.name)
+        return error
 
     # ---- offsets committed in transactions (broker/txn_offsets.py) ---------------------------------------------
     async def commit_txn_offsets(self, group_id: str, producer_id: int, epoch: int,
@@ -257,8 +318,12 @@ class GroupHost:
         pending, coordinator = self.txn_offsets.get(partition), self.coordinators.get(partition)
         if pending is None or coordinator is None:
             return
+        consumers = self.consumers.get(partition)
         for group_id, offsets in pending.complete(producer_id, commit).items():
-            coordinator.offsets_committed(group_id, offsets)
+            if consumers is not None and group_id in consumers.groups:  # a KIP-848 group keeps its own offsets
+                consumers.groups[group_id].offsets.update(offsets)
+            else:
+                coordinator.offsets_committed(group_id, offsets)
 
     def txn_offset_pending(self, group_id: str, tp: tuple[str, int]) -> bool:
         count = self.partition_count()
@@ -281,6 +346,8 @@ class GroupHost:
                 group = coordinator.groups[expired.group_id]
                 decided = {key: group.offsets[key] for key in expired.partitions}
                 asyncio.get_running_loop().create_task(self._write_expiry(coordinator, expired, decided))
+        for consumers in self.consumers.values():
+            expire_consumer_offsets(self, consumers, now, self.config.offsets_retention_ms)
         if self.coordinators:
             self._schedule_expiry()
 
@@ -298,7 +365,8 @@ class GroupHost:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        deadlines = [d for d in (c.next_deadline() for c in self.coordinators.values()) if d is not None]
+        deadlines = [d for d in (c.next_deadline() for c in [*self.coordinators.values(), *self.consumers.values()])
+                     if d is not None]
         if deadlines:
             delay = max(0.001, (min(deadlines) - self.clock()) / 1000)
             self._timer = asyncio.get_running_loop().call_later(delay, self._poll)
@@ -308,6 +376,12 @@ class GroupHost:
         now = self.clock()
         for coordinator in list(self.coordinators.values()):
             self.run(coordinator, coordinator.poll(now))
+        for consumers in list(self.consumers.values()):
+            records = consumers.poll(now)
+            if records:  # fenced members: the group's epoch bump and the tombstones
+                for group_id in dict.fromkeys(key.group for key, _ in records):
+                    asyncio.get_running_loop().create_task(
+                        self.write_records(group_id, [r for r in records if r[0].group == group_id]))
         self._reschedule()
 
     def close(self) -> None:
@@ -322,11 +396,16 @@ class GroupHost:
         for coordinator in self.coordinators.values():
             self._deliver(coordinator.unload())
         self.coordinators.clear()
+        for consumers in self.consumers.values():
+            consumers.unload()
+        self.consumers.clear()
 
 
-def _replay_slice(log: Any, offset: int, groups: dict[str, Group], pending: PendingTxnOffsets) -> int:
+def _replay_slice(log: Any, offset: int, groups: dict[str, Group], pending: PendingTxnOffsets,
+                  consumers: ConsumerCoordinator | None = None) -> int:
     """Apply the records of up to `LOAD_SLICE_BYTES` of the log from `offset`; returns the next offset.
-    Offsets in a transactional batch wait in `pending` for their transaction's marker."""
+    Offsets in a transactional batch wait in `pending` for their transaction's marker; KIP-848 records go to
+    `consumers`."""
     info = log.read(offset, LOAD_SLICE_BYTES)
     start = offset
     for batch in iter_batches(info.records, verify_crc=False, allow_truncated_tail=True):
@@ -348,16 +427,24 @@ def _replay_slice(log: Any, offset: int, groups: dict[str, Group], pending: Pend
             records = []
         for r in records:
             if r.key is not None:
-                _apply_record(groups, bytes(r.key), None if r.value is None else bytes(r.value))
+                _apply_record(groups, bytes(r.key), None if r.value is None else bytes(r.value), consumers)
         offset = batch.next_offset
     if offset == start:  # a batch larger than the slice: FileLog.read returns it whole, so only a bug lands here
         raise AssertionError(f"no progress loading {OFFSETS_TOPIC} at offset {offset}")
     return offset
 
 
-def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | None) -> None:
+def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | None,
+                  consumers: ConsumerCoordinator | None = None) -> None:
     """Replay one __consumer_offsets record into the groups being loaded (later records win)."""
     try:
+        kind = cg_records.key_type(raw_key)
+        if kind in cg_records.CONSUMER_GROUP_KEY_TYPES:
+            key_cg = cg_records.decode_key(raw_key)
+            value = None if raw_value is None else cg_records.decode_value(kind, raw_value)
+            if consumers is not None:
+                consumers.replay(key_cg, value)
+            return
         key = decode_key(raw_key)
         if isinstance(key, OffsetKey):
             group = groups.setdefault(key.group, Group(key.group))
@@ -369,7 +456,10 @@ def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | N
                                                                    v.commit_timestamp_ms)
             return
         if raw_value is None:
-            groups.pop(key.group, None)
+            gone = groups.pop(key.group, None)
+            if gone is not None and gone.offsets and consumers is not None:
+                # Maybe converted to a consumer group (its offsets stay): kept aside for it (_adopt_offsets).
+                consumers.orphan_offsets[key.group] = gone.offsets
             return
         _restore_metadata(groups.setdefault(key.group, Group(key.group)), decode_group_value(raw_value))
     except GroupRecordError as exc:
@@ -392,3 +482,4 @@ def _group_value(group: Group) -> GroupValue:
                     for m in group.members.values())
     return GroupValue(group.protocol_type or "", group.generation, group.protocol_name, group.leader,
                       group.state_timestamp_ms, members)
+
