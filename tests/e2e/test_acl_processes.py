@@ -5,6 +5,8 @@
   (CREATE on a prefix), cluster operations (CreateAcls, DescribeConfigs of a broker), Metadata listing only the
   topics the principal may describe, super users past a DENY for everyone;
 - transactions (confluent-kafka): WRITE on the TRANSACTIONAL_ID and on the topic, read back read_committed;
+- KIP-848 (confluent-kafka, group.protocol=consumer): READ on the group, a regex subscription resolved by the
+  coordinator over the topics the member may describe only;
 - DescribeAcls / DeleteAcls round trips through the tool and through kafka-python's admin client;
 - ACLs and SCRAM credentials survive a restart of every node;
 - a broker with a wrong inter-broker password never registers.
@@ -169,6 +171,68 @@ def test_transactions_need_write_on_the_transactional_id_and_the_topic(secure):
                                 "bob-txn", 1)
     code, listed = acls(secure, "--list", "--transactional-id", "bobs-", "--resource-pattern-type", "prefixed")
     assert code == 0 and "resourceType=TRANSACTIONAL_ID, name=bobs-, patternType=PREFIXED" in listed
+
+
+def _kip848_consumer(secure: SecureCluster, group: str, subscription: list[str]):  # noqa: ANN202
+    import confluent_kafka
+
+    return confluent_kafka.Consumer({
+        "bootstrap.servers": secure.bootstrap(), "group.id": group, "group.protocol": "consumer",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        **client_settings("confluent-kafka", "SCRAM-SHA-512", "bob", PASSWORDS["bob"])})
+
+
+def test_kip848_regex_subscription_gets_only_describable_topics(secure):
+    admin = client_settings("kafka-python", "PLAIN", "admin", PASSWORDS["admin"])
+    for topic in ("kip-open", "kip-hidden"):
+        created = secure.tool("topics", "create", "--topic", topic, "--partitions", "2", "--replication-factor", "2")
+        assert created.returncode == 0, created.stderr
+        produce("kafka-python", secure.bootstrap(), admin, topic, [topic.encode()])
+    add(secure, "--allow-principal", "User:bob", "--operation", "Read", "--topic", "kip-open")
+    add(secure, "--allow-principal", "User:bob", "--operation", "Read", "--group", "bob-kip848")
+    consumer = _kip848_consumer(secure, "bob-kip848", ["^kip-.*"])
+    consumer.subscribe(["^kip-.*"])
+    seen: set[bytes] = set()
+    errors: list[str] = []
+    try:
+        deadline = time.monotonic() + 90
+        while b"kip-open" not in seen and time.monotonic() < deadline:
+            for msg in consumer.consume(10, timeout=0.5):
+                (errors.append(str(msg.error())) if msg.error() is not None else seen.add(msg.value()))
+        assert b"kip-open" in seen, errors
+        for _ in range(6):  # a few more rounds: kip-hidden must never be assigned
+            for msg in consumer.consume(10, timeout=0.5):
+                if msg.error() is None:
+                    seen.add(msg.value())
+        assigned = {tp.topic for tp in consumer.assignment()}
+        # the coordinator's own view (the admin, a super user, sees every topic): kip-hidden never assigned
+        described = secure.tool("consumer-groups", "--describe", "--group", "bob-kip848", "--members", "--verbose")
+    finally:
+        consumer.close()
+    assert assigned == {"kip-open"} and b"kip-hidden" not in seen
+    assert "kip-open:0,1" in described.stdout and "kip-hidden" not in described.stdout, described.stdout
+
+
+def test_kip848_heartbeat_needs_read_on_the_group(secure):
+    import confluent_kafka
+
+    consumer = _kip848_consumer(secure, "not-bobs-kip848", ["acl-other"])
+    consumer.subscribe(["acl-other"])
+    codes: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while confluent_kafka.KafkaError.GROUP_AUTHORIZATION_FAILED not in codes and time.monotonic() < deadline:
+            try:
+                for msg in consumer.consume(10, timeout=0.5):
+                    if msg.error() is not None:
+                        codes.add(msg.error().code())
+                    else:
+                        codes.add(-12345)  # a record: never with this group
+            except confluent_kafka.KafkaException as exc:
+                codes.add(exc.args[0].code())
+    finally:
+        consumer.close()
+    assert confluent_kafka.KafkaError.GROUP_AUTHORIZATION_FAILED in codes and -12345 not in codes
 
 
 def test_describe_and_delete_acls_round_trip(secure):
