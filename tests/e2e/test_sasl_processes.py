@@ -190,6 +190,38 @@ def _produces(secure: SecureCluster, settings: dict[str, str]) -> bool:
         return False
 
 
+def test_the_client_tools_authenticate_with_their_config_files(secure):
+    """console-producer (acks=0 on a connection of its own, and acks=all), console-consumer, get-offsets and
+    consumer-groups over SASL with Kafka's config-file flags; without them the listener refuses the tool."""
+    import subprocess
+
+    from pykraft.node.local_cluster import CLI
+
+    def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+        return subprocess.run([*CLI, *args, "--bootstrap-server", secure.bootstrap()], input=stdin,
+                              capture_output=True, text=True, timeout=120)
+
+    config = str(secure.admin_config)
+    topic = "sasl-tools"
+    created = secure.tool("topics", "create", "--topic", topic, "--partitions", "1", "--replication-factor", "2")
+    assert created.returncode == 0, created.stderr
+    for acks in ("0", "all"):
+        sent = run("console-producer", "--topic", topic, "--producer.config", config, "--producer-property",
+                   f"acks={acks}", stdin=f"acks-{acks}\n")
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+    wait_for(lambda: end_offset(secure, topic) == 2, "both console-producer records written")
+    read_back = run("console-consumer", "--topic", topic, "--consumer.config", config, "--from-beginning",
+                    "--max-messages", "2", "--group", "sasl-tools-group", "--timeout-ms", "30000")
+    assert read_back.returncode == 0 and read_back.stdout.split() == ["acks-0", "acks-all"], read_back.stderr
+    offsets = run("get-offsets", "--topic", topic, "--command-config", config)
+    assert offsets.returncode == 0 and offsets.stdout.split() == [f"{topic}:0:2"], offsets.stderr
+    listed = run("consumer-groups", "--list", "--command-config", config)
+    assert listed.returncode == 0 and "sasl-tools-group" in listed.stdout.split(), listed.stdout
+    refused = run("consumer-groups", "--list", "--timeout", "5000")  # no SASL: the listener closes the connection
+    assert refused.returncode != 0 and "sasl-tools-group" not in refused.stdout
+    assert "cannot reach any bootstrap server" in refused.stdout + refused.stderr
+
+
 def test_no_secret_in_logs_traces_tool_output_or_dump_log(secure):
     """JAAS passwords and SCRAM passwords, salts and keys: never in a node's log or trace, in `pykraft configs
     --describe --all` of a broker, nor in `pykraft dump-log` of the metadata log (salts and keys redacted)."""

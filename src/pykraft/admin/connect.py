@@ -185,6 +185,7 @@ def make_broker_client(bootstrap_server: str | None, props: Mapping[str, str], *
         raise SettingsError('Missing required argument "[bootstrap-server]"')
     settings: dict[str, object] = dict(
         ssl_context=ssl_context_from(props),
+        sasl=sasl_from(props),
         request_timeout_ms=_int_setting(props, "request.timeout.ms", 30_000),
         deadline_ms=deadline_ms if deadline_ms is not None else _int_setting(props, "default.api.timeout.ms", 60_000),
         retry_backoff_ms=_int_setting(props, "retry.backoff.ms", 100),
