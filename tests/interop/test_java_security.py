@@ -1,7 +1,7 @@
 """Kafka's own Java client (kafka-clients 3.9.1) against SASL_PLAINTEXT listeners and the StandardAuthorizer
 (SecurityChecks.java over tests/e2e/security_cluster.py): logins with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, a wrong
 password refused with SaslAuthenticationException, Admin.createAcls / describeAcls / deleteAcls, alter and describe
-UserScramCredentials (and a login with the new user), and the authorization exceptions the client raises."""
+UserScramCredentials (and a login with the new user), and the authorization exceptions the client raises (the classic and the KIP-848 consumer protocols)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 CHECKS = ["admin_creates_topics", "create_acls", "describe_acls", "alter_user_scram_credentials",
           "describe_user_scram_credentials", *(f"alice_produces_and_consumes_{m}" for m in MECHANISMS),
           *(f"wrong_password_refused_{m}" for m in MECHANISMS), "new_scram_user_logs_in", "denied_topic",
-          "denied_group", "denied_cluster_operation", "delete_acls", "delete_user_scram_credentials"]
+          "denied_group", "consumer_protocol_reads", "consumer_protocol_denied_group",
+          "consumer_protocol_denied_topic", "denied_cluster_operation", "delete_acls", "delete_user_scram_credentials"]
 
 
 @pytest.fixture(scope="module")

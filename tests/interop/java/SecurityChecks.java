@@ -51,7 +51,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * Logins with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (right and wrong passwords), the Admin ACL methods
  * (createAcls, describeAcls, deleteAcls), the SCRAM credential methods (alter and describe, then a login with the new
  * user), and authorization as the client sees it: TopicAuthorizationException, GroupAuthorizationException,
- * ClusterAuthorizationException, a prefixed ALLOW and a DENY.
+ * ClusterAuthorizationException, a prefixed ALLOW and a DENY, with the classic and the KIP-848 consumer protocols.
  */
 public final class SecurityChecks {
     static final String PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule";
@@ -70,6 +70,8 @@ public final class SecurityChecks {
                         acl(ResourceType.TOPIC, "java-", PatternType.PREFIXED, "User:alice", AclOperation.ALL,
                                 AclPermissionType.ALLOW),
                         acl(ResourceType.GROUP, "java-group", PatternType.LITERAL, "User:alice", AclOperation.READ,
+                                AclPermissionType.ALLOW),
+                        acl(ResourceType.GROUP, "java-kip848", PatternType.LITERAL, "User:alice", AclOperation.READ,
                                 AclPermissionType.ALLOW),
                         acl(ResourceType.TOPIC, "java-secret", PatternType.LITERAL, "User:alice", AclOperation.ALL,
                                 AclPermissionType.DENY))).all().get(30, TimeUnit.SECONDS);
@@ -122,7 +124,15 @@ public final class SecurityChecks {
         Checks.check("denied_topic", () -> expect(TopicAuthorizationException.class,
                 () -> produce(bootstrap, "SCRAM-SHA-256", "alice", "alice-secret", "java-secret", 1)));
         Checks.check("denied_group", () -> expect(GroupAuthorizationException.class,
-                () -> consume(bootstrap, "PLAIN", "alice", "alice-secret", "java-sec", "other-group", 1)));
+                () -> consume(bootstrap, "PLAIN", "alice", "alice-secret", "java-sec", "other-group", 1, "classic")));
+        // KIP-848 (group.protocol=consumer): ConsumerGroupHeartbeat checks READ on the group and DESCRIBE on the topics
+        Checks.check("consumer_protocol_reads", () -> consume(bootstrap, "SCRAM-SHA-512", "alice", "alice-secret",
+                "java-sec", "java-kip848", 10, "consumer"));
+        Checks.check("consumer_protocol_denied_group", () -> expect(GroupAuthorizationException.class,
+                () -> consume(bootstrap, "PLAIN", "alice", "alice-secret", "java-sec", "other-group", 1, "consumer")));
+        Checks.check("consumer_protocol_denied_topic", () -> expect(TopicAuthorizationException.class,
+                () -> consume(bootstrap, "PLAIN", "alice", "alice-secret", "java-secret", "java-kip848", 1,
+                        "consumer")));
         Checks.check("denied_cluster_operation", () -> {
             try (Admin alice = Admin.create(props(bootstrap, "PLAIN", "alice", "alice-secret"))) {
                 return expect(ClusterAuthorizationException.class, () -> alice.createAcls(List.of(acl(
@@ -203,7 +213,7 @@ public final class SecurityChecks {
     static Object roundTrip(String bootstrap, String mechanism, String user, String password, String topic)
             throws Exception {
         produce(bootstrap, mechanism, user, password, topic, 10);
-        return consume(bootstrap, mechanism, user, password, topic, "java-group", 10);
+        return consume(bootstrap, mechanism, user, password, topic, "java-group", 10, "classic");
     }
 
     static Object produce(String bootstrap, String mechanism, String user, String password, String topic, int count)
@@ -227,9 +237,10 @@ public final class SecurityChecks {
     }
 
     static Object consume(String bootstrap, String mechanism, String user, String password, String topic,
-                          String group, int atLeast) throws Exception {
+                          String group, int atLeast, String protocol) throws Exception {
         Properties props = props(bootstrap, mechanism, user, password);
         props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
