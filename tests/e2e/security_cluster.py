@@ -116,7 +116,9 @@ class SecureCluster:
 
 
 @contextmanager
-def secure_cluster(root: Path, *, brokers: int = 2, extra: Mapping[str, str] | None = None) -> Iterator[SecureCluster]:
+def secure_cluster(root: Path, *, brokers: int = 2, extra: Mapping[str, str] | None = None,
+                   admin_properties: str | None = None) -> Iterator[SecureCluster]:
+    """`admin_properties`: the tools' config file when the listeners are not SASL_PLAINTEXT (SASL_SSL's CA)."""
     cluster = LocalCluster(root, controllers=1, brokers=brokers,
                            properties={**DATA_PLANE_TIMING, "min.insync.replicas": "1",
                                        "offsets.topic.replication.factor": str(brokers),
@@ -130,7 +132,7 @@ def secure_cluster(root: Path, *, brokers: int = 2, extra: Mapping[str, str] | N
         flags = () if node.is_broker else ("--initial-controllers", voters, *scram_arguments())
         cluster.format(node, *flags)
     admin_config = root / "admin.properties"
-    admin_config.write_text(command_config("admin", PASSWORDS["admin"]))
+    admin_config.write_text(admin_properties or command_config("admin", PASSWORDS["admin"]))
     secure = SecureCluster(cluster, admin_config)
     cluster.start_all()
     try:
