@@ -1,6 +1,6 @@
-"""The layers of DESIGN.md §1, enforced: every import in src/pykraft (module level, inside functions, under
-`if TYPE_CHECKING:`) is walked with `ast`, and an import of a package its layer may not use fails, naming the
-file and the line.
+"""The layers of docs/ARCHITECTURE.md (section 2), enforced: every import in src/pykraft (module level, inside
+functions, under `if TYPE_CHECKING:`) is walked with `ast`, and an import of a package its layer may not use
+fails, naming the file and the line.
 
 The layers are data: `MAY_IMPORT` says which packages each package may import (besides itself). It must stay a
 DAG (checked below), so "imports only go downwards" holds by construction. The few narrow exceptions name the

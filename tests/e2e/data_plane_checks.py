@@ -67,6 +67,16 @@ def start_cluster(root, topic: str, properties: dict[str, str] | None = None, pa
     return cluster
 
 
+def wait_every_broker_unfenced(cluster: LocalCluster) -> None:
+    """After a restart: a broker serves (and counts for a topic's replication factor) once it is unfenced."""
+    def unfenced() -> bool:
+        listed = cluster.cli("brokers", "list", "--json", "--bootstrap-controller", cluster.bootstrap_servers(),
+                             check=False)
+        return listed.returncode == 0 and listed.stdout.count('"fenced": false') == len(cluster.broker_ids)
+
+    wait_for(unfenced, "every broker registered and unfenced")
+
+
 def stop_cluster(cluster: LocalCluster) -> None:
     """Teardown: resume any paused node, then stop them all."""
     for node in cluster.nodes.values():

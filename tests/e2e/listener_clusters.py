@@ -18,7 +18,7 @@ from pykraft.net.tls import client_context
 from pykraft.node.local_cluster import LocalCluster, free_ports
 
 from .certs import make_cluster_certs
-from .data_plane_checks import partition
+from .data_plane_checks import partition, wait_every_broker_unfenced
 from .forwarder import Forwarder
 from .helpers import FAST_TIMEOUTS, wait_for
 
@@ -55,13 +55,7 @@ class Listeners:
 def _start(cluster: LocalCluster) -> None:
     cluster.format_all()
     cluster.start_all()
-
-    def unfenced() -> bool:
-        listed = cluster.cli("brokers", "list", "--json", "--bootstrap-controller", cluster.bootstrap_servers(),
-                             check=False)
-        return listed.returncode == 0 and listed.stdout.count('"fenced": false') == len(cluster.broker_ids)
-
-    wait_for(unfenced, "both brokers registered and unfenced")
+    wait_every_broker_unfenced(cluster)
 
 
 @contextmanager

@@ -18,7 +18,7 @@ import pytest
 
 from pykraft.records.group_records import partition_for
 
-from .data_plane_checks import bootstrap, start_cluster
+from .data_plane_checks import bootstrap, start_cluster, wait_every_broker_unfenced
 from .helpers import wait_for
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -195,6 +195,7 @@ def test_the_coordinator_sigkilled_under_a_member_nothing_is_lost(cluster):
         member.join(30)
     assert len(seen) == 600
     cluster.start(victim)
+    wait_every_broker_unfenced(cluster)  # the next test's topics need all three brokers
 
 
 def test_a_static_member_restarts_without_a_rebalance(cluster):

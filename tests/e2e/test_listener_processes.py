@@ -72,6 +72,10 @@ def _listed(answer: Any) -> dict[int, tuple[str, int]]:
     return {int(b.node_id if hasattr(b, "node_id") else b.broker_id): (b.host, int(b.port)) for b in answer.brokers}
 
 
+def _with_topic(answer: Any, topic: str) -> Any:
+    return answer if any(t.name == topic for t in answer.topics) else None
+
+
 @pytest.mark.parametrize("listener", ["INTERNAL", "EXTERNAL"])
 def test_each_listener_answers_with_its_own_endpoints(split, listener):
     # Nothing went through the forwarders before clients used EXTERNAL: replication is on INTERNAL only.
@@ -79,7 +83,9 @@ def test_each_listener_answers_with_its_own_endpoints(split, listener):
         assert sum(f.connections for f in split.forwarders.values()) == 0
     expected = split.advertised[listener]
     for broker, address in expected.items():
-        metadata = _ask(address, ALL_TOPICS)
+        # The topic's ISR was read from the controller's log: a broker's image follows within a fetch.
+        metadata = wait_for(lambda: _with_topic(_ask(address, ALL_TOPICS), "replicated"),
+                            f"broker {broker}'s metadata listing the topic")
         assert _listed(metadata) == expected
         (topic,) = [t for t in metadata.topics if t.name == "replicated"]
         assert topic.error_code == ErrorCode.NONE and topic.partitions[0].error_code == ErrorCode.NONE

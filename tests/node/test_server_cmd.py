@@ -65,12 +65,15 @@ def test_a_directory_of_another_node_is_refused(tmp_path, capsys, keep_logging):
     assert "doesn't match" in capsys.readouterr().err
 
 
-def test_config_errors_are_one_line_and_exit_1(tmp_path, capsys):
+def test_config_errors_are_one_line_each_and_exit_1(tmp_path, capsys):
     path = tmp_path / "bad.properties"
-    path.write_text("process.roles=controller\nnode.id=x\n")
+    path.write_text("process.roles=controller\nnode.id=x\n")  # node.id, no controller listener, no quorum
     assert run_server(path) == 1
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("pykraft server: ") and "node.id" in lines[0]
+    assert all(line.startswith("pykraft server: ") for line in lines)
+    assert len(lines) == 3, lines
+    assert "Invalid value x for configuration node.id" in lines[0]
+    assert "controller.listener.names" in lines[1] and "controller.quorum.voters" in lines[2]
 
 
 async def wait_until_serving(port: int, process: subprocess.Popen) -> None:

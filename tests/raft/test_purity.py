@@ -1,5 +1,6 @@
-"""The pure packages (DESIGN §2, §6) import no I/O, clock, threads or global randomness: the raft core, the
-controller and the broker's pure parts. Time comes in as `now_ms` and randomness as an injected `random.Random`."""
+"""The pure packages (docs/ARCHITECTURE.md, section 1) import no I/O, clock, threads or global randomness: the
+raft core, the controller and the broker's pure parts. Time comes in as `now_ms` and randomness as an injected
+`random.Random`."""
 
 import ast
 import pathlib

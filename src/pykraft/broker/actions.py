@@ -1,4 +1,5 @@
-"""What the broker's pure parts ask the runtime to do: the same contract as the raft core (DESIGN §2).
+"""What the broker's pure parts ask the runtime to do: the same contract as the raft core
+(docs/ARCHITECTURE.md, section 3).
 
 Every input of `BrokerLifecycle` and `IsrManager` returns a `Ready`: actions in the order the runtime must carry
 them out, and the time (ms) by which it must call `poll` again (None: nothing is scheduled, wait for an input).

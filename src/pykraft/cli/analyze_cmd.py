@@ -22,7 +22,7 @@ def parse_time_ms(text: str) -> int:
     try:
         moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise typer.BadParameter(f"not an ISO-8601 time: {text!r}", param_hint="--at-time") from None
+        raise _fail(f"Invalid value for --at-time: not an ISO-8601 time: {text!r}") from None  # a usage error: 2
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
     return int(moment.timestamp() * 1000)

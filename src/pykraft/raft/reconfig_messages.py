@@ -1,4 +1,4 @@
-"""Builders for the reconfiguration messages (KIP-853) at the fixed versions of DESIGN §3: AddRaftVoter v1,
+"""Builders for the reconfiguration messages (KIP-853) at the versions the core speaks: AddRaftVoter v1,
 RemoveRaftVoter v0, UpdateRaftVoter v0, and the ApiVersions v4 probe the leader sends to a prospective voter.
 
 Kept apart from messages.py so that the election/replication builders and these evolve independently.
