@@ -140,3 +140,20 @@ def secure_cluster(root: Path, *, brokers: int = 2, extra: Mapping[str, str] | N
         yield secure
     finally:
         stop_cluster(cluster)
+
+
+@contextmanager
+def sasl_ssl_cluster(root: Path) -> Iterator[SecureCluster]:
+    """The same cluster with SASL_SSL on every listener (the nodes' certificate from a test CA, clients checking it
+    without hostname verification); `.ca` is the CA's PEM file, the admin's config file has it."""
+    from .certs import make_cluster_certs
+
+    certs = make_cluster_certs(root / "certs", [1], intruder_id=9)
+    tls = {"listener.security.protocol.map": "CONTROLLER:SASL_SSL,PLAINTEXT:SASL_SSL",
+           "ssl.certificate.location": certs.nodes[1].cert, "ssl.key.location": certs.nodes[1].key,
+           "ssl.ca.location": certs.ca}
+    admin = command_config("admin", PASSWORDS["admin"]).replace("SASL_PLAINTEXT", "SASL_SSL")
+    with secure_cluster(root / "cluster", extra=tls, admin_properties=f"{admin}ssl.ca.location={certs.ca}\n") as setup:
+        setup.ca = certs.ca  # type: ignore[attr-defined]
+        yield setup
+

@@ -13,24 +13,16 @@ import ssl
 
 import pytest
 
-from .certs import make_cluster_certs
 from .helpers import wait_for
 from .secure_clients import CLIENTS, produce, read
-from .security_cluster import PASSWORDS, client_settings, command_config, secure_cluster
+from .security_cluster import PASSWORDS, client_settings, sasl_ssl_cluster
 
 TOPIC = "tls-sasl"
 
 
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("sasl-ssl")
-    certs = make_cluster_certs(root / "certs", [1], intruder_id=9)
-    tls = {"listener.security.protocol.map": "CONTROLLER:SASL_SSL,PLAINTEXT:SASL_SSL",
-           "ssl.certificate.location": certs.nodes[1].cert, "ssl.key.location": certs.nodes[1].key,
-           "ssl.ca.location": certs.ca}
-    admin = command_config("admin", PASSWORDS["admin"]).replace("SASL_PLAINTEXT", "SASL_SSL")
-    with secure_cluster(root / "cluster", extra=tls, admin_properties=f"{admin}ssl.ca.location={certs.ca}\n") as setup:
-        setup.ca = certs.ca
+    with sasl_ssl_cluster(tmp_path_factory.mktemp("sasl-ssl")) as setup:
         created = setup.tool("topics", "create", "--topic", TOPIC, "--partitions", "1", "--replication-factor", "2")
         assert created.returncode == 0, created.stdout + created.stderr
         for resource in (["--topic", TOPIC], ["--group", "sasl-", "--resource-pattern-type", "prefixed"]):

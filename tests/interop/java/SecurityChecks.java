@@ -57,8 +57,16 @@ public final class SecurityChecks {
     static final String PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule";
     static final String SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule";
 
+    /** The CA's PEM file when the listeners are SASL_SSL (args[1] given), else null: SASL_PLAINTEXT. */
+    static String tlsCa = null;
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
+        if (args.length > 1) {
+            tlsCa = args[1];
+            overTls(bootstrap);
+            return;
+        }
         try (Admin admin = Admin.create(props(bootstrap, "PLAIN", "admin", "admin-secret"))) {
             Checks.check("admin_creates_topics", () -> {
                 admin.createTopics(List.of(new NewTopic("java-sec", 1, (short) 2), new NewTopic("java-secret", 1,
@@ -156,6 +164,28 @@ public final class SecurityChecks {
         }
     }
 
+    /** SASL_SSL: the admin creates a topic and alice's ACLs, alice produces and consumes with each mechanism, a
+     * wrong password is a SaslAuthenticationException. */
+    static void overTls(String bootstrap) throws Exception {
+        try (Admin admin = Admin.create(props(bootstrap, "PLAIN", "admin", "admin-secret"))) {
+            Checks.check("tls_admin_creates_topic_and_acls", () -> {
+                admin.createTopics(List.of(new NewTopic("java-tls", 1, (short) 2))).all().get(30, TimeUnit.SECONDS);
+                admin.createAcls(List.of(
+                        acl(ResourceType.TOPIC, "java-tls", PatternType.LITERAL, "User:alice", AclOperation.ALL,
+                                AclPermissionType.ALLOW),
+                        acl(ResourceType.GROUP, "java-group", PatternType.LITERAL, "User:alice", AclOperation.READ,
+                                AclPermissionType.ALLOW))).all().get(30, TimeUnit.SECONDS);
+                return null;
+            });
+        }
+        for (String mechanism : List.of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")) {
+            Checks.check("tls_alice_produces_and_consumes_" + mechanism, () -> eventually(
+                    () -> roundTrip(bootstrap, mechanism, "alice", "alice-secret", "java-tls")));
+        }
+        Checks.check("tls_wrong_password_refused", () -> expect(SaslAuthenticationException.class,
+                () -> produce(bootstrap, "SCRAM-SHA-512", "alice", "wrong-password", "java-tls", 1)));
+    }
+
     interface Action {
         Object run() throws Exception;
     }
@@ -202,7 +232,12 @@ public final class SecurityChecks {
         props.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         props.put(CommonClientConfigs.REQUEST_TIMEOUT_MS_CONFIG, "15000");
-        props.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "SASL_PLAINTEXT");
+        props.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, tlsCa == null ? "SASL_PLAINTEXT" : "SASL_SSL");
+        if (tlsCa != null) {  // the test CA as a PEM trust store; its certificates name no host
+            props.put("ssl.truststore.type", "PEM");
+            props.put("ssl.truststore.location", tlsCa);
+            props.put("ssl.endpoint.identification.algorithm", "");
+        }
         props.put(SaslConfigs.SASL_MECHANISM, mechanism);
         String module = mechanism.equals("PLAIN") ? PLAIN : SCRAM;
         props.put(SaslConfigs.SASL_JAAS_CONFIG, module + " required username=\"" + user + "\" password=\""
