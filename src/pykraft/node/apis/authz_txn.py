@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pykraft.broker.topic_partitions import INTERNAL_TOPICS
 from pykraft.controller.acl_model import AclOperation as Op
 from pykraft.controller.acl_model import ResourceType as Res
 from pykraft.protocol.apis import ApiKey, response_class
@@ -28,6 +27,7 @@ from pykraft.protocol.error_responses import error_response_for, field_entity, i
 from pykraft.protocol.errors import ErrorCode
 
 from pykraft.node.apis.authz import Check, Denied, Narrowed, RequestAuthorizer
+from pykraft.node.apis.client_apis import INTERNAL_TOPICS  # not broker/'s: an idle controller imports no broker module
 from pykraft.node.apis.authz_data import Shape, every_partition, per_partition
 
 __all__ = ["TXN_RULES"]
