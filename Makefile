@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast interop-java bench sim-sweep report-check standalone-check clean
+.PHONY: setup run lint test test-fast interop-java bench sim-sweep report-check standalone-check clean
 
 setup: $(STAMP)
 
@@ -22,7 +22,18 @@ run: $(STAMP)
 	$(VENV)/bin/pykraft quickstart --dir .run/quickstart --reset --observers 1 --duration 20
 	$(VENV)/bin/pykraft analyze .run/quickstart --out .run/analysis
 
-test: $(STAMP)
+# Ruff then mypy (configuration and the reasons for each rule in pyproject.toml); both always run, and a failure
+# ends with one line naming what failed. `make test` runs it first.
+LINT_PATHS := src tests benchmarks tools
+lint: $(STAMP)
+	@status=0; \
+	echo "ruff check $(LINT_PATHS)"; $(VENV)/bin/ruff check --output-format concise $(LINT_PATHS) || status=1; \
+	echo "mypy (src/pykraft; strict packages: pyproject.toml [[tool.mypy.overrides]])"; $(VENV)/bin/mypy || status=$$((status + 2)); \
+	case $$status in 0) ;; 1) echo "make lint: FAILED: ruff findings above";; \
+	  2) echo "make lint: FAILED: mypy errors above";; *) echo "make lint: FAILED: ruff findings and mypy errors above";; esac; \
+	exit $$status
+
+test: $(STAMP) lint
 	$(PY) -m pytest -q
 
 # The fast tier for a quick check of a change (pure core, hosts, sim scenarios): everything but the e2e processes,

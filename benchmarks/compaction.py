@@ -41,29 +41,39 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from pykraft.records import SimpleRecord, encode_batch  # noqa: E402
-from pykraft.storage import open_file_log  # noqa: E402
-from pykraft.storage.cleaner import Cleaner  # noqa: E402
-from pykraft.storage.cleaner_manager import CleanableLog, CleanerManager, CompactionSettings, clean_once  # noqa: E402
-from pykraft.storage.file_log import LogConfig  # noqa: E402
-from pykraft.storage.log_manager import read_topic_id  # noqa: E402
-from pykraft.storage.offset_map import OffsetMap, Throttler  # noqa: E402
+import numpy as np
+
+from pykraft.records import SimpleRecord, encode_batch
+from pykraft.storage import open_file_log
+from pykraft.storage.cleaner import Cleaner
+from pykraft.storage.cleaner_manager import CleanableLog, CleanerManager, CompactionSettings, clean_once
+from pykraft.storage.file_log import LogConfig
+from pykraft.storage.log_manager import read_topic_id
+from pykraft.storage.offset_map import OffsetMap, Throttler
 
 MIB = 1 << 20
 SEGMENT_BYTES = 8 * MIB
 IO_BUFFER = 256 * 1024  # log.cleaner.io.buffer.size 512 KiB / 1 thread / 2 (read and write buffers)
 KEY = ("bench", 0)
+RUN_KEYS = 4096  # keys put into the map at once by the memory probe: more than a 256 KiB chunk of 64-byte records
 
 
-def build_log(root: str, mib: int, keys: int, value_bytes: int) -> int:
+def value_sizes(spec: str) -> tuple[int, int]:
+    """"200" -> every value 200 bytes; "100-300" -> sizes drawn uniformly between the two."""
+    low, _, high = spec.partition("-")
+    return int(low), int(high or low)
+
+
+def build_log(root: str, mib: int, keys: int, spec: str) -> int:
     """A log of `mib` MiB of keyed records, sealed and committed. Returns how many records."""
     config = LogConfig(segment_bytes=SEGMENT_BYTES, allow_offset_gaps=True)
     log, _ = open_file_log(root, config, topic=KEY[0], partition=KEY[1], topic_id=uuid.uuid4())
     rng = random.Random(7)
-    value = b"v" * value_bytes
+    low, high = value_sizes(spec)
+    values = [b"v" * size for size in range(low, high + 1)]
     count = 0
     while log.size_in_bytes() < mib * MIB:
-        batch = [SimpleRecord(value, b"key-%08d" % rng.randrange(keys)) for _ in range(100)]
+        batch = [SimpleRecord(rng.choice(values), b"key-%08d" % rng.randrange(keys)) for _ in range(100)]
         log.append_as_follower(encode_batch(batch, base_offset=log.end_offset(), partition_leader_epoch=1,
                                             timestamp_ms=1_000 + count), 1)
         count += 100
@@ -73,11 +83,12 @@ def build_log(root: str, mib: int, keys: int, value_bytes: int) -> int:
     return count
 
 
-def yardstick(directory: Path) -> tuple[float, int]:
-    """Copy every sealed segment file (read + write in cleaner-sized chunks, fsync per file): (seconds, bytes)."""
+def yardstick(directory: Path) -> tuple[float, int, float]:
+    """Copy every sealed segment file (read + write in cleaner-sized chunks, fsync per file): (seconds, bytes,
+    CPU seconds of this process)."""
     sources = sorted(p for p in directory.iterdir() if p.suffix == ".log" and p.stat().st_size)
     total = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for source in sources:
         fd_in = os.open(source, os.O_RDONLY)
         fd_out = os.open(str(source) + ".copy", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -94,62 +105,69 @@ def yardstick(directory: Path) -> tuple[float, int]:
         finally:
             os.close(fd_in)
             os.close(fd_out)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     for source in sources:
         os.unlink(str(source) + ".copy")
-    return elapsed, total
+    return elapsed, total, cpu
 
 
-def one_pass(root: str, dedupe_bytes: int, traced: bool = False):
-    """Open the log at `root` and clean it once: (seconds, the stats, the offset map, the traced peak bytes of the
-    pass when `traced`: tracemalloc runs from the plan to the last swap, not during the open's recovery)."""
+def one_pass(root: str, omap: OffsetMap, traced: bool = False, fast: bool = True):
+    """Open the log at `root` and clean it once with `omap` (a cleaner thread keeps its map from pass to pass):
+    (seconds, CPU seconds of this process, the stats, the traced peak bytes of the pass when `traced`:
+    tracemalloc runs from the plan to the last swap, not during the open's recovery)."""
     log, _ = open_file_log(root, LogConfig(segment_bytes=SEGMENT_BYTES, allow_offset_gaps=True), topic=KEY[0],
                            partition=KEY[1], topic_id=read_topic_id(os.path.join(root, f"{KEY[0]}-{KEY[1]}")))
     log.update_high_watermark(log.end_offset())  # committed: a broker reads it from replication-offset-checkpoint
     try:
-        omap = OffsetMap(dedupe_bytes)
-        cleaner = Cleaner(omap, IO_BUFFER, Throttler(float("inf"), time.monotonic_ns()))
+        cleaner = Cleaner(omap, IO_BUFFER, Throttler(float("inf"), time.monotonic_ns()), fast=fast)
         offered = CleanableLog(KEY, root, log, CompactionSettings(segment_bytes=SEGMENT_BYTES))
         if traced:
             tracemalloc.start()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = clean_once(CleanerManager([root]), cleaner, [offered], 10**13)
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         peak = tracemalloc.get_traced_memory()[1] if traced else 0
         if traced:
             tracemalloc.stop()
         assert result is not None, "the log was not due for cleaning"
-        return elapsed, result[2], omap, peak
+        return elapsed, cpu, result[2], peak
     finally:
         log.close()
 
 
-def throughput(base: str, dedupe_mib: int, value_bytes: int) -> None:
+def throughput(base: str, dedupe_mib: int, spec: str) -> None:
     """`--rounds` alternations of the yardstick and a pass over a fresh copy of the log (the machine's load moves
     the two differently: the copy waits on the disk, the pass on a core): medians, and each round's ratio."""
-    root = os.path.join(base, f"log-{value_bytes}")
-    records = build_log(root, ARGS.mib, ARGS.keys, value_bytes)
+    root = os.path.join(base, f"log-{spec}")
+    records = build_log(root, ARGS.mib, ARGS.keys, spec)
     partition_dir = Path(root) / f"{KEY[0]}-{KEY[1]}"
-    copies, passes = [], []
+    omap = OffsetMap(dedupe_mib * MIB)
+    copies, passes, copy_cpus = [], [], []
     for round_ in range(ARGS.rounds):
-        copy_s, copied = yardstick(partition_dir)
+        copy_s, copied, copy_cpu = yardstick(partition_dir)
         copies.append(copied / MIB / copy_s)
+        copy_cpus.append(copy_cpu)
         work = f"{root}-pass-{round_}"
         shutil.copytree(root, work)
-        elapsed, stats, omap, _ = one_pass(work, dedupe_mib * MIB)
-        passes.append((elapsed, stats, omap))
+        passes.append(one_pass(work, omap, fast=not ARGS.record_by_record))
         shutil.rmtree(work)
     copy_rate = statistics.median(copies)
-    elapsed, stats, omap = sorted(passes, key=lambda p: p[0])[len(passes) // 2]
+    elapsed, cpu, stats, _ = sorted(passes, key=lambda p: p[0])[len(passes) // 2]
     read_rate, write_rate = stats.bytes_read / MIB / elapsed, stats.bytes_written / MIB / elapsed
-    ratios = ", ".join(f"{p[1].bytes_read / MIB / p[0] / c:.0%}" for p, c in zip(passes, copies))
-    print(f"log: {copied / MIB:.1f} MiB, {records:,} records of {value_bytes} B values over {ARGS.keys:,} keys")
+    ratios = ", ".join(f"{p[2].bytes_read / MIB / p[0] / c:.0%}" for p, c in zip(passes, copies))
+    path = "record by record" if ARGS.record_by_record else "batches and columns"
+    print(f"log: {copied / MIB:.1f} MiB, {records:,} records of {spec} B values over {ARGS.keys:,} keys")
     print(f"yardstick (plain read + write copy of the same segments, {IO_BUFFER // 1024} KiB chunks, fsync per "
           f"file), median of {ARGS.rounds}: {copy_rate:8.1f} MB/s read and written")
-    print(f"cleaner pass ({dedupe_mib} MiB dedupe buffer, {omap.size:,} keys mapped, utilization "
-          f"{stats.buffer_utilization:.1%}), median: {elapsed:.2f} s, {read_rate:8.1f} MB/s of dirty log processed, "
-          f"{write_rate:8.1f} MB/s written ({stats.bytes_written / MIB:.1f} MiB, {stats.messages_written:,} records "
-          f"kept); {read_rate / copy_rate:6.1%} of the yardstick (goal 40%; per round: {ratios})")
+    print(f"cleaner pass ({path}, {dedupe_mib} MiB dedupe buffer, {omap.size:,} keys mapped, utilization "
+          f"{stats.buffer_utilization:.1%}), median: {elapsed:.2f} s ({cpu:.2f} s of CPU), {read_rate:8.1f} MB/s of "
+          f"dirty log processed, {write_rate:8.1f} MB/s written ({stats.bytes_written / MIB:.1f} MiB, "
+          f"{stats.messages_written:,} records kept); {read_rate / copy_rate:6.1%} of the yardstick (goal 40%; per "
+          f"round: {ratios})")
+    copy_cpu, pass_cpu = statistics.median(copy_cpus), statistics.median(p[1] for p in passes)
+    print(f"    CPU (load-proof, the waits for the disk left out): the copy {copy_cpu:.2f} s, the pass {pass_cpu:.2f} "
+          f"s (medians): MB per CPU second {copied / MIB / max(pass_cpu, 1e-9):.0f} against the copy's "
+          f"{copied / MIB / max(copy_cpu, 1e-9):.0f}, {copy_cpu / max(pass_cpu, 1e-9):.1%}")
     map_s, clean_s = stats.map_elapsed_s, elapsed - stats.map_elapsed_s
     print(f"    offset map: {stats.map_bytes_read / MIB:.1f} MiB in {map_s:.2f} s "
           f"({stats.map_bytes_read / MIB / max(map_s, 1e-9):.1f} MB/s); rewrite and swaps: "
@@ -162,18 +180,25 @@ def throughput(base: str, dedupe_mib: int, value_bytes: int) -> None:
 def memory(root: str, dedupe_mib: int) -> None:
     work = root + "-memory"
     shutil.copytree(root, work)
-    _, stats, omap, peak = one_pass(work, dedupe_mib * MIB, traced=True)
-    tracemalloc.start()
+    omap = OffsetMap(dedupe_mib * MIB)
+    _, _, stats, peak = one_pass(work, omap, traced=True)
     probe = OffsetMap(dedupe_mib * MIB)
+    keys = np.arange(probe.max_entries, dtype=np.uint64)  # the map filled to its limit, alone, a run of keys at
+    hashes = keys * np.uint64(0x9E3779B97F4A7C15)  # a time as a pass puts them (a chunk's records); the keys are
+    offsets = keys.astype(np.int64) + (1 << 40)  # the probe's input, made before the tracing starts
+    tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    for i in range(probe.max_entries):  # the map filled to its limit, alone
-        probe.put(b"key-%08d" % i, 1 << 40 | i)
+    probe.clear()
+    for at in range(0, len(keys), RUN_KEYS):
+        run = slice(at, at + RUN_KEYS)
+        probe.put_run(hashes[run], keys[run], offsets[run])
     map_peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
     print(f"memory ({dedupe_mib} MiB dedupe buffer: {omap.max_entries:,} keys at most, this pass mapped "
           f"{omap.size:,}{' and filled it' if omap.full else ''}): pass peak {peak / MIB:.1f} MiB (map + "
-          f"{IO_BUFFER // 1024} KiB I/O buffers + one batch's objects), a full map alone {map_peak / MIB:.1f} MiB "
-          f"= {map_peak / (dedupe_mib * MIB):.0%} of the buffer")
+          f"{IO_BUFFER // 1024} KiB I/O buffers + one chunk's columns), a full map alone (filled {RUN_KEYS:,} keys "
+          f"at a time, its temporaries included) {map_peak / MIB:.1f} MiB = "
+          f"{map_peak / (dedupe_mib * MIB):.0%} of the buffer")
     shutil.rmtree(work)
 
 
@@ -223,6 +248,8 @@ def produce_with(base: str, policy: str, seconds: float, throttle_mb: float = 0)
         producer.flush(120)
         elapsed = time.perf_counter() - start
         cpu = sum(sum(_minus(usage(pid), b)[:2]) for pid, b in zip(pids, before))
+        cleaners = [child for pid in pids[:-1] for child in _children(pid)]  # started during the run
+        cpu += sum(sum(usage(pid)[:2]) for pid in cleaners)
         producer.close()
         time.sleep(1)
         cleaned = _cleaner_work(cluster)
@@ -234,6 +261,13 @@ def produce_with(base: str, policy: str, seconds: float, throttle_mb: float = 0)
     p50 = statistics.median(latencies) * 1000 if latencies else float("nan")
     p99 = latencies[int(len(latencies) * 0.99) - 1] * 1000 if latencies else float("nan")
     return mb / elapsed, p50, p99, 1000 * cpu / mb, cleaned
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(p) for p in (task / "children").read_text().split()]
+    return found
 
 
 def _cleaner_work(cluster) -> str:
@@ -254,7 +288,7 @@ def produce(base: str) -> None:
         label = f"cleanup.policy={policy}" + (f", cleaner throttled to {throttle:g} MB/s" if throttle else "")
         extra = f"; cleaners: {cleaned}" if policy == "compact" else ""
         print(f"produce, {label} (keyed 1 KiB records, idempotent, acks=all, RF 3): {rate:8.1f} MB/s  p50 {p50:.1f} "
-              f"ms  p99 {p99:.1f} ms  CPU (all processes) {cpu:.2f} ms/MB{extra}")
+              f"ms  p99 {p99:.1f} ms  CPU (all processes, cleaner processes too) {cpu:.2f} ms/MB{extra}")
 
 
 def main() -> None:
@@ -263,7 +297,8 @@ def main() -> None:
     parser.add_argument("--dir", default=None)
     parser.add_argument("--mib", type=int, default=64)
     parser.add_argument("--keys", type=int, default=20_000)
-    parser.add_argument("--value-bytes", default="200,1000", help="value sizes, one log each (comma-separated)")
+    parser.add_argument("--value-bytes", default="200,1000,100-300",
+                        help="value sizes, one log each (comma-separated; 100-300: sizes drawn between the two)")
     parser.add_argument("--dedupe-mib", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3, help="alternations of the yardstick and a pass")
     parser.add_argument("--memory-dedupe-mib", type=int, default=2)
@@ -271,11 +306,14 @@ def main() -> None:
     parser.add_argument("--throttle-mb", type=float, default=4.0,
                         help="log.cleaner.io.max.bytes.per.second (MB/s) of the third produce run")
     parser.add_argument("--skip-produce", action="store_true")
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--record-by-record", action="store_true",
+                        help="passes take the record-by-record path (Cleaner(fast=False)), for comparison")
     ARGS = parser.parse_args()
     base = tempfile.mkdtemp(prefix="pykraft-compaction-", dir=ARGS.dir)
     try:
-        for value_bytes in (int(v) for v in ARGS.value_bytes.split(",")):
-            throughput(base, ARGS.dedupe_mib, value_bytes)
+        for spec in ARGS.value_bytes.split(",") if not ARGS.skip_throughput else ():
+            throughput(base, ARGS.dedupe_mib, spec)
         if not ARGS.skip_produce:
             produce(base)
     finally:

@@ -17,19 +17,19 @@ from collections.abc import Callable
 
 sys.path.insert(0, "tests/raft")
 
-from kio.schema.errors import ErrorCode  # noqa: E402
-from kio.schema.fetch.v17.request import FetchRequest  # noqa: E402
-from kio.schema.fetch_snapshot.v1.request import FetchSnapshotRequest  # noqa: E402
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v17.request import FetchRequest
+from kio.schema.fetch_snapshot.v1.request import FetchSnapshotRequest
 
-from pykraft.raft import messages  # noqa: E402
-from pykraft.raft.election import ElectionState  # noqa: E402
-from pykraft.raft.log import OffsetAndEpoch  # noqa: E402
-from pykraft.raft.memory_log import MemoryLog  # noqa: E402
-from pykraft.raft.snapshot_writer import SnapshotWriter  # noqa: E402
-from pykraft.raft.voter_set import ReplicaKey  # noqa: E402
-from pykraft.records import SimpleRecord, encode_batch  # noqa: E402
-from pykraft.records.batch import set_base_offset  # noqa: E402
-from raft_context import CLUSTER, build  # noqa: E402
+from pykraft.raft import messages
+from pykraft.raft.election import ElectionState
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.raft.memory_log import MemoryLog
+from pykraft.raft.snapshot_writer import SnapshotWriter
+from pykraft.raft.voter_set import ReplicaKey
+from pykraft.records import SimpleRecord, encode_batch
+from pykraft.records.batch import set_base_offset
+from raft_context import CLUSTER, build
 
 RUNS = 5
 SECONDS = 0.5

@@ -74,7 +74,7 @@ except ImportError:  # an older pykraft: FrameDecoder fed the chunks uvloop's da
     FrameReader = None  # type: ignore[assignment,misc]
 
 
-def fed(decoder, frame: bytes) -> memoryview:  # noqa: ANN001 - FrameReader or FrameDecoder
+def fed(decoder, frame: bytes) -> memoryview:  # FrameReader or FrameDecoder
     """The frame as the socket delivers it: each read is a copy (the kernel's, or uvloop's chunk) into a buffer."""
     frames = []
     for start in range(0, len(frame), CHUNK):

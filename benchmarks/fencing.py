@@ -39,7 +39,7 @@ async def _image(admin: AdminClient) -> tuple[dict[int, bool], list]:
     return brokers, topic.partitions
 
 
-async def _wait(admin: AdminClient, done, timeout_s: float = 120) -> float:  # noqa: ANN001 - predicate
+async def _wait(admin: AdminClient, done, timeout_s: float = 120) -> float:  # predicate
     start = time.monotonic()
     while time.monotonic() - start < timeout_s:
         try:

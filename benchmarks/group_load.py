@@ -31,7 +31,7 @@ from pykraft.storage import PartitionLogs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the broker tests' metadata records
 
-from broker.records import partition, register, topic  # noqa: E402
+from broker.records import partition, register, topic
 
 NOW = 1_700_000_000_000
 

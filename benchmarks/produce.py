@@ -79,8 +79,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from pykraft.node.local_cluster import LocalCluster  # noqa: E402
-from produce_ceiling import relay_ceiling  # noqa: E402 - benchmarks/ is on the path as the script's folder
+from pykraft.node.local_cluster import LocalCluster
+from produce_ceiling import relay_ceiling  # benchmarks/ is on the path as the script's folder
 
 RECORD = b"r" * 1024
 MIB = 1 << 20

@@ -43,9 +43,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import quorum_pykraft as pk  # noqa: E402 - after the path insert
-from quorum_floor import commit_floor  # noqa: E402
-import quorum_pysyncobj as ps  # noqa: E402
+import quorum_pykraft as pk  # after the path insert
+from quorum_floor import commit_floor
+import quorum_pysyncobj as ps
 
 LINGER = "controller.quorum.append.linger.ms"
 TUNED = {"controller.quorum.election.timeout.ms": "200", "controller.quorum.fetch.timeout.ms": "400"}

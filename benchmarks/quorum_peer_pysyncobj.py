@@ -81,7 +81,7 @@ class Ticker:
             try:
                 self.node.append(PAYLOAD, sync=True, timeout=0.5)
                 self.times.append(time.time())
-            except Exception:  # noqa: BLE001 - SyncObjException while there is no leader: keep trying
+            except Exception:  # SyncObjException while there is no leader: keep trying
                 time.sleep(0.005)
 
     def finish(self) -> dict:

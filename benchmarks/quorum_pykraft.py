@@ -57,7 +57,7 @@ def cpu_seconds(pid: int) -> float:
 class ProfiledCluster(LocalCluster):
     """A LocalCluster whose servers run under cProfile (written to <node dir>/server.prof at SIGTERM)."""
 
-    def start(self, node_id: int):  # noqa: ANN201 - LocalNode
+    def start(self, node_id: int):  # LocalNode
         node = self.nodes[node_id]
         if node.is_running():
             return node

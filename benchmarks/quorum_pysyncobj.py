@@ -41,7 +41,7 @@ class PeerCluster:
         partners = ",".join(a for i, a in enumerate(self.addresses) if i != index)
         command = [sys.executable, str(PEER), "--self", self.addresses[index], "--partners", partners,
                    "--journal", str(self.root / f"node-{index}.journal"), *(["--batch"] if self.batch else [])]
-        log = open(self.root / f"node-{index}.log", "ab")  # noqa: SIM115 - the child owns it
+        log = open(self.root / f"node-{index}.log", "ab")  # the child owns it
         try:
             self.procs[index] = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                  stderr=log, text=True, bufsize=1)

@@ -75,7 +75,7 @@ def tool(cluster: LocalCluster, secured: bool, *args: str) -> bool:
     return cluster.cli(name, *rest, check=False, timeout=120).returncode == 0
 
 
-def wait(probe, what: str, timeout: float = 120) -> None:  # noqa: ANN001
+def wait(probe, what: str, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if probe():

@@ -120,7 +120,7 @@ def test_a_truncation_aborts_the_partitions_pass_and_lowers_its_checkpoint(tmp_p
         cleaner = LogCleaner(CleanerConfig(enable=False), host, (str(tmp_path),), lambda: NOW)
         host.cleaning = cleaner.manager
         replica = host.replicas[("t", 0)]
-        task = cleaner._plan()  # what a cleaner thread asks the loop for  # noqa: SLF001
+        task = cleaner._plan()  # what a cleaner thread asks the loop for
         assert task is not None and cleaner.manager.in_progress(("t", 0))
         epoch = replica.log.epoch_entries()[-1][0]
         assert host.truncate_diverging(replica, 30, epoch) == 30  # e.g. a follower's divergence
@@ -141,7 +141,7 @@ def test_a_truncation_aborts_the_partitions_pass_and_lowers_its_checkpoint(tmp_p
     ("log.cleaner.threads", "-1", "below the minimum"),
     ("log.cleaner.backoff.ms", "soon", "not a number"),
     ("log.cleaner.enable", "yes", "not true or false"),
-    ("log.cleaner.dedupe.buffer.size", "100", "log.cleaner.dedupe.buffer.size"),
+    ("log.cleaner.dedupe.buffer.size", "40", "log.cleaner.dedupe.buffer.size"),  # 1 slot of 24 bytes, 0.9 keys
 ])
 def test_cleaner_settings_kafka_refuses_are_refused_at_start(key: str, value: str, reason: str) -> None:
     with pytest.raises(ValueError, match=reason):

@@ -17,7 +17,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
 from pykraft.storage import PartitionLogs
 
-from .records import TOPIC_ID, config, partition, register, topic
+from .records import config, partition, register, topic
 
 NOW = 1_000
 

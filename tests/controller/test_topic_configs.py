@@ -15,7 +15,6 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from pykraft.controller.config_defs import TOPIC_CONFIGS, check_topic_configs
-from pykraft.controller.configs import ConfigControl
 from pykraft.controller.describe_configs import NodeView, describe_configs
 from pykraft.controller.controller import QuorumController
 from pykraft.controller.create_partitions import create_partitions

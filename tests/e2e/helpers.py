@@ -36,7 +36,7 @@ def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 60.0, in
     while time.monotonic() < deadline:
         try:
             value = probe()
-        except Exception as exc:  # noqa: BLE001 - a probe may fail while nodes start or fail over
+        except Exception as exc:  # a probe may fail while nodes start or fail over
             value, last = None, exc
         if value:
             return value

@@ -90,7 +90,7 @@ class SecureCluster:
     def controller(self) -> str:
         return self.cluster.bootstrap_servers()
 
-    def tool(self, *args: str, config: Path | None = None, check: bool = False):  # noqa: ANN201
+    def tool(self, *args: str, config: Path | None = None, check: bool = False):
         """`pykraft <args>` with the admin's (or `config`'s) credentials, against the brokers."""
         name, rest = args[0], args[1:]
         flags = ["--bootstrap-server", self.bootstrap(), "--command-config", str(config or self.admin_config)]

@@ -67,7 +67,7 @@ class Probe:
         self._stop.set()
 
 
-def _in_sync(cluster) -> bool:  # noqa: ANN001 - LocalCluster
+def _in_sync(cluster) -> bool:  # LocalCluster
     return all((p := partition(cluster, TOPIC, i)) is not None and len(p.isr) == 3 for i in range(PARTITIONS))
 
 
@@ -79,7 +79,7 @@ def test_restarted_brokers_serve_only_once_caught_up_and_librdkafka_loses_no_mes
         failures: list[str] = []
         delivered: set[int] = set()
 
-        def on_delivery(error, message) -> None:  # noqa: ANN001 - librdkafka's
+        def on_delivery(error, message) -> None:  # librdkafka's
             if error is not None:
                 failures.append(f"{error.name()}: {error.str()}")
             else:

@@ -21,8 +21,8 @@ def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return result
 
 
-def _start(config) -> subprocess.Popen:  # noqa: ANN001 - Path
-    log = open(config.parent / "server.log", "ab")  # noqa: SIM115 - the child owns it
+def _start(config) -> subprocess.Popen:  # Path
+    log = open(config.parent / "server.log", "ab")  # the child owns it
     try:
         return subprocess.Popen([*CLI, "server", "start", "--config", str(config)], stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -49,7 +49,7 @@ def test_the_readme_cluster_runs_from_its_properties_files(tmp_path):
         _cli("storage", "format", "--config", str(copy), "--cluster-id", cluster_id)
     processes = {}
     for copy in copies:
-        log = open(tmp_path / f"{copy.stem}.log", "ab")  # noqa: SIM115 - the child owns it
+        log = open(tmp_path / f"{copy.stem}.log", "ab")  # the child owns it
         processes[copy.stem] = subprocess.Popen([*CLI, "server", "start", str(copy)], stdout=log,
                                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.close()

@@ -121,7 +121,7 @@ def _kafka_python(servers: str, topic: str, extra: dict[str, Any]) -> tuple[set[
                                    retry_backoff_ms=200, **extra)
     futures = [producer.send(topic, f"rec-{i}".encode()) for i in range(RECORDS)]
     producer.flush(DEADLINE_S)
-    seen = {(b.host, b.port) for b in producer._metadata.brokers()}  # noqa: SLF001 - what Metadata told it
+    seen = {(b.host, b.port) for b in producer._metadata.brokers()}  # what Metadata told it
     acked = {i for i, f in enumerate(futures) if f.succeeded()}
     producer.close(10)
     consumer = kafka.KafkaConsumer(bootstrap_servers=servers, group_id=None, enable_auto_commit=False,

@@ -97,7 +97,7 @@ def test_delete_records_moves_every_replica_and_survives_a_restart(cluster):
     # A leader change: the new leader's EARLIEST is the same; then a restart of every broker keeps it.
     old = partition(cluster, TOPIC).leader
     cluster.stop(old)
-    wait_for(lambda: (p := partition(cluster, TOPIC)).leader not in (old, -1), "a new leader")
+    wait_for(lambda: partition(cluster, TOPIC).leader not in (old, -1), "a new leader")
     assert _offsets(cluster, "earliest") == 250
     cluster.start(old)
     for broker in cluster.broker_ids:

@@ -29,7 +29,7 @@ def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def _start(config: Path) -> subprocess.Popen:
-    log = open(config.parent / "server.log", "ab")  # noqa: SIM115 - the child owns it
+    log = open(config.parent / "server.log", "ab")  # the child owns it
     try:
         return subprocess.Popen([*CLI, "server", "start", "--config", str(config)], stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

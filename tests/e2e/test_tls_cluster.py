@@ -69,7 +69,7 @@ class TlsCluster:
         status = self.status()
         return status if status["LeaderId"] >= 0 and status["HighWatermark"] >= 0 else None  # type: ignore[operator]
 
-    def client_ssl(self):  # noqa: ANN201 - ssl.SSLContext
+    def client_ssl(self):  # ssl.SSLContext
         return client_context(self.certs.client.cert, self.certs.client.key, self.certs.ca)
 
     def write(self, batch: list[bytes]) -> int:

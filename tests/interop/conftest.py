@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -35,17 +36,25 @@ def unfenced_brokers(cluster: LocalCluster) -> list[int]:
     return [b["id"] for b in json.loads(listed.stdout) if not b["fenced"]]
 
 
+@contextmanager
+def running_cluster(cluster: LocalCluster) -> Iterator[LocalCluster]:
+    """`cluster` formatted and started through the CLI, every broker registered and unfenced; stopped after."""
+    cluster.format_all()
+    cluster.start_all()
+    try:
+        wait_for(lambda: len(unfenced_brokers(cluster)) == len(cluster.broker_ids), "every broker unfenced",
+                 timeout=120)
+        yield cluster
+    finally:
+        stop_cluster(cluster)
+
+
 @pytest.fixture(scope="module")
 def java_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """Three controllers and three brokers started through the CLI, every broker registered and unfenced."""
+    """Three controllers and three brokers."""
     cluster = LocalCluster(tmp_path_factory.mktemp("interop") / "cluster", controllers=3, brokers=3,
                            properties={**DATA_PLANE_TIMING, **SNAPSHOT_OFTEN})
     for node, port in zip(cluster.nodes.values(), free_ports(len(cluster.nodes))):
         node.extra["pykraft.metrics.port"] = str(port)  # what the Java client's traffic counts (test_java_client)
-    cluster.format_all()
-    cluster.start_all()
-    try:
-        wait_for(lambda: len(unfenced_brokers(cluster)) == 3, "three unfenced brokers", timeout=120)
+    with running_cluster(cluster):
         yield cluster
-    finally:
-        stop_cluster(cluster)

@@ -19,10 +19,10 @@ import pytest
 from pykraft.node.local_cluster import LocalCluster
 from pykraft.records.group_records import partition_for
 
-from tests.e2e.data_plane_checks import DATA_PLANE_TIMING, stop_cluster
+from tests.e2e.data_plane_checks import DATA_PLANE_TIMING
 from tests.e2e.helpers import wait_for
 
-from .conftest import brokers_of, unfenced_brokers
+from .conftest import brokers_of, running_cluster, unfenced_brokers
 from .java_programs import failures
 
 OFFSETS_PARTITIONS = 3
@@ -39,13 +39,8 @@ CHECKS = ["members_join_and_leave_one_at_a_time_exactly_once", "describe_consume
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = LocalCluster(tmp_path_factory.mktemp("kip848") / "cluster", controllers=1, brokers=3,
                            properties={**DATA_PLANE_TIMING, **CONSUMER_PROTOCOL})
-    cluster.format_all()
-    cluster.start_all()
-    try:
-        wait_for(lambda: len(unfenced_brokers(cluster)) == 3, "three unfenced brokers", timeout=120)
+    with running_cluster(cluster):
         yield cluster
-    finally:
-        stop_cluster(cluster)
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ def plain_and_ssl(tmp_path_factory: pytest.TempPathFactory):
         yield setup
 
 
-def run_on(java, setup: Listeners, listener: str) -> dict:  # noqa: ANN001 - JavaPrograms
+def run_on(java, setup: Listeners, listener: str) -> dict:  # JavaPrograms
     expected = ",".join(f"{b}@{h}:{p}" for b, (h, p) in sorted(setup.advertised[listener].items()))
     ca = [setup.ca] if listener == "SSL" else []
     # Bootstrap on the second broker: the first one's endpoint must come from this listener's metadata.

@@ -10,10 +10,9 @@ import pytest
 
 from pykraft.node.local_cluster import LocalCluster
 
-from tests.e2e.data_plane_checks import DATA_PLANE_TIMING, stop_cluster
-from tests.e2e.helpers import wait_for
+from tests.e2e.data_plane_checks import DATA_PLANE_TIMING
 
-from .conftest import brokers_of, unfenced_brokers
+from .conftest import brokers_of, running_cluster
 from .java_programs import failures
 
 CHECKS = ["delete_records", "list_offsets_earliest_after_delete", "consume_from_beginning_starts_at_the_new_start",
@@ -26,13 +25,8 @@ def log_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
     """One controller, three brokers; pages of 7 partitions, so a 30-partition topic takes five answers."""
     cluster = LocalCluster(tmp_path_factory.mktemp("interop-logs") / "cluster", controllers=1, brokers=3,
                            properties={**DATA_PLANE_TIMING, "max.request.partition.size.limit": "7"})
-    cluster.format_all()
-    cluster.start_all()
-    try:
-        wait_for(lambda: len(unfenced_brokers(cluster)) == 3, "three unfenced brokers", timeout=120)
+    with running_cluster(cluster):
         yield cluster
-    finally:
-        stop_cluster(cluster)
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,9 @@ import pytest
 
 from pykraft.node.local_cluster import LocalCluster
 
-from tests.e2e.data_plane_checks import DATA_PLANE_TIMING, stop_cluster
-from tests.e2e.helpers import wait_for
+from tests.e2e.data_plane_checks import DATA_PLANE_TIMING
 
-from .conftest import brokers_of, unfenced_brokers
+from .conftest import brokers_of, running_cluster
 from .java_programs import failures
 
 pytestmark = pytest.mark.interop_java
@@ -30,13 +29,8 @@ CHECKS = ["commit_and_abort_across_two_topics", "consume_transform_produce", "zo
 def txn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = LocalCluster(tmp_path_factory.mktemp("interop-txn") / "cluster", controllers=1, brokers=3,
                            properties={**DATA_PLANE_TIMING, **TXN_PROPERTIES})
-    cluster.format_all()
-    cluster.start_all()
-    try:
-        wait_for(lambda: len(unfenced_brokers(cluster)) == 3, "three unfenced brokers", timeout=120)
+    with running_cluster(cluster):
         yield cluster
-    finally:
-        stop_cluster(cluster)
 
 
 @pytest.fixture(scope="module")

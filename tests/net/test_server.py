@@ -294,7 +294,7 @@ async def test_a_server_bound_without_serving_refuses_connections_until_it_serve
     """What a broker's client listener does until the broker caught up: its port is held, connections refused."""
     seen: list[str | None] = []
 
-    async def handler(info, payload):  # noqa: ANN001, ANN202 - the server's handler
+    async def handler(info, payload):  # the server's handler
         seen.append(info.listener_name)
         return bytes(payload)
 

@@ -129,7 +129,7 @@ async def test_a_peer_response_that_raises_in_the_core_task_is_counted_and_dropp
     async with active_controller(tmp_path) as (runtime, port):
         monkeypatch.setattr(runtime.core, "handle_response", raising(ValueError("a response handler bug")))
         response = DescribeQuorumResponse(error_code=ErrorCode.NONE, error_message=None, topics=(), nodes=())
-        runtime._deliver(2, 99, response)  # noqa: SLF001 - as the outbound exchange hands a peer's answer in
+        runtime._deliver(2, 99, response)  # as the outbound exchange hands a peer's answer in
         await wait_for(lambda: runtime.handler_errors.total == 1)
         assert scraped_errors(runtime, "DESCRIBE_QUORUM") == 1.0
         monkeypatch.undo()
@@ -194,7 +194,7 @@ async def test_an_answer_from_a_peer_that_cannot_be_read_is_counted_and_not_deli
     request = messages.vote_request("c", ReplicaKey.of(1, None), 3, ReplicaKey.of(2, None), OffsetAndEpoch(0, 0),
                                     pre_vote=False)
     out.transmit(Send(Destination(2, "127.0.0.1", 1), 5, request))
-    await wait_for(lambda: not out._tasks)  # noqa: SLF001 - the exchange task has ended
+    await wait_for(lambda: not out._tasks)  # the exchange task has ended
     assert errors.by_api == {"VOTE": 1} and delivered == [] and out.stats.failures == 1
     monkeypatch.undo()
     out.transmit(Send(Destination(2, "127.0.0.1", 1), 6, request))

@@ -96,7 +96,7 @@ async def test_active_controller_publishes_its_metrics_on_the_metrics_port(tmp_p
         expected = host.controller.metrics().by_kafka_name()
         for kafka_name in KAFKA_NAMES.values():  # every ControllerMetrics value, under its exporter name
             assert values[controller_metric_name(kafka_name)] == expected[kafka_name]
-        gauge = lambda name: values[controller_metric_name(name)]  # noqa: E731
+        gauge = lambda name: values[controller_metric_name(name)]
         assert gauge("ActiveControllerCount") == 1 and gauge("NewActiveControllersCount") == 1
         assert gauge("ActiveBrokerCount") == 1 and gauge("FencedBrokerCount") == 0
         assert gauge("GlobalTopicCount") == 1 and gauge("GlobalPartitionCount") == 3

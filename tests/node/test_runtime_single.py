@@ -13,7 +13,6 @@ from kio.schema.describe_quorum.v0.request import DescribeQuorumRequest as Descr
 from kio.schema.describe_quorum.v0.request import PartitionData, TopicData
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
-from kio.schema.metadata.v1.request import MetadataRequestTopic as MetadataTopicV1
 from kio.static.primitive import i8, i32
 
 from pykraft.net.client import Connection

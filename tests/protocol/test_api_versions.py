@@ -31,13 +31,13 @@ SUPPORTED = {"kraft.version": VersionRange(0, 1), "metadata.version": VersionRan
 FINALIZED = {"metadata.version": 27, "kraft.version": 0}
 
 
-def build(version: int, registry=KRAFT_NODE_APIS):  # noqa: ANN001, ANN201
+def build(version: int, registry=KRAFT_NODE_APIS):
     return api_versions_response(
         registry, version, supported_features=SUPPORTED, finalized_features=FINALIZED, finalized_features_epoch=42
     )
 
 
-def listed(response) -> dict[int, tuple[int, int]]:  # noqa: ANN001
+def listed(response) -> dict[int, tuple[int, int]]:
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
 
 

@@ -77,7 +77,7 @@ def describe_quorum_v2() -> dq_request.DescribeQuorumRequest:
 
 
 @pytest.mark.parametrize("message", [vote_v2(), fetch_v17(), describe_quorum_v2()], ids=lambda m: class_id(type(m)))
-def test_real_requests_round_trip(message) -> None:  # noqa: ANN001
+def test_real_requests_round_trip(message) -> None:
     frame = encode_request(message, correlation_id=99, client_id="raft-client-1")
     decoded = decode_request(unframe(frame), KRAFT_NODE_APIS)
     assert isinstance(decoded, DecodedRequest)

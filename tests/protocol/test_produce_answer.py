@@ -24,7 +24,7 @@ INT32 = st.integers(-(2**31), 2**31 - 1)
 def _kio(correlation_id: int, response: object) -> bytes | type[BaseException]:
     try:
         return bytes(encode_response_body(correlation_id, response))
-    except Exception as exc:  # noqa: BLE001 - the verdict compared
+    except Exception as exc:  # the verdict compared
         return type(exc)
 
 

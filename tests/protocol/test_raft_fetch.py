@@ -31,14 +31,14 @@ CLIENT_IDS = st.one_of(st.none(), st.text(max_size=20))
 def _kio_request(request: object, correlation_id: int, client_id: str | None) -> bytes | type[BaseException]:
     try:
         return encode_request(request, correlation_id=correlation_id, client_id=client_id)[4:]
-    except Exception as exc:  # noqa: BLE001 - the verdict compared
+    except Exception as exc:  # the verdict compared
         return type(exc)
 
 
 def _kio_response(correlation_id: int, response: object) -> bytes | type[BaseException]:
     try:
         return _flat(encode_response_body(correlation_id, response))
-    except Exception as exc:  # noqa: BLE001 - the verdict compared
+    except Exception as exc:  # the verdict compared
         return type(exc)
 
 

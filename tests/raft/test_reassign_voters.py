@@ -355,20 +355,20 @@ def test_the_target_is_in_a_snapshot_taken_during_the_reassignment() -> None:
     reassign(ctx, [0, 1, 2, 3])
     fetch(ctx, 1)
     fetch(ctx, 1)  # the target commits
-    from pykraft.raft.log import SnapshotId  # noqa: PLC0415
+    from pykraft.raft.log import SnapshotId
     hwm = ctx.core.high_watermark
     writer = ctx.core.create_snapshot(SnapshotId(hwm, ctx.epoch), 0, ctx.now)
     writer.freeze()
     ctx.core.reload_history()
     assert ctx.log.latest_snapshot_id() == SnapshotId(hwm, ctx.epoch)
-    from pykraft.raft.voter_history import VoterHistory  # noqa: PLC0415
+    from pykraft.raft.voter_history import VoterHistory
     history = VoterHistory(None)
     history.apply_snapshot(ctx.log.read_snapshot(SnapshotId(hwm, ctx.epoch)).records(), SnapshotId(hwm, ctx.epoch))
     assert set(history.last_target()[1].ids()) == {0, 1, 2, 3}
 
 
 def test_truncation_reverts_an_uncommitted_target() -> None:
-    from pykraft.raft.voter_history import VoterHistory  # noqa: PLC0415
+    from pykraft.raft.voter_history import VoterHistory
     ctx = leader_with_observers(3)
     start = ctx.log.end_offset()
     reassign(ctx, [0, 1, 2, 3])

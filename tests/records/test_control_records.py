@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-import uuid
 
 import pytest
 from hypothesis import given
@@ -17,7 +16,7 @@ from kio.schema.snapshot_header_record.v0 import SnapshotHeaderRecord
 from kio.schema.voters_record.v0 import VotersRecord
 from kio.static.primitive import i16, i32
 
-from pykraft.records import Record, RecordsError, SimpleRecord, encode_batch, iter_batches
+from pykraft.records import Record, RecordsError, SimpleRecord, iter_batches
 from pykraft.records.control import (
     ControlRecordType,
     InvalidControlRecordError,

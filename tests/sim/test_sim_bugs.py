@@ -41,7 +41,7 @@ def test_leader_counting_itself_twice_breaks_majority_reached_high_watermark(mon
 def test_voting_twice_in_one_epoch_breaks_single_leader(monkeypatch) -> None:
     honest = vote.can_grant_vote
 
-    def votes_again(core, candidate, up_to_date, pre_vote):  # noqa: ANN001, ANN202
+    def votes_again(core, candidate, up_to_date, pre_vote):
         state = core.quorum.state
         if not pre_vote and candidate.id != core.local.node_id and \
                 isinstance(state, (UnattachedState, ProspectiveState, CandidateState)):
@@ -53,8 +53,8 @@ def test_voting_twice_in_one_epoch_breaks_single_leader(monkeypatch) -> None:
     assert invariant == "SingleLeader", (seed, invariant)
 
 
-def _truncating_at(monkeypatch, where) -> None:  # noqa: ANN001 - where(core, honest offset) -> buggy offset
-    def truncate(core, diverging) -> None:  # noqa: ANN001 - fetch._truncate without its clamp to the HWM
+def _truncating_at(monkeypatch, where) -> None:  # where(core, honest offset) -> buggy offset
+    def truncate(core, diverging) -> None:  # fetch._truncate without its clamp to the HWM
         offset = max(where(core, truncation_offset(core.log, diverging)), core.log.start_offset())
         core.log.truncate_to(offset)
         core.history.truncate_new_entries(offset)

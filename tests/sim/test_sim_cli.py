@@ -20,7 +20,7 @@ def test_run_prints_a_summary_and_exits_zero() -> None:
 def test_failing_run_prints_invariant_trace_and_replay_command(monkeypatch) -> None:
     honest = vote.can_grant_vote
 
-    def votes_again(core, candidate, up_to_date, pre_vote):  # noqa: ANN001, ANN202
+    def votes_again(core, candidate, up_to_date, pre_vote):
         if not pre_vote and candidate.id != core.local.node_id and \
                 isinstance(core.quorum.state, (UnattachedState, ProspectiveState, CandidateState)):
             return up_to_date

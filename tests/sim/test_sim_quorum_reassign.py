@@ -33,7 +33,7 @@ def test_a_snapshot_that_drops_the_target_is_caught(monkeypatch: pytest.MonkeyPa
     a 200-seed search with this mutation)."""
     original = snapshot_writer.SnapshotWriter.__init__
 
-    def without_target(self, raw, **options):  # noqa: ANN001, ANN003
+    def without_target(self, raw, **options):
         original(self, raw, **{**options, "target": None})
 
     monkeypatch.setattr(snapshot_writer.SnapshotWriter, "__init__", without_target)

@@ -33,8 +33,8 @@ def test_swap_completes_the_reassignment() -> None:
 
 
 def test_data_loss_run_turns_off_only_majority_reached() -> None:
-    from pykraft.sim.scenarios.catalog import single_node_data_loss  # noqa: PLC0415
-    from pykraft.sim.checks.invariants import ALL_INVARIANTS  # noqa: PLC0415
+    from pykraft.sim.scenarios.catalog import single_node_data_loss
+    from pykraft.sim.checks.invariants import ALL_INVARIANTS
 
     plan = single_node_data_loss(0, 10)
     world = plan.world

@@ -7,7 +7,7 @@ from pykraft.sim.engine.runner import run as real_run
 
 
 def test_a_crashing_seed_is_a_violation_with_its_replay_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    def run(seed: int, scenario: str, **kwargs: object):  # noqa: ANN202 - stands in for runner.run
+    def run(seed: int, scenario: str, **kwargs: object):  # stands in for runner.run
         if seed == 1:
             raise ValueError("empty range for randrange()")
         return real_run(seed, scenario, **kwargs)

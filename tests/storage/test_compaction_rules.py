@@ -24,7 +24,7 @@ from pykraft.storage.compaction_rules import (
     retain_record,
     segments_between,
 )
-from pykraft.storage.offset_map import ENTRY_BYTES, OffsetMap, Throttler, map_key
+from pykraft.storage.offset_map import ENTRY_BYTES, OffsetMap, Throttler
 from pykraft.records.rebuild import KeyedRecord
 
 
@@ -33,13 +33,14 @@ from pykraft.records.rebuild import KeyedRecord
 
 def test_offset_map_keeps_the_latest_offset_per_key_and_hashes_long_keys() -> None:
     omap = OffsetMap(100 * ENTRY_BYTES)
-    long_key = b"k" * 40
+    long_key, longer = b"k" * 400, b"k" * 401  # above key_hash.VECTOR_KEY_BYTES: hashed through their digest
     omap.put(b"a", 3)
     omap.put(long_key, 4)
     omap.put(b"a", 7)
-    assert omap.get(b"a") == 7 and omap.get(long_key) == 4 and omap.get(b"zz") == -1
-    assert omap.size == 2 and omap.latest_offset == 7
-    assert map_key(long_key) != long_key and len(map_key(long_key)) == 16 and map_key(b"short") == b"short"
+    omap.put(b"a\x00", 8)  # a zero byte more is another key (the length is hashed too)
+    assert omap.get(b"a") == 7 and omap.get(long_key) == 4 and omap.get(b"zz") == -1 and omap.get(longer) == -1
+    assert omap.get(b"a\x00") == 8 and omap.get(b"") == -1
+    assert omap.size == 3 and omap.latest_offset == 8
 
 
 def test_offset_map_capacity_is_the_buffer_over_the_entry_cost_times_the_load_factor() -> None:

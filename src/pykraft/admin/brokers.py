@@ -184,8 +184,8 @@ class BrokerClient:
         writer = self._one_way.get(address)
         try:
             if writer is None or writer.is_closing():
-                writer = await asyncio.wait_for(self._open_one_way(address), self.request_timeout_ms / 1000)
-                self._one_way[address] = writer
+                self._one_way[address] = writer = await asyncio.wait_for(self._open_one_way(address),
+                                                                         self.request_timeout_ms / 1000)
             writer.write(encode_request(message, correlation_id=correlation_id, client_id=self.client_id))
             await writer.drain()
         except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
@@ -270,6 +270,7 @@ class BrokerClient:
             raise Retry(f"the coordinator of group {group!r} is not available yet ({code.name})")
         if code != ErrorCode.NONE:
             raise AdminError(code, None if found is None else found.error_message)
+        assert found is not None  # (code is NONE)
         node = BrokerNode(int(found.node_id), found.host, int(found.port))
         self._coordinators[group] = node
         self.brokers.setdefault(node.node_id, node)

@@ -39,7 +39,7 @@ from kio.schema.elect_leaders.v2 import request as el_req
 from kio.schema.unregister_broker.v0 import request as ub_req
 from kio.schema.types import BrokerId, TopicName
 from kio.schema.update_features.v1 import request as uf_req
-from kio.static.primitive import i8, i16, i32
+from kio.static.primitive import i8, i16, i32, i32Timedelta
 
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode, ProtocolError
@@ -154,14 +154,15 @@ class AdminClient:
         response = await self._leader_call("DescribeQuorum", message, responses.describe_quorum_outcome)
         return responses.quorum_info(response)
 
-    async def add_voter(self, voter_id: int, directory_id: uuid.UUID, endpoints: Endpoints | Iterable[Endpoint]) -> None:
+    async def add_voter(self, voter_id: int, directory_id: uuid.UUID | None,
+                        endpoints: Endpoints | Iterable[Endpoint]) -> None:
         endpoints = endpoints if isinstance(endpoints, Endpoints) else Endpoints.of(endpoints)
         message = add_voter_request(None, ReplicaKey.of(voter_id, directory_id), endpoints, self._server_timeout_ms())
         what = f"adding controller {voter_id}"
         await self._leader_call(what, message, responses.simple_outcome,
                                 conflicts=frozenset({ErrorCode.DUPLICATE_VOTER}))
 
-    async def remove_voter(self, voter_id: int, directory_id: uuid.UUID) -> None:
+    async def remove_voter(self, voter_id: int, directory_id: uuid.UUID | None) -> None:
         message = remove_voter_request(None, ReplicaKey.of(voter_id, directory_id))
         what = f"removing controller {voter_id}"
         await self._leader_call(what, message, responses.simple_outcome,
@@ -206,7 +207,8 @@ class AdminClient:
         """UpdateFeatures v1. Returns each feature's error (None = done, or valid with dry_run). A top-level error
         that is not retriable is every feature's error, as Kafka's admin client reports it."""
         message = uf_req.UpdateFeaturesRequest(
-            timeout=datetime.timedelta(milliseconds=self._server_timeout_ms()), validate_only=dry_run,
+            timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=self._server_timeout_ms())),
+            validate_only=dry_run,
             feature_updates=tuple(uf_req.FeatureUpdateKey(feature=name, max_version_level=i16(level),
                                                           upgrade_type=i8(upgrade_type))
                                   for name, level in levels.items()))
@@ -329,7 +331,8 @@ class AdminClient:
         for topic, index in partitions or ():
             wanted.setdefault(topic, []).append(index)
         message = el_req.ElectLeadersRequest(
-            election_type=i8(election_type), timeout=datetime.timedelta(milliseconds=self._server_timeout_ms()),
+            election_type=i8(election_type),
+            timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=self._server_timeout_ms())),
             topic_partitions=None if partitions is None else tuple(
                 el_req.TopicPartitions(topic=TopicName(t), partitions=tuple(i32(p) for p in ps))
                 for t, ps in wanted.items()))

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pykraft.raft.voter_set import Endpoint, ReplicaKey
 from pykraft.storage.meta_properties import parse_properties
@@ -122,7 +123,7 @@ def make_client(bootstrap_controller: str | None, bootstrap_server: str | None, 
     if (bootstrap_controller is None) == (bootstrap_server is None):
         raise SettingsError("exactly one of --bootstrap-server or --bootstrap-controller is required")
     kind = "controller" if bootstrap_controller is not None else "server"
-    settings: dict[str, object] = dict(
+    settings: dict[str, Any] = dict(
         ssl_context=ssl_context_from(props),
         sasl=sasl_from(props),
         request_timeout_ms=_int_setting(props, "request.timeout.ms", 30_000),
@@ -131,7 +132,7 @@ def make_client(bootstrap_controller: str | None, bootstrap_server: str | None, 
         retry_backoff_max_ms=_int_setting(props, "retry.backoff.max.ms", 1000),
     )
     settings.update(overrides)
-    return AdminClient(parse_bootstrap(bootstrap_controller or bootstrap_server or ""),  # type: ignore[arg-type]
+    return AdminClient(parse_bootstrap(bootstrap_controller or bootstrap_server or ""),
                        bootstrap_kind=kind, **settings)
 
 

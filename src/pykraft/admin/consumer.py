@@ -103,9 +103,9 @@ class Consumer:
         self.fetcher.assign(dict(positions))
 
     def subscribe(self, topics: Sequence[str]) -> None:
-        if self.settings.group_id is None:
-            raise SettingsError("a subscription needs a group.id")
         s = self.settings
+        if s.group_id is None:
+            raise SettingsError("a subscription needs a group.id")
         self.member = GroupMember(self.client, MembershipSettings(
             s.group_id, s.session_timeout_ms, s.rebalance_timeout_ms, s.heartbeat_interval_ms, s.instance_id),
             topics)
@@ -139,7 +139,7 @@ class Consumer:
                     await self._check_partition_counts()
             except RejoinNeeded:
                 self._rejoin.set()
-            except Exception:  # noqa: BLE001 - a lost coordinator: the next beat or the next poll finds it again
+            except Exception:  # a lost coordinator: the next beat or the next poll finds it again
                 continue
 
     async def _check_partition_counts(self) -> None:
@@ -199,7 +199,7 @@ class Consumer:
             await self.member.commit(self.consumed)
         except RejoinNeeded:
             self._rejoin.set()
-        except Exception:  # noqa: BLE001 - Kafka's auto-commit logs a failed commit and goes on
+        except Exception:  # Kafka's auto-commit logs a failed commit and goes on
             pass
 
     async def commit(self) -> None:

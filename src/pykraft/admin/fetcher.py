@@ -19,7 +19,7 @@ from typing import Any
 
 from kio.schema.fetch.v12 import request as fetch_req
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import RecordsError, iter_batches
@@ -127,7 +127,8 @@ class Fetcher:
                 partition=i32(index), current_leader_epoch=i32(-1), fetch_offset=i64(self.positions[(topic, index)]),
                 last_fetched_epoch=i32(-1), log_start_offset=i64(-1), partition_max_bytes=i32(s.partition_max_bytes)))
         message = fetch_req.FetchRequest(
-            cluster_id=None, replica_id=BrokerId(-1), max_wait=datetime.timedelta(milliseconds=s.max_wait_ms),
+            cluster_id=None, replica_id=BrokerId(-1),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=s.max_wait_ms)),
             min_bytes=i32(s.min_bytes), max_bytes=i32(s.max_bytes), isolation_level=i8(s.isolation_level),
             session_id=i32(0), session_epoch=i32(-1), rack_id="", forgotten_topics_data=(),
             topics=tuple(fetch_req.FetchTopic(topic=TopicName(t), partitions=tuple(p)) for t, p in topics.items()))

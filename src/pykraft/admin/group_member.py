@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.heartbeat.v4 import request as hb_req
 from kio.schema.join_group.v7 import request as jg_req
@@ -66,7 +67,7 @@ class GroupMember:
         self.is_leader = False
         self.assigned_counts: dict[str, int] = {}  # the partition counts the leader assigned from
 
-    async def _group_call(self, message: object, error_of, what: str) -> object:  # noqa: ANN001
+    async def _group_call(self, message: object, error_of, what: str) -> Any:
         return await self.client.group_call(self.settings.group_id, message, error_of, what)
 
     async def join(self) -> list[TopicPartition]:
@@ -92,7 +93,7 @@ class GroupMember:
 
         return await self.client.retrying("joining the group", attempt, self.settings.rebalance_timeout_ms)
 
-    async def _join_once(self):  # noqa: ANN202 - a JoinGroupResponse
+    async def _join_once(self):  # a JoinGroupResponse
         s = self.settings
         message = jg_req.JoinGroupRequest(
             group_id=GroupId(s.group_id), session_timeout=_ms(s.session_timeout_ms),
@@ -176,7 +177,7 @@ class GroupMember:
             lg_req.MemberIdentity(member_id=self.member_id, group_instance_id=None),))
         try:
             await self._group_call(message, lambda r: error_code_of(r.error_code), "LeaveGroup")
-        except Exception:  # noqa: BLE001 - leaving is best effort: the session timeout removes the member anyway
+        except Exception:  # leaving is best effort: the session timeout removes the member anyway
             pass
         self.member_id, self.generation = "", -1
 

@@ -24,7 +24,7 @@ from kio.schema.alter_replica_log_dirs.v2 import request as arl_req
 from kio.schema.delete_records.v2 import request as dr_req
 from kio.schema.describe_log_dirs.v4 import request as dld_req
 from kio.schema.types import TopicName
-from kio.static.primitive import i32, i64
+from kio.static.primitive import i32, i32Timedelta, i64
 
 from pykraft.protocol.errors import ErrorCode
 
@@ -72,9 +72,9 @@ def _leaders(metadata: Any, wanted: Iterable[TopicPartition]) -> tuple[dict[Topi
         part = None if found is None else next((p for p in found.partitions if int(p.partition_index) == index), None)
         if code is ErrorCode.NONE and part is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if code is ErrorCode.NONE and int(part.leader_id) < 0:
+        if code is ErrorCode.NONE and part is not None and int(part.leader_id) < 0:
             code = ErrorCode.LEADER_NOT_AVAILABLE
-        if code is ErrorCode.NONE:
+        if code is ErrorCode.NONE and part is not None:
             leaders[(topic, index)] = int(part.leader_id)
         else:
             errors[(topic, index)] = code
@@ -88,7 +88,7 @@ def _delete_request(offsets: Mapping[TopicPartition, int], timeout_ms: int) -> d
                                                                             offset=i64(offset)))
     return dr_req.DeleteRecordsRequest(
         topics=tuple(dr_req.DeleteRecordsTopic(name=TopicName(t), partitions=tuple(ps)) for t, ps in by_topic.items()),
-        timeout=datetime.timedelta(milliseconds=timeout_ms))
+        timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)))
 
 
 async def delete_records(client: AdminClient, offsets: Mapping[TopicPartition, int],

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey, VoterNode, VoterSet, normalize_directory_id
@@ -34,10 +35,10 @@ __all__ = [
 _ABSENT = -1  # how DescribeQuorum says "no timestamp" (Kafka's OptionalLong.empty())
 
 
-def error_code_of(raw: object) -> ErrorCode:
+def error_code_of(raw: Any) -> ErrorCode:
     """Our enum for a code read from a peer; a number Kafka does not define is an unknown server error."""
     try:
-        return ErrorCode(int(raw))  # type: ignore[arg-type]
+        return ErrorCode(int(raw))
     except (TypeError, ValueError):
         return ErrorCode.UNKNOWN_SERVER_ERROR
 

@@ -21,7 +21,7 @@ from kio.schema.alter_partition_reassignments.v0 import request as alter_v0
 from kio.schema.alter_partition_reassignments.v1 import request as alter_v1
 from kio.schema.list_partition_reassignments.v0 import request as list_v0
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i32
+from kio.static.primitive import i32, i32Timedelta
 
 from pykraft.protocol.errors import ErrorCode
 
@@ -58,8 +58,8 @@ class PartitionReassignment:
     removing: tuple[int, ...]
 
 
-def _timeout(ms: int) -> datetime.timedelta:
-    return datetime.timedelta(milliseconds=ms)
+def _timeout(ms: int) -> i32Timedelta:
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
 
 
 def alter_request(targets: Mapping[TopicPartition, Sequence[int] | None], allow_rf_change: bool,

@@ -27,7 +27,7 @@ from typing import Any
 from kio.schema.init_producer_id.v4 import request as ip_req
 from kio.schema.produce.v9 import request as produce_req
 from kio.schema.types import ProducerId, TopicName
-from kio.static.primitive import Records, i16, i32
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import Compression, SimpleRecord
@@ -147,8 +147,9 @@ class Producer:
 
     async def start(self) -> None:
         if self.settings.idempotence:
-            message = ip_req.InitProducerIdRequest(transactional_id=None, transaction_timeout=datetime.timedelta(minutes=1),
-                                                   producer_id=ProducerId(-1), producer_epoch=i16(-1))
+            message = ip_req.InitProducerIdRequest(
+                transactional_id=None, transaction_timeout=i32Timedelta.parse(datetime.timedelta(minutes=1)),
+                producer_id=ProducerId(-1), producer_epoch=i16(-1))
             answer = await self.client.call(None, message, "InitProducerId")
             code = error_code_of(answer.error_code)
             if code != ErrorCode.NONE:
@@ -289,7 +290,7 @@ class Producer:
         """Send `batches` to their leaders; settle each one or put it back for a retry."""
         try:
             metadata = await self.client.metadata(sorted({b.tp[0] for b in batches}))
-        except Exception as exc:  # noqa: BLE001 - no metadata: every batch is retried or fails
+        except Exception as exc:  # no metadata: every batch is retried or fails
             await self._retry_all(batches, f"{exc}")
             return
         by_leader: dict[int, list[_Batch]] = {}
@@ -318,11 +319,12 @@ class Producer:
                     producer_id=self._producer_id, producer_epoch=self._epoch, base_sequence=sequence)
         topics: dict[str, list[Any]] = {}
         for batch in batches:
+            assert batch.encoded is not None  # encoded above
             topics.setdefault(batch.tp[0], []).append(produce_req.PartitionProduceData(
                 index=i32(batch.tp[1]), records=Records(batch.encoded)))
         message = produce_req.ProduceRequest(
             transactional_id=None, acks=i16(self.settings.acks),
-            timeout=datetime.timedelta(milliseconds=self.settings.request_timeout_ms),
+            timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=self.settings.request_timeout_ms)),
             topic_data=tuple(produce_req.TopicProduceData(name=TopicName(t), partition_data=tuple(p))
                              for t, p in topics.items()))
         try:
@@ -341,7 +343,7 @@ class Producer:
         for batch in batches:
             answer = answers.get(batch.tp)
             code = ErrorCode.UNKNOWN_SERVER_ERROR if answer is None else error_code_of(answer.error_code)
-            if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
+            if answer is not None and code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
                 self._settle(batch, ErrorCode.NONE, int(answer.base_offset), _millis(answer.log_append_time))
             elif code in RETRIABLE:
                 await self._retry_all([batch], code.name)

@@ -15,7 +15,7 @@ from typing import Any
 from kio.schema.alter_partition_reassignments.v0 import request as alter_req
 from kio.schema.list_partition_reassignments.v0 import request as list_req
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i32
+from kio.static.primitive import i32, i32Timedelta
 
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
@@ -45,7 +45,7 @@ def alter_request(target: Sequence[int] | None, timeout_ms: int) -> Any:
     """`target` None cancels the reassignment in progress (KIP-455's null replicas)."""
     replicas = None if target is None else tuple(BrokerId(i) for i in target)
     return alter_req.AlterPartitionReassignmentsRequest(
-        timeout=datetime.timedelta(milliseconds=timeout_ms),
+        timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
         topics=(alter_req.ReassignableTopic(name=TopicName(METADATA_TOPIC), partitions=(
             alter_req.ReassignablePartition(partition_index=i32(METADATA_PARTITION), replicas=replicas),)),))
 
@@ -64,7 +64,7 @@ def alter_partition_outcome(response: Any) -> Outcome:
 
 def list_request() -> Any:
     return list_req.ListPartitionReassignmentsRequest(
-        timeout=datetime.timedelta(milliseconds=30_000),
+        timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=30_000)),
         topics=(list_req.ListPartitionReassignmentsTopics(name=TopicName(METADATA_TOPIC),
                                                           partition_indexes=(i32(METADATA_PARTITION),)),))
 

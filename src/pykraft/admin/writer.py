@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from kio.schema.produce.v9 import request as produce_req
 from kio.schema.types import TopicName
-from kio.static.primitive import Records, i16, i32
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.net.commit_probe import PROBE
 from pykraft.protocol.codec import decode_response, encode_request
@@ -78,7 +78,8 @@ class MetadataLogWriter:
             PROBE.stamp("c_start")
         batch = encode_values(values, base_offset=0, partition_leader_epoch=-1, timestamp_ms=int(time.time() * 1000))
         message = produce_req.ProduceRequest(
-            transactional_id=None, acks=i16(-1), timeout=datetime.timedelta(milliseconds=self._request_timeout_ms),
+            transactional_id=None, acks=i16(-1),
+            timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=self._request_timeout_ms)),
             topic_data=(produce_req.TopicProduceData(name=TopicName(METADATA_TOPIC), partition_data=(
                 produce_req.PartitionProduceData(index=i32(METADATA_PARTITION), records=Records(batch)),)),))
         deadline = time.monotonic() + self._deadline_ms / 1000

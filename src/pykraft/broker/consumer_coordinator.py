@@ -35,6 +35,9 @@ from pykraft.broker.consumer_group import (
     LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerGroupState, ConsumerMember, FencedMember, MemberState,
     reconcile,
 )
+from pykraft.broker.consumer_migration import MigrationSteps
+from pykraft.broker.group_migration import MigrationPolicy, downgrade_allowed
+from pykraft.broker.group_state import Group
 from pykraft.broker.consumer_requests import (
     HeartbeatError, HeartbeatRequest, HeartbeatResult, Record, check_epoch, validate,
 )
@@ -64,14 +67,19 @@ class ConsumerGroupConfig:
     max_size: int = 2**31 - 1  # group.consumer.max.size
     assignors: tuple[str, ...] = assignors.ASSIGNORS  # group.consumer.assignors, the first is the default
     enabled: bool = True  # "consumer" in group.coordinator.rebalance.protocols
+    migration_policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL  # group.consumer.migration.policy
 
 
-class ConsumerCoordinator:
+class ConsumerCoordinator(MigrationSteps):
     def __init__(self, config: ConsumerGroupConfig, new_member_id: Callable[[], str] | None = None) -> None:
         self.config = config
         self.groups: dict[str, ConsumerGroup] = {}
         self.session_deadlines: dict[tuple[str, str], int] = {}
         self.rebalance_deadlines: dict[tuple[str, str], tuple[int, int]] = {}  # -> (deadline, member epoch)
+        # Classic members (consumer_classic.py): told to rejoin / answered their JoinGroup, by then they must act.
+        self.join_deadlines: dict[tuple[str, str], int] = {}
+        self.sync_deadlines: dict[tuple[str, str], int] = {}
+        self.downgraded: list[tuple[Group, bool]] = []  # classic groups for the host, rebalance or not
         self._new_member_id = new_member_id or (lambda: str(uuid.uuid4()))
         self._pending: list[Record] = []
         self.orphan_offsets: dict[str, dict[tuple[str, int], Any]] = {}  # while loading: see group_host
@@ -265,7 +273,7 @@ class ConsumerCoordinator:
             self._emit(rec.ConsumerGroupKey(rec.CURRENT_ASSIGNMENT, group.group_id, after.member_id),
                        after.assignment_value())
         key = (group.group_id, after.member_id)
-        if after.state is MemberState.UNREVOKED_PARTITIONS:
+        if after.state is MemberState.UNREVOKED_PARTITIONS and not after.uses_classic:
             if self.rebalance_deadlines.get(key, (0, None))[1] != after.member_epoch:
                 self.rebalance_deadlines[key] = (now_ms + max(after.rebalance_timeout_ms, 0), after.member_epoch)
         else:
@@ -295,11 +303,14 @@ class ConsumerCoordinator:
                 self.rebalance_deadlines.pop((group.group_id, member.member_id), None)
                 return HeartbeatResult(ErrorCode.NONE, None, member.member_id, STATIC_LEAVE_EPOCH,
                                        records=self._take())
-        self.fence(group, member.member_id)
+        self.fence(group, member.member_id, now_ms)
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, r.member_epoch, records=self._take())
 
-    def fence(self, group: ConsumerGroup, member_id: str) -> None:
+    def fence(self, group: ConsumerGroup, member_id: str, now_ms: int = 0) -> None:
         """Remove a member (left, or its session or rebalance timeout expired) and bump the group epoch."""
+        if downgrade_allowed(group, {member_id}, self.config.migration_policy):
+            self._downgrade(group, {member_id}, now_ms)
+            return
         old = group.members.get(member_id)
         self._remove_records(group, member_id)
         self._cancel_timers(group.group_id, member_id)
@@ -307,6 +318,10 @@ class ConsumerCoordinator:
         regex = None if old is None else old.subscribed_topic_regex
         if regex and regex not in group.regexes():
             self._emit(rec.ConsumerGroupKey(rec.REGULAR_EXPRESSION, group.group_id, regex), None)
+        self.bump_without_members(group)
+
+    def bump_without_members(self, group: ConsumerGroup) -> None:
+        """Members left: the subscription metadata without them, and a new group epoch."""
         # Without the member, the subscribed topics are a subset of those known: the known metadata serves as
         # the image (a pending refresh from a real metadata change stays pending for the next heartbeat).
         pending, group.metadata_refresh = group.metadata_refresh, True
@@ -314,8 +329,8 @@ class ConsumerCoordinator:
         group.metadata_refresh = pending
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.session_deadlines.pop((group_id, member_id), None)
-        self.rebalance_deadlines.pop((group_id, member_id), None)
+        for timers in (self.session_deadlines, self.rebalance_deadlines, self.join_deadlines, self.sync_deadlines):
+            timers.pop((group_id, member_id), None)
 
     # ---- time -------------------------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> tuple[Record, ...]:
@@ -323,17 +338,23 @@ class ConsumerCoordinator:
         for (group_id, member_id), deadline in sorted(self.session_deadlines.items()):
             group = self.groups.get(group_id)
             if deadline <= now_ms and group is not None and member_id in group.members:
-                self.fence(group, member_id)
+                self.fence(group, member_id, now_ms)
         for (group_id, member_id), (deadline, epoch) in sorted(self.rebalance_deadlines.items()):
             group = self.groups.get(group_id)
             member = None if group is None else group.members.get(member_id)
             if deadline <= now_ms and member is not None and member.member_epoch == epoch \
                     and member.state is MemberState.UNREVOKED_PARTITIONS:
-                self.fence(group, member_id)  # type: ignore[arg-type]
+                self.fence(group, member_id, now_ms)  # type: ignore[arg-type]
+        for timers in (self.join_deadlines, self.sync_deadlines):
+            for (group_id, member_id), deadline in sorted(timers.items()):
+                group = self.groups.get(group_id)
+                if deadline <= now_ms and group is not None and member_id in group.members:
+                    self.fence(group, member_id, now_ms)
         return self._take()
 
     def next_deadline(self) -> int | None:
         times = list(self.session_deadlines.values()) + [d for d, _ in self.rebalance_deadlines.values()]
+        times += [*self.join_deadlines.values(), *self.sync_deadlines.values()]
         return min(times) if times else None
 
     def loaded(self, now_ms: int) -> None:
@@ -341,8 +362,9 @@ class ConsumerCoordinator:
         schedules both when it loads a group)."""
         for group in self.groups.values():
             for member in group.members.values():
-                self.session_deadlines[(group.group_id, member.member_id)] = now_ms + self.config.session_timeout_ms
-                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                session = member.classic.session_timeout_ms if member.classic else self.config.session_timeout_ms
+                self.session_deadlines[(group.group_id, member.member_id)] = now_ms + session
+                if member.state is MemberState.UNREVOKED_PARTITIONS and not member.uses_classic:
                     self.rebalance_deadlines[(group.group_id, member.member_id)] = (
                         now_ms + max(member.rebalance_timeout_ms, 0), member.member_epoch)
 
@@ -362,9 +384,9 @@ class ConsumerCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if api_version < 9:
+        if api_version < 9 and not member.uses_classic:
             return ErrorCode.UNSUPPORTED_VERSION
-        return ErrorCode.NONE if epoch == member.member_epoch else ErrorCode.STALE_MEMBER_EPOCH
+        return _epoch_check(member, epoch)
 
     def check_fetch(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode:
         group = self.groups[group_id]
@@ -373,7 +395,7 @@ class ConsumerCoordinator:
         member = group.members.get(member_id or "")
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.NONE if epoch == member.member_epoch else ErrorCode.STALE_MEMBER_EPOCH
+        return _epoch_check(member, epoch)
 
     def delete_group(self, group_id: str) -> tuple[ErrorCode, tuple[Record, ...]]:
         """DeleteGroups: only an empty group; the tombstones of every record it has (Kafka's order)."""
@@ -397,8 +419,16 @@ class ConsumerCoordinator:
 
     def unload(self) -> None:
         self.groups.clear()
-        self.session_deadlines.clear()
-        self.rebalance_deadlines.clear()
+        for timers in (self.session_deadlines, self.rebalance_deadlines, self.join_deadlines, self.sync_deadlines):
+            timers.clear()
+        self.downgraded.clear()
+
+
+def _epoch_check(member: ConsumerMember, epoch: int) -> ErrorCode:
+    """Kafka's validateMemberEpoch: a classic member's generation is its member epoch."""
+    if epoch == member.member_epoch:
+        return ErrorCode.NONE
+    return ErrorCode.ILLEGAL_GENERATION if member.uses_classic else ErrorCode.STALE_MEMBER_EPOCH
 
 
 def subscription_metadata(group: ConsumerGroup, image: TopicImage) -> dict[str, tuple[uuid.UUID, int]]:

@@ -59,6 +59,11 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
+    classic: rec.ClassicProtocols | None = None  # a member speaking the classic protocol (online migration)
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
 
     def reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
@@ -66,7 +71,7 @@ class ConsumerMember:
     def metadata_value(self) -> rec.MemberMetadataValue:
         return rec.MemberMetadataValue(self.instance_id, self.rack_id, self.client_id, self.client_host,
                                        self.subscribed_topic_names, self.subscribed_topic_regex,
-                                       self.rebalance_timeout_ms, self.server_assignor)
+                                       self.rebalance_timeout_ms, self.server_assignor, self.classic)
 
     def assignment_value(self) -> rec.CurrentAssignmentValue:
         return rec.CurrentAssignmentValue(self.member_epoch, self.previous_member_epoch, int(self.state),
@@ -168,7 +173,7 @@ class ConsumerGroup:
             old, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
             client_host=value.client_host, subscribed_topic_names=value.subscribed_topic_names,
             subscribed_topic_regex=value.subscribed_topic_regex, rebalance_timeout_ms=value.rebalance_timeout_ms,
-            server_assignor=value.server_assignor)
+            server_assignor=value.server_assignor, classic=value.classic)
 
     def _replay_assignment(self, member_id: str, value: rec.ConsumerGroupValue | None) -> None:
         old = self.members.get(member_id)

@@ -192,7 +192,7 @@ class GroupCoordinator:
         return replies
 
     def _join_reply(self, group: Group, member: Member, token: Hashable) -> JoinReply:
-        members = ()
+        members: tuple[tuple[str, str | None, bytes], ...] = ()
         if group.is_leader(member.member_id):
             members = tuple((m.member_id, m.instance_id, m.metadata_for(group.protocol_name))
                             for m in group.members.values())
@@ -370,6 +370,27 @@ class GroupCoordinator:
             return ErrorCode.NON_EMPTY_GROUP
         del self.groups[group_id]
         return ErrorCode.NONE
+
+    # ---- online migration (group_migration.py) -------------------------------------------------------------------
+    def release(self, group_id: str) -> list[Reply]:
+        """The group became a consumer group (Kafka's convertToConsumerGroup): its parked JoinGroup and SyncGroup
+        requests are answered REBALANCE_IN_PROGRESS, so that they rejoin the consumer group."""
+        group = self.groups.pop(group_id, None)
+        if group is None:
+            return []
+        replies: list[Reply] = [JoinReply(m.join_token, ErrorCode.REBALANCE_IN_PROGRESS, m.member_id)
+                                for m in group.members.values() if m.join_token is not None]
+        replies += self._fail_pending_syncs(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        return replies
+
+    def adopt(self, group: Group, now_ms: int, rebalance: bool = True) -> list[Reply]:
+        """A consumer group downgraded to this classic group (Kafka's convertToClassicGroup): the members'
+        sessions start now and, after a member left (or a replacing static member changed the subscription), a
+        rebalance begins."""
+        for member in group.members.values():
+            member.session_deadline_ms = now_ms + member.session_timeout_ms
+        self.groups[group.group_id] = group
+        return self._prepare_rebalance(group, now_ms) if rebalance else []
 
     # ---- time --------------------------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> list[Reply]:

@@ -28,11 +28,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from kio.schema.alter_partition.v3 import request as ap_req
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
+from pykraft.controller.partitions import LeaderRecoveryState
 from pykraft.protocol.errors import ErrorCode
 
 from . import isr_rules as rules
@@ -240,19 +242,19 @@ class IsrManager:
         self._changes.append(IsrChange(tp[0], tp[1], proposal.kind.value, proposal.base.isr, proposal.isr, outcome,
                                        partition_epoch, error))
 
-    def _adopt(self, tp: TopicPartition, led: _Led, data: object) -> None:
+    def _adopt(self, tp: TopicPartition, led: _Led, data: Any) -> None:
         """Take the controller's answer as committed when it is newer than what the cache shows and keeps us
         leader at the same leader epoch (anything else will come through metadata)."""
         committed = self.committed(tp)
         if committed is None:
             return
-        leader, leader_epoch = int(data.leader_id), int(data.leader_epoch)  # type: ignore[attr-defined]
-        partition_epoch = int(data.partition_epoch)  # type: ignore[attr-defined]
+        leader, leader_epoch = int(data.leader_id), int(data.leader_epoch)
+        partition_epoch = int(data.partition_epoch)
         if leader != self.config.broker_id or leader_epoch != committed.leader_epoch \
                 or partition_epoch <= committed.partition_epoch:
             return
-        recovery = rules.LeaderRecoveryState.parse(int(data.leader_recovery_state))  # type: ignore[attr-defined]
-        isr = tuple(int(b) for b in data.isr)  # type: ignore[attr-defined]
+        recovery = LeaderRecoveryState.parse(int(data.leader_recovery_state))
+        isr = tuple(int(b) for b in data.isr)
         if recovery is None or not set(isr) <= set(committed.replicas) or leader not in isr:
             return  # an answer we cannot believe: wait for metadata instead
         led.adopted = Committed(leader, isr, committed.replicas, leader_epoch, partition_epoch, recovery)
@@ -330,7 +332,7 @@ class IsrManager:
             led.high_watermark = hwm if led.high_watermark is None else max(led.high_watermark, hwm)
         if led.proposal is not None:
             return None
-        if committed.recovery is rules.LeaderRecoveryState.RECOVERING:
+        if committed.recovery is LeaderRecoveryState.RECOVERING:
             self._propose(tp, led, committed, ProposalKind.RECOVER, committed.isr)
             return None
         lag = self.config.replica_lag_time_max_ms
@@ -380,7 +382,8 @@ class IsrManager:
                                                                                   sent), deadline)
 
 
-def _request(broker_id: int, broker_epoch: int, proposals: Mapping[TopicPartition, Proposal]):
+def _request(broker_id: int, broker_epoch: int,
+             proposals: Mapping[TopicPartition, Proposal]) -> ap_req.AlterPartitionRequest:
     by_topic: dict[uuid.UUID, list[ap_req.PartitionData]] = {}
     for (topic_id, partition_id), p in proposals.items():
         by_topic.setdefault(topic_id, []).append(ap_req.PartitionData(
@@ -389,7 +392,7 @@ def _request(broker_id: int, broker_epoch: int, proposals: Mapping[TopicPartitio
             new_isr_with_epochs=tuple(ap_req.BrokerState(broker_id=BrokerId(b),
                                                          broker_epoch=i64(broker_epoch if b == broker_id else e))
                                       for b, e in p.member_epochs),
-            leader_recovery_state=i8(int(rules.LeaderRecoveryState.RECOVERED if p.kind is ProposalKind.RECOVER
+            leader_recovery_state=i8(int(LeaderRecoveryState.RECOVERED if p.kind is ProposalKind.RECOVER
                                          else p.base.recovery)),
             partition_epoch=i32(p.base.partition_epoch)))
     return ap_req.AlterPartitionRequest(

@@ -91,7 +91,8 @@ class LifecycleConfig:
     def backoff_ms(self, failures: int) -> int:
         """The wait before attempt number `failures` + 1 (failures >= 1)."""
         cap = self.session_timeout_ms // 2 if self.max_backoff_ms is None else self.max_backoff_ms
-        return min(cap, self.initial_backoff_ms * 2 ** min(failures - 1, 30))
+        factor: int = 2 ** min(failures - 1, 30)
+        return min(cap, self.initial_backoff_ms * factor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +286,7 @@ class BrokerLifecycle:
 
     def _send(self, now_ms: int) -> SendToController:
         self._next_request_id += 1
+        request: BrokerHeartbeatRequest | reg_v4.BrokerRegistrationRequest
         if self.registered:
             api_key, request = BROKER_HEARTBEAT, self.heartbeat_request()
         else:

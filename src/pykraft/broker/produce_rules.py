@@ -43,6 +43,12 @@ from pykraft.records.crc import crc32c
 from pykraft.records.errors import RecordsError
 from pykraft.records.rebuild import record_keys, records_section
 
+try:
+    from pykraft.records.record_scan import every_record_keyed
+except ImportError:  # no working numpy on this platform: the walk decides every batch
+    def every_record_keyed(section: bytes | memoryview, count: int) -> bool | None:
+        return None
+
 # base offset, length, leader epoch, magic, crc, attributes, last offset delta, base ts, max ts, producer id,
 # producer epoch, base sequence, record count
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -118,7 +124,9 @@ def require_keys(records: bytes | memoryview, count: int, topic: str, partition:
     """Kafka's LogValidator check for a compacted topic: a record without a key could never be cleaned."""
     try:
         (batch,) = list(iter_batches(records, verify_crc=False))
-        if all(r.key is not None for r in record_keys(records_section(batch), count)):
+        section = records_section(batch)
+        keyed = every_record_keyed(section, count)  # numpy over the records; the walk where it declines
+        if keyed or (keyed is None and all(r.key is not None for r in record_keys(section, count))):
             return None
     except (RecordsError, ValueError) as exc:
         return Rejected(ErrorCode.INVALID_RECORD, f"the records of the batch do not decode: {exc}")

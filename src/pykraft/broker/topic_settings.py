@@ -137,6 +137,7 @@ def resolve(base: TopicSettings, levels: tuple[Mapping[str, Any], ...], *, topic
     """`base` overridden by `levels` (highest precedence first). `topic_level`: the first level uses the topic
     config names (retention.ms), the others the broker names (log.retention.ms)."""
     changes: dict[str, Any] = {}
+    keys: tuple[tuple[str, int], ...]
     for setting in (*_SETTINGS, None):
         field = "log_append_time" if setting is None else setting.field
         for position, level in enumerate(levels):

@@ -31,6 +31,16 @@ class TopicCounters:
     __slots__ = ("messages_in", "bytes_in", "bytes_out", "bytes_rejected", "replication_bytes_in",
                  "replication_bytes_out", "total_produce_requests", "failed_produce_requests",
                  "total_fetch_requests", "failed_fetch_requests")
+    messages_in: int
+    bytes_in: int
+    bytes_out: int
+    bytes_rejected: int
+    replication_bytes_in: int
+    replication_bytes_out: int
+    total_produce_requests: int
+    failed_produce_requests: int
+    total_fetch_requests: int
+    failed_fetch_requests: int
 
     def __init__(self) -> None:
         for name in self.__slots__:

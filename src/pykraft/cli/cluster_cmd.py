@@ -50,7 +50,7 @@ def run(args: Sequence[str]) -> int:
                     lambda options: main(command, options), empty_is_help=False)
 
 
-def _client(options: Options):  # noqa: ANN202 - an AdminClient
+def _client(options: Options):  # an AdminClient
     if options.has("bootstrap-server") == options.has("bootstrap-controller"):
         raise UsageError("one of the arguments --bootstrap-server/-b --bootstrap-controller/-C is required"
                          if not options.has("bootstrap-server") else

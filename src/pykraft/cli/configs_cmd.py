@@ -92,7 +92,7 @@ def run(argv: Sequence[str]) -> int:
             typer.echo(version("pykraft"))
             return 0
         conn = Connection(options.value("bootstrap-controller"), options.value("bootstrap-server"),
-                          Path(options.value("command-config")) if options.has("command-config") else None)
+                          Path(str(options.value("command-config"))) if options.has("command-config") else None)
         if options.has("alter"):
             lines = _admin(conn, argv, lambda client: alter(client, options))
         else:
@@ -160,7 +160,7 @@ async def describe(client: AdminClient, options: args_.Options) -> list[str]:
 async def _resource_configs(client: AdminClient, kind: str, name: str, everything: bool,
                             synonyms: bool) -> list[cfg.ConfigEntry]:
     if kind == args_.BROKERS:
-        wanted = 3 if name == "" else 2  # DYNAMIC_DEFAULT_BROKER_CONFIG / DYNAMIC_BROKER_CONFIG
+        wanted: int | None = 3 if name == "" else 2  # DYNAMIC_DEFAULT_BROKER_CONFIG / DYNAMIC_BROKER_CONFIG
     else:
         wanted = _DYNAMIC.get(kind)
     entries = await client.describe_configs(RESOURCE[kind], name, include_synonyms=synonyms)

@@ -157,12 +157,13 @@ async def _pump(producer: Producer, reader: LineReader, topic: str, sync: bool) 
     failed = False
     pending: list[asyncio.Future] = []
 
-    def report(key: bytes | None, value: bytes | None):  # noqa: ANN202 - a future's done callback
+    def report(key: bytes | None, value: bytes | None):  # a future's done callback
         def done(future: asyncio.Future) -> None:
             nonlocal failed
-            if future.exception() is not None:
+            error = future.exception()
+            if error is not None:
                 failed = True
-                print(_error_line(topic, key, value, future.exception()), file=sys.stderr, flush=True)
+                print(_error_line(topic, key, value, error), file=sys.stderr, flush=True)
         return done
 
     while True:

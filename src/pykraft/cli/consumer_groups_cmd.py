@@ -212,10 +212,10 @@ async def _describe(client: BrokerClient, options: Options, groups: list[str]) -
                                       description.state, len(description.members), verbose,
                                       (description.group_epoch, description.assignment_epoch)))
         else:
-            rows = await offset_rows(client, description)
-            show, error = _report(group, description.state, len(rows))
+            offsets = await offset_rows(client, description)
+            show, error = _report(group, description.state, len(offsets))
             if show:
-                print(out.offsets_table(rows, verbose))
+                print(out.offsets_table(offsets, verbose))
         failed = failed or error
     return 1 if failed else 0
 

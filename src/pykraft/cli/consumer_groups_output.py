@@ -123,7 +123,7 @@ def members_table(group: str, rows: Sequence[MemberRow], verbose: bool = False) 
     current = max([20] + [len(assignment_text(r.assignment)) for r in rows])
     tail_widths = [15, current, 15, 20]
 
-    def line(cells: list[object], extra: list[object]) -> str:
+    def line(cells: Sequence[object], extra: Sequence[object]) -> str:
         text = _row(widths, cells) + " "
         return text + (_row(tail_widths, extra) if verbose else "")
 

@@ -295,7 +295,7 @@ def read_file(path: Path) -> bytes | mmap.mmap:
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def _batches_with_positions(data: bytes | mmap.mmap) -> Iterator[tuple[int, RecordBatch]]:
+def _batches_with_positions(data: bytes | memoryview | mmap.mmap) -> Iterator[tuple[int, RecordBatch]]:
     position = 0
     for batch in iter_batches(data, verify_crc=False):
         yield position, batch

@@ -41,7 +41,7 @@ def _protocol_json(kind: str, data: bytes) -> Any:
         return base64.b64encode(data).decode("ascii")
     version = min(_version(data), 3)
     pairs = [{"topic": str(t.topic), "partitions": [int(p) for p in t.partitions]}
-             for t in getattr(message, "assigned_partitions", None) or getattr(message, "owned_partitions", ())]
+             for t in getattr(message, "assigned_partitions", ()) or getattr(message, "owned_partitions", ())]
     user = None if message.user_data is None else base64.b64encode(bytes(message.user_data)).decode("ascii")
     if kind == "assignment":
         return {"assignedPartitions": pairs, "userData": user}

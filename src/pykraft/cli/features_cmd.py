@@ -115,7 +115,7 @@ def feature_dependencies(feature: Feature = None) -> None:
     _print_lines(lambda: feature_dependencies_lines(feature or []))
 
 
-def _print_lines(build) -> None:  # noqa: ANN001 - a zero-argument callable returning lines
+def _print_lines(build) -> None:  # a zero-argument callable returning lines
     try:
         lines = build()
     except FeatureVersionError as exc:
@@ -129,7 +129,7 @@ def _levels(feature: list[str] | None, metadata: str | None, release_version: st
         raise ToolFailure("Only one of --metadata and --release-version can be given.")
     levels: dict[str, int] = {}
     if metadata is not None or release_version is not None:
-        levels["metadata.version"] = _metadata_level(metadata if metadata is not None else release_version)
+        levels["metadata.version"] = _metadata_level(metadata if metadata is not None else str(release_version))
     try:
         for name, level in out.parse_levels(feature or []).items():
             if name in levels:

@@ -120,93 +120,28 @@ def _register_sim() -> None:
 
 _register_sim()
 
-# metadata-quorum and features forward their arguments to their own typer apps, imported only when used; those
-# apps print every failure, usage errors included, as one stderr line.
+# The tools below take their arguments unparsed (KAFKA_TOOLS).
 _FORWARD = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
 
-@app.command("metadata-quorum", context_settings=_FORWARD, add_help_option=False)
-def metadata_quorum(ctx: typer.Context) -> None:
-    """Describe the KRaft quorum, add/remove controllers, reassign voters (kafka-metadata-quorum)."""
-    from .metadata_quorum_cmd import run
-
-    raise typer.Exit(run(ctx.args))
-
-
-@app.command("features", context_settings=_FORWARD, add_help_option=False)
-def features(ctx: typer.Context) -> None:
-    """Describe and upgrade feature flags, e.g. kraft.version (kafka-features)."""
-    from .features_cmd import run
-
-    raise typer.Exit(run(ctx.args))
-
-
-@app.command("topics", context_settings=_FORWARD, add_help_option=False)
-def topics(ctx: typer.Context) -> None:
-    """Create, delete, describe and list topics (kafka-topics)."""
-    from .topics_cmd import run
-
-    raise typer.Exit(run(ctx.args))
-
-
-@app.command("reassign-partitions", context_settings=_FORWARD, add_help_option=False)
-def reassign_partitions(ctx: typer.Context) -> None:
-    """Move partition replicas between brokers: generate, execute, verify, cancel, list (kafka-reassign-partitions)."""
-    from .reassign_partitions_cmd import run
-
-    raise typer.Exit(run(ctx.args))
-
-
-@app.command("configs", context_settings=_FORWARD, add_help_option=False)
-def configs(ctx: typer.Context) -> None:
-    """Describe and alter topic, broker and broker-logger configs (kafka-configs)."""
-    from .configs_cmd import run
-
-    raise typer.Exit(run(ctx.args))
-
-
-@app.command("acls", context_settings=_FORWARD, add_help_option=False)
-def acls(ctx: typer.Context) -> None:
-    """Add, remove and list ACLs (kafka-acls)."""
-    from .acls_cmd import run
-
-    raise typer.Exit(run(ctx.args))
-
-
-@app.command("brokers", context_settings=_FORWARD, add_help_option=False)
-def brokers(ctx: typer.Context) -> None:
-    """List the registered brokers (ID, host, port, rack, fenced/unfenced)."""
-    from .brokers_cmd import run
-
-    raise typer.Exit(run(ctx.args))
-
-
-@app.command("delete-records", context_settings=_FORWARD, add_help_option=False)
-def delete_records(ctx: typer.Context) -> None:
-    """Delete records of partitions down to an offset (kafka-delete-records)."""
-    from .delete_records_cmd import run
-
-    raise typer.Exit(run(ctx.args))
-
-
-@app.command("transactions", context_settings=_FORWARD, add_help_option=False)
-def transactions(ctx: typer.Context) -> None:
-    """List, describe and abort transactions, find hanging ones (kafka-transactions)."""
-    from .transactions_cmd import run
-
-    raise typer.Exit(run(ctx.args))
-
-
-@app.command("log-dirs", context_settings=_FORWARD, add_help_option=False)
-def log_dirs(ctx: typer.Context) -> None:
-    """Describe the brokers' log directories and the partitions in them (kafka-log-dirs)."""
-    from .log_dirs_cmd import run
-
-    raise typer.Exit(run(ctx.args))
-
-
-# Kafka's operator tools: each module parses its kafka-*.sh flags itself (kafka_args.py) and returns the exit status.
+# Kafka's operator tools: each module parses its kafka-*.sh flags itself and returns the exit status (its usage
+# errors, too, are one stderr line); imported only when used.
 KAFKA_TOOLS = {
+    "metadata-quorum": ("metadata_quorum_cmd", "Describe the KRaft quorum, add/remove controllers, reassign voters "
+                                               "(kafka-metadata-quorum)."),
+    "features": ("features_cmd", "Describe and upgrade feature flags, e.g. kraft.version (kafka-features)."),
+    "topics": ("topics_cmd", "Create, delete, describe and list topics (kafka-topics)."),
+    "reassign-partitions": ("reassign_partitions_cmd", "Move partition replicas between brokers: generate, execute, "
+                                                       "verify, cancel, list (kafka-reassign-partitions)."),
+    "configs": ("configs_cmd", "Describe and alter topic, broker and broker-logger configs (kafka-configs)."),
+    "acls": ("acls_cmd", "Add, remove and list ACLs (kafka-acls)."),
+    "brokers": ("brokers_cmd", "List the registered brokers (ID, host, port, rack, fenced/unfenced)."),
+    "delete-records": ("delete_records_cmd", "Delete records of partitions down to an offset "
+                                             "(kafka-delete-records)."),
+    "transactions": ("transactions_cmd", "List, describe and abort transactions, find hanging ones "
+                                         "(kafka-transactions)."),
+    "log-dirs": ("log_dirs_cmd", "Describe the brokers' log directories and the partitions in them "
+                                 "(kafka-log-dirs)."),
     "consumer-groups": ("consumer_groups_cmd", "List, describe, delete consumer groups; reset their offsets "
                                                "(kafka-consumer-groups)."),
     "console-producer": ("console_producer_cmd", "Read lines from standard input and produce them to a topic "
@@ -224,7 +159,7 @@ KAFKA_TOOLS = {
 }
 
 
-def _kafka_tool(module: str, summary: str):  # noqa: ANN202 - a typer command
+def _kafka_tool(module: str, summary: str):  # a typer command
     def command(ctx: typer.Context) -> None:
         import importlib
 

@@ -34,7 +34,8 @@ CONFIG_TYPES = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS
 class Node:
     """A directory (`children`: name -> how to build the child) or a leaf (`text`)."""
 
-    children: Mapping[str, Callable[[], Node]] | None = None
+    # (called without arguments; `...` because mypy cannot type a lambda that binds a loop value as a default)
+    children: Mapping[str, Callable[..., Node]] | None = None
     text: str = ""
     lines: list[str] = field(default_factory=list)
 
@@ -54,7 +55,7 @@ def leaf(text: str) -> Node:
     return Node(text=text)
 
 
-def directory(children: Mapping[str, Callable[[], Node]]) -> Node:
+def directory(children: Mapping[str, Callable[..., Node]]) -> Node:
     return Node(children=dict(children))
 
 
@@ -117,7 +118,7 @@ def provenance_text(offset: int, epoch: int, time_ms: int) -> str:
 
 
 def _topic(info: Any) -> Node:
-    children: dict[str, Callable[[], Node]] = {"name": lambda: leaf(info.name),
+    children: dict[str, Callable[..., Node]] = {"name": lambda: leaf(info.name),
                                                "id": lambda: leaf(uuid_to_kafka_str(info.topic_id))}
     for pid, registration in info.partitions.items():
         children[str(pid)] = lambda r=registration: leaf(partition_text(r))
@@ -125,7 +126,7 @@ def _topic(info: Any) -> Node:
 
 
 def _configs(configs: Mapping[tuple[int, str], Mapping[str, str]]) -> Node:
-    children: dict[str, Callable[[], Node]] = {}
+    children: dict[str, Callable[..., Node]] = {}
     for (kind, name), values in configs.items():
         label = CONFIG_TYPES.get(kind, "UNKNOWN") + (f":{name}" if name else "")
         children[label] = lambda v=values: directory({k: (lambda x=x: leaf(x)) for k, x in v.items()})
@@ -134,7 +135,7 @@ def _configs(configs: Mapping[tuple[int, str], Mapping[str, str]]) -> Node:
 
 def _features_node(finalized: Mapping[str, int]) -> Node:
     level = finalized.get(METADATA_VERSION)
-    children: dict[str, Callable[[], Node]] = {
+    children: dict[str, Callable[..., Node]] = {
         "metadataVersion": lambda: leaf(metadata_version_name(level) if level is not None else "UNKNOWN"),
         "zkMigrationState": lambda: leaf("NONE"),
     }

@@ -22,6 +22,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pykraft.admin.client import AdminClient
 from pykraft.admin.errors import AdminClientError
@@ -90,7 +91,7 @@ async def _sleep_until(stop: asyncio.Event, when: float) -> None:
             pass
 
 
-def _status_line(info, stats: WriteStats, elapsed: float) -> str:  # noqa: ANN001 - QuorumInfo
+def _status_line(info, stats: WriteStats, elapsed: float) -> str:  # QuorumInfo
     voters = " ".join(f"{v.replica_id}:{v.log_end_offset}" for v in info.voters)
     observers = " ".join(f"{o.replica_id}:{o.log_end_offset}" for o in info.observers) or "-"
     rate = stats.acked / elapsed if elapsed > 0 else 0.0
@@ -99,7 +100,7 @@ def _status_line(info, stats: WriteStats, elapsed: float) -> str:  # noqa: ANN00
             f"records ({rate:.0f}/s), failed {stats.failed}")
 
 
-async def _wait_for_leader(admin: AdminClient, timeout_s: float):  # noqa: ANN202 - QuorumInfo
+async def _wait_for_leader(admin: AdminClient, timeout_s: float):  # QuorumInfo
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -115,7 +116,7 @@ async def _wait_for_leader(admin: AdminClient, timeout_s: float):  # noqa: ANN20
 
 
 async def _drive(cluster: LocalCluster, duration_s: float, rate: int, status_interval_s: float,
-                 stop: asyncio.Event) -> tuple[WriteStats, object]:
+                 stop: asyncio.Event) -> tuple[WriteStats, Any]:
     bootstrap = [n.address for n in cluster.nodes.values() if n.initial_voter]
     stats = WriteStats()
     async with AdminClient(bootstrap, deadline_ms=60_000) as admin, MetadataLogWriter(bootstrap) as writer:
@@ -186,18 +187,18 @@ async def _show_topic_and_brokers(admin: AdminClient, stats: WriteStats) -> None
     while True:
         brokers = await admin.list_brokers()
         (topic,) = await admin.describe_topics([TOPIC])
-        full = all(len(p.isr) == len(p.replicas) and p.leader >= 0 for p in topic.partitions)
+        full = all(len(p.isr) == len(p.replicas) and p.leader is not None and p.leader >= 0 for p in topic.partitions)
         if full or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.5)
-    stats.leaderless = [p.partition for p in topic.partitions if p.leader < 0]
+    stats.leaderless = [p.partition for p in topic.partitions if p.leader is None or p.leader < 0]
     print()
     print("\n".join(describe_lines([topic], {b.broker_id for b in brokers if not b.fenced})))
     print()
     print("\n".join(broker_table(brokers)))
 
 
-async def _settled_quorum(admin: AdminClient, last_offset: int):  # noqa: ANN202 - QuorumInfo
+async def _settled_quorum(admin: AdminClient, last_offset: int):  # QuorumInfo
     """DescribeQuorum once every voter has replicated past the last acknowledged record (or after 10 s)."""
     deadline = time.monotonic() + 10
     while True:
@@ -223,19 +224,20 @@ def run_quickstart(directory: Path | None, controllers: int, observers: int, dur
         return 1
     for node in cluster.nodes.values():
         role = "broker" if node.is_broker else "voter" if node.initial_voter else "observer"
-        print(f"  node {node.node_id} ({role}) on 127.0.0.1:{node.port}, pid {node.process.pid}, log {node.log_path}")
+        pid = node.process.pid if node.process is not None else "-"
+        print(f"  node {node.node_id} ({role}) on 127.0.0.1:{node.port}, pid {pid}, log {node.log_path}")
     return _run_and_stop(cluster, duration_s, rate, status_interval_s)
 
 
 def _run_and_stop(cluster: LocalCluster, duration_s: float, rate: int, status_interval_s: float) -> int:
-    async def main() -> tuple[WriteStats, object] | None:
+    async def main() -> tuple[WriteStats, Any] | None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         return await _drive(cluster, duration_s, rate, status_interval_s, stop)
 
-    outcome: tuple[WriteStats, object] | None = None
+    outcome: tuple[WriteStats, Any] | None = None
     problem = None
     try:
         outcome = asyncio.run(main())

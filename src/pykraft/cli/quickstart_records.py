@@ -75,7 +75,7 @@ class BrokerWorkload:
         finally:
             producer.close(10)
 
-    def _acknowledged(self, sequence: int, metadata) -> None:  # noqa: ANN001 - kafka-python RecordMetadata
+    def _acknowledged(self, sequence: int, metadata) -> None:  # kafka-python RecordMetadata
         with self._lock:
             self.acked.setdefault(metadata.partition, []).append((metadata.offset, sequence))
 

@@ -206,7 +206,7 @@ async def cancel(admin: AdminClient, parts: list[tuple[TopicPartition, list[int]
               + ",".join(tp_text(tp) for tp in cancelling))
     else:
         print("None of the specified partition reassignments are active.")
-    active = {r: m.current for r, m in (await move_states(admin, dirs)).items() if m.active}
+    active = {r: m.current for r, m in (await move_states(admin, dirs)).items() if m.active and m.current is not None}
     if active:
         await execute_moves(admin, active, timeout_ms)  # back where each replica is now
     else:

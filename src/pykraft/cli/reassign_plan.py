@@ -175,7 +175,8 @@ def assign_replicas(brokers: Sequence[BrokerSlot], partitions: int, replication_
         return _rack_unaware([b.broker_id for b in brokers], partitions, replication_factor, rng)
     if any(b.rack is None for b in brokers):
         raise PlanError("Not all brokers have rack information for replica rack aware assignment.")
-    return _rack_aware({b.broker_id: b.rack for b in brokers}, partitions, replication_factor, rng)
+    racks = {b.broker_id: b.rack for b in brokers if b.rack is not None}  # every one (checked above)
+    return _rack_aware(racks, partitions, replication_factor, rng)
 
 
 def _replica_index(first: int, shift: int, index: int, n: int) -> int:

@@ -20,6 +20,7 @@ from kio.schema.leader_change_message.v0 import LeaderChangeMessage
 from kio.schema.leader_change_message.v0.data import Voter as LeaderChangeVoter
 from kio.schema.voters_record.v0 import VotersRecord
 from kio.schema.voters_record.v0.data import Endpoint, KRaftVersionFeature, Voter
+from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i16, i32, i64, u16
 
 from pykraft.raft.log import OffsetAndEpoch
@@ -84,7 +85,7 @@ def _voters_record(directory_ids: dict[int, uuid.UUID]) -> VotersRecord:
         version=i16(0),
         voters=tuple(
             Voter(
-                voter_id=i32(node),
+                voter_id=BrokerId(node),
                 voter_directory_id=directory_ids[node],
                 endpoints=(Endpoint(name="CONTROLLER", host="localhost", port=u16(9092 + node)),),
                 k_raft_version_feature=KRaftVersionFeature(min_supported_version=i16(0), max_supported_version=i16(1)),
@@ -110,7 +111,7 @@ def _registrations(rng: random.Random, writer: _LogWriter) -> None:
     for node in BROKERS:
         broker_epochs[node] = writer.next_offset  # a broker's epoch is the offset of its registration
         writer.metadata(RegisterBrokerRecordV3(
-            broker_id=i32(node), incarnation_id=random_kafka_uuid(rng), broker_epoch=i64(writer.next_offset),
+            broker_id=BrokerId(node), incarnation_id=random_kafka_uuid(rng), broker_epoch=i64(writer.next_offset),
             end_points=(BrokerEndpointV3(name="PLAINTEXT", host="localhost", port=u16(9192 + node),
                                          security_protocol=i16(PLAINTEXT)),),
             features=(BrokerFeatureV3(name="metadata.version", min_supported_version=i16(7),
@@ -118,7 +119,7 @@ def _registrations(rng: random.Random, writer: _LogWriter) -> None:
             rack=None, fenced=True, log_dirs=(random_kafka_uuid(rng),),
         ))
     writer.metadata(*(
-        BrokerRegistrationChangeRecordV2(broker_id=i32(node), broker_epoch=i64(epoch), fenced=i8(-1))
+        BrokerRegistrationChangeRecordV2(broker_id=BrokerId(node), broker_epoch=i64(epoch), fenced=i8(-1))
         for node, epoch in broker_epochs.items()
     ))
 
@@ -127,18 +128,18 @@ def _topic(rng: random.Random, writer: _LogWriter) -> None:
     topic_id = random_kafka_uuid(rng)
     partitions = []
     for partition in range(3):
-        replicas = tuple(i32(BROKERS[(partition + i) % len(BROKERS)]) for i in range(3))
+        replicas = tuple(BrokerId(BROKERS[(partition + i) % len(BROKERS)]) for i in range(3))
         partitions.append(PartitionRecordV2(
             partition_id=i32(partition), topic_id=topic_id, replicas=replicas, isr=replicas, leader=replicas[0],
             leader_epoch=i32(0), partition_epoch=i32(0), directories=(None,) * 3,
             eligible_leader_replicas=None, last_known_elr=None,
         ))
     writer.metadata(
-        TopicRecordV0(name="orders", topic_id=topic_id),
+        TopicRecordV0(name=TopicName("orders"), topic_id=topic_id),
         ConfigRecordV0(resource_type=i8(TOPIC_CONFIG), resource_name="orders", name="min.insync.replicas", value="2"),
         *partitions,
     )
-    shrunk = partitions[0].isr[:2]
+    shrunk = tuple(BrokerId(b) for b in partitions[0].isr[:2])
     writer.metadata(PartitionChangeRecordV2(partition_id=i32(0), topic_id=topic_id, isr=shrunk,
                                             replicas=None, removing_replicas=None, adding_replicas=None,
                                             directories=None, eligible_leader_replicas=None, last_known_elr=None))
@@ -151,7 +152,7 @@ def build_sample_log(seed: int = 853) -> tuple[list[bytes], int, VotersRecord]:
     writer = _LogWriter(epoch=1)
     voters = tuple(LeaderChangeVoter(voter_id=i32(node)) for node in CONTROLLERS)
     writer.control(
-        LeaderChangeMessage(version=i16(0), leader_id=i32(1), voters=voters, granting_voters=voters[:2]),
+        LeaderChangeMessage(version=i16(0), leader_id=BrokerId(1), voters=voters, granting_voters=voters[:2]),
         KRaftVersionRecord(version=i16(0), k_raft_version=i16(1)),
         voters_record,
     )

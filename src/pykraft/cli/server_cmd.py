@@ -28,4 +28,6 @@ def start(
         raise typer.BadParameter("give the node's properties file once: server start FILE or --config FILE")
     from pykraft.node.serve import run_server
 
-    raise typer.Exit(run_server(config if config is not None else config_file))
+    path = config if config is not None else config_file
+    assert path is not None  # exactly one of them, checked above
+    raise typer.Exit(run_server(path))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32
@@ -52,7 +52,8 @@ class IsrMember:
     broker_epoch: int  # -1: the leader did not say (v2, or a v3 leader without the follower's epoch)
 
 
-def alter_partition(control: ReplicationControl, request, version: int, brokers: BrokerEligibility) -> ControllerResult:
+def alter_partition(control: ReplicationControl, request: Any, version: int,
+                    brokers: BrokerEligibility) -> ControllerResult:
     assert version in SUPPORTED_VERSIONS, f"AlterPartition v{version} is not served (kio has v2 and v3 only)"
     module = response_v3 if version == 3 else response_v2
     requester = int(request.broker_id)
@@ -69,8 +70,8 @@ def alter_partition(control: ReplicationControl, request, version: int, brokers:
     return ControllerResult(records=tuple(records), response=_response(module, ErrorCode.NONE, topics))
 
 
-def _alter_one(control: ReplicationControl, requester: int, topic_id: uuid.UUID | None, data, version: int,
-               brokers: BrokerEligibility, records: list[object], module):
+def _alter_one(control: ReplicationControl, requester: int, topic_id: uuid.UUID | None, data: Any, version: int,
+               brokers: BrokerEligibility, records: list[object], module: Any) -> Any:
     partition_id = int(data.partition_index)
     new_isr = _new_isr(data, version)
     topic = control.topics.get(topic_id) if topic_id is not None else None
@@ -105,7 +106,7 @@ def _alter_one(control: ReplicationControl, requester: int, topic_id: uuid.UUID 
     )
 
 
-def validate(requester: int, partition: PartitionRegistration, data, new_isr: list[IsrMember],
+def validate(requester: int, partition: PartitionRegistration, data: Any, new_isr: list[IsrMember],
              brokers: BrokerEligibility) -> ErrorCode:
     """Checks 3-9 of the module docstring for one partition; NONE when the change may be built."""
     leader_epoch, partition_epoch = int(data.leader_epoch), int(data.partition_epoch)
@@ -141,13 +142,13 @@ def _eligible(member: IsrMember, brokers: BrokerEligibility) -> bool:
     return member.broker_epoch == _NO_EPOCH_CHECK or brokers.broker_epoch(b) == member.broker_epoch
 
 
-def _new_isr(data, version: int) -> list[IsrMember]:
+def _new_isr(data: Any, version: int) -> list[IsrMember]:
     if version >= 3:
         return [IsrMember(int(s.broker_id), int(s.broker_epoch)) for s in data.new_isr_with_epochs]
     return [IsrMember(int(b), _NO_EPOCH_CHECK) for b in data.new_isr]
 
 
-def _error(module, partition_id: int, error: ErrorCode):
+def _error(module: Any, partition_id: int, error: ErrorCode) -> Any:
     # On an error only the index and the code mean anything; the other fields keep the zero values Kafka's
     # generated message class starts with (the schema gives them no defaults).
     return module.PartitionData(
@@ -156,6 +157,6 @@ def _error(module, partition_id: int, error: ErrorCode):
     )
 
 
-def _response(module, error: ErrorCode, topics) -> object:
+def _response(module: Any, error: ErrorCode, topics: Any) -> object:
     return module.AlterPartitionResponse(
         throttle_time=ZERO_THROTTLE, error_code=error, topics=tuple(topics))

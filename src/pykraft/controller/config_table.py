@@ -80,7 +80,7 @@ group.consumer.heartbeat.interval.ms                 | INT      | 5000 | [1,...]
 group.consumer.max.heartbeat.interval.ms             | INT      | 15000 | [1,...] | read-only | honoured
 group.consumer.max.session.timeout.ms                | INT      | 60000 | [1,...] | read-only | honoured
 group.consumer.max.size                              | INT      | 2147483647 | [1,...] | read-only | honoured
-group.consumer.migration.policy                      | STRING   | bidirectional | (case insensitive) [DISABLED, DOWNGRADE, UPGRADE, BIDIRECTIONAL] | read-only | ignored
+group.consumer.migration.policy                      | STRING   | bidirectional | (case insensitive) [DISABLED, DOWNGRADE, UPGRADE, BIDIRECTIONAL] | read-only | honoured
 group.consumer.min.heartbeat.interval.ms             | INT      | 5000 | [1,...] | read-only | honoured
 group.consumer.min.session.timeout.ms                | INT      | 45000 | [1,...] | read-only | honoured
 group.consumer.session.timeout.ms                    | INT      | 45000 | [1,...] | read-only | honoured

@@ -158,7 +158,8 @@ def topic_entries(own: Mapping[str, str], levels: _Levels, synonyms: bool, docs:
     for name in sorted(TOPIC_CONFIGS):
         definition = TOPIC_CONFIGS[name]
         value, _ = effective_topic_config(definition, own, levels.node, levels.cluster, levels.static)
-        found = [] if name not in own else [(name, normalized(definition, own[name]), SOURCE_TOPIC)]
+        found: list[tuple[str, str | None, int]] = (
+            [] if name not in own else [(name, normalized(definition, own[name]), SOURCE_TOPIC)])
         primary = PRIMARY_SYNONYM.get(name)
         if primary is not None:
             found += _level_synonyms(primary, levels, False)

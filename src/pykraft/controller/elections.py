@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
@@ -131,7 +131,7 @@ def records_for_preferred_balance(control: ReplicationControl, brokers: BrokerEl
     return records
 
 
-def elect_leaders(control: ReplicationControl, request, brokers: BrokerEligibility) -> ControllerResult:
+def elect_leaders(control: ReplicationControl, request: Any, brokers: BrokerEligibility) -> ControllerResult:
     """ElectLeaders v0-v2, answered at v2 (the host lowers it to the request's version). v0 has no ElectionType:
     it asks for preferred elections (Kafka's schema). Naming no partitions (null) means all, and then only
     partitions where an election was needed are reported, as Kafka does."""
@@ -140,7 +140,7 @@ def elect_leaders(control: ReplicationControl, request, brokers: BrokerEligibili
     except ValueError:
         return ControllerResult(response=_elect_response(ErrorCode.INVALID_REQUEST, []))
     records: list[object] = []
-    results: list[tuple[str, list[elect_response.PartitionResult]]] = []
+    results: list[tuple[str, list[Any]]] = []  # elect_response.PartitionResult
     if request.topic_partitions is None:
         for topic in control.topics.values():
             per_partition = []
@@ -159,7 +159,7 @@ def elect_leaders(control: ReplicationControl, request, brokers: BrokerEligibili
     return ControllerResult(records=tuple(records), response=_elect_response(ErrorCode.NONE, results))
 
 
-def requested_election_type(request) -> ElectionType:
+def requested_election_type(request: Any) -> ElectionType:
     """The request's ElectionType; PREFERRED for v0, which has no such field. ValueError for an unknown one."""
     if int(request.__version__) == 0:
         return ElectionType.PREFERRED
@@ -189,11 +189,11 @@ def _elect_one(control: ReplicationControl, topic_name: str, partition_id: int, 
     return ErrorCode.NONE, None
 
 
-def _partition_result(partition_id: int, error: ErrorCode, message: str | None) -> elect_response.PartitionResult:
+def _partition_result(partition_id: int, error: ErrorCode, message: str | None) -> Any:  # its PartitionResult
     return elect_response.PartitionResult(partition_id=i32(partition_id), error_code=error, error_message=message)
 
 
-def _elect_response(error: ErrorCode, results) -> elect_response.ElectLeadersResponse:
+def _elect_response(error: ErrorCode, results: list[tuple[str, list[Any]]]) -> Any:  # ElectLeadersResponse
     return elect_response.ElectLeadersResponse(
         throttle_time=ZERO_THROTTLE,
         error_code=error,

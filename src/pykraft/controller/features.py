@@ -207,6 +207,7 @@ def handle_update_features(features: FeatureControl, request: Any, cluster: Clus
     version = int(request.__version__)
     updates: list[tuple[str, int, int]] = []
     for update in request.feature_updates:
+        upgrade_type: int
         if version == 0:
             upgrade_type = UpgradeType.SAFE_DOWNGRADE if update.allow_downgrade else UpgradeType.UPGRADE
         else:

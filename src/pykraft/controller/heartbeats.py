@@ -58,7 +58,8 @@ class HeartbeatManager:
         self.sessions[broker_id] = BrokerSession(
             broker_id, now_ms, fenced,
             metadata_offset=old.metadata_offset if old is not None and not new_incarnation else NO_OFFSET,
-            controlled_shutdown_offset=old.controlled_shutdown_offset if keep_shutdown else NO_SHUTDOWN_OFFSET)
+            controlled_shutdown_offset=old.controlled_shutdown_offset if keep_shutdown and old is not None
+            else NO_SHUTDOWN_OFFSET)
 
     def ensure(self, broker_id: int, fenced: bool, now_ms: int) -> BrokerSession:
         """The broker's session, started now if this controller has none (a heartbeat from a broker it never

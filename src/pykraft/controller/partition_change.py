@@ -24,6 +24,7 @@ import enum
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32
@@ -81,7 +82,7 @@ class PartitionChangeBuilder:
         current = self.partition
         targets = _complete_reassignment(self._targets())
         outcome = self.elect(targets)
-        fields: dict[str, object] = {}
+        fields: dict[str, Any] = {}
         if outcome.leader != current.leader:
             fields["leader"] = BrokerId(outcome.leader)
             if outcome.unclean:
@@ -136,7 +137,7 @@ class PartitionChangeBuilder:
             adding=p.adding_replicas if self.target_adding is None else self.target_adding,
         )
 
-    def _assignment_changes(self, targets: _Targets, fields: dict[str, object]) -> None:
+    def _assignment_changes(self, targets: _Targets, fields: dict[str, Any]) -> None:
         current = self.partition
         if targets.replicas and targets.replicas != current.replicas:
             fields["replicas"] = _broker_ids(targets.replicas)

@@ -194,7 +194,7 @@ def _broker_ids(values: Sequence[int]) -> tuple[BrokerId, ...]:
     return tuple(BrokerId(v) for v in values)
 
 
-def _directories_or_migrating(directories: tuple, count: int) -> tuple[uuid.UUID, ...]:
+def _directories_or_migrating(directories: tuple[uuid.UUID, ...], count: int) -> tuple[uuid.UUID, ...]:
     # Records written before directory assignment (and v0 records) carry none: every replica is migrating.
     if not directories:
         return (DIRECTORY_MIGRATING,) * count

@@ -12,6 +12,9 @@ import random
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+from kio.schema.types import TopicName
 
 from pykraft.records.metadata.schema.partition_change_record import (
     PartitionChangeRecordV0,
@@ -87,6 +90,8 @@ class ReplicationControl:
             raise TypeError(f"ReplicationControl does not replay {type(record).__name__}")
 
     def _replay_topic(self, record: TopicRecordV0) -> None:
+        if record.topic_id is None:
+            raise MetadataReplayError(f"topic {record.name} has the zero topic id")
         if record.topic_id in self.topics or record.name in self.topics_by_name:
             raise MetadataReplayError(f"topic {record.name} ({record.topic_id}) already exists")
         self.topics_by_name[record.name] = record.topic_id
@@ -94,7 +99,7 @@ class ReplicationControl:
         self._collisions[collision_key(record.name)] = record.name
 
     def _replay_partition(self, record: PartitionRecordV0 | PartitionRecordV1 | PartitionRecordV2) -> None:
-        topic = self.topics.get(record.topic_id)
+        topic = None if record.topic_id is None else self.topics.get(record.topic_id)
         if topic is None:
             raise MetadataReplayError(f"partition {record.partition_id} of unknown topic id {record.topic_id}")
         try:
@@ -104,7 +109,7 @@ class ReplicationControl:
         self._put(topic, int(record.partition_id), new)
 
     def _replay_change(self, record: PartitionChangeRecordV0 | PartitionChangeRecordV1 | PartitionChangeRecordV2) -> None:
-        topic = self.topics.get(record.topic_id)
+        topic = None if record.topic_id is None else self.topics.get(record.topic_id)
         old = None if topic is None else topic.partitions.get(int(record.partition_id))
         if topic is None or old is None:
             raise MetadataReplayError(f"change to unknown partition {record.topic_id}:{record.partition_id}")
@@ -115,7 +120,7 @@ class ReplicationControl:
         self._put(topic, int(record.partition_id), new)
 
     def _replay_remove_topic(self, record: RemoveTopicRecordV0) -> None:
-        topic = self.topics.pop(record.topic_id, None)
+        topic = None if record.topic_id is None else self.topics.pop(record.topic_id, None)
         if topic is None:
             raise MetadataReplayError(f"cannot remove unknown topic id {record.topic_id}")
         del self.topics_by_name[topic.name]
@@ -143,7 +148,7 @@ class ReplicationControl:
     def snapshot_records(self) -> Iterator[object]:
         """Every record needed to rebuild this image: each topic, then its partitions in id order."""
         for topic in self.topics.values():
-            yield TopicRecordV0(name=topic.name, topic_id=topic.topic_id)
+            yield TopicRecordV0(name=TopicName(topic.name), topic_id=topic.topic_id)
             for partition_id in sorted(topic.partitions):
                 yield topic.partitions[partition_id].to_record(topic.topic_id, partition_id)
 
@@ -194,23 +199,23 @@ class ReplicationControl:
 
     # ---- requests and side effects (records to append; nothing here changes the image) -------------------------
 
-    def handle_create_topics(self, request, brokers: BrokerEligibility, now_ms: int = 0,
+    def handle_create_topics(self, request: Any, brokers: BrokerEligibility, now_ms: int = 0,
                              effective: topics.EffectiveConfigs | None = None) -> ControllerResult:
         return topics.create_topics(self, request, brokers, effective)
 
-    def handle_delete_topics(self, request, now_ms: int = 0) -> ControllerResult:
+    def handle_delete_topics(self, request: Any, now_ms: int = 0) -> ControllerResult:
         return topics.delete_topics(self, request)
 
-    def handle_alter_partition(self, request, version: int, brokers: BrokerEligibility) -> ControllerResult:
+    def handle_alter_partition(self, request: Any, version: int, brokers: BrokerEligibility) -> ControllerResult:
         return alter_partition.alter_partition(self, request, version, brokers)
 
-    def handle_elect_leaders(self, request, brokers: BrokerEligibility, now_ms: int = 0) -> ControllerResult:
+    def handle_elect_leaders(self, request: Any, brokers: BrokerEligibility, now_ms: int = 0) -> ControllerResult:
         return elections.elect_leaders(self, request, brokers)
 
-    def handle_alter_reassignments(self, request, brokers: BrokerEligibility) -> ControllerResult:
+    def handle_alter_reassignments(self, request: Any, brokers: BrokerEligibility) -> ControllerResult:
         return reassignments.alter_partition_reassignments(self, request, brokers)
 
-    def handle_list_reassignments(self, request) -> ControllerResult:
+    def handle_list_reassignments(self, request: Any) -> ControllerResult:
         return reassignments.list_partition_reassignments(self, request)
 
     def records_for_fence(self, broker_id: int, brokers: BrokerEligibility) -> list[object]:

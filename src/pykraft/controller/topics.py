@@ -19,7 +19,7 @@ import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i16, i32
@@ -117,12 +117,12 @@ def _replication_error(replication_factor: int, reason: str) -> TopicError:
 EffectiveConfigs = Callable[[Mapping[str, str]], list[tuple[str, str | None, int, bool]]]
 
 
-def create_topics(control: ReplicationControl, request, brokers: BrokerEligibility,
+def create_topics(control: ReplicationControl, request: Any, brokers: BrokerEligibility,
                   effective: EffectiveConfigs | None = None) -> ControllerResult:
     names = [t.name for t in request.topics]
     duplicates = {n for n in names if names.count(n) > 1}
     records: list[object] = []
-    results: list[create_response.CreatableTopicResult] = []
+    results: list[Any] = []  # create_response.CreatableTopicResult
     accepted_keys: dict[str, str] = {}  # collision keys of topics created earlier in this request
     for topic in request.topics:
         if topic.name in duplicates:
@@ -157,7 +157,7 @@ def create_topics(control: ReplicationControl, request, brokers: BrokerEligibili
     return ControllerResult(records=tuple(records), response=response)
 
 
-def _check_and_assign(control: ReplicationControl, topic, brokers: BrokerEligibility,
+def _check_and_assign(control: ReplicationControl, topic: Any, brokers: BrokerEligibility,
                       accepted_keys: dict[str, str]) -> list[PartitionRegistration] | TopicError:
     reason = invalid_topic_name_reason(topic.name)
     if reason is not None:
@@ -172,7 +172,7 @@ def _check_and_assign(control: ReplicationControl, topic, brokers: BrokerEligibi
     return _automatic_assignment(control, topic, brokers)
 
 
-def _automatic_assignment(control: ReplicationControl, topic,
+def _automatic_assignment(control: ReplicationControl, topic: Any,
                           brokers: BrokerEligibility) -> list[PartitionRegistration] | TopicError:
     rf, count = int(topic.replication_factor), int(topic.num_partitions)
     if rf < -1 or rf == 0:
@@ -188,7 +188,7 @@ def _automatic_assignment(control: ReplicationControl, topic,
     return [new_partition(replicas, replicas, replicas[0]) for replicas in placement]
 
 
-def _manual_assignment(topic, brokers: BrokerEligibility) -> list[PartitionRegistration] | TopicError:
+def _manual_assignment(topic: Any, brokers: BrokerEligibility) -> list[PartitionRegistration] | TopicError:
     if int(topic.replication_factor) != -1:
         return TopicError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
                                                      "replication factor was not set to -1.")
@@ -258,12 +258,12 @@ def _new_topic_id(control: ReplicationControl) -> uuid.UUID:
             return topic_id
 
 
-def _create_error(name: str, error: TopicError) -> create_response.CreatableTopicResult:
+def _create_error(name: str, error: TopicError) -> Any:  # create_response.CreatableTopicResult
     return create_response.CreatableTopicResult(
         name=TopicName(name), topic_id=ZERO_UUID, error_code=error.code, error_message=error.message, configs=())
 
 
-def delete_topics(control: ReplicationControl, request) -> ControllerResult:
+def delete_topics(control: ReplicationControl, request: Any) -> ControllerResult:
     """DeleteTopics v1-v6, answered at v6 (the host lowers it to the request's version). From v6 each entry names a
     topic by name or by id (not both, not neither); v0-v5 list names only (`topic_names`)."""
     entries = requested_topics(request)
@@ -286,6 +286,7 @@ def delete_topics(control: ReplicationControl, request) -> ControllerResult:
             error = TopicError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
         else:
             topic_id = control.topics_by_name[name] if name is not None else topic_id
+            assert topic_id is not None  # a known name's id, or an id found in the topics
             name = control.topics[topic_id].name
             records.append(RemoveTopicRecordV0(topic_id=topic_id))
             error = TopicError(ErrorCode.NONE)
@@ -296,7 +297,7 @@ def delete_topics(control: ReplicationControl, request) -> ControllerResult:
     return ControllerResult(records=tuple(records), response=response)
 
 
-def requested_topics(request) -> list[tuple[str | None, uuid.UUID | None]]:
+def requested_topics(request: Any) -> list[tuple[str | None, uuid.UUID | None]]:
     """(name, topic id) of every topic a DeleteTopics request names, whatever its version."""
     if int(request.__version__) >= 6:
         return [(t.name, t.topic_id) for t in request.topics]

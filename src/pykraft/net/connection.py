@@ -45,7 +45,7 @@ _SIZE = struct.Struct(">i")
 _INT32_MAX = 2**31 - 1
 
 # One outstanding request: correlation id, the future its caller awaits, its deadline (loop time), its timeout.
-_Pending = tuple[int, "asyncio.Future[bytes]", float, int]
+_Pending = tuple[int, "asyncio.Future[bytes | bytearray]", float, int]
 
 
 class Connection:
@@ -138,14 +138,14 @@ class Connection:
     def pending_count(self) -> int:
         return len(self._pending)
 
-    async def request(self, build: Callable[[int], bytes], *, timeout_ms: int) -> bytes:
+    async def request(self, build: Callable[[int], bytes], *, timeout_ms: int) -> bytes | bytearray:
         """Send `build(correlation_id)` and return the whole payload of its response."""
         future = self.send_now(build, timeout_ms=timeout_ms)
         if self._write_paused:
             await self._drained()
         return await future
 
-    def send_now(self, build: Callable[[int], bytes], *, timeout_ms: int) -> asyncio.Future[bytes]:
+    def send_now(self, build: Callable[[int], bytes], *, timeout_ms: int) -> asyncio.Future[bytes | bytearray]:
         """The synchronous half of `request`: the request is on its way (or queued for this loop iteration's
         send) when this returns; the future completes with the response's payload. No write back-pressure."""
         if self._failure is not None:
@@ -153,7 +153,7 @@ class Connection:
         correlation_id = self._next_id
         self._next_id = 0 if correlation_id == _INT32_MAX else correlation_id + 1
         frame = _frame(build(correlation_id))  # before any bookkeeping: a failing build leaves no trace
-        future: asyncio.Future[bytes] = self._loop.create_future()
+        future: asyncio.Future[bytes | bytearray] = self._loop.create_future()
         deadline = self._loop.time() + timeout_ms / 1000
         if deadline < self._deadline_at:
             self._arm_deadline(deadline)
@@ -350,8 +350,8 @@ def _as_bytes(frame: memoryview) -> bytes | bytearray:
     """The frame's own buffer, without a copy when the frame is all of it (`FrameReader` gives every frame its
     own `bytes`, or for a large one its own `bytearray`, which nothing else holds or writes)."""
     owner = frame.obj
-    if type(owner) in (bytes, bytearray) and frame.nbytes == len(owner):
-        return owner  # type: ignore[return-value]
+    if (type(owner) is bytes or type(owner) is bytearray) and frame.nbytes == len(owner):
+        return owner
     return bytes(frame)
 
 

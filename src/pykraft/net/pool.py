@@ -75,7 +75,8 @@ class ConnectionPool:
         self._endpoints: dict[tuple[str, int], _Endpoint] = {}
         self._closed = False
 
-    async def request(self, host: str, port: int, build: Callable[[int], bytes], *, timeout_ms: int) -> bytes:
+    async def request(self, host: str, port: int, build: Callable[[int], bytes], *,
+                      timeout_ms: int) -> bytes | bytearray:
         """Send one request to `host:port` over the pooled connection; see `Connection.request`.
 
         Raises ConnectError at once while the address is in its reconnect backoff or when connecting fails.
@@ -84,7 +85,7 @@ class ConnectionPool:
         return await connection.request(build, timeout_ms=timeout_ms)
 
     def send_now(self, host: str, port: int, build: Callable[[int], bytes], *,
-                 timeout_ms: int) -> asyncio.Future[bytes] | None:
+                 timeout_ms: int) -> asyncio.Future[bytes | bytearray] | None:
         """`request` without waiting a loop turn: sent at once over a live connection to `host:port` (see
         `Connection.send_now`); None when there is none (then `request` connects). Raises what `build` raises."""
         endpoint = self._endpoints.get((host, port))

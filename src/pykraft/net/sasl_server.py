@@ -137,7 +137,7 @@ class SaslServerAuthenticator:
             return Pass()
         if key == ApiKey.SASL_HANDSHAKE:
             return self._handshake(frame)
-        name = ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)  # noqa: SLF001
+        name = ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
         return self._fail_drop(f"Unexpected Kafka request of type {name} during SASL handshake.")
 
     # ---- steps -------------------------------------------------------------------------------------------------

@@ -35,13 +35,14 @@ import logging
 import ssl
 import struct
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
-from typing import cast
+from typing import Any, cast
 
 from pykraft.net.commit_probe import PROBE
 from pykraft.net.principal import NoMatchingRule
-from pykraft.net.sasl_server import Answer, Drop, Pass, SaslServerAuthenticator
+from pykraft.net.sasl_server import Answer as SaslAnswer
+from pykraft.net.sasl_server import Drop, Pass, SaslServerAuthenticator
 from pykraft.net.server_auth import (
     Final,
     ListenerSecurity,
@@ -87,7 +88,8 @@ class ConnectionInfo:
     principal: KafkaPrincipal = ANONYMOUS
 
 
-Handler = Callable[[ConnectionInfo, memoryview], Awaitable[bytes | memoryview | FrameBody | None]]
+Answer = bytes | memoryview | FrameBody | None  # None: no response to this request
+Handler = Callable[[ConnectionInfo, memoryview], Coroutine[Any, Any, Answer]]
 
 
 class CloseConnection(Exception):
@@ -120,7 +122,7 @@ class FrameServer:
         self._handshake_timeout_s = ssl_handshake_timeout_ms / 1000
         self._server: asyncio.Server | None = None
         self._connections: set[_ServerProtocol] = set()
-        self._tasks: set[asyncio.Task[bytes | None]] = set()  # every handler task not yet finished
+        self._tasks: set[asyncio.Task[Answer]] = set()  # every handler task not yet finished
         self._counters = ServerCounters()
         self._next_connection_id = 0
         self._closed = False
@@ -168,7 +170,7 @@ class FrameServer:
             proto.abort()
         for task in list(self._tasks):
             task.cancel()
-        waits: list[asyncio.Future[object]] = [*lost, *self._tasks]
+        waits: list[asyncio.Future[Any]] = [*lost, *self._tasks]
         if waits:
             # Bounded: a handler that swallows cancellation must not hang shutdown forever.
             await asyncio.wait(waits, timeout=5.0)
@@ -199,7 +201,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         self._limit = server.max_in_flight
         self._transport: asyncio.Transport | None = None
         self._info = ConnectionInfo("", 0, connection_id, None, server.listener_name)
-        self._slots: deque[asyncio.Task[bytes | None]] = deque()  # unanswered requests, arrival order
+        self._slots: deque[asyncio.Task[Answer]] = deque()  # unanswered requests, arrival order
         self._backlog: deque[memoryview] = deque()  # frames read but not started (over max_in_flight)
         self._reading_paused = False
         self._writing_paused = False
@@ -316,7 +318,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         if self._last_answer:
             self._backlog.clear()
 
-    def _authenticate(self, frame: memoryview) -> Awaitable[bytes | memoryview | FrameBody | None] | None:
+    def _authenticate(self, frame: memoryview) -> Coroutine[Any, Any, Answer] | None:
         """The authenticator's verdict on one frame: the work that answers it, or None when the connection closed."""
         assert self._auth is not None
         where = f"{self._server.name}: connection {self._id} from {self._info.peer_host}:{self._info.peer_port}"
@@ -333,11 +335,11 @@ class _ServerProtocol(asyncio.BufferedProtocol):
             return None
         if isinstance(verdict, Pass):
             return self._server.handler(self._info, frame)
-        assert isinstance(verdict, Answer)
+        assert isinstance(verdict, SaslAnswer)
         self._last_answer = verdict.close
         return answer_later(verdict)
 
-    def _on_done(self, task: asyncio.Task[bytes | None]) -> None:
+    def _on_done(self, task: asyncio.Task[Answer]) -> None:
         self._server._tasks.discard(task)
         if self._closing or task.cancelled():
             return

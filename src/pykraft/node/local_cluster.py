@@ -52,7 +52,7 @@ class LocalNode:
     node_id: int
     port: int
     directory: Path
-    directory_id: uuid.UUID
+    directory_id: uuid.UUID | None  # None: a format that wrote none (uuid_to_kafka_str gives the zero uuid)
     initial_voter: bool
     extra: dict[str, str] = field(default_factory=dict)
     is_broker: bool = False  # process.roles=broker (else controller)
@@ -165,7 +165,7 @@ class LocalCluster:
         node = self.nodes[node_id]
         if node.is_running():
             return node
-        log = open(node.log_path, "ab")  # noqa: SIM115 - the child owns it for its lifetime
+        log = open(node.log_path, "ab")  # the child owns it for its lifetime
         try:
             node.process = subprocess.Popen([*CLI, "server", "start", "--config", str(node.config_path)],
                                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -180,13 +180,13 @@ class LocalCluster:
 
     def signal(self, node_id: int, signum: int) -> None:
         node = self.nodes[node_id]
-        if node.is_running():
+        if node.process is not None and node.is_running():
             node.process.send_signal(signum)
 
     def kill(self, node_id: int) -> None:
         """SIGKILL: the node gets no chance to flush or resign."""
         node = self.nodes[node_id]
-        if node.is_running():
+        if node.process is not None and node.is_running():
             node.process.kill()
             node.process.wait(timeout=30)
 
@@ -212,16 +212,17 @@ class LocalCluster:
 
     @staticmethod
     def _stop_group(running: list[LocalNode], timeout: float) -> None:
-        for node in running:
-            node.process.send_signal(signal.SIGCONT)  # a paused node cannot handle SIGTERM
-            node.process.send_signal(signal.SIGTERM)
+        processes = [node.process for node in running if node.process is not None]
+        for process in processes:
+            process.send_signal(signal.SIGCONT)  # a paused node cannot handle SIGTERM
+            process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        for node in running:
+        for process in processes:
             try:
-                node.process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
-                node.process.kill()
-                node.process.wait(timeout=30)
+                process.kill()
+                process.wait(timeout=30)
 
     def add_node(self, *, initial_voter: bool = False, extra: Mapping[str, str] | None = None) -> LocalNode:
         """A new controller (not yet formatted or started) with the next free id."""

@@ -84,7 +84,7 @@ def _run_loop(main: Coroutine[Any, Any, int]) -> int:
     return asyncio.run(main)
 
 
-async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
+async def _serve(config) -> int:  # NodeConfig
     try:
         # The QuorumController is the state machine of every controller; a broker's is its metadata cache.
         runtime = _runtime_for_roles(config)
@@ -132,7 +132,7 @@ async def _serve(config) -> int:  # noqa: ANN001 - NodeConfig
     return _broker_exit(broker) if broker is not None else 0
 
 
-async def _stopped_unless_stuck(runtime, forced: asyncio.Event) -> bool:  # noqa: ANN001 - NodeRuntime
+async def _stopped_unless_stuck(runtime, forced: asyncio.Event) -> bool:  # NodeRuntime
     """Wait until the runtime stopped (raising what `run_until_stopped` raises): True. False when the stop is
     still not done `FORCED_STOP_S` after a second signal."""
     stopped = asyncio.ensure_future(runtime.run_until_stopped())
@@ -153,7 +153,7 @@ async def _stopped_unless_stuck(runtime, forced: asyncio.Event) -> bool:  # noqa
     return True
 
 
-def _runtime_for_roles(config):  # noqa: ANN001, ANN202 - NodeConfig -> NodeRuntime
+def _runtime_for_roles(config):  # NodeConfig -> NodeRuntime
     # The broker's modules are imported only by a node that has the broker role: a controller-only process
     # never uses them, and whatever it imports stays in its memory (~2 MiB of idle RSS, benchmarks/quorum.py).
     if not config.is_broker:
@@ -167,7 +167,7 @@ def _runtime_for_roles(config):  # noqa: ANN001, ANN202 - NodeConfig -> NodeRunt
     return broker_runtime(config)
 
 
-def _broker_of(config, runtime) -> BrokerHost | None:  # noqa: ANN001 - NodeConfig, NodeRuntime
+def _broker_of(config, runtime) -> BrokerHost | None:  # NodeConfig, NodeRuntime
     if not config.is_broker:
         return None
     from pykraft.node.hosts.combined_host import host_parts

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 from pyspark.sql import DataFrame, Window
@@ -161,7 +162,7 @@ def _replay_epochs(results: Results) -> DataFrame:
 
 
 def _check_history(frame: pd.DataFrame) -> pd.DataFrame:
-    rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+    rows: list[dict[str, Any]] = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
             for r in frame.to_dict("records")]
     first = rows[0]
     verdict = check_group(first["history"], first["group_key"], first["model"] or "kv", rows)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, Union, get_args, get_origin
 
 from pykraft.controller.describe_configs import config_value_sensitive
+from pykraft.protocol.wire_check import dataclass_type
 from pykraft.records.metadata import metadata_record_envelope
 from pykraft.records.metadata.redaction import redact_view
 from pykraft.records.metadata.json_view import kafka_json_name
@@ -62,7 +63,8 @@ _SECRET_HOLDERS = frozenset({4, 11})
 def metadata_columns(record: object) -> tuple[str, int, str]:
     """(record type name, version, payload JSON) of a decoded metadata record; SCRAM salts and keys and sensitive
     config values redacted, never in a table."""
-    return _compiled(type(record))(record)
+    cls: type = type(record)
+    return _compiled(cls)(record)
 
 
 @functools.cache
@@ -111,8 +113,8 @@ def _converter(field: dataclasses.Field) -> Convert | None:
     annotation = _split_optional(field.type)
     kafka_type = field.metadata.get("kafka_type")
     if get_origin(annotation) is tuple:
-        element = _split_optional(get_args(annotation)[0])
-        if dataclasses.is_dataclass(element):
+        element = dataclass_type(_split_optional(get_args(annotation)[0]))
+        if element is not None:
             build_item = _struct_builder(element)
             return lambda value: None if value is None else [build_item(item) for item in value]
         item = _scalar_converter(kafka_type)
@@ -121,8 +123,9 @@ def _converter(field: dataclasses.Field) -> Convert | None:
         # json_view converts a tuple item by item; a null array takes the scalar rule (a null uuid array is
         # the zero uuid there, whatever that means, so it is here too).
         return lambda value: [item(v) for v in value] if isinstance(value, tuple) else item(value)
-    if dataclasses.is_dataclass(annotation):
-        build = _struct_builder(annotation)
+    struct = dataclass_type(annotation)
+    if struct is not None:
+        build = _struct_builder(struct)
         return lambda value: None if value is None else build(value)
     return _scalar_converter(kafka_type)
 

@@ -70,8 +70,8 @@ def replay_cluster(cluster_id: str, records: Iterable[InputRecord], stop_offset:
     snapshot = [r for r in records if r.from_snapshot]
     log = [r for r in records if not r.from_snapshot]
     if snapshot:
-        decoded = [d for d in (decode_value(r.value) for r in snapshot) if d is not None]
-        controller.load_snapshot(decoded, snapshot[0].offset)
+        loaded = [d for d in (decode_value(r.value) for r in snapshot) if d is not None]
+        controller.load_snapshot(loaded, snapshot[0].offset)
     base = {"cluster_id": cluster_id}
     batch = _BatchChanges()
     for record in sorted(log, key=lambda r: r.offset):
@@ -113,9 +113,9 @@ class _BatchChanges:
                     if p.leader in self.brokers or self.brokers.intersection(p.isr):
                         touched.add((topic.topic_id, pid))
         for topic_id, pid in sorted(touched, key=lambda t: (str(t[0]), t[1])):
-            topic = topics.get(topic_id)
-            if topic is not None and pid in topic.partitions:
-                yield from _kip841(controller, topic.name, pid, topic.partitions[pid], self.at)
+            info = topics.get(topic_id)
+            if info is not None and pid in info.partitions:
+                yield from _kip841(controller, info.name, pid, info.partitions[pid], self.at)
 
 
 def _changes(controller: QuorumController, record: Any, at: dict[str, Any],

@@ -13,8 +13,8 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
+import matplotlib.pyplot as plt
+from pyspark.sql import SparkSession
 
 SECTIONS = ("Cluster summary", "Leadership timeline", "Commit rate and high watermark", "Metadata records by type",
             "ISR size over time", "Broker state timeline", "Audit verdicts")

@@ -16,7 +16,7 @@ Paths: `.load(path)`, or option `paths` holding several joined with os.pathsep. 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -24,7 +24,7 @@ from .decode import decode_bytes, decode_slice, spark_ddl
 from .layout import FileSlice, LogFile, balanced_partitions, find_files, split_segment
 
 
-def _paths(options: dict) -> list[str]:
+def _paths(options: Mapping[str, str]) -> list[str]:
     if options.get("paths"):
         return [p for p in options["paths"].split(os.pathsep) if p]
     if options.get("path"):
@@ -32,7 +32,7 @@ def _paths(options: dict) -> list[str]:
     raise ValueError("kafka-log/kafka-snapshot: give a path (load(path) or option paths)")
 
 
-def _flag(options: dict, name: str) -> bool:
+def _flag(options: Mapping[str, str], name: str) -> bool:
     return str(options.get(name, "false")).lower() in ("true", "1", "yes")
 
 
@@ -73,7 +73,7 @@ class KafkaLogDataSource(DataSource):
 
 
 class _FilePartition(InputPartition):
-    def __init__(self, file: LogFile) -> None:
+    def __init__(self, file: LogFile | None) -> None:
         super().__init__(file)
         self.file = file
 

@@ -124,7 +124,7 @@ def snapshot_below(point: QuorumPoint, offset: int) -> tuple[int, int] | None:
         raise StreamSourceError(f"cannot fetch from {point.host}:{point.port}: {exc}") from None
 
 
-async def _fetch_snapshot(transport, point: QuorumPoint, snapshot: tuple[int, int]) -> bytes:  # noqa: ANN001
+async def _fetch_snapshot(transport, point: QuorumPoint, snapshot: tuple[int, int]) -> bytes:
     """The whole snapshot file, chunk by chunk (FetchSnapshot, as a follower downloads it)."""
     data = bytearray()
     size = None
@@ -132,7 +132,7 @@ async def _fetch_snapshot(transport, point: QuorumPoint, snapshot: tuple[int, in
         request = messages.fetch_snapshot_request(point.cluster_id, None, point.leader_epoch,
                                                   OffsetAndEpoch(*snapshot), len(data), FETCH_BYTES)
 
-        def build(correlation_id: int, request=request) -> bytes:  # noqa: ANN001
+        def build(correlation_id: int, request=request) -> bytes:
             return encode_request(request, correlation_id=correlation_id, client_id="pykraft-stream")[4:]
 
         payload = await transport.request(point.host, point.port, build, timeout_ms=TIMEOUT_MS)
@@ -143,12 +143,13 @@ async def _fetch_snapshot(transport, point: QuorumPoint, snapshot: tuple[int, in
         if error or not chunk:
             raise StreamSourceError(f"FetchSnapshot of snapshot {snapshot} at byte {len(data)} from "
                                     f"{point.host}:{point.port}: error code {error}")
+        assert partition is not None  # (error is -1 without one)
         size = int(partition.size)
         data += chunk
     return bytes(data)
 
 
-async def _fetch_once(transport, point: QuorumPoint, offset: int, epoch: int,  # noqa: ANN001, ANN202
+async def _fetch_once(transport, point: QuorumPoint, offset: int, epoch: int,
                       max_bytes: int = FETCH_BYTES):
     request = messages.fetch_request(point.cluster_id, None, point.leader_epoch, offset, epoch, 0, 0, max_bytes)
 

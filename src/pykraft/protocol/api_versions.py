@@ -25,7 +25,7 @@ from kio.static.primitive import i16, i32Timedelta, i64
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from pykraft.protocol.apis import ApiKey, ApiRegistry, VersionRange, response_class
-from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.errors import ErrorCode, kio_code
 
 __all__ = [
     "api_versions_response",
@@ -85,7 +85,7 @@ def unsupported_api_versions_response(registry: ApiRegistry) -> ResponsePayload:
     entry = response_v0.ApiVersion(
         api_key=i16(ApiKey.API_VERSIONS), min_version=i16(own.min_version), max_version=i16(own.max_version)
     )
-    return response_v0.ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=(entry,))
+    return response_v0.ApiVersionsResponse(error_code=kio_code(ErrorCode.UNSUPPORTED_VERSION), api_keys=(entry,))
 
 
 def is_valid_api_versions_request(request: RequestPayload) -> bool:

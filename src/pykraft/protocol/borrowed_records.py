@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from enum import Enum
 from typing import Any, get_args, get_origin
 
-from pykraft.protocol.wire_check import split_optional
+from pykraft.protocol.wire_check import dataclass_type, split_optional
 
 
 class _Kind(Enum):
@@ -28,7 +28,8 @@ class _Kind(Enum):
 @functools.cache
 def _plan(entity_type: type) -> tuple[tuple[str, _Kind], ...]:
     """The fields of `entity_type` that are, or hold, `records`, in wire order (tagged fields last, by tag)."""
-    untagged, tagged = [], []
+    untagged: list[tuple[int, str, _Kind]] = []
+    tagged: list[tuple[int, str, _Kind]] = []
     for field in dataclasses.fields(entity_type):
         kind = _kind_of(field)
         if kind is None:
@@ -39,14 +40,15 @@ def _plan(entity_type: type) -> tuple[tuple[str, _Kind], ...]:
     return tuple((name, kind) for _, name, kind in ordered)
 
 
-def _kind_of(field: dataclasses.Field) -> _Kind | None:
+def _kind_of(field: dataclasses.Field[Any]) -> _Kind | None:
     if field.metadata.get("kafka_type") == "records":
         return _Kind.RECORDS
     annotation, _ = split_optional(field.type)
     if get_origin(annotation) is tuple:
-        element, _ = split_optional(get_args(annotation)[0])
-        return _Kind.ARRAY if dataclasses.is_dataclass(element) and _plan(element) else None
-    if dataclasses.is_dataclass(annotation) and _plan(annotation):
+        element = dataclass_type(split_optional(get_args(annotation)[0])[0])
+        return _Kind.ARRAY if element is not None and _plan(element) else None
+    struct = dataclass_type(annotation)
+    if struct is not None and _plan(struct):
         return _Kind.STRUCT
     return None
 
@@ -61,7 +63,8 @@ def put_back(entity: Any, views: list[memoryview]) -> Any:
 
 
 def _put_back(entity: Any, views: Iterator[memoryview]) -> Any:
-    plan = _plan(type(entity))
+    entity_class: type = type(entity)
+    plan = _plan(entity_class)
     if not plan:
         return entity
     changes: dict[str, Any] = {}

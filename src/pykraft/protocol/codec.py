@@ -32,7 +32,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import IO, Any, cast
 
 import kio.index
 from kio.schema.index import api_key_map, schema_name_map
@@ -75,7 +75,8 @@ _NO_SIZE_YET = bytes(SIZE_PREFIX_BYTES)
 @dataclass(frozen=True, slots=True)
 class DecodedRequest:
     header: headers.RequestHeader
-    message: RequestPayload
+    # One API's request dataclass, known only from the header at run time: each handler reads its own API's fields.
+    message: Any
     # Where the request came from (the server's connection info: listener, peer), opaque to the codec; handlers
     # that answer per listener read it (Kafka's RequestContext). None for a request decoded outside a server.
     context: Any = None
@@ -113,21 +114,22 @@ class RequestDecodeFailure:
 @dataclass(frozen=True, slots=True)
 class DecodedResponse:
     correlation_id: int
-    message: ResponsePayload
+    message: Any  # as DecodedRequest.message
     api_version: int  # the version the body was read at: 0 for an ApiVersions fallback answer
 
 
 @cache
-def _reader(entity_type: type) -> Callable[[memoryview, int], tuple[Any, int]]:
+def _reader(entity_type: type) -> Callable[[Any, int], tuple[Any, int]]:
     return entity_reader(entity_type)
 
 
 @cache
 def _guard(entity_type: type) -> Guard:
     """The walk of one request or response class, knowing the tags of every version kio has of it."""
-    is_request = entity_type.__type__ is EntityType.request
+    kio_class: Any = entity_type
+    is_request = kio_class.__type__ is EntityType.request
     load = kio.index.load_request_schema if is_request else kio.index.load_response_schema
-    key = int(entity_type.__api_key__)
+    key = int(kio_class.__api_key__)
     return guard_for(entity_type, tuple(load(key, version) for version in schema_name_map[api_key_map[key]]))
 
 
@@ -175,7 +177,7 @@ def encode_response_body(correlation_id: int, message: ResponsePayload) -> memor
     header_class = headers.response_header_class(int(message.__api_key__), int(message.__version__))
     writer = _PartsWriter()
     writer.write(headers.encode_response_header(correlation_id, header_class))
-    entity_writer(type(message))(writer, message)
+    entity_writer(type(message))(cast(IO[bytes], writer), message)  # it has the one method kio calls
     return writer.body()
 
 
@@ -228,8 +230,8 @@ class _PartsWriter:
         return FrameBody(tuple(parts), self.size)
 
 
-def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict,
-               *, allow_trailing: bool = False, borrow_from: memoryview | None = None) -> object:
+def _read_body(entity_type: type, view: memoryview, offset: int, error: type[MessageError], ids: dict[str, Any],
+               *, allow_trailing: bool = False, borrow_from: memoryview | None = None) -> Any:
     """Walk, then decode one body that must fill the rest of the frame exactly (unless `allow_trailing`).
     With `borrow_from` (the frame, same positions as `view`) the record batches are views of it, not copies."""
     try:
@@ -256,8 +258,10 @@ def _read_body(entity_type: type, view: memoryview, offset: int, error: type[Mes
     return message
 
 
-def _read_request_header(view: memoryview, header_class: type, ids: dict) -> tuple[headers.RequestHeader, int]:
+def _read_request_header(view: memoryview, header_class: type[headers.RequestHeader] | None,
+                         ids: dict[str, Any]) -> tuple[headers.RequestHeader, int]:
     try:
+        assert header_class is not None  # read only for versions kio knows, and ApiVersions (always known)
         return headers.decode_request_header(view, header_class)
     except Exception as exc:  # headers have no arrays, so kio cannot over-allocate on them
         reason = f"request header does not decode: {type(exc).__name__}: {exc}"
@@ -289,7 +293,7 @@ def decode_request(
 
 
 def _refuse_version(
-    view: memoryview, registry: ApiRegistry, header_class: type | None, ids: dict
+    view: memoryview, registry: ApiRegistry, header_class: type[headers.RequestHeader] | None, ids: dict[str, Any]
 ) -> RequestDecodeFailure:
     key, version, correlation_id = ids["api_key"], ids["api_version"], ids["correlation_id"]
     supported = registry.range_of(key)
@@ -343,7 +347,7 @@ def decode_response(
     return DecodedResponse(correlation_id, message, request_api_version)
 
 
-def _decode_api_versions_response(view: memoryview, offset: int, ids: dict) -> DecodedResponse:
+def _decode_api_versions_response(view: memoryview, offset: int, ids: dict[str, Any]) -> DecodedResponse:
     correlation_id, version = ids["correlation_id"], ids["api_version"]
     error = _INT16.unpack_from(view, offset)[0] if len(view) - offset >= _INT16.size else None
     # UNSUPPORTED_VERSION means "v0 body" from Kafka; otherwise v0 is only the fallback, as in Kafka's client.

@@ -83,7 +83,8 @@ def error_response_for(
         overrides["error_code"] = error
         if error_message is not None and _has_field(response_type, "error_message"):
             overrides["error_message"] = error_message
-    return _zero_entity(response_type, overrides)
+    response: ResponsePayload = _zero_entity(response_type, overrides)
+    return response
 
 
 # ---- per-item errors (Kafka: each request's getErrorResponse) -----------------------------------------------------
@@ -225,7 +226,7 @@ def zero_value(field_obj: Field[Any]) -> Any:
         (annotation,) = (arg for arg in get_args(annotation) if arg is not NoneType)
     if get_origin(annotation) is tuple:
         return ()  # collections stay empty
-    if is_dataclass(annotation):
+    if isinstance(annotation, type) and is_dataclass(annotation):
         # A nullable struct is left null; a required one is filled with its own zero values.
         return None if optional else _zero_entity(annotation, {})
     kafka_type = field_obj.metadata.get("kafka_type", "")

@@ -13,11 +13,13 @@ to turn any bad input from a peer into a closed connection or an error response.
 from __future__ import annotations
 
 import enum
+from typing import cast
 
 from kio.schema.errors import ErrorCode as KioErrorCode
 
 __all__ = [
     "ErrorCode",
+    "kio_code",
     "FrameTooLargeError",
     "InvalidFrameError",
     "MalformedRequestError",
@@ -186,6 +188,12 @@ class ErrorCode(enum.IntEnum):
     def retriable(self) -> bool:
         """Whether Kafka marks this error retriable (a `RetriableException` on the Java side)."""
         return bool(self.to_kio().retriable)
+
+
+def kio_code(code: int) -> KioErrorCode:
+    """`code` (ours, kio's or a number) where kio types a field with its own enum: the same object, no conversion
+    (kio's writer reads only the number, see above), so a reader comparing with our members still finds them."""
+    return cast(KioErrorCode, code)
 
 
 class ProtocolError(Exception):

@@ -16,12 +16,14 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
+from kio.serial.readers import Reader
 from kio.static.primitive import i16, i32
 
 from pykraft.protocol.apis import ApiKey, kio_knows, request_class, response_class
@@ -52,7 +54,7 @@ _API_VERSIONS_FIRST_FLEXIBLE = 3
 _IDS = struct.Struct(">hhi")  # the fixed prefix shared by both request header versions
 
 _WRITERS = {cls: entity_writer(cls) for cls in (RequestHeaderV1, RequestHeaderV2, ResponseHeaderV0, ResponseHeaderV1)}
-_READERS = {cls: entity_reader(cls) for cls in (RequestHeaderV1, RequestHeaderV2, ResponseHeaderV0, ResponseHeaderV1)}
+_READERS: dict[type, Reader[Any]] = {cls: entity_reader(cls) for cls in (RequestHeaderV1, RequestHeaderV2, ResponseHeaderV0, ResponseHeaderV1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,7 @@ def decode_request_header(frame: memoryview, header_class: type[RequestHeader]) 
     Raises whatever kio raises on bad bytes; the codec turns that into MalformedRequestError. Headers have
     no arrays, so kio's over-allocation on array lengths (see wire_check.py) cannot happen here.
     """
+    header: RequestHeader
     header, size = _READERS[header_class](frame, 0)
     return header, size
 

@@ -9,7 +9,7 @@ target version's own nested classes.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, Field, fields
 from functools import cache
 from typing import Any
 
@@ -19,7 +19,8 @@ from pykraft.protocol.error_responses import entity_type_of, zero_value
 def convert(message: Any, target: type) -> Any:
     """`message` rebuilt as an instance of `target` (another version of the same entity)."""
     values: dict[str, Any] = {}
-    source_fields = _names(type(message))
+    message_class: type = type(message)
+    source_fields = _names(message_class)
     for field_obj in _fields(target):
         if field_obj.name in source_fields:
             values[field_obj.name] = _convert_value(getattr(message, field_obj.name), field_obj.type)
@@ -29,7 +30,7 @@ def convert(message: Any, target: type) -> Any:
 
 
 @cache
-def _fields(target: type) -> tuple:
+def _fields(target: type) -> tuple[Field[Any], ...]:
     return fields(target)
 
 

@@ -71,7 +71,7 @@ def deserialize_principal(data: bytes) -> KafkaPrincipal:
     try:
         view = memoryview(bytes(data)).toreadonly()
         message, size = entity_reader(DefaultPrincipalData)(view, _VERSION.size)
-    except Exception as exc:  # noqa: BLE001 - kio raises many kinds on bad bytes; all mean "unreadable"
+    except Exception as exc:
         raise PrincipalError(f"Failed to deserialize client principal from envelope: {exc}") from None
     if _VERSION.size + size != len(data):
         raise PrincipalError("Failed to deserialize client principal from envelope: trailing bytes")

@@ -28,7 +28,7 @@ import itertools
 import struct
 import types
 from collections.abc import Callable, Iterable
-from typing import Union, get_args, get_origin
+from typing import Any, Union, cast, get_args, get_origin
 
 __all__ = ["MAX_STRING_BYTES", "Edit", "Guard", "LiftingEdits", "TagRules", "WireFormatError", "apply_edits",
            "guard_for", "kio_input", "read_uvarint", "tag_rules", "uvarint_bytes"]  # fmt: skip
@@ -48,7 +48,7 @@ _INT16, _INT32 = struct.Struct(">h"), struct.Struct(">i")
 _SIZED = {"string": (_INT16, MAX_STRING_BYTES), "bytes": (_INT32, _MAX_LENGTH), "records": (_INT32, _MAX_LENGTH)}
 
 
-class LiftingEdits(list):  # type: ignore[type-arg]
+class LiftingEdits(list[Edit]):
     """The edits of a walk that also lifts record batches out of what kio reads (`Guard.walk(lift_records=True)`):
     every non-null `records` field is cut to an empty one by an edit, and the range of its bytes in the walked
     buffer is kept in `lifted`, in wire order. kio then copies only the few bytes around the batches; the caller
@@ -158,14 +158,14 @@ def _tags(entity_type: type) -> frozenset[int]:
     return frozenset(int(f.metadata["tag"]) for f in dataclasses.fields(entity_type) if "tag" in f.metadata)
 
 
-def _struct_of(field: dataclasses.Field | None) -> type | None:
+def _struct_of(field: dataclasses.Field[Any] | None) -> type | None:
     """The struct class of a struct or struct-array field, else None."""
     if field is None:
         return None
     annotation, _ = split_optional(field.type)
     if get_origin(annotation) is tuple:
         annotation, _ = split_optional(get_args(annotation)[0])
-    return annotation if dataclasses.is_dataclass(annotation) else None
+    return dataclass_type(annotation)
 
 
 def split_optional(annotation: object) -> tuple[object, bool]:
@@ -176,6 +176,12 @@ def split_optional(annotation: object) -> tuple[object, bool]:
             raise TypeError(f"unsupported union {annotation!r}")
         return args[0], True
     return annotation, False
+
+
+def dataclass_type(annotation: object) -> type | None:
+    """`annotation` if it is a dataclass (a kio struct), else None; typed `type`, which mypy takes as hashable
+    for the caches below (it does not for the `type[DataclassInstance]` that `is_dataclass` narrows to)."""
+    return annotation if isinstance(annotation, type) and dataclasses.is_dataclass(annotation) else None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -201,7 +207,7 @@ def guard_for(entity_type: type, family: tuple[type, ...] = ()) -> Guard:
 # --- compiling a class into steps; compilers return (step, size), size being the byte count when it is fixed ---
 @functools.cache
 def _entity_step(entity_type: type, rules: TagRules) -> tuple[Step, int | None]:
-    flexible = bool(entity_type.__flexible__)
+    flexible = bool(cast(Any, entity_type).__flexible__)
     plans: list[tuple[Step, int | None, str]] = []
     tagged: dict[int, tuple[Step, int | None]] = {}
     for field in dataclasses.fields(entity_type):
@@ -221,18 +227,19 @@ def _entity_step(entity_type: type, rules: TagRules) -> tuple[Step, int | None]:
     return _struct_step(steps, None), None
 
 
-def _field_step(field: dataclasses.Field, flexible: bool, rules: TagRules) -> tuple[Step, int | None]:
+def _field_step(field: dataclasses.Field[Any], flexible: bool, rules: TagRules) -> tuple[Step, int | None]:
     annotation, nullable = split_optional(field.type)
     name = field.name
     if get_origin(annotation) is tuple:
-        element, _ = split_optional(get_args(annotation)[0])
-        if dataclasses.is_dataclass(element):
+        element = dataclass_type(split_optional(get_args(annotation)[0])[0])
+        if element is not None:
             element_step, size = _entity_step(element, rules)
         else:  # array elements are never null in Kafka's schemas
             element_step, size = _primitive_step(name, field.metadata["kafka_type"], False, flexible)
         return _array_step(name, element_step, size, nullable, flexible), None
-    if dataclasses.is_dataclass(annotation):
-        struct_step, size = _entity_step(annotation, rules)
+    struct = dataclass_type(annotation)
+    if struct is not None:
+        struct_step, size = _entity_step(struct, rules)
         # kio's reader expects the int8 marker before every optional struct, tagged or not.
         return (_nullable_struct_step(name, struct_step), None) if nullable else (struct_step, size)
     return _primitive_step(name, field.metadata["kafka_type"], nullable, flexible)
@@ -299,6 +306,7 @@ def _sized_step(name: str, nullable: bool, max_length: int, prefix: struct.Struc
 
     def walk_sized(buf: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
         start = pos
+        length: int
         if prefix is not None:
             pos += prefix.size
             if pos > end:
@@ -348,6 +356,7 @@ def _array_step(name: str, element: Step, element_size: int | None, nullable: bo
 
     def walk_array(buf: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
         start = pos
+        count: int
         if not flexible:
             pos += 4
             if pos > end:

@@ -13,6 +13,7 @@ from typing import Any
 
 from kio.schema.leader_change_message.v0.data import LeaderChangeMessage, Voter
 from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
+from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i32
 
 from pykraft.protocol.errors import ErrorCode
@@ -99,7 +100,7 @@ class RaftCore:
         address = endpoints.address(self.local.listener_name)
         return Destination(node_id, address.host, address.port) if address else Destination(node_id)
 
-    def leader_endpoints_field(self, cls: type) -> tuple:
+    def leader_endpoints_field(self, cls: type) -> tuple[Any, ...]:
         leader = self.quorum.leader_id()
         if leader is None:
             return ()
@@ -312,7 +313,7 @@ class RaftCore:
         # LEADER_CHANGE_CURRENT_VERSION (0, in 3.9 through 4.x) and reads every LeaderChange at that version, so a
         # v1 value (with directory ids) fails Kafka's parser. Older pykraft logs hold v1: records/control reads both.
         change = LeaderChangeMessage(
-            version=i16(0), leader_id=i32(leader.local_key.id),
+            version=i16(0), leader_id=BrokerId(leader.local_key.id),
             voters=tuple(Voter(voter_id=i32(k)) for k in sorted({k.id for k in voters.keys()})),
             granting_voters=tuple(Voter(voter_id=i32(k)) for k in sorted({k.id for k in leader.granting_voters})),
         )

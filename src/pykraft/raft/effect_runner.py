@@ -98,7 +98,8 @@ class Outbox:
         self.done_seq = done_seq
         if not self._queue:
             return
-        queue, kept = self._queue, deque()
+        kept: deque[tuple[int, Callable[[], None]]] = deque()
+        queue = self._queue
         self._queue = kept
         for entry in queue:  # tags are not monotonic once a Fetch answer is held: release every one now due
             if entry[0] <= done_seq:
@@ -150,7 +151,7 @@ class EffectRunner:
         self.lane = lane
         self.outbox = outbox
         self.sink = sink
-        self._dispatch: dict[type, Callable[[Any], None]] = {
+        self._dispatch: dict[type, Callable[[Any], object]] = {
             Send: self._send,
             Respond: self._respond,
             FlushLog: lane.flush_log,

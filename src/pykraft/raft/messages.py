@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import uuid
-from typing import cast
+from typing import Any, cast
 
 from kio.schema.begin_quorum_epoch.v1 import request as bqe_req
 from kio.schema.begin_quorum_epoch.v1 import response as bqe_resp
@@ -19,9 +20,9 @@ from kio.schema.fetch_snapshot.v1 import response as fs_resp
 from kio.schema.types import BrokerId, TopicName
 from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_resp
-from kio.static.primitive import Records, i32, i64, u16
+from kio.static.primitive import Records, i32, i32Timedelta, i64, u16
 
-from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.errors import ErrorCode, kio_code
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID
 from pykraft.raft.log import OffsetAndEpoch
@@ -35,7 +36,7 @@ def _dir(directory_id: uuid.UUID | None) -> uuid.UUID:
 
 
 @functools.lru_cache(maxsize=64)
-def node_endpoints(cls: type, node_id: int | None, endpoints: Endpoints, listener: str) -> tuple:
+def node_endpoints(cls: type, node_id: int | None, endpoints: Endpoints, listener: str) -> tuple[Any, ...]:
     """The leader's entry for an answer's `node_endpoints` (immutable, so one tuple is shared by every answer that
     names the same endpoints: a leader builds one per Fetch answer, on the commit path)."""
     address = endpoints.address(listener)
@@ -51,7 +52,7 @@ def _port(cls: type, port: int) -> object:
 @functools.cache
 def _port_is_u16(cls: type) -> bool:
     """Whether `cls.port` is a uint16 (once per class: every Fetch answer names the leader's endpoint)."""
-    return "u16" in str(cls.__dataclass_fields__["port"].type)
+    return "u16" in str(next(f.type for f in dataclasses.fields(cls) if f.name == "port"))
 
 
 # ---- Vote ----------------------------------------------------------------------------------------------------
@@ -67,17 +68,17 @@ def vote_request(cluster_id: str | None, candidate: ReplicaKey, epoch: int, vote
 
 
 def vote_response(error: ErrorCode, partition_error: ErrorCode, leader_id: int | None, epoch: int, granted: bool,
-                  endpoints: tuple = ()) -> vote_resp.VoteResponse:
+                  endpoints: tuple[Any, ...] = ()) -> vote_resp.VoteResponse:
     partition = vote_resp.PartitionData(
-        partition_index=i32(METADATA_PARTITION), error_code=partition_error,
+        partition_index=i32(METADATA_PARTITION), error_code=kio_code(partition_error),
         leader_id=BrokerId(-1 if leader_id is None else leader_id), leader_epoch=i32(epoch), vote_granted=granted,
     )
-    return vote_resp.VoteResponse(error_code=error, node_endpoints=endpoints,
+    return vote_resp.VoteResponse(error_code=kio_code(error), node_endpoints=endpoints,
                                   topics=(vote_resp.TopicData(topic_name=TOPIC, partitions=(partition,)),))
 
 
 # ---- BeginQuorumEpoch / EndQuorumEpoch -------------------------------------------------------------------------
-def _leader_endpoints(cls: type, endpoints: Endpoints) -> tuple:
+def _leader_endpoints(cls: type, endpoints: Endpoints) -> tuple[Any, ...]:
     return tuple(cls(name=e.name, host=e.host, port=u16(e.port)) for e in endpoints.items)
 
 
@@ -94,11 +95,11 @@ def begin_quorum_epoch_request(cluster_id: str | None, leader_id: int, epoch: in
 
 
 def begin_quorum_epoch_response(error: ErrorCode, partition_error: ErrorCode, leader_id: int | None,
-                                epoch: int, endpoints: tuple = ()) -> bqe_resp.BeginQuorumEpochResponse:
-    partition = bqe_resp.PartitionData(partition_index=i32(METADATA_PARTITION), error_code=partition_error,
+                                epoch: int, endpoints: tuple[Any, ...] = ()) -> bqe_resp.BeginQuorumEpochResponse:
+    partition = bqe_resp.PartitionData(partition_index=i32(METADATA_PARTITION), error_code=kio_code(partition_error),
                                        leader_id=BrokerId(-1 if leader_id is None else leader_id),
                                        leader_epoch=i32(epoch))
-    return bqe_resp.BeginQuorumEpochResponse(error_code=error, node_endpoints=endpoints,
+    return bqe_resp.BeginQuorumEpochResponse(error_code=kio_code(error), node_endpoints=endpoints,
                                              topics=(bqe_resp.TopicData(topic_name=TOPIC, partitions=(partition,)),))
 
 
@@ -114,15 +115,15 @@ def end_quorum_epoch_request(cluster_id: str | None, leader_id: int, epoch: int,
 
 
 def end_quorum_epoch_response(error: ErrorCode, partition_error: ErrorCode, leader_id: int | None,
-                              epoch: int, endpoints: tuple = ()) -> eqe_resp.EndQuorumEpochResponse:
-    partition = eqe_resp.PartitionData(partition_index=i32(METADATA_PARTITION), error_code=partition_error,
+                              epoch: int, endpoints: tuple[Any, ...] = ()) -> eqe_resp.EndQuorumEpochResponse:
+    partition = eqe_resp.PartitionData(partition_index=i32(METADATA_PARTITION), error_code=kio_code(partition_error),
                                        leader_id=BrokerId(-1 if leader_id is None else leader_id),
                                        leader_epoch=i32(epoch))
-    return eqe_resp.EndQuorumEpochResponse(error_code=error, node_endpoints=endpoints,
+    return eqe_resp.EndQuorumEpochResponse(error_code=kio_code(error), node_endpoints=endpoints,
                                            topics=(eqe_resp.TopicData(topic_name=TOPIC, partitions=(partition,)),))
 
 
-def endpoints_from(items: tuple) -> Endpoints:
+def endpoints_from(items: tuple[Any, ...]) -> Endpoints:
     return Endpoints.of(Endpoint(e.name, e.host, int(e.port)) for e in items)
 
 
@@ -154,20 +155,21 @@ _NO_SNAPSHOT_ID = fetch_resp.SnapshotId()
 
 @functools.lru_cache(maxsize=16)
 def _fetch_constants(replica_id: int, directory_id: uuid.UUID | None, max_wait_ms: int,
-                     max_bytes: int) -> tuple[fetch_req.ReplicaState, uuid.UUID, datetime.timedelta, i32]:
+                     max_bytes: int) -> tuple[fetch_req.ReplicaState, uuid.UUID, i32Timedelta, i32]:
     """The parts of a follower's Fetch that stay the same from one request to the next (immutable, so shared)."""
     return (fetch_req.ReplicaState(replica_id=BrokerId(replica_id)), _dir(directory_id),
-            datetime.timedelta(milliseconds=max_wait_ms), i32(max_bytes))
+            i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)), i32(max_bytes))
 
 
 def fetch_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.NONE, high_watermark: int = -1,
                    log_start: int = -1, leader_id: int | None = None, epoch: int = -1,
                    diverging: OffsetAndEpoch | None = None, snapshot_id: OffsetAndEpoch | None = None,
-                   records: bytes | memoryview | None = None, endpoints: tuple = ()) -> fetch_resp.FetchResponse:
+                   records: bytes | memoryview | None = None,
+                   endpoints: tuple[Any, ...] = ()) -> fetch_resp.FetchResponse:
     # A leader builds one per Fetch answer, on the commit path: the numbers (the core's own, in range) skip kio's
     # phantom-type checks and the parts that are absent are shared constants, as in `fetch_request`.
     partition = fetch_resp.PartitionData(
-        partition_index=_METADATA_PARTITION_I32, error_code=partition_error,
+        partition_index=_METADATA_PARTITION_I32, error_code=kio_code(partition_error),
         high_watermark=cast(i64, high_watermark), log_start_offset=cast(i64, log_start),
         diverging_epoch=fetch_resp.EpochEndOffset(epoch=i32(diverging.epoch), end_offset=i64(diverging.offset))
         if diverging else _NO_DIVERGING_EPOCH,
@@ -179,7 +181,7 @@ def fetch_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.N
         records=None if records is None else cast(Records, bytes(records)),
     )
     return fetch_resp.FetchResponse(
-        throttle_time=ZERO_THROTTLE, error_code=error, node_endpoints=endpoints,
+        throttle_time=ZERO_THROTTLE, error_code=kio_code(error), node_endpoints=endpoints,
         responses=(fetch_resp.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=(partition,)),),
     )
 
@@ -201,16 +203,16 @@ def fetch_snapshot_request(cluster_id: str | None, replica: ReplicaKey | None, e
 def fetch_snapshot_response(error: ErrorCode, *, partition_error: ErrorCode = ErrorCode.NONE,
                             leader_id: int | None = None, epoch: int = -1, snapshot_id: OffsetAndEpoch | None = None,
                             size: int = -1, position: int = -1, records: bytes | memoryview = b"",
-                            endpoints: tuple = ()) -> fs_resp.FetchSnapshotResponse:
+                            endpoints: tuple[Any, ...] = ()) -> fs_resp.FetchSnapshotResponse:
     snapshot = snapshot_id or OffsetAndEpoch(-1, -1)
     partition = fs_resp.PartitionSnapshot(
-        index=i32(METADATA_PARTITION), error_code=partition_error,
+        index=i32(METADATA_PARTITION), error_code=kio_code(partition_error),
         snapshot_id=fs_resp.SnapshotId(end_offset=i64(snapshot.offset), epoch=i32(snapshot.epoch)),
         current_leader=fs_resp.LeaderIdAndEpoch(leader_id=BrokerId(-1 if leader_id is None else leader_id),
                                                 leader_epoch=i32(epoch)),
         size=i64(size), position=i64(position), unaligned_records=Records(bytes(records)),
     )
     return fs_resp.FetchSnapshotResponse(
-        throttle_time=ZERO_THROTTLE, error_code=error, node_endpoints=endpoints,
+        throttle_time=ZERO_THROTTLE, error_code=kio_code(error), node_endpoints=endpoints,
         topics=(fs_resp.TopicSnapshot(name=TOPIC, partitions=(partition,)),),
     )

@@ -232,7 +232,7 @@ class QuorumState:
             # Prospective is not persisted, but a binding vote cast while prospective is.
             self._emit(PersistElection(new.election_state(), self._kraft_version()))
 
-    def _check_rules(self, old: EpochState, new: EpochState, rule: EpochRule) -> None:
+    def _check_rules(self, old: EpochState, new: EpochState, rule: EpochRule | None) -> None:
         new_role = new.role
         if new_role in VOTER_ONLY_ROLES and new_role is not Role.RESIGNED and not self.is_voter():
             raise IllegalTransition(f"an observer cannot become {new_role.value}")
@@ -263,8 +263,9 @@ class QuorumState:
             return NEVER
         keeps = isinstance(old, (UnattachedState, CandidateState)) or (
             isinstance(old, ProspectiveState) and not old.election.is_rejected())
-        if keeps and old.election_deadline_ms > now_ms:  # type: ignore[union-attr]
-            return old.election_deadline_ms  # type: ignore[union-attr]
+        if keeps and isinstance(old, (UnattachedState, CandidateState, ProspectiveState)) \
+                and old.election_deadline_ms > now_ms:
+            return old.election_deadline_ms
         return self._election_deadline(now_ms)
 
     # ---- transitions -------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from typing import Any
 
 from kio.schema.add_raft_voter.v1 import request as add_req
 from kio.schema.add_raft_voter.v1 import response as add_resp
@@ -18,9 +19,9 @@ from kio.schema.remove_raft_voter.v0 import response as remove_resp
 from kio.schema.types import BrokerId
 from kio.schema.update_raft_voter.v0 import request as update_req
 from kio.schema.update_raft_voter.v0 import response as update_resp
-from kio.static.primitive import i16, i32, u16
+from kio.static.primitive import i16, i32, i32Timedelta, u16
 
-from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.errors import ErrorCode, kio_code
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.raft.voter_set import ZERO_UUID, Endpoint, Endpoints, ReplicaKey, SupportedVersionRange
 
@@ -33,7 +34,7 @@ def _dir(directory_id: uuid.UUID | None) -> uuid.UUID:
     return directory_id or ZERO_UUID
 
 
-def listeners_to_endpoints(listeners: tuple) -> Endpoints:
+def listeners_to_endpoints(listeners: tuple[Any, ...]) -> Endpoints:
     """Request listeners -> Endpoints. Duplicate names keep the last one (the schema's map key is the name)."""
     return Endpoints.of(Endpoint(item.name, item.host, int(item.port)) for item in listeners)
 
@@ -42,7 +43,8 @@ def listeners_to_endpoints(listeners: tuple) -> Endpoints:
 def add_voter_request(cluster_id: str | None, key: ReplicaKey, endpoints: Endpoints, timeout_ms: int,
                       ack_when_committed: bool = True) -> add_req.AddRaftVoterRequest:
     return add_req.AddRaftVoterRequest(
-        cluster_id=cluster_id, timeout=datetime.timedelta(milliseconds=timeout_ms), voter_id=i32(key.id),
+        cluster_id=cluster_id, timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+        voter_id=i32(key.id),
         voter_directory_id=_dir(key.directory_id),
         listeners=tuple(add_req.Listener(name=e.name, host=e.host, port=u16(e.port)) for e in endpoints.items),
         ack_when_committed=ack_when_committed,
@@ -50,7 +52,8 @@ def add_voter_request(cluster_id: str | None, key: ReplicaKey, endpoints: Endpoi
 
 
 def add_voter_response(error: ErrorCode, message: str | None = None) -> add_resp.AddRaftVoterResponse:
-    return add_resp.AddRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=error, error_message=message)
+    return add_resp.AddRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=kio_code(error),
+                                         error_message=message)
 
 
 # ---- RemoveRaftVoter -------------------------------------------------------------------------------------------
@@ -60,7 +63,8 @@ def remove_voter_request(cluster_id: str | None, key: ReplicaKey) -> remove_req.
 
 
 def remove_voter_response(error: ErrorCode, message: str | None = None) -> remove_resp.RemoveRaftVoterResponse:
-    return remove_resp.RemoveRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=error, error_message=message)
+    return remove_resp.RemoveRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=kio_code(error),
+                                               error_message=message)
 
 
 # ---- UpdateRaftVoter -------------------------------------------------------------------------------------------
@@ -80,7 +84,8 @@ def update_voter_response(error: ErrorCode, leader_id: int | None, epoch: int,
     leader = update_resp.CurrentLeader(
         leader_id=BrokerId(-1 if leader_id is None else leader_id), leader_epoch=i32(epoch),
         host=leader_address.host if leader_address else "", port=i32(leader_address.port if leader_address else -1))
-    return update_resp.UpdateRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=error, current_leader=leader)
+    return update_resp.UpdateRaftVoterResponse(throttle_time=ZERO_THROTTLE, error_code=kio_code(error),
+                                               current_leader=leader)
 
 
 # ---- ApiVersions (the AddVoter probe) ------------------------------------------------------------------------------
@@ -93,7 +98,7 @@ def api_versions_response(error: ErrorCode, kraft: SupportedVersionRange | None)
     """What a node answers to the probe; the core only reads the kraft.version supported range."""
     features = () if kraft is None else (av_resp.SupportedFeatureKey(
         name=KRAFT_VERSION_FEATURE, min_version=i16(kraft.min_version), max_version=i16(kraft.max_version)),)
-    return av_resp.ApiVersionsResponse(error_code=error, api_keys=(), throttle_time=ZERO_THROTTLE,
+    return av_resp.ApiVersionsResponse(error_code=kio_code(error), api_keys=(), throttle_time=ZERO_THROTTLE,
                                        supported_features=features)
 
 

@@ -42,7 +42,7 @@ def start(core: RaftCore, state: FollowerState, snapshot_id: SnapshotId, now_ms:
 
 
 def writer_of(state: FollowerState) -> RawSnapshotWriter | None:
-    return state.fetching_snapshot  # type: ignore[return-value]
+    return state.fetching_snapshot
 
 
 def request(core: RaftCore, state: FollowerState) -> fs_req.FetchSnapshotRequest:

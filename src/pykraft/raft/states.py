@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pykraft.raft.election import ElectionState
 from pykraft.raft.voter_set import Endpoints, ReplicaKey, majority_of
+
+if TYPE_CHECKING:
+    from pykraft.raft.log import RawSnapshotWriter
 
 NEVER = 2**62  # a deadline that never expires (observers' election timer)
 
@@ -195,7 +198,7 @@ class FollowerState:
     fetch_deadline_ms: int
     voted_key: ReplicaKey | None = None
     has_fetched_from_leader: bool = False
-    fetching_snapshot: object | None = None  # a RawSnapshotWriter while a snapshot download is in progress
+    fetching_snapshot: RawSnapshotWriter | None = None  # while a snapshot download is in progress
     update_voter_deadline_ms: int = 0
     role: Role = field(default=Role.FOLLOWER, init=False)
 

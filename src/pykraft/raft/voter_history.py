@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
+from typing import Any
 
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.voter_set import VoterSet
@@ -73,7 +74,7 @@ class VoterHistory:
         contained offset (end offset - 1) and replace whatever the history held from there on; so the bootstrap
         snapshot (0, 0), whose records sit at -1, overrides static voters. Returns the count of bad records."""
         at = snapshot_id.offset - 1
-        found: dict[ControlRecordType, object] = {}
+        found: dict[ControlRecordType, Any] = {}  # kio messages
         target_record = None
         bad = 0
         try:
@@ -95,9 +96,9 @@ class VoterHistory:
         if ControlRecordType.KRAFT_VERSION in found:
             cut = bisect.bisect_left(self._version_offsets, at)
             del self._version_offsets[cut:], self._versions[cut:]
-            self.add_kraft_version(at, found[ControlRecordType.KRAFT_VERSION].k_raft_version)  # type: ignore[attr-defined]
+            self.add_kraft_version(at, found[ControlRecordType.KRAFT_VERSION].k_raft_version)
         if ControlRecordType.KRAFT_VOTERS in found:
-            voters = VoterSet.from_voters_record(found[ControlRecordType.KRAFT_VOTERS])  # type: ignore[arg-type]
+            voters = VoterSet.from_voters_record(found[ControlRecordType.KRAFT_VOTERS])
             if voters is None:
                 return bad + 1
             cut = bisect.bisect_left(self._voter_offsets, at)
@@ -113,13 +114,13 @@ class VoterHistory:
             self.add_target(at, target)  # type: ignore[arg-type]
         return bad
 
-    def _apply_control(self, offset: int, kind: ControlRecordType, message: object, target_record: object) -> int:
+    def _apply_control(self, offset: int, kind: ControlRecordType, message: Any, target_record: object) -> int:
         if kind is ControlRecordType.KRAFT_VERSION:
             if self._version_offsets and offset <= self._version_offsets[-1]:
                 return 0  # already seen (a re-read of the same log)
-            self.add_kraft_version(offset, message.k_raft_version)  # type: ignore[attr-defined]
+            self.add_kraft_version(offset, message.k_raft_version)
         elif kind is ControlRecordType.KRAFT_VOTERS:
-            voters = VoterSet.from_voters_record(message)  # type: ignore[arg-type]
+            voters = VoterSet.from_voters_record(message)
             if voters is None:
                 return 1
             if self._voter_offsets and offset <= self._voter_offsets[-1]:
@@ -216,10 +217,10 @@ _SNAPSHOT_TYPES = (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTE
 _CORRUPT = object()
 
 
-def _target_of(record: object) -> VoterSet | None | object:
+def _target_of(record: Any) -> VoterSet | None | object:
     """The target a VotersRecord's target tag names: None for no voters (cleared) or no tag, `_CORRUPT` for one whose
     voters repeat an id or carry a negative id."""
-    if record is None or not record.voters:  # type: ignore[attr-defined]
+    if record is None or not record.voters:
         return None
-    voters = VoterSet.from_voters_record(record)  # type: ignore[arg-type]
+    voters = VoterSet.from_voters_record(record)
     return _CORRUPT if voters is None else voters

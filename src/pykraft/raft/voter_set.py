@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kio.schema.voters_record.v0 import data as voters_record
-from kio.static.primitive import i16, i32, u16
+from kio.schema.types import BrokerId
+from kio.static.primitive import i16, u16
 
 # The zero uuid is how Kafka's wire and file formats say "no directory id".
 ZERO_UUID = uuid.UUID(int=0)
@@ -153,7 +154,7 @@ class VoterSet:
             version=i16(0),
             voters=tuple(
                 voters_record.Voter(
-                    voter_id=i32(node.key.id),
+                    voter_id=BrokerId(node.key.id),
                     voter_directory_id=node.key.directory_id or ZERO_UUID,
                     endpoints=tuple(
                         voters_record.Endpoint(name=e.name, host=e.host, port=u16(e.port))

@@ -16,12 +16,15 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .compression import Compression, decompress
 from .crc import crc32c
 from .errors import CorruptBatchError, MalformedBatchError, RecordsError, TruncatedBatchError
 from .varint import append_varint, read_varint
+
+if TYPE_CHECKING:
+    import mmap
 
 MAGIC = 2
 BATCH_HEADER_SIZE = 61
@@ -74,6 +77,11 @@ class RecordBatch:
         "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
         "base_sequence", "record_count",
     )  # fmt: skip
+    base_offset: int
+    length: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
 
     def __init__(self, buffer: memoryview) -> None:
         self.buffer = buffer
@@ -193,6 +201,7 @@ def _decode_records(body: bytes, view: memoryview, count: int, base_offset: int,
             else:
                 key, pos = _read_bytes(body, view, pos, end)
             # value
+            value: memoryview | None
             b = body[pos]
             if b < 0x80 and not b & 1:
                 stop = pos + 1 + (b >> 1)
@@ -206,7 +215,7 @@ def _decode_records(body: bytes, view: memoryview, count: int, base_offset: int,
                 value, pos = _read_bytes(body, view, pos, end)
             # headers: usually none
             if body[pos] == 0:
-                headers: tuple = ()
+                headers: tuple[tuple[str, memoryview | None], ...] = ()
                 pos += 1
             else:
                 headers, pos = _read_headers(body, view, pos, end)
@@ -354,7 +363,7 @@ def restamp_batch(batch: bytearray, *, base_offset: int, partition_leader_epoch:
 
 
 def iter_batches(
-    data: bytes | bytearray | memoryview,
+    data: bytes | bytearray | memoryview | mmap.mmap,
     *,
     verify_crc: bool = True,
     allow_truncated_tail: bool = False,

@@ -12,6 +12,7 @@ import importlib
 import struct
 from collections.abc import Callable
 from types import ModuleType
+from typing import cast
 
 from .errors import MalformedBatchError, UnsupportedCompressionError
 
@@ -59,7 +60,7 @@ def _gunzip(data: bytes) -> bytes:
 def _unsnappy(data: bytes) -> bytes:
     snappy = _library(Compression.SNAPPY)
     if not data.startswith(_XERIAL_MAGIC):
-        return snappy.decompress(data)
+        return cast(bytes, snappy.decompress(data))
     out = bytearray()
     pos = _XERIAL_HEADER_SIZE
     while pos < len(data):
@@ -75,12 +76,12 @@ def _unsnappy(data: bytes) -> bytes:
 
 
 def _unlz4(data: bytes) -> bytes:
-    return _library(Compression.LZ4).decompress(data)
+    return cast(bytes, _library(Compression.LZ4).decompress(data))
 
 
 def _unzstd(data: bytes) -> bytes:
     # A streaming decompressor, because producers may omit the content size from the frame header.
-    return _library(Compression.ZSTD).ZstdDecompressor().decompressobj().decompress(data)
+    return cast(bytes, _library(Compression.ZSTD).ZstdDecompressor().decompressobj().decompress(data))
 
 
 _DECOMPRESSORS: dict[int, Callable[[bytes], bytes]] = {
@@ -115,7 +116,7 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == Compression.GZIP:
         import gzip
 
-        return gzip.compress(data)
+        return gzip.compress(data, mtime=0)  # as Java's GZIPOutputStream (Kafka's): the same bytes whenever written
     if codec == Compression.SNAPPY:
         snappy = _library(Compression.SNAPPY)
         out = bytearray(_XERIAL_MAGIC)
@@ -127,7 +128,8 @@ def compress(codec: int, data: bytes) -> bytes:
         return bytes(out)
     if codec == Compression.LZ4:
         frame = _library(Compression.LZ4)
-        return frame.compress(data, block_size=frame.BLOCKSIZE_MAX64KB, block_linked=False, store_size=False)
+        return cast(bytes, frame.compress(data, block_size=frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                                          store_size=False))
     if codec == Compression.ZSTD:
-        return _library(Compression.ZSTD).ZstdCompressor().compress(data)
+        return cast(bytes, _library(Compression.ZSTD).ZstdCompressor().compress(data))
     raise UnsupportedCompressionError(f"unknown compression codec id {codec}")

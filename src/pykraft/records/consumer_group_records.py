@@ -239,7 +239,7 @@ class _Reader:
         size = struct.calcsize(fmt)
         if self.pos + size > len(self.data):
             raise self.fail()
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        value: int = struct.unpack_from(fmt, self.data, self.pos)[0]
         self.pos += size
         return value
 

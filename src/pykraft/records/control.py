@@ -31,6 +31,8 @@ from kio.schema.snapshot_header_record.v0 import SnapshotHeaderRecord
 from kio.schema.voters_record.v0 import VotersRecord
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
+from kio.serial.readers import Reader
+from kio.serial.writers import Writer
 
 from pykraft.protocol.wire_check import Edit, WireFormatError, guard_for, kio_input, read_uvarint, uvarint_bytes
 
@@ -80,8 +82,8 @@ _SCHEMAS: dict[tuple[ControlRecordType, int], type] = {
 }
 _TYPE_OF_CLASS: dict[type, ControlRecordType] = {cls: kind for (kind, _), cls in _SCHEMAS.items()}
 _TYPE_OF_CLASS[VotersRecordWithTarget] = ControlRecordType.KRAFT_VOTERS
-_WRITERS = {cls: entity_writer(cls) for cls in _SCHEMAS.values()}
-_READERS = {key: entity_reader(cls) for key, cls in _SCHEMAS.items()}
+_WRITERS: dict[type, Writer[Any]] = {cls: entity_writer(cls) for cls in _SCHEMAS.values()}
+_READERS: dict[tuple[ControlRecordType, int], Reader[Any]] = {key: entity_reader(cls) for key, cls in _SCHEMAS.items()}
 # Each walk knows the schema's other versions: Kafka rejects their tags instead of skipping them.
 _GUARDS = {
     key: guard_for(cls, tuple(other for (kind, _), other in _SCHEMAS.items() if kind == key[0]))
@@ -169,9 +171,10 @@ def decode_control_record(record: Record) -> ControlRecord:
     return ControlRecord(kind, type_id, None)
 
 
-def _target_of(value: memoryview | bytes, cut: list[Edit]) -> VotersRecord | None:
+def _target_of(value: memoryview | bytes | None, cut: list[Edit]) -> VotersRecord | None:
     """The pykraft target tag among the tagged fields the walk cut out of a VotersRecord (the last one: the
     top-level tagged section ends the record), decoded as the Voters array of a VotersRecord."""
+    assert value is not None  # _decode_value refused a null value
     view = memoryview(value)
     for start, end, replacement in reversed(cut):
         if replacement:

@@ -30,7 +30,9 @@ def _crc32c_extension() -> ModuleType | None:
             path = os.path.join(directory, "_crc32c" + suffix)
             if os.path.isfile(path):
                 loader = importlib.machinery.ExtensionFileLoader("crc32c._crc32c", path)
-                module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+                module_spec = importlib.util.spec_from_loader(loader.name, loader)
+                assert module_spec is not None  # a loader is given
+                module = importlib.util.module_from_spec(module_spec)
                 loader.exec_module(module)
                 return module
     return None
@@ -42,7 +44,7 @@ if _EXTENSION is not None:
 else:  # pragma: no cover - kio always brings the crc32c package; the fallback copies.
 
     def _crc32c_any_buffer(data: bytes | bytearray | memoryview) -> int:
-        return google_crc32c.value(bytes(data))
+        return int(google_crc32c.value(bytes(data)))
 
 
 _crc32c_bytes: Callable[[bytes], int] = google_crc32c.value

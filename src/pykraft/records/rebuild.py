@@ -11,6 +11,7 @@ and a batch rebuilt from some of its records the way Kafka's `MemoryRecords.filt
   flags; the base timestamp is the delete horizon when one is set (attribute bit 6, KIP-534) else the first kept
   record's timestamp, and every kept record's timestamp delta is recomputed from it (the record's key, value and
   headers bytes are copied as they were).
+  `rebuild_records` is the same from columns (records/record_scan.py), the cleaner's fast path.
 - `empty_batch(batch)`: Kafka's `writeEmptyHeader`: a 61-byte batch with no records that keeps a producer's last
   sequence and epoch (`BatchRetention.RETAIN_EMPTY`): base timestamp -1, max timestamp kept, uncompressed.
 """
@@ -134,31 +135,40 @@ def record_keys(body: bytes, count: int) -> list[KeyedRecord]:
 
 def rebuild_batch(batch: RecordBatch, body: bytes, kept: list[KeyedRecord], delete_horizon_ms: int | None) -> bytes:
     """The batch with only `kept` (walked from `body`, its records section), as Kafka's cleaner writes it."""
-    assert kept, "an empty batch is written by empty_batch"
+    return rebuild_records(batch, body, [r[0] for r in kept], [r[1] for r in kept], [r[4] for r in kept],
+                           [r[5] for r in kept], delete_horizon_ms)
+
+
+def rebuild_records(batch: RecordBatch, body: bytes | bytearray, offset_deltas: list[int], timestamp_deltas: list[int],
+                    tails: list[int], ends: list[int], delete_horizon_ms: int | None) -> bytes:
+    """`rebuild_batch` from the kept records' columns: their offset and timestamp deltas, and where each one's key,
+    value and headers lie in `body` (body[tail:end])."""
+    assert offset_deltas, "an empty batch is written by empty_batch"
     log_append_time = bool(batch.attributes & ATTR_TIMESTAMP_TYPE)
     if log_append_time:  # readers take the batch's max timestamp as every record's: Kafka's builder does too
-        stamps = [batch.max_timestamp] * len(kept)
+        stamps = [batch.max_timestamp] * len(offset_deltas)
     else:
-        stamps = [batch.base_timestamp + r.timestamp_delta for r in kept]
+        base = batch.base_timestamp
+        stamps = [base + delta for delta in timestamp_deltas]
     base_timestamp = delete_horizon_ms if delete_horizon_ms is not None else stamps[0]
     records = bytearray()
     view = memoryview(body)
     small, limit = _SMALL_VARINTS, _SMALL_LIMIT
-    for record, stamp in zip(kept, stamps):
-        ts_delta, offset_delta = stamp - base_timestamp, record[0]
+    for offset_delta, stamp, tail, end in zip(offset_deltas, stamps, tails, ends):
+        ts_delta = stamp - base_timestamp
         if -limit <= ts_delta < limit and offset_delta < limit:
             prefix = b"\x00" + small[ts_delta] + small[offset_delta]  # attributes: Kafka writes 0
         else:
             prefix = bytearray(b"\x00")
             append_varint(prefix, ts_delta)
             append_varint(prefix, offset_delta)
-        length = len(prefix) + record[5] - record[4]
+        length = len(prefix) + end - tail
         if length < limit:
             records += small[length]
         else:
             append_varint(records, length)
         records += prefix
-        records += view[record[4]:record[5]]
+        records += view[tail:end]
     codec = batch.attributes & ATTR_COMPRESSION_MASK
     payload = bytes(records) if codec == Compression.NONE else compress(codec, bytes(records))
     attributes = batch.attributes & ~ATTR_DELETE_HORIZON
@@ -168,7 +178,7 @@ def rebuild_batch(batch: RecordBatch, body: bytes, kept: list[KeyedRecord], dele
     out = bytearray(BATCH_HEADER_SIZE) + payload
     _HEADER.pack_into(out, 0, batch.base_offset, len(out) - LOG_OVERHEAD, batch.partition_leader_epoch, MAGIC, 0,
                       attributes, batch.last_offset_delta, base_timestamp, max_timestamp, batch.producer_id,
-                      batch.producer_epoch, batch.base_sequence, len(kept))
+                      batch.producer_epoch, batch.base_sequence, len(offset_deltas))
     struct.pack_into(">I", out, 17, crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)
 

@@ -112,7 +112,7 @@ class _Reader:
         size = struct.calcsize(fmt)
         if self.pos + size > len(self.data):
             raise TxnRecordError(f"{self.what} is truncated at byte {self.pos}")
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        value: int = struct.unpack_from(fmt, self.data, self.pos)[0]
         self.pos += size
         return value
 
@@ -206,7 +206,8 @@ def _tag_int(tags: dict[int, bytes], tag: int, fmt: str, default: int) -> int:
         return default
     if len(data) != struct.calcsize(fmt):
         raise TxnRecordError(f"TransactionLogValue tagged field {tag} has {len(data)} bytes")
-    return struct.unpack(fmt, data)[0]
+    value: int = struct.unpack(fmt, data)[0]
+    return value
 
 
 __all__ = ["TxnLogValue", "TxnRecordError", "decode_txn_key", "decode_txn_value", "encode_txn_key",

@@ -10,10 +10,13 @@ deletion aborts it (`CleanerHost.check_aborted`, called between chunks).
 Per record and per batch the rules are compaction_rules.py's. A batch whose records all stay (and needs no delete
 horizon) is copied as it is; one that loses records is rebuilt around the kept ones (records/rebuild.py); an
 emptied batch goes, unless it is an active producer's last or the round's last (then an empty batch stays).
-Reads are in chunks of the I/O buffer (grown to fit one larger batch), throttled by the shared `Throttler`. The
-thread holds the GIL while it decodes; the event loop gets it back within the interpreter's switch interval (5 ms)
-whenever it waits for it (an explicit yield per chunk cost ~30% of a pass on a loaded machine: a sleep(0) gives
-the core away).
+Reads are in chunks of the I/O buffer (grown to fit one larger batch), throttled by the shared `Throttler`. Each
+chunk goes through cleaner_chunks.py's numpy paths (the map's records, the filter), batch by batch only where a
+batch needs it; `fast=False` takes the record-by-record path everywhere (`filter_batch`: the reference the fast
+path is tested against, and what it falls back to for control batches, discarded ones and malformed chunks).
+A broker runs passes in a child process (node/hosts/cleaner_child.py), so that decoding never holds its GIL.
+Without a working numpy (a platform with no wheel of it) every pass takes the record-by-record path over a
+`PlainOffsetMap` (offset_map.py): slower, the same segments.
 """
 
 from __future__ import annotations
@@ -25,25 +28,21 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pykraft.records import RecordBatch, iter_batches
-from pykraft.records.rebuild import delete_horizon, empty_batch, rebuild_batch, record_keys, records_section
+from pykraft.records.rebuild import empty_batch, rebuild_batch, record_keys, records_section
 
-from .cleaner_txns import marker_type, transaction_seam
-from .compaction_rules import (
-    BatchRetention,
-    ProducerLast,
-    SegmentFacts,
-    TransactionSeam,
-    batch_retention,
-    group_segments_by_size,
-    needs_delete_horizon,
-    retained_records,
-    segments_between,
-)
+from .cleaner_txns import Item, Verdict, marker_type, transaction_seam, verdict_of
+from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, TransactionSeam, batch_retention,
+                               group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
 from .files import pread_exact, sync_data
 from .index import SegmentIndex
-from .offset_map import OffsetMap, Throttler
+from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter
 from .segment_swap import CLEANED_SUFFIX, CleanedSegment
 from .txn_index import AbortedTxn
+
+if HAVE_NUMPY:
+    import numpy as np
+
+    from .cleaner_chunks import filter_scanned, kept_records, map_chunk, needs_rebuild, rebuilt_columns, scan_chunk
 
 _PREFIX_SIZE = 12
 
@@ -111,15 +110,16 @@ class CleanerHost(Protocol):
 
 
 class Cleaner:
-    def __init__(self, offset_map: OffsetMap, io_buffer_size: int, throttler: Throttler, *,
+    def __init__(self, offset_map: OffsetMap | PlainOffsetMap, io_buffer_size: int, throttler: RateLimiter, *,
                  clock_ns: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], None] = time.sleep,
-                 seam_factory: Callable[[Any], TransactionSeam] = transaction_seam) -> None:
+                 seam_factory: Callable[[Any], TransactionSeam] = transaction_seam, fast: bool = True) -> None:
         self.offset_map = offset_map
         self.io_buffer_size = max(io_buffer_size, 1024)
         self.throttler = throttler
         self._clock_ns = clock_ns
         self._sleep = sleep
         self._seam_factory = seam_factory
+        self.fast = fast and HAVE_NUMPY and isinstance(offset_map, OffsetMap)
 
     # ---- the pass ----------------------------------------------------------------------------------------------
     def clean(self, task: CleanTask, host: CleanerHost) -> tuple[int, CleanerStats]:
@@ -146,7 +146,7 @@ class Cleaner:
         """Kafka's `buildOffsetMap`: key -> last offset over [first dirty, first uncleanable), until the map is
         full. Returns the end of what was mapped (latest mapped offset + 1)."""
         omap = self.offset_map
-        omap.clear()
+        omap.clear(task.first_uncleanable - task.first_dirty)  # no more keys than offsets
         dirty = segments_between([s.facts for s in task.segments], task.first_dirty, task.first_uncleanable)
         by_base = {s.facts.base_offset: s for s in task.segments}
         bounds = [s.base_offset for s in dirty[1:]] + [task.first_uncleanable]
@@ -159,22 +159,44 @@ class Cleaner:
 
     def _map_segment(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int, upper: int,
                      seam: TransactionSeam, stats: CleanerStats) -> bool:
-        omap, start = self.offset_map, task.first_dirty
-        for batch in self._batches(task, host, source, position, stats, mapping=True):
-            count = batch.record_count
+        for chunk, items in self._chunks(task, host, source, position, stats, mapping=True):
+            if self._map_chunk(chunk, items, task.first_dirty, seam, stats):
+                return True
+        self.offset_map.update_latest_offset(upper - 1)  # across an offset gap to the next segment
+        return False
+
+    def _map_chunk(self, chunk: bytes | bytearray, items: list[Item], start: int, seam: TransactionSeam,
+                   stats: CleanerStats) -> bool:
+        """Map one chunk's batches; True when the map filled up."""
+        omap = self.offset_map
+        aborted = [False] * len(items)  # the seam's answers, asked in log order before any record is mapped
+        data = []
+        for i, (_, batch) in enumerate(items):
             if batch.is_control:
                 seam.on_control_batch_read(batch.producer_id, batch.last_offset, marker_type(batch))
-                stats.map_messages_read += 1
             elif seam.on_batch_read(batch.producer_id, batch.is_transactional, batch.last_offset):
-                stats.map_messages_read += count  # an aborted transaction's batch is never mapped
+                aborted[i] = True  # an aborted transaction's batch is never mapped
             else:
-                records = record_keys(records_section(batch), count)
-                if omap.put_records(batch.base_offset, records, start):
+                data.append(i)
+        scanned = scan_chunk(chunk, items, data) if self.fast and data else None
+        full_at = -1
+        if scanned is not None:
+            assert isinstance(omap, OffsetMap)  # self.fast: the flat map
+            stop = map_chunk(omap, scanned, start)
+            full_at = len(items) if stop is None else data[stop]
+        for i, (_, batch) in enumerate(items):
+            count = batch.record_count
+            if batch.is_control:
+                stats.map_messages_read += 1
+            elif aborted[i]:
+                stats.map_messages_read += count
+            else:
+                if i == full_at or (scanned is None and omap.put_records(
+                        batch.base_offset, record_keys(records_section(batch), count), start)):
                     return True
                 stats.map_messages_read += count
             if batch.last_offset >= start:
                 omap.update_latest_offset(batch.last_offset)
-        omap.update_latest_offset(upper - 1)  # across an offset gap to the next segment
         return False
 
     # ---- rewriting a group -------------------------------------------------------------------------------------
@@ -183,27 +205,62 @@ class Cleaner:
         writer = CleanedWriter(task.directory, group[0].facts.base_offset, task.index_interval, self.io_buffer_size)
         try:
             for source in group:
-                for batch in self._batches(task, host, source, 0, stats, mapping=False):
-                    kept = self.filter_batch(batch, task, seam, stats)
-                    if kept is not None:
-                        writer.append(kept)
-                        self._throttle(len(kept))
+                for chunk, items in self._chunks(task, host, source, 0, stats, mapping=False):
+                    written = 0
+                    for out in self._filter_chunk(chunk, items, task, seam, stats):
+                        if out is not None:
+                            writer.append(out)
+                            written += len(out)
+                    self._throttle(written)
             return writer.finish()
         except BaseException:
             writer.discard()
             raise
 
+    def _filter_chunk(self, chunk: bytes | bytearray, items: list[Item], task: CleanTask, seam: TransactionSeam,
+                      stats: CleanerStats) -> list[bytes | memoryview | None]:
+        """What of each batch of the chunk goes into the cleaned segment (see `filter_batch`)."""
+        verdicts = [verdict_of(batch, seam, task.now_ms) for _, batch in items]
+        data = [i for i, (_, batch) in enumerate(items) if not batch.is_control and not verdicts[i].discard_records]
+        scanned = scan_chunk(chunk, items, data) if self.fast and data else None
+        if scanned is None:
+            return [self._filter(batch, task, verdict, stats) for (_, batch), verdict in zip(items, verdicts)]
+        now = task.now_ms
+        tombstones_go = np.array([verdicts[i].horizon is not None and now >= verdicts[i].horizon  # type: ignore[operator]
+                                  for i in data], dtype=np.bool_)
+        assert isinstance(self.offset_map, OffsetMap)  # self.fast: the flat map
+        kept = kept_records(self.offset_map, scanned, tombstones_go)
+        rebuilt = rebuilt_columns(scanned, kept, [needs_rebuild(items[i][1], kept.counts[k], kept.null_values[k],
+                                                                verdicts[i]) for k, i in enumerate(data)])
+        scanned_index = {i: k for k, i in enumerate(data)}
+        found: list[bytes | memoryview | None] = []
+        for i, (_, batch) in enumerate(items):
+            k = scanned_index.get(i)
+            if k is None:
+                found.append(self._filter(batch, task, verdicts[i], stats))
+                continue
+            stats.bytes_read += batch.size_in_bytes
+            stats.messages_read += batch.record_count
+            stats.invalid_messages += kept.invalid[k]
+            out = filter_scanned(batch, k, scanned, kept, rebuilt, verdicts[i], producers=task.producers,
+                                 upper_bound=task.first_uncleanable, now_ms=now,
+                                 delete_retention_ms=task.delete_retention_ms)
+            if out is not None:
+                stats.messages_written += kept.counts[k]
+                stats.bytes_written += len(out)
+            found.append(out)
+        return found
+
     def filter_batch(self, batch: RecordBatch, task: CleanTask, seam: TransactionSeam,
                      stats: CleanerStats) -> bytes | memoryview | None:
-        """What of `batch` goes into the cleaned segment: its bytes, a rebuilt batch, an empty one, or None."""
+        """What of `batch` goes into the cleaned segment: its bytes, a rebuilt batch, an empty one, or None. The
+        record-by-record path (a `KeyedRecord` per record)."""
+        return self._filter(batch, task, verdict_of(batch, seam, task.now_ms), stats)
+
+    def _filter(self, batch: RecordBatch, task: CleanTask, verdict: Verdict,
+                stats: CleanerStats) -> bytes | memoryview | None:
         now, omap = task.now_ms, self.offset_map
-        horizon = delete_horizon(batch)
-        if batch.is_control:
-            can_discard = seam.on_control_batch_read(batch.producer_id, batch.last_offset, marker_type(batch))
-            discard_records = can_discard and horizon is not None and horizon <= now
-        else:
-            can_discard = seam.on_batch_read(batch.producer_id, batch.is_transactional, batch.last_offset)
-            discard_records = can_discard
+        horizon, can_discard, discard_records = verdict.horizon, verdict.can_discard, verdict.discard_records
         retention = batch_retention(producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
                                     is_control=batch.is_control, last_offset=batch.last_offset,
                                     next_offset=batch.next_offset, producers=task.producers,
@@ -238,10 +295,10 @@ class Cleaner:
         return out
 
     # ---- reading -----------------------------------------------------------------------------------------------
-    def _batches(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int,
-                 stats: CleanerStats, *, mapping: bool) -> Iterator[RecordBatch]:
-        """The batches of a segment from `position`, read in I/O-buffer chunks, each chunk throttled and checked
-        for an abort."""
+    def _chunks(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int,
+                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[bytes | bytearray, list[Item]]]:
+        """The whole batches of a segment from `position`, a chunk of the I/O buffer at a time (the chunk and
+        each batch's position in it), each chunk throttled and checked for an abort."""
         end = source.facts.size
         try:
             fd = os.open(source.path, os.O_RDONLY)
@@ -254,14 +311,16 @@ class Cleaner:
                 chunk = pread_exact(fd, min(chunk_size, end - position), position)
                 if len(chunk) < _PREFIX_SIZE:
                     raise CleaningAborted()  # the file shrank under us: a truncation is on its way
+                items: list[Item] = []
                 whole = 0
                 for batch in iter_batches(chunk, verify_crc=False, allow_truncated_tail=True):
-                    yield batch
+                    items.append((whole, batch))
                     whole += batch.size_in_bytes
                 if whole == 0:  # one batch larger than the buffer: read it whole (Kafka grows its buffers)
                     chunk_size = _PREFIX_SIZE + int.from_bytes(chunk[8:12], "big")
                     continue
                 chunk_size = self.io_buffer_size
+                yield chunk, items
                 position += whole
                 if mapping:
                     stats.map_bytes_read += whole
@@ -270,6 +329,8 @@ class Cleaner:
             os.close(fd)
 
     def _throttle(self, amount: int) -> None:
+        if amount <= 0:
+            return
         pause = self.throttler.observe(amount, self._clock_ns())
         if pause > 0:
             self._sleep(pause)

@@ -8,9 +8,10 @@
 - `done` ends the pass: the first offset not cleaned goes into `cleaner-offset-checkpoint` of the log's directory
   (Kafka's OffsetCheckpointFile format), unless the pass was aborted.
 - `abort_and_pause(key)` / `resume(key)`: what truncation, deletion and log-directory moves call (Kafka's API of
-  the same name). Kafka's call blocks until the cleaner thread stopped; here it never blocks: the pass's next check
-  raises, and since every swap runs on the owner's thread and checks the state first, nothing the aborted pass
-  wrote can reach the log after the call. `abort(key)` is Kafka's abortCleaning (abort without a pause).
+  the same name). Kafka's call blocks until the cleaner thread stopped; here it never blocks: `on_abort` tells the
+  pass (in a cleaner process, node/hosts/log_cleaner.py), its next check raises, and since every swap runs on the
+  owner's thread and checks the state first, nothing the aborted pass wrote can reach the log after the call.
+  `abort(key)` is Kafka's abortCleaning (abort without a pause).
 - A pass that fails unexpectedly marks its partition uncleanable for its directory (Kafka's
   uncleanable-partitions-count) until the partition goes away; `truncated` lowers a checkpoint above a truncation.
 The in-progress/paused state is shared with the cleaner threads under one lock; the checkpoint files are written on
@@ -91,6 +92,8 @@ class CleanerManager:
         self._states: dict[PartitionKey, _State] = {}
         self._uncleanable: dict[str, set[PartitionKey]] = {}
         self.dirtiest_ratio = 0.0  # Kafka's max-dirty-percent, as a ratio
+        # Told at once when a running pass is aborted (the broker stops its cleaner process's pass: log_cleaner.py).
+        self.on_abort: Callable[[PartitionKey], None] = lambda key: None
         self.last_delay_ms = 0  # the longest max.compaction.lag.ms overrun seen by the last plan
 
     # ---- checkpoints -------------------------------------------------------------------------------------------
@@ -216,7 +219,10 @@ class CleanerManager:
         with self._lock:
             state = self._states.setdefault(key, _State())
             state.pauses += 1
-            state.aborted = state.aborted or state.in_progress
+            running = state.in_progress
+            state.aborted = state.aborted or running
+        if running:
+            self.on_abort(key)
 
     def resume(self, key: PartitionKey) -> None:
         with self._lock:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from pykraft.records import RecordBatch, RecordsError
 from pykraft.records.control import ControlRecordType
+from pykraft.records.rebuild import delete_horizon
 
 from .txn_index import AbortedTxn
 
@@ -74,7 +75,6 @@ class CleanedTransactions:
         self._committing.discard(producer_id)
         return not had_batches  # a committed transaction's marker stays while any of its batches is before it
 
-
     # ---- compaction_rules.TransactionSeam ----------------------------------------------------------------------
     def on_batch_read(self, producer_id: int, is_transactional: bool, last_offset: int) -> bool:
         return self.on_batch(producer_id, is_transactional, last_offset)
@@ -108,3 +108,25 @@ def marker_removable(can_discard: bool, delete_horizon_ms: int | None, now_ms: i
     """A removable marker goes only past its delete horizon (None: not yet set; the pass sets it to now +
     delete.retention.ms when it rewrites the batch, and a later pass removes it)."""
     return can_discard and delete_horizon_ms is not None and delete_horizon_ms <= now_ms
+
+
+Item = tuple[int, RecordBatch]  # a batch and its position in the chunk the cleaner read
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The transaction seam's answer for one batch (Kafka's `CleanedTransactionMetadata`), asked in log order."""
+
+    can_discard: bool
+    discard_records: bool
+    horizon: int | None  # the batch's delete horizon (KIP-534), if set
+
+
+def verdict_of(batch: RecordBatch, seam, now_ms: int) -> Verdict:
+    """Ask the seam about `batch` (see Cleaner.filter_batch): whether its records may all go."""
+    horizon = delete_horizon(batch)
+    if batch.is_control:
+        can_discard = seam.on_control_batch_read(batch.producer_id, batch.last_offset, marker_type(batch))
+        return Verdict(can_discard, can_discard and horizon is not None and horizon <= now_ms, horizon)
+    can_discard = seam.on_batch_read(batch.producer_id, batch.is_transactional, batch.last_offset)
+    return Verdict(can_discard, can_discard, horizon)

@@ -65,7 +65,7 @@ class LogConfig:
     allow_offset_gaps: bool = False
 
 
-def parse_batches(records: bytes | memoryview, verify_crc: bool) -> tuple[memoryview, list[BatchInfo]]:
+def parse_batches(records: bytes | bytearray | memoryview, verify_crc: bool) -> tuple[memoryview, list[BatchInfo]]:
     """Split an append buffer by batch headers. Raises `InvalidAppendError` for anything malformed."""
     view = memoryview(records)
     if view.format != "B" or view.ndim != 1:

@@ -132,7 +132,7 @@ def pread_exact(fd: int, size: int, position: int) -> bytearray:
     return buffer
 
 
-def write_all(fd: int, data: bytes | memoryview) -> None:
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view)

@@ -95,7 +95,7 @@ class SegmentIndex:
         self._time_fd = os.open(self.time_index_path, os.O_WRONLY | os.O_APPEND)
         return rewritten
 
-    def write(self, offset_entries: bytes, time_entries: bytes) -> None:
+    def write(self, offset_entries: bytes | bytearray, time_entries: bytes | bytearray) -> None:
         if offset_entries:
             write_all(self._index_fd, offset_entries)
         if time_entries:

@@ -133,7 +133,7 @@ class Segment:
                 return batch.position, batch
         return self.size, None
 
-    def read(self, offset: int, max_bytes: int) -> tuple[memoryview, int, bool] | None:
+    def read(self, offset: int, max_bytes: int) -> tuple[memoryview | bytes, int, bool] | None:
         """Whole batches from the one holding `offset` (or the first after it: a cleaned log has offset gaps), up
         to `max_bytes` (at least one batch); None when no batch of this segment ends at or after `offset`.
 

@@ -82,6 +82,54 @@ class CleanedSegment:
                 except FileNotFoundError:
                     pass
 
+    def detach(self) -> CleanedFiles:
+        """The segment to hand to another process (the broker, from a cleaner child): its files closed, its index
+        entries kept in memory. The log's bytes were made durable by the writer (cleaner.CleanedWriter.finish)."""
+        with _DISCARD_LOCK:
+            fd, self.fd = self.fd, -1
+        self.index.close()
+        if fd >= 0:
+            os.close(fd)
+        return CleanedFiles(self.directory, self.base_offset, self.index, self.size, self.next_offset,
+                            self.first_timestamp, self.aborted)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanedFiles:
+    """A cleaned segment written and closed by another process (picklable): `attach` opens it for the swap."""
+
+    directory: str
+    base_offset: int
+    index: SegmentIndex  # its entries; no descriptor open
+    size: int
+    next_offset: int
+    first_timestamp: int
+    aborted: tuple = ()  # CleanedSegment.aborted: its .txnindex entries
+
+    def attach(self) -> CleanedSegment:
+        path = os.path.join(self.directory, f"{self.base_offset:020d}{LOG_SUFFIX}{CLEANED_SUFFIX}")
+        fd = os.open(path, os.O_RDWR)
+        try:
+            self.index.open_files()  # checks the index files against the entries (they were written whole)
+        except BaseException:
+            os.close(fd)
+            raise
+        return CleanedSegment(self.directory, self.base_offset, fd, self.index, self.size, self.next_offset,
+                              self.first_timestamp, self.aborted)
+
+    def discard(self) -> None:
+        remove_cleaned(self.directory, [self.base_offset])
+
+
+def remove_cleaned(directory: str, bases: list[int]) -> None:
+    """Delete the `.cleaned` files of the segments at `bases` (an aborted or killed pass's)."""
+    for base in bases:
+        for suffix in _SEGMENT_SUFFIXES:
+            try:
+                os.unlink(os.path.join(directory, f"{base:020d}{suffix}{CLEANED_SUFFIX}"))
+            except FileNotFoundError:
+                pass
+
 
 def replace_segments(log: FileLog, cleaned: CleanedSegment, old: list[Segment],
                      fault: Callable[[str], None] = no_fault) -> None:
@@ -171,7 +219,7 @@ def plan_swap_recovery(directory: str) -> SwapRecovery:
     swaps = [n for n in names if n.endswith(SWAP_SUFFIX) and _base_of(n) is not None]
     plan.delete += [n for n in names if n.endswith(DELETED_SUFFIX) and not n.endswith(_SNAPSHOT_DELETED)]
     plan.delete += cleaned
-    min_cleaned = min((_base_of(n) for n in cleaned), default=None)
+    min_cleaned = min((base for n in cleaned if (base := _base_of(n)) is not None), default=None)
     valid = []
     for name in swaps:
         if min_cleaned is not None and _base_of(name) >= min_cleaned:  # type: ignore[operator]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.protocol.errors import ErrorCode
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pykraft.node.hosts.broker_host import BrokerHost
 
 _log = logging.getLogger("pykraft.node.auto_create")
-CREATE_TIMEOUT = datetime.timedelta(seconds=10)
+CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
 
 
 def settings(raw: Any) -> tuple[bool, int, int]:

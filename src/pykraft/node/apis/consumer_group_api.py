@@ -8,13 +8,16 @@ answered UNSUPPORTED_VERSION unless the finalized `group.version` is 1 or more (
 
 Group types are exclusive per group id: a heartbeat (epoch 0) to an *empty* classic group converts it (its
 GroupMetadata is tombstoned, its committed offsets stay), and a JoinGroup to an empty consumer group converts it
-back (group_api.py); a group with members of the other type answers GROUP_ID_NOT_FOUND, as Kafka does without
-online migration.
+back (group_api.py). Groups with members migrate online as Kafka 4.x's do (broker/group_migration.py, under
+group.consumer.migration.policy): a heartbeat (epoch 0) to a classic group of "consumer" members upgrades it, its
+members staying on as classic members of the consumer group (broker/consumer_classic.py answers their JoinGroup,
+SyncGroup, Heartbeat and LeaveGroup); when the last consumer-protocol member leaves, the group is classic again.
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -22,14 +25,17 @@ from typing import TYPE_CHECKING, Any
 from kio.static.primitive import i8, i32
 
 from pykraft.broker.consumer_coordinator import ConsumerCoordinator, HeartbeatRequest, HeartbeatResult, TopicImage
+from pykraft.broker import consumer_classic
 from pykraft.broker.consumer_group import ConsumerGroup, Partitions
+from pykraft.broker.group_coordinator import JoinRequest
+from pykraft.broker.group_migration import MigrationRefused
 from pykraft.broker.group_coordinator import GroupCoordinator
 from pykraft.broker.group_state import Group, GroupState
 from pykraft.controller.acl_model import AclOperation, ResourceType
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord
-from pykraft.records.group_records import GroupKey, encode_key
+from pykraft.records.group_records import GroupKey, encode_key, partition_for
 
 from pykraft.node.apis.wire_build import make, response_namespace
 from pykraft.node.hosts.group_host import GroupHost
@@ -37,9 +43,11 @@ from pykraft.node.hosts.group_host import GroupHost
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
+_log = logging.getLogger("pykraft.node.groups")
 CONSUMER_GROUP_APIS = {ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1), ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1)}
 GROUP_VERSION = "group.version"
 CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1 MemberType: the member uses the consumer protocol
+CLASSIC_MEMBER_TYPE = 0  # ... a classic member of a consumer group (online migration)
 
 
 def classic_conflict(classic: GroupCoordinator, group_id: str) -> Group | None:
@@ -94,8 +102,15 @@ class ConsumerGroupApi:
         if isinstance(consumer, ErrorCode) or isinstance(classic, ErrorCode):
             error = consumer if isinstance(consumer, ErrorCode) else classic
             return HeartbeatResult(error)  # type: ignore[arg-type]
-        if classic_conflict(classic, m.group_id) is not None:
-            return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {m.group_id} is not a consumer group.")
+        now = self.broker._now()
+        upgraded = classic_conflict(classic, m.group_id)
+        if upgraded is not None:
+            if int(m.member_epoch) != 0:
+                return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {m.group_id} is not a consumer group.")
+            try:
+                consumer.upgrade(upgraded, self.groups.image(), now)
+            except MigrationRefused as exc:
+                return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, str(exc))
         owned = None if m.topic_partitions is None else {
             tp.topic_id: frozenset(int(p) for p in tp.partitions) for tp in m.topic_partitions if tp.topic_id}
         request = HeartbeatRequest(
@@ -104,13 +119,23 @@ class ConsumerGroupApi:
             subscribed_topic_names=None if m.subscribed_topic_names is None else tuple(m.subscribed_topic_names),
             subscribed_topic_regex=getattr(m, "subscribed_topic_regex", None), server_assignor=m.server_assignor,
             owned=owned, client_id=client_id, client_host="/127.0.0.1", version=version, topic_visible=visible)
-        result = consumer.heartbeat(request, self.groups.image(), self.broker._now())  # noqa: SLF001
-        extra = self._absorb_empty_classic(classic, consumer, m.group_id, result)
+        result = consumer.heartbeat(request, self.groups.image(), now)
+        if upgraded is not None and result.error is not ErrorCode.NONE:
+            consumer.abandon(m.group_id)  # nothing of the conversion is written: the group stays classic
+            return HeartbeatResult(result.error, result.message)
+        if upgraded is not None:
+            _log.info("classic group %s converted to a consumer group (%d classic members) as member %s joins",
+                      m.group_id, len(upgraded.members), result.member_id)
+            self.groups.run(classic, classic.release(m.group_id))
+            extra = [SimpleRecord(None, encode_key(GroupKey(m.group_id)))]
+        else:
+            extra = self._absorb_empty_classic(classic, consumer, m.group_id, result)
+        self.groups.adopt_downgrades(partition_for(m.group_id, self.groups.partition_count() or 1), consumer, now)
         if result.records or extra:
             error = await self.groups.write_records(m.group_id, result.records, extra)
             if error is not ErrorCode.NONE:
                 return HeartbeatResult(error)
-        self.groups._reschedule()  # noqa: SLF001 - the member's session deadline moved
+        self.groups._reschedule()  # the member's session deadline moved
         return result
 
     @staticmethod
@@ -154,7 +179,8 @@ class ConsumerGroupApi:
             assignment=make(ns.Assignment, topic_partitions=described_partitions(ns, x.assigned, image)),
             target_assignment=make(ns.Assignment, topic_partitions=described_partitions(
                 ns, group.target.get(x.member_id, {}), image)),
-            member_type=i8(CONSUMER_MEMBER_TYPE)) for x in group.members.values())
+            member_type=i8(CLASSIC_MEMBER_TYPE if x.uses_classic else CONSUMER_MEMBER_TYPE))
+            for x in group.members.values())
         return make(ns.DescribedGroup, group_id=group_id, error_code=ErrorCode.NONE,
                     group_state=group.state().value, group_epoch=i32(group.group_epoch),
                     assignment_epoch=i32(group.assignment_epoch), assignor_name=consumer.preferred_assignor(group),
@@ -183,18 +209,24 @@ def described_partitions(ns: Any, partitions: Partitions, image: TopicImage) -> 
 
 
 # ---- what the classic requests need to know of consumer groups (group_api.py) ---------------------------------------
-async def before_classic_join(groups: GroupHost, group_id: str) -> Any:
+async def before_classic_join(groups: GroupHost, request: JoinRequest, now_ms: int) -> Any:
     """A JoinGroup for a consumer group id: an empty consumer group is converted (its records tombstoned, its
-    offsets handed to the classic group, Kafka's downgrade of an empty group); one with members refuses it.
-    None: go on with the classic join."""
+    offsets handed to the classic group, Kafka's downgrade of an empty group); one with members takes the joining
+    member as a classic member (broker/consumer_classic.py) and the answer is returned once its records are
+    written. None: go on with the classic join."""
     from pykraft.broker.group_state import JoinReply
+    group_id = request.group_id
     found = consumer_group(groups, group_id)
     classic = groups.coordinator_of(group_id)
     if found is None or isinstance(classic, ErrorCode):
         return None
     consumer, group = found
     if group.members:
-        return JoinReply(None, ErrorCode.GROUP_ID_NOT_FOUND)
+        reply, records = consumer_classic.join(consumer, group, request, groups.image(), now_ms)
+        groups.adopt_downgrades(partition_for(group_id, groups.partition_count() or 1), consumer, now_ms)
+        error = await groups.write_records(group_id, records) if records else ErrorCode.NONE
+        groups._reschedule()  # the member's session and sync deadlines moved
+        return reply if error is ErrorCode.NONE else JoinReply(None, error, member_id=request.member_id)
     offsets = dict(group.offsets)
     error = await groups.write_records(group_id, consumer.tombstone_group(group_id))
     if error is not ErrorCode.NONE:
@@ -205,7 +237,7 @@ async def before_classic_join(groups: GroupHost, group_id: str) -> Any:
 
 def listed(groups: GroupHost, ns: Any, states: set[str], types: set[str]) -> list[Any]:
     """ListGroups' entries for the consumer groups (type "consumer", protocol type "consumer")."""
-    found = []
+    found: list[Any] = []
     if types and "consumer" not in types:
         return found
     for consumer in groups.consumers.values():
@@ -227,3 +259,38 @@ async def delete(groups: GroupHost, consumer: ConsumerCoordinator, group_id: str
     from pykraft.records.group_records import OffsetKey
     offsets = [SimpleRecord(None, encode_key(OffsetKey(group_id, t, p))) for t, p in sorted(group.offsets)]
     return await groups.write_records(group_id, records, offsets)
+
+
+# ---- classic members of a consumer group (broker/consumer_classic.py) -----------------------------------------------
+def classic_sync(groups: GroupHost, m: Any, now_ms: int) -> Any:
+    """SyncGroup to a consumer group, or None when the group is not one."""
+    found = consumer_group(groups, m.group_id)
+    if found is None:
+        return None
+    reply = consumer_classic.sync(found[0], found[1], m.member_id, getattr(m, "group_instance_id", None),
+                                  int(m.generation_id), getattr(m, "protocol_type", None),
+                                  getattr(m, "protocol_name", None), groups.image(), now_ms)
+    groups._reschedule()
+    return reply
+
+
+def classic_heartbeat(groups: GroupHost, m: Any, now_ms: int) -> ErrorCode | None:
+    found = consumer_group(groups, m.group_id)
+    if found is None:
+        return None
+    error = consumer_classic.heartbeat(found[0], found[1], m.member_id, getattr(m, "group_instance_id", None),
+                                       int(m.generation_id), now_ms)
+    groups._reschedule()
+    return error
+
+
+async def classic_leave(groups: GroupHost, group_id: str,
+                        identities: list[tuple[str, str | None]]) -> tuple[list[ErrorCode], ErrorCode] | None:
+    """LeaveGroup to a consumer group: per-member errors, and the write's outcome."""
+    found = consumer_group(groups, group_id)
+    if found is None:
+        return None
+    errors, records = consumer_classic.leave(found[0], found[1], identities)
+    groups._reschedule()
+    error = await groups.write_records(group_id, records) if records else ErrorCode.NONE
+    return errors, error

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.broker.group_coordinator import JoinRequest
 from pykraft.broker.group_state import GroupState, JoinReply, OffsetEntry, SyncReply
@@ -45,7 +45,7 @@ GROUP_APIS = {ApiKey.FIND_COORDINATOR: (0, 6), ApiKey.JOIN_GROUP: (2, 9), ApiKey
               ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0)}
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
-CREATE_TIMEOUT = datetime.timedelta(seconds=10)
+CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
 MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
 
 
@@ -162,7 +162,8 @@ class GroupApi:
             rebalance_timeout_ms=int(m.rebalance_timeout.total_seconds() * 1000),
             protocol_type=m.protocol_type, protocols=tuple((p.name, bytes(p.metadata)) for p in m.protocols),
             require_known_member_id=version >= 4)
-        refused = await consumer_groups.before_classic_join(self.groups, m.group_id)
+        refused = None if isinstance(self.groups.coordinator_of(m.group_id), ErrorCode) else \
+            await consumer_groups.before_classic_join(self.groups, request, self.broker._now())
         reply = refused if refused is not None else await self._parked(
             m.group_id, lambda c, token, now: c.join(request, token, now))
         if isinstance(reply, ErrorCode):
@@ -180,7 +181,9 @@ class GroupApi:
         ns = response_namespace(ApiKey.SYNC_GROUP, int(m.__version__))
         assignments = {a.member_id: bytes(a.assignment) for a in m.assignments}
         instance_id = getattr(m, "group_instance_id", None)
-        reply = await self._parked(m.group_id, lambda c, token, now: [SyncReply(token, ErrorCode.FENCED_INSTANCE_ID)]
+        reply = None if isinstance(self.groups.coordinator_of(m.group_id), ErrorCode) else \
+            consumer_groups.classic_sync(self.groups, m, self.broker._now())
+        reply = reply if reply is not None else await self._parked(m.group_id, lambda c, token, now: [SyncReply(token, ErrorCode.FENCED_INSTANCE_ID)]
                                    if c.fenced(m.group_id, m.member_id, instance_id)
                                    else c.sync(m.group_id, m.member_id, int(m.generation_id), assignments, token, now))
         if isinstance(reply, ErrorCode):
@@ -195,7 +198,7 @@ class GroupApi:
             return coordinator
         token, future = self.groups.park()
         try:
-            self.groups.run(coordinator, call(coordinator, token, self.broker._now()))  # noqa: SLF001
+            self.groups.run(coordinator, call(coordinator, token, self.broker._now()))
             return await future
         finally:
             self.groups.forget(token)
@@ -206,10 +209,12 @@ class GroupApi:
         coordinator = self.groups.coordinator_of(m.group_id)
         if isinstance(coordinator, ErrorCode):
             error = coordinator
+        elif (modern := consumer_groups.classic_heartbeat(self.groups, m, self.broker._now())) is not None:
+            error = modern
         elif coordinator.fenced(m.group_id, m.member_id, getattr(m, "group_instance_id", None)):
             error = ErrorCode.FENCED_INSTANCE_ID
         else:
-            error = coordinator.heartbeat(m.group_id, m.member_id, int(m.generation_id), self.broker._now())  # noqa: SLF001
+            error = coordinator.heartbeat(m.group_id, m.member_id, int(m.generation_id), self.broker._now())
             self.groups.run(coordinator, [])
         return make(ns.HeartbeatResponse, error_code=error)
 
@@ -217,13 +222,19 @@ class GroupApi:
         m = decoded.message
         version = int(m.__version__)
         ns = response_namespace(ApiKey.LEAVE_GROUP, version)
-        identities = ([(x.member_id, x.group_instance_id) for x in m.members] if version >= 3
-                      else [(m.member_id, None)])
+        identities: list[tuple[str, str | None]] = (
+            [(x.member_id, x.group_instance_id) for x in m.members] if version >= 3 else [(m.member_id, None)])
         coordinator = self.groups.coordinator_of(m.group_id)
         if isinstance(coordinator, ErrorCode):
             return make(ns.LeaveGroupResponse, error_code=coordinator, members=())
-        errors, replies = coordinator.leave(m.group_id, identities, self.broker._now())  # noqa: SLF001
-        self.groups.run(coordinator, replies)
+        modern = await consumer_groups.classic_leave(self.groups, m.group_id, identities)
+        if modern is not None and modern[1] is not ErrorCode.NONE:
+            return make(ns.LeaveGroupResponse, error_code=modern[1], members=())
+        if modern is not None:
+            errors = modern[0]
+        else:
+            errors, replies = coordinator.leave(m.group_id, identities, self.broker._now())
+            self.groups.run(coordinator, replies)
         if version < 3:
             return make(ns.LeaveGroupResponse, error_code=errors[0])
         return make(ns.LeaveGroupResponse, error_code=ErrorCode.NONE, members=tuple(
@@ -235,7 +246,7 @@ class GroupApi:
         m = decoded.message
         ns = response_namespace(ApiKey.OFFSET_COMMIT, int(m.__version__))
         coordinator = self.groups.coordinator_of(m.group_id)
-        now = self.broker._now()  # noqa: SLF001
+        now = self.broker._now()
         modern = consumer_groups.consumer_group(self.groups, m.group_id)
         if isinstance(coordinator, ErrorCode):
             error = coordinator

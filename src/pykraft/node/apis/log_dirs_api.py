@@ -16,17 +16,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage import FileLog
 
 from pykraft.node.hosts.partitions import PartitionHost
-from pykraft.node.hosts.replica_move import ReplicaMover
 from pykraft.node.apis.wire_build import make, response_namespace
 
 INVALID_OFFSET_LAG = -1
+
+
+class MoveRequests(Protocol):
+    """What AlterReplicaLogDirs asks of the mover (a ReplicaMover, or the data plane's stand-in before it opens)."""
+
+    def request(self, topic: str, partition: int, path: str) -> ErrorCode: ...
 
 
 def volume_bytes(path: str) -> tuple[int, int]:
@@ -91,7 +96,7 @@ def describe_log_dirs(host: PartitionHost, log_dirs: tuple[str, ...], message: A
     return make(ns.DescribeLogDirsResponse, error_code=ErrorCode.NONE, results=tuple(results))
 
 
-def alter_replica_log_dirs(mover: ReplicaMover, message: Any) -> Any:
+def alter_replica_log_dirs(mover: MoveRequests, message: Any) -> Any:
     """Each (path, topic, partition) of the request handed to the mover; a partition named under two paths is
     answered for each (the last one wins, as Kafka's map of the request does)."""
     ns = response_namespace(ApiKey.ALTER_REPLICA_LOG_DIRS, int(message.__version__))

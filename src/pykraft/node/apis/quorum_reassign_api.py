@@ -63,6 +63,7 @@ async def alter_metadata_topic(runtime: NodeRuntime, image: Any, topic: Any, tim
                                allow_replication_factor_change: bool = True) -> Any:
     """The ReassignableTopicResponse for the `__cluster_metadata` entry of an AlterPartitionReassignments."""
     answers, seen = [], set()
+    text: str | None
     for partition in topic.partitions:
         index = int(partition.partition_index)
         if index != METADATA_PARTITION:

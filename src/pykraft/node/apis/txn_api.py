@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.add_partitions_to_txn.v4 import request as apt
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.types import ProducerId, TopicName, TransactionalId
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.broker.txn_settings import TRANSACTION_TOPIC
 from pykraft.broker.txn_state import TxnState
@@ -44,7 +44,7 @@ TXN_APIS = {ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0,
             ApiKey.WRITE_TXN_MARKERS: (1, 1), ApiKey.TXN_OFFSET_COMMIT: (0, 4),
             ApiKey.DESCRIBE_TRANSACTIONS: (0, 0), ApiKey.LIST_TRANSACTIONS: (0, 2)}
 TRANSACTION_KEY_TYPE = 1
-CREATE_TIMEOUT = datetime.timedelta(seconds=10)
+CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -172,7 +172,7 @@ class TxnApi:
             return {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in partitions}
         if partition.leader == self.broker.node_id:
             return await self.verify(transactional_id, producer_id, epoch, partitions)
-        address = self.broker.data_plane._address_of(partition.leader)  # noqa: SLF001
+        address = self.broker.data_plane._address_of(partition.leader)
         answer = None if address is None else await self._to_broker(address[0], address[1], verify_request(
             transactional_id, producer_id, epoch, partitions))
         if answer is None:
@@ -244,7 +244,7 @@ class TxnApi:
             return make(ns.ListTransactionsResponse, throttle_time=ZERO_THROTTLE,
                         error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, unknown_state_filters=unknown,
                         transaction_states=())
-        now = self.broker._now()  # noqa: SLF001
+        now = self.broker._now()
         found = []
         for coordinator in self.txns.coordinators.values():
             if unknown and not states:

@@ -26,7 +26,7 @@ def make(cls: type, **values: Any) -> Any:
     for name, f in _fields(cls):
         if name in values:
             kwargs[name] = values[name]
-        elif f.default is MISSING and f.default_factory is MISSING:  # type: ignore[misc]
+        elif f.default is MISSING and f.default_factory is MISSING:
             kwargs[name] = zero_value(f)
     return cls(**kwargs)
 
@@ -37,4 +37,5 @@ def response_namespace(api_key: int, version: int) -> Any:
 
 
 def has_field(message: Any, name: str) -> bool:
-    return any(n == name for n, _ in _fields(type(message)))
+    cls: type = type(message)  # (typed `type`: mypy takes a type[Any] for unhashable)
+    return any(n == name for n, _ in _fields(cls))

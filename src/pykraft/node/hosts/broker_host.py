@@ -191,7 +191,7 @@ class BrokerHost:
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.forward(decoded)
-        handlers = {int(key): handler for key in FORWARDED_APIS}
+        handlers: dict[int, Any] = {int(key): handler for key in FORWARDED_APIS}
         handlers[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)] = with_logger_changes(handler, self.node_id)
         handlers.update(image_handlers(self.metadata_image, self.node_id, self.data_plane.node_config.raw,
                                        broker=True))
@@ -325,6 +325,7 @@ class BrokerHost:
             return
         error = int(getattr(response, "error_code", 0))
         if error:
+            assert address is not None  # (an answer came from it)
             # NOT_CONTROLLER is what a controller failover looks like from here: expected, the next send finds the
             # new one (the raft and controller lines say who it is)
             _log.log(logging.DEBUG if error == ErrorCode.NOT_CONTROLLER else logging.INFO,
@@ -333,7 +334,7 @@ class BrokerHost:
         registered = self.lifecycle.registered
         try:
             ready = component.handle_response(send.request_id, response, self._now())
-        except Exception as exc:  # noqa: BLE001 - a bug met by this one answer: as if it never came (contained)
+        except Exception as exc:  # a bug met by this one answer: as if it never came (contained)
             request = send.request
             self.runtime.handler_errors.record(int(request.__api_key__), int(request.__version__), exc,  # type: ignore[union-attr]
                                                f"response from the controller at {address}")

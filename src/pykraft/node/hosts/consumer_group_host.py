@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from pykraft.broker.consumer_coordinator import ConsumerCoordinator, ConsumerGroupConfig
+from pykraft.broker.group_migration import parse_policy
 from pykraft.broker.group_state import Group
 from pykraft.broker.offset_expiry import Expired, expired_consumer_offsets
 from pykraft.protocol.errors import ErrorCode
@@ -64,6 +65,7 @@ def consumer_group_config(raw: Any) -> ConsumerGroupConfig:
     if "share" in protocols:
         raise ValueError("group.coordinator.rebalance.protocols: share groups are not implemented by pykraft")
     values["enabled"] = "consumer" in protocols
+    values["migration_policy"] = parse_policy(str(raw.get("group.consumer.migration.policy", "bidirectional")))
     return ConsumerGroupConfig(**values)
 
 

@@ -217,7 +217,7 @@ class ControllerHost(ControllerHostView):
     def registry(self, base: ApiRegistry) -> ApiRegistry:
         """`base` plus every controller API `ApiKey` knows (see the module docstring for the others)."""
         for key, (low, high) in HOST_APIS.items():
-            if key in ApiKey._value2member_map_:  # noqa: SLF001 - membership by value
+            if key in ApiKey._value2member_map_:  # membership by value
                 base = base.with_range(ApiKey(key), low, high)
         return with_image_apis(base).with_range(ApiKey.ENVELOPE, 0, 0)  # forwarded requests: the runtime opens them
 
@@ -229,7 +229,7 @@ class ControllerHost(ControllerHostView):
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.answer(int(decoded.api_key), decoded.message)
-        handlers = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}  # noqa: SLF001
+        handlers: dict[int, Any] = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}
         handlers[INCREMENTAL_ALTER_CONFIGS] = with_logger_changes(handler, self.config.node_id)
         enabled = authorizer_configured(self.config.static_configs)
         for key in (CREATE_ACLS, DELETE_ACLS):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.isr_rules import LeaderProgress
@@ -86,7 +87,7 @@ class DataPlane:
         self.cleaner: LogCleaner | None = None
         self.host = PartitionHost(self.settings, broker.cache, None,
                                   report_progress=self._report_progress, high_watermark_of=broker.isr.high_watermark,
-                                  now_ms=broker._now)  # noqa: SLF001
+                                  now_ms=broker._now)
         self.fetchers: ReplicaFetchers | None = None
         self.mover: ReplicaMover | None = None
         self._reporting: set[tuple[str, int, Any]] = set()  # (topic, partition, directory id) being reported
@@ -112,7 +113,7 @@ class DataPlane:
         held = {config.metadata_log_dir: runtime.storage.lock} if config.metadata_log_dir in config.log_dirs else {}
         self.host.logs = PartitionLogs(tuple(config.log_dirs), self.host.log_config_for, held_locks=held)
         self.host.load()
-        clock = self.broker._now  # noqa: SLF001
+        clock = self.broker._now
         self.cleaner = LogCleaner(self.cleaner_config, self.host, tuple(config.log_dirs), clock)
         self.host.cleaning = self.cleaner.manager
         self.cleaner.start()
@@ -137,7 +138,7 @@ class DataPlane:
         if self._maintenance is not None:
             self._maintenance.cancel()  # a flush in its worker thread finishes on its own descriptors
         if self.fetchers is not None:
-            for task in self.fetchers._tasks.values():  # noqa: SLF001 - the loop may be gone: cancel only
+            for task in self.fetchers._tasks.values():  # the loop may be gone: cancel only
                 task.cancel()
         if self.mover is not None:
             self.mover.close()
@@ -156,7 +157,7 @@ class DataPlane:
         """Flush (in a worker thread), retention and checkpoints; the next round is scheduled even after a failed
         one, which is logged (the data stays in the page cache; the next flush tries again)."""
         try:
-            await self.host.maintain_off_loop(self.broker._now, thread_runner())  # noqa: SLF001
+            await self.host.maintain_off_loop(self.broker._now, thread_runner())
         except OSError as exc:
             _log.error("broker %d: partition log maintenance failed: %s", self.settings.broker_id, exc)
         finally:
@@ -177,13 +178,13 @@ class DataPlane:
         if self.host.logs is not None:
             self.host.refresh_all()
 
-    def _report_progress(self, progress: dict[TopicPartition, LeaderProgress]) -> None:
+    def _report_progress(self, progress: Mapping[TopicPartition, LeaderProgress]) -> None:
         broker = self.broker
-        now = broker._now()  # noqa: SLF001
+        now = broker._now()
         # Progress of some partitions moves the high watermark of those only (the others' inputs did not change,
         # and a proposal the evaluation makes never lowers the maximal ISR): PartitionHost._after_leader_change
         # adopts it for its replica right after, so the other partitions are not refreshed on every fetch.
-        broker._run("isr", broker.isr.update_progress(progress, now), refresh_partitions=False)  # noqa: SLF001
+        broker._run("isr", broker.isr.update_progress(progress, now), refresh_partitions=False)
 
     def _address_of(self, broker_id: int) -> tuple[str, int] | None:
         """The broker's endpoint on the inter-broker listener (Kafka's replica fetchers connect there only: a broker
@@ -251,7 +252,7 @@ class DataPlane:
             if fetch_api.names_metadata_topic(decoded.message):
                 return await self.broker.runtime.inbound.answer_on_core(decoded)  # type: ignore[union-attr]
             try:
-                return await fetch_api.fetch(self.host, decoded.message, self.broker._now)  # noqa: SLF001
+                return await fetch_api.fetch(self.host, decoded.message, self.broker._now)
             except Exception:
                 self._count_failed(decoded.message.topics, "topic", "partitions", "failed_fetch_requests")
                 raise
@@ -306,7 +307,7 @@ class DataPlane:
                 setattr(counters, counter, getattr(counters, counter) + len(getattr(topic, partitions_field)))
 
     async def _ask_controller(self, request: Any) -> Any | None:
-        address = self.broker._controller_address()  # noqa: SLF001
+        address = self.broker._controller_address()
         if address is None or self.broker.runtime is None:
             return None
         return await self.broker.runtime.outbound.forward(address[0], address[1], request)

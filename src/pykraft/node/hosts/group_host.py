@@ -282,15 +282,23 @@ class GroupHost:
     async def write_records(self, group_id: str, records: list[Record] | tuple[Record, ...],
                             extra: list[SimpleRecord] | None = None) -> ErrorCode:
         """Write consumer group records (after `extra`, e.g. offsets or a classic group's tombstone)."""
-        encoded = list(extra or []) + [
-            SimpleRecord(None if value is None else cg_records.encode_value(value), cg_records.encode_key(key))
-            for key, value in records]
+        encoded = list(extra or []) + [_encode_record(key, value) for key, value in records]
         if not encoded:
             return ErrorCode.NONE
         error = await self.write(group_id, encoded)
         if error is not ErrorCode.NONE:
             _log.warning("consumer group %s: %d records not written (%s)", group_id, len(encoded), error.name)
         return error
+
+    def adopt_downgrades(self, partition: int, consumers: ConsumerCoordinator, now_ms: int) -> None:
+        """Consumer groups that became classic again (their last consumer-protocol member left): the classic
+        coordinator takes them and starts their rebalance (group_migration.py)."""
+        coordinator = self.coordinators.get(partition)
+        for group, rebalance in consumers.take_downgrades():
+            if coordinator is not None:
+                _log.info("consumer group %s converted to a classic group (%d classic members)", group.group_id,
+                          len(group.members))
+                self.run(coordinator, coordinator.adopt(group, now_ms, rebalance))
 
     # ---- offsets committed in transactions (broker/txn_offsets.py) ---------------------------------------------
     async def commit_txn_offsets(self, group_id: str, producer_id: int, epoch: int,
@@ -365,8 +373,8 @@ class GroupHost:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        deadlines = [d for d in (c.next_deadline() for c in [*self.coordinators.values(), *self.consumers.values()])
-                     if d is not None]
+        owners: list[Any] = [*self.coordinators.values(), *self.consumers.values()]  # classic and consumer groups
+        deadlines = [d for d in (c.next_deadline() for c in owners) if d is not None]
         if deadlines:
             delay = max(0.001, (min(deadlines) - self.clock()) / 1000)
             self._timer = asyncio.get_running_loop().call_later(delay, self._poll)
@@ -376,8 +384,9 @@ class GroupHost:
         now = self.clock()
         for coordinator in list(self.coordinators.values()):
             self.run(coordinator, coordinator.poll(now))
-        for consumers in list(self.consumers.values()):
+        for partition, consumers in list(self.consumers.items()):
             records = consumers.poll(now)
+            self.adopt_downgrades(partition, consumers, now)
             if records:  # fenced members: the group's epoch bump and the tombstones
                 for group_id in dict.fromkeys(key.group for key, _ in records):
                     asyncio.get_running_loop().create_task(
@@ -464,6 +473,13 @@ def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | N
         _restore_metadata(groups.setdefault(key.group, Group(key.group)), decode_group_value(raw_value))
     except GroupRecordError as exc:
         _log.error("skipping an unreadable %s record: %s", OFFSETS_TOPIC, exc)
+
+
+def _encode_record(key: Any, value: Any) -> SimpleRecord:
+    """A consumer group record, or the GroupMetadata of a group converted back to classic (group_migration.py)."""
+    if isinstance(key, GroupKey):
+        return SimpleRecord(None if value is None else encode_group_value(value), encode_key(key))
+    return SimpleRecord(None if value is None else cg_records.encode_value(value), cg_records.encode_key(key))
 
 
 def _restore_metadata(group: Group, value: GroupValue) -> None:

@@ -1,11 +1,14 @@
-"""`LogCleaner`: the broker's log cleaner threads (Kafka's `LogCleaner`), off the event loop.
+"""`LogCleaner`: the broker's log cleaner threads (Kafka's `LogCleaner`), off the event loop, each running its
+passes in a child process (cleaner_child.py) so that decoding logs never holds the broker's GIL.
 
-`log.cleaner.threads` threads (none when `log.cleaner.enable=false`), each with its own offset map of
-`log.cleaner.dedupe.buffer.size / threads` bytes and I/O buffers of `log.cleaner.io.buffer.size / threads / 2`,
-sharing one throttle of `log.cleaner.io.max.bytes.per.second`. A thread loops: ask the event loop for the dirtiest
-compacted partition (`CleanerManager.plan` runs there, where the logs live), run the pass (storage/cleaner.py: it
-reads the segment files itself and writes `.cleaned` files), have each swap done on the loop (`CleanerManager.swap`,
-refused if the log was truncated, deleted or paused meanwhile), then `done` on the loop (the checkpoint). With
+`log.cleaner.threads` threads (none when `log.cleaner.enable=false`), so as many passes at once, each thread's
+process with its own offset map of `log.cleaner.dedupe.buffer.size / threads` bytes and I/O buffers of
+`log.cleaner.io.buffer.size / threads / 2`, all sharing one throttle of `log.cleaner.io.max.bytes.per.second`.
+A thread loops: ask the event loop for the dirtiest compacted partition (`CleanerManager.plan` runs there, where
+the logs live), hand the pass to its process (storage/cleaner.py there: it reads the segment files and writes
+`.cleaned` files), have each swap done on the loop (`CleanerManager.swap`, refused if the log was truncated,
+deleted or paused meanwhile), then `done` on the loop (the checkpoint). A truncation, deletion, pause or move of
+the partition stops the process's pass at once (`CleanerManager.on_abort`), its `.cleaned` files removed. With
 nothing to clean it waits `log.cleaner.backoff.ms`. Every replica on the broker is cleaned, leader or follower,
 each on its own high watermark, as in Kafka. A pass that fails marks its partition uncleanable.
 
@@ -17,17 +20,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pykraft.storage.cleaner import Cleaner, CleanerStats, CleaningAborted, CleanTask
+from pykraft.node.hosts.cleaner_child import ChildConfig, CleanerChild, ChildFailed, SharedPage
+from pykraft.storage.cleaner import CleanerStats, CleaningAborted, CleanTask
 from pykraft.storage.cleaner_manager import CleanableLog, CleanerManager, CompactionSettings
 from pykraft.storage.compaction_rules import ProducerLast
-from pykraft.storage.offset_map import OffsetMap, Throttler
+from pykraft.storage.offset_map import new_offset_map
 from pykraft.storage.segment_swap import CleanedSegment
 
 if TYPE_CHECKING:
@@ -75,7 +79,7 @@ class CleanerConfig:
             raise ValueError(f"log.cleaner.enable: {enable!r} is not true or false")
         config = cls(enable=enable == "true", **values)
         if config.enable and config.threads > 0:
-            OffsetMap(config.dedupe_buffer_size // config.threads, config.load_factor)  # Kafka's check at start
+            new_offset_map(config.dedupe_buffer_size // config.threads, config.load_factor)  # Kafka's check at start
         return config
 
 
@@ -86,9 +90,10 @@ def compaction_settings(replica: Replica) -> CompactionSettings:
 
 
 class _Thread:
-    def __init__(self, index: int, cleaner: Cleaner) -> None:
+    def __init__(self, index: int, child: CleanerChild) -> None:
         self.index = index
-        self.cleaner = cleaner
+        self.child = child
+        self.task: CleanTask | None = None  # the pass under way
         self.last_stats = CleanerStats(start=0.0, end=0.0)
         self.last_delay_ms = 0
         self.failed = False
@@ -96,13 +101,17 @@ class _Thread:
 
 
 class LogCleaner:
+    STOP_GRACE_S = 2.0  # how long a stopping cleaner waits for a process to end its pass before killing it
+
     def __init__(self, config: CleanerConfig, host: PartitionHost, log_dirs: tuple[str, ...],
-                 clock_ms: Callable[[], int]) -> None:
+                 clock_ms: Callable[[], int], *, abort_grace_s: float = 5.0) -> None:
         self.config = config
         self.host = host
         self.manager = CleanerManager(log_dirs)
+        self.manager.on_abort = self._abort_pass
         self.clock_ms = clock_ms
-        self.throttler = Throttler(config.max_io_bytes_per_second, time.monotonic_ns())
+        self.abort_grace_s = abort_grace_s
+        self.page: SharedPage | None = None
         self.threads: list[_Thread] = []
         self.last_run_ms = clock_ms()
         self._planned: dict[tuple[str, int], Any] = {}  # key -> the FileLog a running pass was planned on
@@ -117,20 +126,23 @@ class LogCleaner:
             return
         self._loop = asyncio.get_running_loop()
         c = self.config
+        self.page = SharedPage()
+        child_config = ChildConfig(min(c.dedupe_buffer_size // c.threads, (1 << 31) - 1), c.load_factor,
+                                   c.io_buffer_size // c.threads // 2, c.max_io_bytes_per_second)
         for index in range(c.threads):
-            cleaner = Cleaner(OffsetMap(min(c.dedupe_buffer_size // c.threads, (1 << 31) - 1), c.load_factor),
-                              c.io_buffer_size // c.threads // 2, self.throttler)
-            worker = _Thread(index, cleaner)
+            worker = _Thread(index, CleanerChild(index, child_config, self.page, grace_s=self.abort_grace_s))
             worker.thread = threading.Thread(target=self._run, args=(worker,), daemon=True,
                                              name=f"kafka-log-cleaner-thread-{index}")
             self.threads.append(worker)
             worker.thread.start()
-        _log.info("started the log cleaner: %d threads", c.threads)
+        _log.info("started the log cleaner: %d threads, each with its cleaner process", c.threads)
 
     def stop(self) -> None:
-        """Ends the threads at their next step; a pass under way swaps nothing more (its `.cleaned` files are
-        removed by the thread, or by the next open)."""
+        """Ends the threads at their next step and their processes' passes at once: a pass under way swaps nothing
+        more (its `.cleaned` files are removed by its process, by its thread, or by the next open)."""
         self._stopped.set()
+        for worker in self.threads:
+            worker.child.abort()
 
     def join(self, timeout_s: float) -> None:
         """For tests: wait for the threads (never from the event loop while a pass may wait on it)."""
@@ -138,43 +150,72 @@ class LogCleaner:
             if worker.thread is not None:
                 worker.thread.join(timeout_s)
 
+    def _abort_pass(self, key: tuple[str, int]) -> None:
+        """CleanerManager.on_abort: the partition's pass stops now (its thread also polls the manager)."""
+        for worker in self.threads:
+            if worker.task is not None and worker.task.key == key:
+                worker.child.abort()
+
     # ---- the thread --------------------------------------------------------------------------------------------
     def _run(self, worker: _Thread) -> None:
-        while not self._stopped.is_set():
-            try:
-                cleaned = self._one_pass(worker)
-            except CleaningAborted:
-                cleaned = False
-            except OSError as exc:  # a checkpoint that could not be written: the disk may come back
-                _log.error("log cleaner thread %d: %s; trying again after log.cleaner.backoff.ms", worker.index, exc)
-                cleaned = False
-            except Exception:  # noqa: BLE001 - a bug must not kill the thread silently (Kafka's DeadThreadCount)
-                _log.exception("log cleaner thread %d failed", worker.index)
-                worker.failed = True
-                return
-            if not cleaned:
-                self._stopped.wait(self.config.backoff_ms / 1000)
+        try:
+            while not self._stopped.is_set():
+                try:
+                    cleaned = self._one_pass(worker)
+                except CleaningAborted:
+                    cleaned = False
+                except (OSError, ChildFailed) as exc:  # a checkpoint not written, a process not started: retry
+                    _log.error("log cleaner thread %d: %s; trying again after log.cleaner.backoff.ms", worker.index,
+                               exc)
+                    cleaned = False
+                except Exception:  # a bug must not kill the thread silently (Kafka's DeadThreadCount)
+                    _log.exception("log cleaner thread %d failed", worker.index)
+                    worker.failed = True
+                    return
+                if not cleaned:
+                    self._stopped.wait(self.config.backoff_ms / 1000)
+        finally:
+            worker.child.close(self.STOP_GRACE_S)
 
     def _one_pass(self, worker: _Thread) -> bool:
         task = self._on_loop(self._plan)
         if task is None:
             return False
         worker.last_delay_ms = self.manager.last_delay_ms
+        worker.task = task
         end: int | None = None
+        started = False
         try:
-            end, stats = worker.cleaner.clean(task, _LoopHost(self))
+            if worker.child.process is None:  # started with the first pass it has: a broker with no compacted
+                worker.child.start(self._stopped.is_set)  # log due for cleaning starts no process
+            started = True
+            end, stats = worker.child.clean(task, self._swap_on_loop, lambda: self._aborted(task))
             worker.last_stats = stats
             _log.info("%s", pass_line(worker.index, task, end, stats))
         except CleaningAborted:
             pass
-        except Exception as exc:  # noqa: BLE001 - Kafka marks the partition uncleanable and goes on
-            if not self._stopped.is_set():
-                _log.warning("unexpected exception when cleaning %s-%d, marking it uncleanable: %r", *task.key, exc,
-                             exc_info=True)
+        except Exception as exc:  # Kafka marks the partition uncleanable and goes on
+            if not started:
+                raise  # no process to run it: the thread tries again after its backoff
+            if not self._aborted(task):
+                _log.warning("unexpected exception when cleaning %s-%d, marking it uncleanable: %s", *task.key, exc)
                 self.manager.mark_uncleanable(task.log_dir, task.key)
         finally:
+            worker.task = None
             self._on_loop(lambda: self._done(task, end), allow_stopped=True)
         return True
+
+    def _aborted(self, task: CleanTask) -> bool:
+        if self._stopped.is_set():
+            return True
+        try:
+            self.manager.check_aborted(task.key)
+        except CleaningAborted:
+            return True
+        return False
+
+    def _swap_on_loop(self, task: CleanTask, cleaned: CleanedSegment, old_bases: list[int]) -> bool:
+        return self._on_loop(lambda: self.swap(task, cleaned, old_bases))
 
     def _on_loop(self, fn: Callable[[], Any], allow_stopped: bool = False) -> Any:
         """Run `fn` on the event loop and wait for its result. CleaningAborted once stopped."""
@@ -185,7 +226,7 @@ class LogCleaner:
         def call() -> None:
             try:
                 future.set_result(fn())
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            except BaseException as exc:  # handed to the waiting thread
                 future.set_exception(exc)
 
         try:
@@ -209,7 +250,7 @@ class LogCleaner:
             log_dir = host.logs.dir_of(*key)
             if replica.settings.compact and log_dir is not None:
                 offered.append(CleanableLog(key, log_dir, replica.log, compaction_settings(replica),
-                                            lambda r=replica: _producers(r),
+                                            functools.partial(_producers, replica),
                                             replica.producers.last_stable_offset(replica.log.high_watermark())))
         self.manager.keep_only(host.replicas)
         self.last_run_ms = self.clock_ms()
@@ -244,25 +285,6 @@ class LogCleaner:
             "max-dirty-percent": int(100 * self.manager.dirtiest_ratio),
             "time-since-last-run-ms": max(0, now_ms - self.last_run_ms),
         }
-
-
-class _LoopHost:
-    """The pass's view of its owner: abort checks from the thread, swaps on the event loop."""
-
-    def __init__(self, cleaner: LogCleaner) -> None:
-        self.cleaner = cleaner
-
-    def check_aborted(self, key: tuple[str, int]) -> None:
-        if self.cleaner._stopped.is_set():  # noqa: SLF001
-            raise CleaningAborted()
-        self.cleaner.manager.check_aborted(key)
-
-    def swap(self, task: CleanTask, cleaned: CleanedSegment, old_bases: list[int]) -> bool:
-        try:
-            return self.cleaner._on_loop(lambda: self.cleaner.swap(task, cleaned, old_bases))  # noqa: SLF001
-        except CleaningAborted:
-            cleaned.discard()
-            raise
 
 
 def _producers(replica: Replica) -> dict[int, ProducerLast]:

@@ -120,6 +120,7 @@ class PartitionHost:
     def load(self) -> None:
         """Recover every partition log (StorageError: refuse to run) and load its producer state (the latest
         producer snapshot plus the batches after it, producer_recovery.py)."""
+        assert self.logs is not None  # set by the data plane before it loads
         for key, _report in self.logs.load():
             log = self.logs.get(*key)
             assert log is not None
@@ -130,6 +131,7 @@ class PartitionHost:
     def sync_metadata(self, now_ms: int) -> dict[int, list[tuple[str, int]]]:
         """Follow the metadata cache. Returns the partitions to fetch, by source broker."""
         me, cache = self.settings.broker_id, self.cache
+        assert self.logs is not None  # the data plane is running
         self.topic_settings.clear()  # configs may have changed with this metadata
         wanted: set[tuple[str, int]] = set()
         changes: dict[bool, list[str]] = {True: [], False: []}  # leader?: "topic-0 (epoch 5, ...)"
@@ -193,6 +195,7 @@ class PartitionHost:
     def _remove(self, key: tuple[str, int]) -> None:
         replica = self.replicas.pop(key)
         _abandon(replica)
+        assert self.logs is not None  # the data plane is running
         log_dir = self.logs.dir_of(*key)
         if self.cleaning is not None:
             self.cleaning.abort(key)  # Kafka's abortCleaning before the log goes
@@ -222,7 +225,7 @@ class PartitionHost:
             if found is ErrorCode.NOT_LEADER_OR_FOLLOWER:  # a topic this broker knows: Kafka counts the request
                 self.topic_stats.of(topic).total_produce_requests += 1
             return AppendResult(found)
-        replica, log, leading = found, found.log, found.leading
+        replica, leading = found, found.leading
         assert leading is not None
         counters = self.topic_stats.of(topic)
         counters.total_produce_requests += 1
@@ -443,6 +446,7 @@ class PartitionHost:
         for replica in self.replicas.values():
             snapshot_producers(replica)
             _abandon(replica)
+        assert self.logs is not None  # closed once, by the data plane that opened them
         self.logs.close()
 
 

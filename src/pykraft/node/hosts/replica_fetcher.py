@@ -26,6 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kio.schema.fetch.v17 import request as fetch_v17
+from kio.schema.types import BrokerId
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from pykraft.broker.broker_settings import fetcher_id
 from pykraft.protocol.errors import ErrorCode
@@ -114,12 +116,15 @@ class ReplicaFetchers:
         for key, (epoch, offset, last_epoch) in sent.items():
             replica = self.host.replicas[key]
             by_topic.setdefault(replica.topic_id, []).append(fetch_v17.FetchPartition(
-                partition=key[1], current_leader_epoch=epoch, fetch_offset=offset, last_fetched_epoch=last_epoch,
-                log_start_offset=replica.log.start_offset(), partition_max_bytes=settings.replica_fetch_max_bytes))
+                partition=i32(key[1]), current_leader_epoch=i32(epoch), fetch_offset=i64(offset),
+                last_fetched_epoch=i32(last_epoch), log_start_offset=i64(replica.log.start_offset()),
+                partition_max_bytes=i32(settings.replica_fetch_max_bytes)))
         return fetch_v17.FetchRequest(
-            replica_state=fetch_v17.ReplicaState(replica_id=settings.broker_id, replica_epoch=self._broker_epoch()),
-            max_wait=datetime.timedelta(milliseconds=settings.replica_fetch_wait_max_ms), min_bytes=1,
-            max_bytes=settings.replica_fetch_max_bytes * 8, isolation_level=0, session_id=0, session_epoch=-1,
+            replica_state=fetch_v17.ReplicaState(replica_id=BrokerId(settings.broker_id),
+                                                 replica_epoch=i64(self._broker_epoch())),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=settings.replica_fetch_wait_max_ms)),
+            min_bytes=i32(1), max_bytes=i32(settings.replica_fetch_max_bytes * 8), isolation_level=i8(0),
+            session_id=i32(0), session_epoch=i32(-1),
             topics=tuple(fetch_v17.FetchTopic(topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
             forgotten_topics_data=(), rack_id="")
 

@@ -17,7 +17,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.types import ProducerId, TopicName
 from kio.schema.write_txn_markers.v1 import request as wtm
+from kio.static.primitive import i16, i32
 
 from pykraft.broker.txn_coordinator import MarkerSend, TxnCoordinator, TxnWrite
 from pykraft.protocol.errors import ErrorCode
@@ -113,6 +115,7 @@ def _wire_request(request: MarkerRequest) -> Any:
     for topic, partition in request.partitions:
         by_topic.setdefault(topic, []).append(partition)
     return wtm.WriteTxnMarkersRequest(markers=(wtm.WritableTxnMarker(
-        producer_id=request.producer_id, producer_epoch=request.producer_epoch, transaction_result=request.commit,
-        coordinator_epoch=request.coordinator_epoch, topics=tuple(
-            wtm.WritableTxnMarkerTopic(name=topic, partition_indexes=tuple(ids)) for topic, ids in by_topic.items())),))
+        producer_id=ProducerId(request.producer_id), producer_epoch=i16(request.producer_epoch),
+        transaction_result=request.commit, coordinator_epoch=i32(request.coordinator_epoch), topics=tuple(
+            wtm.WritableTxnMarkerTopic(name=TopicName(topic), partition_indexes=tuple(i32(i) for i in ids))
+            for topic, ids in by_topic.items())),))

@@ -26,7 +26,7 @@ def build_transactions(broker: BrokerHost) -> tuple[TxnHost, TxnApi]:
     plane = broker.data_plane
 
     async def local_append(markers: list[txn_markers_api.MarkerRequest]) -> Any:
-        return await txn_markers_api.append_markers(plane.host, markers, broker._now(),  # noqa: SLF001
+        return await txn_markers_api.append_markers(plane.host, markers, broker._now(),
                                                     broker.groups.txn_completed)
 
     async def to_broker(host: str, port: int, message: Any) -> Any:
@@ -37,8 +37,8 @@ def build_transactions(broker: BrokerHost) -> tuple[TxnHost, TxnApi]:
         return 1 if broker.cache.features.finalized.get(TRANSACTION_VERSION, 0) >= 1 else 0
 
     markers = MarkerSender(broker.node_id, broker.cache, local_append, to_broker,
-                           plane._address_of)  # noqa: SLF001
-    txns = TxnHost(plane.host, settings, lambda: broker._now(), plane.producer_ids.next_id,  # noqa: SLF001
+                           plane._address_of)
+    txns = TxnHost(plane.host, settings, lambda: broker._now(), plane.producer_ids.next_id,
                    markers, value_version)
     markers.is_current = txns.is_current
     markers.on_complete = lambda coordinator, write: txns.spawn(txns.write_and_apply(coordinator, write))
@@ -54,12 +54,12 @@ def txn_handlers(broker: BrokerHost) -> dict[int, Any]:
     api = broker.txn_api
 
     async def write_txn_markers(decoded: DecodedRequest) -> Any:
-        return await txn_markers_api.handle(broker.data_plane.host, decoded.message, broker._now(),  # noqa: SLF001
+        return await txn_markers_api.handle(broker.data_plane.host, decoded.message, broker._now(),
                                             broker.groups.txn_completed)
 
     async def txn_offset_commit(decoded: DecodedRequest) -> Any:
         return await txn_offsets_api.handle(broker.groups, broker.data_plane.verifier, decoded.message,
-                                            broker._now())  # noqa: SLF001
+                                            broker._now())
 
     handlers = api.handlers()
     handlers[ApiKey.WRITE_TXN_MARKERS] = write_txn_markers

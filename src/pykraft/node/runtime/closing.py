@@ -20,13 +20,13 @@ class Closer:
     async def step(self, what: str, closing: Awaitable[Any]) -> None:
         try:
             await closing
-        except Exception as exc:  # noqa: BLE001 - recorded; the other parts are closed all the same
+        except Exception as exc:  # recorded; the other parts are closed all the same
             self._failed(what, exc)
 
     def call(self, what: str, close: Callable[..., Any], *args: Any) -> None:
         try:
             close(*args)
-        except Exception as exc:  # noqa: BLE001 - as step()
+        except Exception as exc:  # as step()
             self._failed(what, exc)
 
     def _failed(self, what: str, exc: BaseException) -> None:

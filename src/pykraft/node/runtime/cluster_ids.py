@@ -103,7 +103,7 @@ class ClusterIdMismatchLog:
         for attempt in range(LOOKUP_ATTEMPTS):  # the connection may be in its reconnect backoff
             try:
                 answer = await self._lookup(host, port, request)
-            except Exception as exc:  # noqa: BLE001 - the log line matters more than the peer's id
+            except Exception as exc:  # the log line matters more than the peer's id
                 _log.debug("asking %s:%s for its cluster id failed: %r", host, port, exc)
                 answer = None
             if answer is not None and getattr(answer, "cluster_id", None):

@@ -59,7 +59,7 @@ def contained(fn: Callable[[int], Any], failed: Failed) -> Callable[[int], Any]:
     def run(now_ms: int) -> Any:
         try:
             return fn(now_ms)
-        except Exception as exc:  # noqa: BLE001 - the point: one request's bug must not end the core task
+        except Exception as exc:  # the point: one request's bug must not end the core task
             failed(exc)
             return None
     return run

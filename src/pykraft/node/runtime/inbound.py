@@ -69,7 +69,7 @@ class InboundHandler:
         self.refused_versions = 0
         self.requests = 0
 
-    async def __call__(self, info: ConnectionInfo, payload: memoryview) -> memoryview | FrameBody | None:
+    async def __call__(self, info: ConnectionInfo, payload: memoryview) -> bytes | memoryview | FrameBody | None:
         started = time.perf_counter()
         try:
             # The server's frame: ours. The connection info rides along (the listener the request came in on).
@@ -94,7 +94,7 @@ class InboundHandler:
             raise
         except AuthorizerNotReadyError as exc:  # not a bug: Kafka's AuthorizerNotReadyException, a retriable failure
             return self._refused(decoded, str(exc))
-        except Exception as exc:  # noqa: BLE001 - the boundary of this one request: fail it, not the node
+        except Exception as exc:  # the boundary of this one request: fail it, not the node
             stats.record_failure(int(decoded.api_key), decoded.api_version, time.perf_counter() - started)
             return self._failed(decoded, exc)
         stats.record(int(decoded.api_key), decoded.api_version, decoded.message, response,
@@ -153,7 +153,7 @@ class InboundHandler:
             answer = error_response_for(decoded.message, ErrorCode.UNKNOWN_SERVER_ERROR,
                                         error_message=f"{type(exc).__name__} while handling the request")
             return encode_response_body(decoded.correlation_id, answer)
-        except Exception as error:  # noqa: BLE001 - no answer: the client sees the connection close
+        except Exception as error:  # no answer: the client sees the connection close
             raise CloseConnection(f"no error answer for {decoded.api_key.name}: {error}") from None
 
     async def dispatch(self, decoded: DecodedRequest) -> Any | None:

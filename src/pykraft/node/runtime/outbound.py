@@ -112,7 +112,7 @@ class Outbound:
             decoded = decode_response(payload, key, version)
             response = to_request_version(decoded.message, version)
             self.stats.responses += 1
-            if self._on_answer is not None:
+            if self._on_answer is not None and destination.host is not None and destination.port is not None:
                 self._on_answer(destination.node_id, destination.host, destination.port, message, response)
         except (NetError, ProtocolError) as exc:
             self.stats.failures += 1

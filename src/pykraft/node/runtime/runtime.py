@@ -108,7 +108,8 @@ class _TlsFailureLog:
         self._pool = pool
         self._last: BaseException | None = None  # callers sharing one connect attempt get the same exception
 
-    async def request(self, host: str, port: int, build: Callable[[int], bytes], *, timeout_ms: int) -> bytes:
+    async def request(self, host: str, port: int, build: Callable[[int], bytes], *,
+                      timeout_ms: int) -> bytes | bytearray:
         try:
             return await self._pool.request(host, port, build, timeout_ms=timeout_ms)
         except ConnectError as exc:
@@ -121,7 +122,7 @@ class _TlsFailureLog:
             raise
 
     def send_now(self, host: str, port: int, build: Callable[[int], bytes], *,
-                 timeout_ms: int) -> asyncio.Future[bytes] | None:
+                 timeout_ms: int) -> asyncio.Future[bytes | bytearray] | None:
         return self._pool.send_now(host, port, build, timeout_ms=timeout_ms)  # a live connection: no handshake
 
     async def close(self) -> None:
@@ -464,7 +465,7 @@ class NodeRuntime:
             now = self.clock()
             self._apply(fn(now), now)
             self._poll_if_due()
-        except BaseException as exc:  # noqa: BLE001 - handed to the task, which fails the node with it
+        except BaseException as exc:  # handed to the task, which fails the node with it
             self._inline_failure = exc
         finally:
             self._running_inline = False
@@ -667,7 +668,7 @@ class NodeRuntime:
 
     def respond(self, respond: Respond) -> None:
         if PROBE is not None and respond.ref in self._probe_fetches:
-            PROBE.stamp("fetch_answer", *self._probe_fetches.pop(respond.ref))  # type: ignore[arg-type]
+            PROBE.stamp("fetch_answer", *self._probe_fetches.pop(respond.ref))
         future = self._pending.pop(respond.ref, None)  # type: ignore[call-overload]
         if future is not None and not future.done():
             future.set_result(respond.response)

@@ -83,7 +83,7 @@ def handle_api_versions_response(core: RaftCore, source_id: int, response: av_re
     leader = core.leader_state()
     if leader is None or leader.epoch != pending.epoch:
         return membership.finish(core, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    if response.error_code != ErrorCode.NONE:  # step 6: the probe failed
+    if int(response.error_code) != ErrorCode.NONE:  # step 6: the probe failed
         return membership.finish(core, ErrorCode.REQUEST_TIMED_OUT, f"ApiVersions failed: {response.error_code.name}")
     supported = rm.supported_kraft_range(response)
     finalized = core.history.last_kraft_version()

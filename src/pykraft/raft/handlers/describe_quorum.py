@@ -10,7 +10,7 @@ from kio.schema.describe_quorum.v2 import response as dq_resp
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32, i64, u16
 
-from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.errors import ErrorCode, kio_code
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.raft.effects import Respond
 from pykraft.raft.handlers import single_partition
@@ -35,10 +35,10 @@ def _replica(p: ReplicaProgress, leader: ReplicaKey, now_ms: int) -> dq_resp.Rep
 def handle_describe_quorum(core: RaftCore, ref: Hashable, request: dq_req.DescribeQuorumRequest, now_ms: int) -> None:
     def error(code: ErrorCode, message: str) -> None:
         partition = dq_resp.PartitionData(
-            partition_index=i32(METADATA_PARTITION), error_code=code, error_message=message,
+            partition_index=i32(METADATA_PARTITION), error_code=kio_code(code), error_message=message,
             leader_id=BrokerId(-1), leader_epoch=i32(-1), high_watermark=i64(-1), current_voters=(), observers=())
         core.emit(Respond(ref, dq_resp.DescribeQuorumResponse(
-            error_code=ErrorCode.NONE, error_message=None, nodes=(),
+            error_code=kio_code(ErrorCode.NONE), error_message=None, nodes=(),
             topics=(dq_resp.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)),))))
 
     if single_partition(request) is None:
@@ -55,10 +55,10 @@ def handle_describe_quorum(core: RaftCore, ref: Hashable, request: dq_req.Descri
         for node in leader.voters.voters.values()
     )
     partition = dq_resp.PartitionData(
-        partition_index=i32(METADATA_PARTITION), error_code=ErrorCode.NONE, error_message=None,
+        partition_index=i32(METADATA_PARTITION), error_code=kio_code(ErrorCode.NONE), error_message=None,
         leader_id=BrokerId(leader.local_key.id), leader_epoch=i32(leader.epoch),
         high_watermark=i64(leader.high_watermark if leader.high_watermark is not None else -1),
         current_voters=tuple(voters), observers=tuple(observers))
     core.emit(Respond(ref, dq_resp.DescribeQuorumResponse(
-        error_code=ErrorCode.NONE, error_message=None, nodes=nodes,
+        error_code=kio_code(ErrorCode.NONE), error_message=None, nodes=nodes,
         topics=(dq_resp.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)),))))

@@ -147,7 +147,7 @@ def resume_fetching(core: RaftCore, now_ms: int) -> None:
 
 def maybe_send_discovery_fetch(core: RaftCore, now_ms: int) -> None:
     """Observers and unattached voters find the leader by fetching from a random ready bootstrap server."""
-    servers = [(-(i + 1), e) for i, e in enumerate(core.local.bootstrap_servers)]
+    servers: list[tuple[int, Endpoint | None]] = [(-(i + 1), e) for i, e in enumerate(core.local.bootstrap_servers)]
     if not servers and core.local.static_voters is not None:
         servers = [(n.key.id, n.endpoints.address(core.local.listener_name)) for n in core.voters().voters.values()
                    if n.key.id != core.local.node_id]
@@ -162,7 +162,8 @@ def maybe_send_discovery_fetch(core: RaftCore, now_ms: int) -> None:
 
 
 def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.FetchResponse, now_ms: int) -> None:
-    if response.error_code != ErrorCode.NONE or len(response.responses) != 1 or len(response.responses[0].partitions) != 1:
+    if int(response.error_code) != ErrorCode.NONE or len(response.responses) != 1 \
+            or len(response.responses[0].partitions) != 1:
         core.requests.backoff(source_id, now_ms)
         return
     p = response.responses[0].partitions[0]
@@ -183,7 +184,7 @@ def handle_fetch_response(core: RaftCore, source_id: int, response: fetch_resp.F
         # A bootstrap server that is not the leader (or failed): ask another one next time.
         core.requests.backoff(source_id, now_ms)
         return
-    if p.error_code != ErrorCode.NONE or not _apply_partition(core, state, p, now_ms):
+    if int(p.error_code) != ErrorCode.NONE or not _apply_partition(core, state, p, now_ms):
         core.requests.backoff(source_id, now_ms)  # an invalid answer does not count as a successful fetch
         return
     state.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms

@@ -66,7 +66,8 @@ def handle_fetch_snapshot_request(core: RaftCore, ref: Hashable, request: fs_req
 # ---- follower side -------------------------------------------------------------------------------------------
 def handle_fetch_snapshot_response(core: RaftCore, source_id: int, response: fs_resp.FetchSnapshotResponse,
                                    now_ms: int) -> None:
-    if response.error_code != ErrorCode.NONE or len(response.topics) != 1 or len(response.topics[0].partitions) != 1:
+    if int(response.error_code) != ErrorCode.NONE or len(response.topics) != 1 \
+            or len(response.topics[0].partitions) != 1:
         core.requests.backoff(source_id, now_ms)
         return
     p = response.topics[0].partitions[0]
@@ -90,13 +91,13 @@ def _continue_download(core: RaftCore, state: FollowerState, source_id: int, p: 
     writer = snapshot_download.writer_of(state)
     assert writer is not None
     snapshot_id = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
-    if p.error_code == ErrorCode.SNAPSHOT_NOT_FOUND or snapshot_id.offset < 0 or snapshot_id.epoch < 0 \
-            or (p.error_code == ErrorCode.NONE and snapshot_id != writer.snapshot_id):
+    if int(p.error_code) == ErrorCode.SNAPSHOT_NOT_FOUND or snapshot_id.offset < 0 or snapshot_id.epoch < 0 \
+            or (int(p.error_code) == ErrorCode.NONE and snapshot_id != writer.snapshot_id):
         # The leader no longer has our snapshot (or names another one): start over from a Fetch.
-        if p.error_code == ErrorCode.NONE and snapshot_id.offset >= 0 and snapshot_id.epoch >= 0:
+        if int(p.error_code) == ErrorCode.NONE and snapshot_id.offset >= 0 and snapshot_id.epoch >= 0:
             core.rejected_snapshot_chunks += 1
         snapshot_download.abandon(state)
-    elif p.error_code != ErrorCode.NONE:
+    elif int(p.error_code) != ErrorCode.NONE:
         core.requests.backoff(source_id, now_ms)
         return
     elif not snapshot_download.append_chunk(core, state, snapshot_id, p.size, p.position, p.unaligned_records or b""):

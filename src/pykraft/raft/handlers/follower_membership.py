@@ -83,5 +83,5 @@ def handle_update_voter_response(core: RaftCore, source_id: int, response: updat
         core.transition_on_epoch(leader.leader_epoch, leader.leader_id if leader.leader_id >= 0 else None,
                                  endpoints, now_ms)
     state = core.quorum.state
-    if response.error_code == ErrorCode.NONE and isinstance(state, FollowerState) and source_id == state.leader_id:
+    if int(response.error_code) == ErrorCode.NONE and isinstance(state, FollowerState) and source_id == state.leader_id:
         core.reconfig.update_acked_by = (state.leader_id, state.epoch)

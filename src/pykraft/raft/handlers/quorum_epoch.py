@@ -127,7 +127,7 @@ def end_epoch_backoff_ms(core: RaftCore, preferred: list[ReplicaKey], local: Rep
 def handle_begin_response(core: RaftCore, source_id: int, response: bqe_resp.BeginQuorumEpochResponse,
                           now_ms: int) -> None:
     p = single_partition(response)
-    if response.error_code != ErrorCode.NONE or p is None:
+    if int(response.error_code) != ErrorCode.NONE or p is None:
         return
     if p.leader_epoch > core.quorum.epoch:
         core.transition_on_epoch(p.leader_epoch, p.leader_id if p.leader_id >= 0 else None,
@@ -138,7 +138,7 @@ def handle_begin_response(core: RaftCore, source_id: int, response: bqe_resp.Beg
 
 def handle_end_response(core: RaftCore, source_id: int, response: eqe_resp.EndQuorumEpochResponse, now_ms: int) -> None:
     p = single_partition(response)
-    if response.error_code != ErrorCode.NONE or p is None:
+    if int(response.error_code) != ErrorCode.NONE or p is None:
         return
     state = core.quorum.state
     if isinstance(state, ResignedState) and p.error_code == ErrorCode.NONE:

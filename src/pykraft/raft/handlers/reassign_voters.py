@@ -49,7 +49,7 @@ from pykraft.raft.handlers import membership
 from pykraft.raft.leader import LeaderState
 from pykraft.raft.reassignment import AddVoterStep, Blocked, RemoveVoterStep, ResignLeaderStep, next_step
 from pykraft.raft.voter_change import ReassignVotersRequest, ReassignVotersResult, ReassignWaiter
-from pykraft.raft.voter_set import VoterNode, VoterSet, VoterSetError, add_voter, remove_voter
+from pykraft.raft.voter_set import ReplicaKey, VoterNode, VoterSet, VoterSetError, add_voter, remove_voter
 from pykraft.records.control import VotersRecordWithTarget
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ def settle_waiters(core: RaftCore, now_ms: int) -> None:
     core.reconfig.reassign_waiters = waiting
 
 
-def _reached(core: RaftCore, leader: LeaderState) -> frozenset | None:
+def _reached(core: RaftCore, leader: LeaderState) -> frozenset[ReplicaKey] | None:
     """The committed voter set, once no VotersRecord is uncommitted and no target waits to be written (None
     before): a target record not committed yet (a cancellation, say) could still be lost with this leader."""
     if leader.high_watermark is None or core.reconfig.pending_target is not None \

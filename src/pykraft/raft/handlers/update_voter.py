@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 def _respond(core: RaftCore, ref: Hashable, error: ErrorCode) -> None:
     leader_id = core.quorum.leader_id()
+    endpoints: Endpoints | None
     if leader_id is None:
         endpoints = Endpoints()
     elif leader_id == core.local.node_id:

@@ -126,11 +126,11 @@ def start_backoff(core: RaftCore, state: CandidateState, now_ms: int) -> None:
 
 def handle_vote_response(core: RaftCore, source_id: int, response: vote_resp.VoteResponse, now_ms: int) -> None:
     state = core.quorum.state
-    if response.error_code == ErrorCode.UNSUPPORTED_VERSION and isinstance(state, ProspectiveState):
+    if int(response.error_code) == ErrorCode.UNSUPPORTED_VERSION and isinstance(state, ProspectiveState):
         core.quorum.to_candidate(now_ms)  # the peer has no Vote v2: fall back to a standard election
         return maybe_win_candidate(core, now_ms)
     p = single_partition(response)
-    if response.error_code != ErrorCode.NONE or p is None:
+    if int(response.error_code) != ErrorCode.NONE or p is None:
         return
     if p.error_code == ErrorCode.UNSUPPORTED_VERSION and isinstance(state, ProspectiveState):
         core.quorum.to_candidate(now_ms)

@@ -71,7 +71,8 @@ def _field_plan(cls: type) -> tuple[tuple[str, str, str | None, object], ...]:
 
 def _struct_to_dict(struct: object) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for attribute, json_name, kafka_type, omit_when in _field_plan(type(struct)):
+    cls: type = type(struct)  # (mypy takes a class object typed type[object] for unhashable)
+    for attribute, json_name, kafka_type, omit_when in _field_plan(cls):
         value = getattr(struct, attribute)
         if omit_when is not _OMIT and value == omit_when:
             continue
@@ -79,7 +80,7 @@ def _struct_to_dict(struct: object) -> dict[str, Any]:
     return out
 
 
-def _value_to_json(value: object, kafka_type: str | None) -> Any:
+def _value_to_json(value: Any, kafka_type: str | None) -> Any:
     if isinstance(value, tuple):
         return [_value_to_json(item, kafka_type) for item in value]
     if kafka_type == "uuid":

@@ -173,7 +173,7 @@ class Checker:
                 other = epochs_led.setdefault(epoch, node.node_id)
                 if other != node.node_id:
                     self.violation("SingleLeader", node, f"nodes {other} and {node.node_id} lead epoch {epoch}")
-                if newest is None or epoch > newest.core.quorum.epoch:
+                if newest is None or newest.core is None or epoch > newest.core.quorum.epoch:
                     newest = node
         if newest is not None and newest.core is not None and newest.core.high_watermark is not None:
             if all(n.core is None or n.core.quorum.epoch <= newest.core.quorum.epoch for n in self.nodes.values()):

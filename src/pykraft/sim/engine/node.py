@@ -227,7 +227,7 @@ class SimNode:
             self._input(lambda core: core.handle_request(ref, payload.request, now))
 
     # payload type -> how this node takes it in; the hosts (sim/hosts/) extend it with their own payloads
-    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[SimNode, Envelope], None]]] = {
+    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[Any, Envelope], None]]] = {  # Any: a subclass's own self
         RaftResponse: _on_raft_response,
         RaftRequest: _on_raft_request,
         ConnectionRefused: _on_connection_refused,

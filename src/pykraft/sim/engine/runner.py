@@ -59,7 +59,7 @@ class RunResult:
 
 
 def run(seed: int, scenario: str = "swarm", *, max_events: int = 400_000, sim_ms: int | None = None,
-        trace_size: int | None = 60, finished: Callable[[Plan], None] | None = None) -> RunResult:
+        trace_size: int | None = 60, finished: Callable[[Plan], object] | None = None) -> RunResult:
     """One seeded run; `finished` sees the plan (its world as the run left it) before the result is returned."""
     if scenario not in SCENARIOS:
         raise KeyError(f"unknown scenario {scenario!r}; known: {', '.join(sorted(SCENARIOS))}")
@@ -145,10 +145,10 @@ class _Runner:
     # ---- end checks ------------------------------------------------------------------------------------------
     def _check_histories(self) -> None:
         try:
-            from pykraft.sim.checks import linearizability  # noqa: PLC0415 - written by another engineer, may be absent
+            from pykraft.sim.checks import linearizability  # written by another engineer, may be absent
         except ImportError:
             return
-        from pykraft.sim.checks.history import check_clients  # noqa: PLC0415
+        from pykraft.sim.checks.history import check_clients
 
         problem, self.linearizability = check_clients(linearizability, self.plan.clients)
         if problem is not None:
@@ -165,8 +165,8 @@ class _Runner:
         )
 
 
-def _line(time_ms: int, kind: str, detail: str):  # noqa: ANN202
-    from pykraft.sim.engine.scheduler import TraceLine  # noqa: PLC0415
+def _line(time_ms: int, kind: str, detail: str):
+    from pykraft.sim.engine.scheduler import TraceLine
 
     return TraceLine(time_ms, None, kind, detail)
 

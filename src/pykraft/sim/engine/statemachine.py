@@ -12,7 +12,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from pykraft.raft.log import BufferSnapshotReader
+from pykraft.raft.log import RawSnapshotReader
 from pykraft.records import iter_batches
 
 SEQUENCE, WRITE, READ = b"s", b"w", b"r"
@@ -82,7 +82,7 @@ class SequenceMachine:
     def snapshot_values(self) -> list[bytes]:
         return [f"{self.count}:{self.crc}".encode(), *self.writes]
 
-    def load(self, reader: BufferSnapshotReader, end_offset: int) -> None:
+    def load(self, reader: RawSnapshotReader, end_offset: int) -> None:
         values = [bytes(r.value) for b in iter_batches(reader.records(), verify_crc=True) if not b.is_control
                   for r in b.records() if r.value is not None]
         count, crc = values[0].split(b":")

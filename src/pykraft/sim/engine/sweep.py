@@ -30,7 +30,7 @@ def _run_task(task: SweepTask) -> RunResult:
     started = time.perf_counter()
     try:
         return run(task.seed, task.scenario, max_events=task.max_events, sim_ms=task.sim_ms, trace_size=40)
-    except Exception as error:  # noqa: BLE001 - any crash of one run is that run's verdict
+    except Exception as error:  # any crash of one run is that run's verdict
         return RunResult(task.seed, task.scenario, "SimulatorError", f"{type(error).__name__}: {error}", 0, 0,
                          time.perf_counter() - started, ())
 
@@ -67,7 +67,7 @@ class SweepSummary:
         wall = sum(r.wall_s for r in results) or 1e-9
         sim = sum(r.sim_ms for r in results)
         events = sum(r.events for r in results)
-        live = [r.stats.get("live_after_ms") for r in results if r.stats.get("live_after_ms") is not None]
+        live = [v for r in results if (v := r.stats.get("live_after_ms")) is not None]
         return {
             "runs": len(results),
             "events": events,

@@ -33,7 +33,7 @@ class World:
         self.checker = Checker(self.nodes)
         self._ids = self.stream("directory-ids")
 
-    def stream(self, purpose: str):  # noqa: ANN201 - random.Random
+    def stream(self, purpose: str):  # random.Random
         return stream(self.seed, purpose)
 
     def new_directory_id(self) -> uuid.UUID:

@@ -262,6 +262,6 @@ class BrokerNode(SimNode):
         target = self._component(payload.component)
         self._collect(payload.component, target.handle_response(payload.request_id, payload.response, self.now()))
 
-    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[SimNode, Any], None]]] = {
+    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[Any, Any], None]]] = {
         **SimNode.PAYLOAD_HANDLERS, ControllerResponse: _on_controller_response,
     }

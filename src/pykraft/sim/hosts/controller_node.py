@@ -37,7 +37,7 @@ PAUSED_RETRY_MS = 10  # a paused process runs its timers late: look again after 
 @dataclass(frozen=True, slots=True)
 class _Waiter:
     last_offset: int
-    epoch: int
+    epoch: int | None  # the active epoch when it was written
     reply: ReplyTo
     api_key: int
     request: Any
@@ -70,6 +70,7 @@ class ControllerNode(ControllerHostView, SimNode):
 
     @property
     def committed_image(self) -> QuorumController:
+        assert isinstance(self.machine, MetadataMachine)  # new_machine() above
         return self.machine.image
 
     # ---- committed replay ------------------------------------------------------------------------------------
@@ -127,7 +128,7 @@ class ControllerNode(ControllerHostView, SimNode):
         now = self.now()
         try:
             accepted = self.hosted.accept(self.core, payload.api_key, payload.request, now)
-        except Exception as exc:  # noqa: BLE001 - a controller bug met by a peer's request is a finding
+        except Exception as exc:  # a controller bug met by a peer's request is a finding
             self.world.checker.violation("ControllerRequestCrash", self, f"api {payload.api_key}: {exc!r}")
             accepted = Refusal(ErrorCode.UNKNOWN_SERVER_ERROR, repr(exc))
         if isinstance(accepted, Refusal):
@@ -137,7 +138,7 @@ class ControllerNode(ControllerHostView, SimNode):
         self._write(result, now, next_offset, (reply, payload.api_key, payload.request))
         self._schedule_tick()
 
-    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[SimNode, Any], None]]] = {
+    PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[Any, Any], None]]] = {
         **SimNode.PAYLOAD_HANDLERS, ControllerRequest: _on_controller_request,
     }
 

@@ -94,7 +94,7 @@ class TxnWorld:
         self._zombie_started = False
 
     # ---- the event queue ---------------------------------------------------------------------------------------
-    def after(self, delay: int, action: Callable[[], None]) -> None:
+    def after(self, delay: int, action: Callable[..., None]) -> None:  # (lambdas binding loop values as defaults)
         heapq.heappush(self._queue, (self.now + delay, next(self._seq), action))
 
     def delay(self) -> int:
@@ -231,6 +231,7 @@ class TxnWorld:
         that arrives before the abort marker joins its aborted transaction; after it, its old epoch is refused."""
         zombie = self.clients.get(("alpha", 0))
         for tp in sorted(self.partitions) if zombie is not None and zombie.in_txn else ():
+            assert zombie is not None
             for _ in range(2):
                 # Only inside its transaction: a client that sent EndTxn writes nothing until its next one (a late
                 # write after EndTxn is what transaction.version 2 guards against, not this coordinator).

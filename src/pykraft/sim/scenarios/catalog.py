@@ -149,11 +149,11 @@ def add_and_remove_voters(seed: int, trace_size: int | None) -> Plan:
     plan = _plan("add_and_remove_voters", seed, trace_size, voters, observers, 12_000)
     world = plan.world
     rng = world.stream("targets")
-    plan.admin = AdminTool(world, eager=rng.random() < 0.5, ack_on_append=rng.choice([0.0, 0.3, 1.0]))
+    plan.admin = admin = AdminTool(world, eager=rng.random() < 0.5, ack_on_append=rng.choice([0.0, 0.3, 1.0]))
     everyone = plan.voters + plan.observers
-    at(world, 2500, lambda w: plan.admin.set_target(everyone))
+    at(world, 2500, lambda w: admin.set_target(everyone))
     final = sorted(rng.sample(everyone, rng.randint(1, len(everyone))))
-    at(world, 6000, lambda w: plan.admin.set_target(final))
+    at(world, 6000, lambda w: admin.set_target(final))
     at(world, 4000, faults.kill, rng.choice(everyone))
     at(world, 4800, lambda w: _restart_all(w))
     return plan
@@ -206,7 +206,7 @@ def swap_partitioned_voter(seed: int, trace_size: int | None) -> Plan:
     """canSwapPartitionedVoterForObserver: a voter is cut off; the admin adds the observer and removes it."""
     plan = _plan("swap_partitioned_voter", seed, trace_size, 3, 1, 12_000)
     world = plan.world
-    plan.admin = AdminTool(world)
+    plan.admin = admin = AdminTool(world)
     chosen: list[int] = []
 
     def cut(w: World) -> Traced:
@@ -217,7 +217,7 @@ def swap_partitioned_voter(seed: int, trace_size: int | None) -> Plan:
         return victim, "isolate", "voter to swap out"
 
     at(world, 2500, cut)
-    at(world, 3000, lambda w: plan.admin.set_target([n for n in plan.voters if n not in chosen] + plan.observers))
+    at(world, 3000, lambda w: admin.set_target([n for n in plan.voters if n not in chosen] + plan.observers))
     return plan
 
 
@@ -275,12 +275,12 @@ def _swarm(name: str, seed: int, trace_size: int | None, fault_ends: list[int], 
                                           promotable=plan.observers if observers_in_budget else [])
     disks.restart_after_flip = bit_flips
     if observers and probe.random() < reassign_chance:
-        plan.admin = AdminTool(world, eager=probe.random() < 0.5)
+        plan.admin = admin = AdminTool(world, eager=probe.random() < 0.5)
         everyone = plan.voters + plan.observers
         target = keep_a_bootstrap_voter(sorted(probe.sample(everyone, probe.randint(1, len(everyone)))),
                                         plan.voters)
         disks.cover_reassignment(plan.voters, target)
-        at(world, probe.randint(2000, 4000), lambda w: plan.admin.set_target(target))
+        at(world, probe.randint(2000, 4000), lambda w: admin.set_target(target))
         plan.notes.append(f"reassign to {target}")
     return plan
 

@@ -66,7 +66,7 @@ def build_cluster(world: World, voters: int, observers: int, *, skew_ms: int = 0
                   config: QuorumConfig = CONFIG) -> tuple[list[int], list[int]]:
     """Voters 0..voters-1 formatted with the bootstrap snapshot; observers formatted empty (they find the leader
     through the bootstrap servers, the voters' endpoints)."""
-    from pykraft.raft.voter_set import Endpoint  # noqa: PLC0415 - keep the top import list about the sim
+    from pykraft.raft.voter_set import Endpoint  # keep the top import list about the sim
 
     rng = world.stream("cluster")
     voter_ids = list(range(voters))
@@ -88,7 +88,7 @@ def build_cluster(world: World, voters: int, observers: int, *, skew_ms: int = 0
 
 
 def _with_auto_join(config: QuorumConfig) -> QuorumConfig:
-    from dataclasses import replace  # noqa: PLC0415
+    from dataclasses import replace
 
     return replace(config, auto_join=True)
 
@@ -120,6 +120,6 @@ def scenario(name: str) -> Callable[[ScenarioBuilder], ScenarioBuilder]:
     return name_it
 
 
-def lossy(rng) -> LinkProfile:  # noqa: ANN001 - random.Random
+def lossy(rng) -> LinkProfile:  # random.Random
     return LinkProfile(drop=rng.choice([0.0, 0.01, 0.05, 0.1]), duplicate=rng.choice([0.0, 0.01, 0.05]),
                        reorder=rng.choice([0.0, 0.02, 0.1]), delay_min_ms=1, delay_max_ms=rng.choice([3, 10, 30]))

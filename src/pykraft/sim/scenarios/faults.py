@@ -10,7 +10,7 @@ bounded further by `DiskLossBudget`: a minority of every voter set the run passe
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ Traced = tuple[int | None, str, str]
 
 def leader_id(world: World) -> int | None:
     # workload imports node, which imports us not
-    from pykraft.sim.scenarios.workload import newest_leader  # noqa: PLC0415
+    from pykraft.sim.scenarios.workload import newest_leader
 
     leader = newest_leader(world)
     return None if leader is None else leader.node_id
@@ -132,7 +132,7 @@ def set_links(world: World, profile: LinkProfile) -> Traced:
                           f"delay={profile.delay_min_ms}-{profile.delay_max_ms}"
 
 
-def at(world: World, time_ms: int, action: Callable[..., Traced], *args: Any) -> None:
+def at(world: World, time_ms: int, action: Callable[..., Traced | None], *args: Any) -> None:
     world.scheduler.at(time_ms, action, world, *args)
 
 
@@ -183,7 +183,7 @@ class DiskLossBudget:
     restart_after_flip: bool = False
 
     @staticmethod
-    def of_voters(voters: list[int], counted: list[int] = ()) -> DiskLossBudget:
+    def of_voters(voters: list[int], counted: Sequence[int] = ()) -> DiskLossBudget:
         return DiskLossBudget((len(voters) - 1) // 2, {*voters, *counted})
 
     def cover_reassignment(self, voters: list[int], target: list[int]) -> None:
@@ -209,7 +209,7 @@ class DiskLossBudget:
 
 
 def schedule_random_faults(world: World, rng: random.Random, voters: list[int], start_ms: int, end_ms: int,
-                           mix: FaultMix, leader_bias: float = 0.0, promotable: list[int] = ()) -> DiskLossBudget:
+                           mix: FaultMix, leader_bias: float = 0.0, promotable: Sequence[int] = ()) -> DiskLossBudget:
     """Node faults that each last a drawn while, at most a minority of the voters affected at a time.
 
     `promotable` nodes (observers a reassignment may turn into voters) count against that minority like voters:
@@ -312,13 +312,16 @@ class LeaderVictim:
         return self.node
 
     def kill(self, world: World) -> Traced:
-        return kill(world, self.node) if self.pick(world) is not None else (None, "kill", "no leader")
+        node = self.pick(world)
+        return kill(world, node) if node is not None else (None, "kill", "no leader")
 
     def shutdown(self, world: World) -> Traced:
-        return shutdown(world, self.node) if self.pick(world) is not None else (None, "shutdown", "no leader")
+        node = self.pick(world)
+        return shutdown(world, node) if node is not None else (None, "shutdown", "no leader")
 
     def isolate(self, world: World) -> Traced:
-        return isolate(world, self.node) if self.pick(world) is not None else (None, "isolate", "no leader")
+        node = self.pick(world)
+        return isolate(world, node) if node is not None else (None, "isolate", "no leader")
 
     def restart(self, world: World) -> Traced:
         return restart(world, self.node) if self.node is not None else (None, "restart", "nobody")

@@ -79,7 +79,7 @@ class ReassignOperator:
         return ADMIN, "reassign-goal", label
 
     # ---- the loop ----------------------------------------------------------------------------------------------------
-    def tick(self) -> Traced:
+    def tick(self) -> Traced | None:
         if not self.active:
             return None
         self.world.scheduler.after(RETRY_MS, self.tick)
@@ -116,14 +116,14 @@ class ReassignOperator:
         self.world.scheduler.after(ANSWER_TIMEOUT_MS, self._timed_out, self.next_op)
         return ADMIN, "reassign-send", f"{'cancel' if self.goal is None else list(self.goal)} -> n{node_id}"
 
-    def _timed_out(self, op_id: int) -> Traced:
+    def _timed_out(self, op_id: int) -> Traced | None:
         if self.in_flight != op_id:
             return None
         self.in_flight = None
         self._count("no answer")
         return ADMIN, "reassign-timeout", f"#{op_id}"
 
-    def deliver(self, envelope: Envelope) -> Traced:
+    def deliver(self, envelope: Envelope) -> Traced | None:
         if not self.world.network.admit(envelope):
             return None
         response: AdminResponse = envelope.payload
@@ -145,7 +145,7 @@ class ReassignOperator:
         if leader is None or leader.core is None or leader.core.high_watermark is None:
             return []  # the runner reports it
         core = leader.core
-        committed = sorted(core.history.voter_set_at(core.high_watermark - 1).ids())
+        committed = sorted(core.history.voter_set_at(leader.core.high_watermark - 1).ids())
         active = core.history.last_target()
         if active is not None:
             return [f"a quorum reassignment to {sorted(active[1].ids())} is still in progress (voters {committed})"]
@@ -171,13 +171,13 @@ class MidwayKill:
         self.started: int | None = None
         self.seen = False
 
-    def watch(self, world: World) -> Traced:
+    def watch(self, world: World) -> Traced | None:
         now = world.scheduler.now_ms
         self.started = now if self.started is None else self.started
         leader = newest_leader(world)
         core = None if leader is None else leader.core
         patience = now - self.started < self.GIVE_UP_MS
-        if core is None or core.high_watermark is None:
+        if leader is None or core is None or core.high_watermark is None:
             world.scheduler.after(self.POLL_MS, self.watch, world)
             return None
         active = core.history.last_target()

@@ -172,10 +172,10 @@ def promoted_voter_disk_loss(seed: int, trace_size: int | None) -> Plan:
     add_workload(plan, clients=probe.randint(0, 1), interval_ms=20)
     if probe.random() < 0.5:
         at(world, 0, faults.set_links, lossy(probe))
-    plan.admin = AdminTool(world, eager=probe.random() < 0.5)
+    plan.admin = admin = AdminTool(world, eager=probe.random() < 0.5)
     newcomer, leaving = observer_ids[0], probe.choice(voter_ids)
     target = sorted([n for n in voter_ids if n != leaving] + [newcomer])
-    at(world, probe.randint(1500, 2500), lambda w: plan.admin.set_target(target))
+    at(world, probe.randint(1500, 2500), lambda w: admin.set_target(target))
     loss = PromotedDiskLoss(newcomer, delay_ms=probe.randint(0, 1500), until_ms=plan.faults_end_ms - 500)
     at(world, 1500, loss.watch)
     plan.stat_hooks.append(lambda: {"promoted_disk_lost": loss.struck})
@@ -195,7 +195,7 @@ class PromotedDiskLoss:
         self.until_ms = until_ms
         self.struck = False
 
-    def watch(self, world: World) -> Traced:
+    def watch(self, world: World) -> Traced | None:
         leader = newest_leader(world)
         promoted = leader is not None and leader.core is not None and self.node in leader.core.voters().voters
         if promoted:

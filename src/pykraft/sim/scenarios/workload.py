@@ -111,6 +111,7 @@ class Client:
         op_id = self.next_op
         nodes = sorted(self.world.nodes)
         target = self.leader_hint if self.leader_hint in self.world.nodes else self.rng.choice(nodes)
+        op_input: tuple[str] | tuple[str, bytes]
         if self.rng.random() < self.read_ratio:
             kind, value, op_input = OpKind.READ, f"r:{self.index}:{op_id}".encode(), ("read",)
         else:
