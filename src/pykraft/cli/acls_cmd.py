@@ -60,8 +60,9 @@ def run(argv: Sequence[str]) -> int:
 
             typer.echo(version("pykraft"))
             return 0
+        config = options.value("command-config")
         conn = Connection(options.value("bootstrap-controller"), options.value("bootstrap-server"),
-                          Path(options.value("command-config")) if options.value("command-config") else None)
+                          Path(config) if config else None)
         if options.has("add"):
             plan = _additions(options)
             return _admin(conn, lambda client: add(client, plan))
@@ -147,7 +148,8 @@ async def remove(client: AdminClient, options: args_.AclOptions) -> None:
 
 async def list_acls(client: AdminClient, options: args_.AclOptions) -> None:
     filters = args_.resource_filters(options, required=False)
-    wanted = [(int(k), n, int(p), None, None, 1, 1) for k, n, p in filters] or [(1, None, 1, None, None, 1, 1)]
+    wanted: list[tuple[int, str | None, int, None, None, int, int]] = (
+        [(int(k), n, int(p), None, None, 1, 1) for k, n, p in filters] or [(1, None, 1, None, None, 1, 1)])
     found: dict[tuple[ResourceType, str, PatternType], set] = {}
     for spec in wanted:
         answer = await security.describe_acls(client, spec)
@@ -158,7 +160,8 @@ async def list_acls(client: AdminClient, options: args_.AclOptions) -> None:
                 (a.principal, a.host, AclOperation(int(a.operation)), AclPermissionType(int(a.permission_type)))
                 for a in resource.acls)
     principals = args_.principals(options, "principal") if options.has("principal") else None
-    for principal in principals or [None]:
+    each: list[str | None] = list(principals) if principals else [None]
+    for principal in each:
         if principal is not None:
             typer.echo(f"ACLs for principal `{principal}`")
         for resource in sorted(found, key=lambda r: (r[0], r[1], r[2])):

@@ -176,6 +176,6 @@ class AclControl:
         return list(removed.values()), results
 
 
-def _order(acl: StandardAcl) -> tuple:
+def _order(acl: StandardAcl) -> tuple[object, ...]:
     return (acl.resource_type, acl.pattern_type, acl.resource_name, acl.principal, acl.host, acl.operation,
             acl.permission)

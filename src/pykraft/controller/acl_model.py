@@ -9,6 +9,7 @@ do (`ResourceType.TOPIC.name` is "TOPIC"), which is what kafka-acls.sh shows and
 from __future__ import annotations
 
 import enum
+from typing import TypeVar
 from dataclasses import dataclass
 
 from kio.static.primitive import i8
@@ -94,7 +95,10 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
 }
 
 
-def enum_of(kind: type[enum.IntEnum], code: int) -> enum.IntEnum:
+_Code = TypeVar("_Code", bound=enum.IntEnum)
+
+
+def enum_of(kind: type[_Code], code: int) -> _Code:
     """Kafka's `fromCode`: an unknown code is UNKNOWN, never an exception."""
     try:
         return kind(int(code))

@@ -96,7 +96,7 @@ class SaslClientExchange:
         return None
 
 
-Requester = Callable[[Callable[[int], bytes]], Awaitable[bytes]]
+Requester = Callable[[Callable[[int], bytes]], Awaitable[bytes | bytearray]]
 
 
 async def authenticate(request: Requester, config: SaslClientConfig, client_id: str = "pykraft") -> int:

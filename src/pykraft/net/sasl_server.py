@@ -261,7 +261,7 @@ class SaslServerAuthenticator:
         target = response_class(int(answer.__api_key__), decoded.api_version)
         if type(answer) is not target:
             answer = convert(answer, target)
-        return bytes(memoryview(encode_response_body(decoded.correlation_id, answer)))
+        return bytes(memoryview(encode_response_body(decoded.correlation_id, answer)))  # type: ignore[arg-type]
 
 
 def _api_key(frame: memoryview) -> int:

@@ -318,7 +318,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         if self._last_answer:
             self._backlog.clear()
 
-    def _authenticate(self, frame: memoryview) -> Coroutine[Any, Any, Answer] | None:
+    def _authenticate(self, frame: memoryview) -> Coroutine[Any, Any, Any] | None:
         """The authenticator's verdict on one frame: the work that answers it, or None when the connection closed."""
         assert self._auth is not None
         where = f"{self._server.name}: connection {self._id} from {self._info.peer_host}:{self._info.peer_port}"

@@ -173,7 +173,7 @@ class ClientFirst:
         if match is None:
             raise ScramError("Invalid SCRAM client first message format")
         extensions = tuple(tuple(item.split("=", 1)) for item in match["extensions"].split(",")[1:])
-        return cls(match["name"], match["nonce"], match["authzid"] or "", extensions)  # type: ignore[arg-type]
+        return cls(match["name"], match["nonce"], match["authzid"] or "", extensions)
 
     def bare(self) -> str:
         ext = "".join(f",{k}={v}" for k, v in self.extensions)

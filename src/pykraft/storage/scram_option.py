@@ -90,7 +90,7 @@ def parse_scram(argument: str, rng: random.Random) -> UserScramCredentialRecordV
     if iterations > mechanism.max_iterations:
         raise FormatError(f"The 'iterations' value must be <= {mechanism.max_iterations} for add-scram using "
                           f"{mechanism.name.replace('-', '_')}")
-    salted = (_b64(salted_text, "saltedPassword") if password is None
+    salted = (_b64(salted_text or "", "saltedPassword") if password is None
               else scram.salted_password(mechanism, password, salt, iterations))
     stored, server = scram.credential_from_salted(mechanism, salted)
     return UserScramCredentialRecordV0(name=name, mechanism=i8(mechanism.type), salt=salt, stored_key=stored,

@@ -52,7 +52,8 @@ class Shape:
 def per_partition(decoded: Any, shape: Shape, error_of: Callable[[Any], ErrorCode | None]) -> Check:
     """Topics with an error (`error_of(topic entry)`) answered with it in every partition; the rest handled."""
     message = decoded.message
-    kept, refused = [], []
+    kept: list[tuple[Any, ErrorCode | None]] = []
+    refused: list[tuple[Any, ErrorCode | None]] = []
     for topic in getattr(message, shape.topics):
         error = error_of(topic)
         (kept if error is None else refused).append((topic, error))

@@ -94,7 +94,7 @@ def _alter_log_dirs_denied(message: Any, response_type: type) -> Any:
 
 
 def _describe_log_dirs_denied(message: Any, response_type: type) -> Any:
-    overrides = {"error_code": CLUSTER_DENIED} if any(f == "error_code" for f in response_type.__dataclass_fields__) \
+    overrides = {"error_code": CLUSTER_DENIED} if any(f == "error_code" for f in getattr(response_type, "__dataclass_fields__", ())) \
         else {}
     return zero_entity(response_type, overrides)
 

@@ -85,7 +85,7 @@ def envelope_answer(error: ErrorCode, response_data: bytes | None = None) -> Any
 
 
 def inner_answer_bytes(inner: DecodedRequest, answer: Any) -> bytes:
-    return bytes(memoryview(encode_response_body(inner.correlation_id, answer)))
+    return bytes(memoryview(encode_response_body(inner.correlation_id, answer)))  # type: ignore[arg-type]
 
 
 def open_envelope(decoded: DecodedRequest, registry: ApiRegistry) -> DecodedRequest | Any:

@@ -81,7 +81,9 @@ HOST_APIS: Mapping[int, tuple[int, int]] = {
 }
 # Answered by any controller or broker from its own image, without the core task (Kafka's brokers and controllers
 # both serve DescribeConfigs and DescribeAcls from their metadata image), and the SASL APIs after authentication.
-IMAGE_APIS: Mapping[int, tuple[int, int]] = {ApiKey.DESCRIBE_CONFIGS: (1, 4), **IMAGE_SECURITY_APIS, **SASL_APIS}
+IMAGE_APIS: Mapping[int, tuple[int, int]] = {int(ApiKey.DESCRIBE_CONFIGS): (1, 4),
+                                             **{int(k): v for k, v in (*IMAGE_SECURITY_APIS.items(),
+                                                                       *SASL_APIS.items())}}
 
 
 def authorizer_configured(static: Mapping[str, str]) -> bool:

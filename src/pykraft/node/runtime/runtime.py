@@ -365,7 +365,7 @@ class NodeRuntime:
     def _scram_credential(self, user: str, mechanism: int) -> Any:
         """A SCRAM credential of the node's metadata image (what its SASL/SCRAM listeners check passwords against)."""
         image = client_image(self.state_machine)
-        return None if image is None else image.scram.credential(user, mechanism)
+        return None if image is None else image.scram.credential(user, mechanism)  # type: ignore[attr-defined]
 
     def _waits_for_acls(self, listener_name: str) -> bool:
         """A listener not in early.start.listeners opens once the authorizer loaded the ACLs (Kafka's authorizer
