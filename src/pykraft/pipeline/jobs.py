@@ -72,6 +72,8 @@ PASS_TABLES: dict[str, tuple[str, list[str]]] = {  # table -> (kind, its columns
                                              "isr", "replicas", "adding_replicas", "removing_replicas",
                                              "leader_epoch", "partition_epoch"]),
     "image_features": ("image_feature", ["cluster_id", "offset", "name", "level"]),
+    "image_users": ("image_user", ["cluster_id", "offset", "name", "detail"]),
+    "image_acls": ("image_acl", ["cluster_id", "offset", "name", "state", "detail"]),
     "partition_history": ("partition", ["cluster_id", "offset", "timestamp", "topic", "topic_id", "partition",
                                         "leader", "isr", "replicas", "adding_replicas", "removing_replicas",
                                         "leader_epoch", "partition_epoch", "detail"]),

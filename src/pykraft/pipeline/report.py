@@ -220,7 +220,8 @@ def _final_image(cluster: dict[str, Any]) -> str:
     return (note + _table(image["brokers"], bad=lambda r: r["state"] != "UNFENCED")
             + _table(user, bad=lambda r: r["leader"] < 0)
             + (_table(list(internal.values()), bad=lambda r: r["offline"] > 0) if internal else "")
-            + _table(image["features"]))
+            + _table(image["features"])
+            + "".join(_table(image[k]) for k in ("users", "acls") if image.get(k)))  # SCRAM users: no secrets
 
 
 def _observers(t: Tables, cid: str, cluster: dict[str, Any]) -> str:

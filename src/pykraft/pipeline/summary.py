@@ -105,6 +105,8 @@ def clusters(out: str) -> list[dict[str, Any]]:
     brokers = by_cluster("image_brokers", ["cluster_id", "broker_id"])
     partitions = by_cluster("image_partitions", ["cluster_id", "topic", "partition"])
     features = by_cluster("image_features", ["cluster_id", "name"])
+    users = by_cluster("image_users", ["cluster_id", "name"])  # SCRAM users: names and iterations, never a key
+    acls = by_cluster("image_acls", ["cluster_id", "detail", "name"])
     voters = {r["cluster_id"]: json.loads(r["detail"]) for r in read_small(out, "image_voters")}
     found = []
     for stop in sorted(read_small(out, "high_watermarks"), key=lambda r: r["cluster_id"]):
@@ -115,7 +117,10 @@ def clusters(out: str) -> list[dict[str, Any]]:
                         for b in brokers.get(cid, [])],
             "topics": _topics(partitions.get(cid, [])),
             "features": [{"name": f["name"], "featureLevel": f["level"]} for f in features.get(cid, [])],
-            "voters": [{"voterId": v} for v in voters.get(cid, [])]}})
+            "voters": [{"voterId": v} for v in voters.get(cid, [])],
+            "users": [{"user": u["name"], "credentials": u["detail"]} for u in users.get(cid, [])],
+            "acls": [{"principal": a["name"], "permission": a["state"], "acl": a["detail"]}
+                     for a in acls.get(cid, [])]}})
     return found
 
 
