@@ -59,6 +59,8 @@ TIERS: dict[str, tuple[str, ...]] = {
         "records/test_metadata_json.py",
         "records/test_metadata_fuzz.py",
         "node/test_protocol_fuzz.py",
+        "node/test_sasl_fuzz.py",
+        "node/test_authz_shapes.py",
         "storage/test_log_differential.py",
     ),
 }

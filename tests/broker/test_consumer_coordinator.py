@@ -202,6 +202,16 @@ def test_a_regex_is_resolved_on_the_coordinator_and_picks_up_new_topics():
     assert (rec.ConsumerGroupKey(rec.REGULAR_EXPRESSION, "g", "t-.*"), None) in left.records
 
 
+def test_a_regex_resolves_only_over_the_topics_the_heartbeats_principal_may_describe():
+    g = Group(topics={"t-a": (T, 2), "t-secret": (U, 2)})
+    r = g.hb("m-1", 0, subscribed_topic_regex="t-.*", version=1, topic_visible=lambda name: name != "t-secret")
+    assert r.assignment == owned(0, 1)
+    assert g.c.groups["g"].resolved_regexes["t-.*"].topics == ("t-a",)
+    everyone = Group(topics={"t-a": (T, 2), "t-secret": (U, 2)})
+    assert everyone.hb("m-1", 0, subscribed_topic_regex="t-.*", version=1).assignment == {
+        T: frozenset({0, 1}), U: frozenset({0, 1})}
+
+
 def test_new_partitions_and_deleted_topics_bump_the_group_epoch():
     g = Group(topics={"t": (T, 2), "u": (U, 2)})
     g.join(subscribed_topic_names=("t", "u"))

@@ -219,3 +219,28 @@ def test_index_and_time_index_files_are_dumped_as_kafka_dumps_them(tmp_path):
     torn.write_bytes(struct.pack(">qi", 1, 5) + b"\x00\x01")
     result = run(str(torn))
     assert result.exit_code == 1 and "2 trailing bytes are not a whole 12-byte index entry" in result.stderr
+
+
+def test_scram_secrets_and_sensitive_configs_are_redacted(tmp_path):
+    """Kafka's RecordRedactor: a SCRAM credential's salt and keys and a JAAS config's value never printed."""
+    from pykraft.records.metadata import encode_metadata_record
+    from pykraft.records.metadata.schema.config_record import ConfigRecordV0
+    from pykraft.records.metadata.schema.user_scram_credential_record import UserScramCredentialRecordV0
+
+    salt, stored, server = b"the-salt", b"stored-key-bytes", b"server-key-bytes"
+    records = [UserScramCredentialRecordV0(name="alice", mechanism=2, salt=salt, stored_key=stored,
+                                           server_key=server, iterations=8192),
+               ConfigRecordV0(resource_type=4, resource_name="", name="listener.name.x.plain.sasl.jaas.config",
+                              value='PlainLoginModule required user_alice="alice-secret";')]
+    path = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    path.parent.mkdir()
+    path.write_bytes(encode_batch([SimpleRecord(value=encode_metadata_record(r)) for r in records], base_offset=0,
+                                  partition_leader_epoch=1, timestamp_ms=0))
+    import base64
+
+    secrets = [base64.b64encode(v).decode() for v in (salt, stored, server)] + ["alice-secret"]
+    for args in ((), ("--json",)):
+        result = run(*args, str(path))
+        assert result.exit_code == 0, result.output
+        assert "(redacted)" in result.output and "alice" in result.output and "8192" in result.output
+        assert not any(secret in result.output for secret in secrets)

@@ -57,6 +57,11 @@ def make_cluster_certs(directory: Path, node_ids: list[int], intruder_id: int) -
     return ClusterCerts(ca, nodes, client, rogue_ca, intruder)
 
 
+def issue_client(directory: Path, name: str) -> KeyPair:
+    """A client certificate "CN=<name>,O=pykraft" from the cluster CA of `make_cluster_certs(directory, ...)`."""
+    return _issue(directory, "cluster-ca", name, f"/O=pykraft/CN={name}")
+
+
 def node_tls_properties(pair: KeyPair, ca: str) -> dict[str, str]:
     """The keys a node needs for mutual TLS on its CONTROLLER listener."""
     return {

@@ -1,7 +1,9 @@
 """One workload, three stock clients: an idempotent acks=all producer and an assign-mode consumer each.
 
-`produce(client, servers, topic, count, on_sent)` sends `rec-<i>` for i in range(count), calling `on_sent(i)`
-after each send (the test kills and restarts brokers there), and returns the indexes the client acknowledged.
+`produce(client, servers, topic, count, on_sent, history)` sends `rec-<i>` for i in range(count), calling
+`on_sent(i)` after each send (the test kills and restarts brokers there), and returns the indexes the client
+acknowledged; with a `ProduceHistory` it writes what the client was told about each record (the partition and
+offset of an acknowledged one, or its failure: the input of `pykraft analyze`'s acknowledged-history audit).
 `consume(client, servers, topic, expected)` reads partition 0 from the beginning until every expected index was
 seen (or a deadline) and returns the indexes in the order read.
 """
@@ -12,6 +14,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from pykraft.records.client_history import ProduceHistory
+
 CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
 PAUSE_S = 0.01
 DEADLINE_S = 90.0
@@ -21,12 +25,23 @@ def _index(value: bytes) -> int:
     return int(value.decode().split("-")[1])
 
 
-def produce(client: str, servers: str, topic: str, count: int, on_sent: Callable[[int], None]) -> set[int]:
+def produce(client: str, servers: str, topic: str, count: int, on_sent: Callable[[int], None],
+            history: ProduceHistory | None = None) -> set[int]:
     if client == "kafka-python":
-        return _produce_kafka_python(servers, topic, count, on_sent)
+        return _produce_kafka_python(servers, topic, count, on_sent, history)
     if client == "aiokafka":
-        return asyncio.run(_produce_aiokafka(servers, topic, count, on_sent))
-    return _produce_confluent(servers, topic, count, on_sent)
+        return asyncio.run(_produce_aiokafka(servers, topic, count, on_sent, history))
+    return _produce_confluent(servers, topic, count, on_sent, history)
+
+
+def _record(history: ProduceHistory | None, topic: str, i: int, metadata: tuple[int, int] | None) -> None:
+    """Write one outcome: (partition, offset) of an acknowledged record, None for a failed one."""
+    if history is None:
+        return
+    if metadata is None:
+        history.failed(topic, f"rec-{i}".encode())
+    else:
+        history.acked(topic, metadata[0], metadata[1], f"rec-{i}".encode())
 
 
 def consume(client: str, servers: str, topic: str, expected: set[int]) -> list[int]:
@@ -37,7 +52,7 @@ def consume(client: str, servers: str, topic: str, expected: set[int]) -> list[i
     return _consume_confluent(servers, topic, expected)
 
 
-def _produce_kafka_python(servers, topic, count, on_sent):
+def _produce_kafka_python(servers, topic, count, on_sent, history=None):
     import kafka
 
     producer = kafka.KafkaProducer(bootstrap_servers=servers, acks="all", enable_idempotence=True,
@@ -50,10 +65,12 @@ def _produce_kafka_python(servers, topic, count, on_sent):
         time.sleep(PAUSE_S)
     producer.flush(120)
     producer.close(30)
+    for i, f in futures.items():
+        _record(history, topic, i, (f.value.partition, f.value.offset) if f.succeeded() else None)
     return {i for i, f in futures.items() if f.succeeded()}
 
 
-async def _produce_aiokafka(servers, topic, count, on_sent):
+async def _produce_aiokafka(servers, topic, count, on_sent, history=None):
     import aiokafka
 
     producer = aiokafka.AIOKafkaProducer(bootstrap_servers=servers, acks="all", enable_idempotence=True,
@@ -69,17 +86,24 @@ async def _produce_aiokafka(servers, topic, count, on_sent):
         await asyncio.wait(list(futures.values()), timeout=120)
     finally:
         await producer.stop()
-    return {i for i, f in futures.items() if f.done() and not f.cancelled() and f.exception() is None}
+    done = {i for i, f in futures.items() if f.done() and not f.cancelled() and f.exception() is None}
+    for i, f in futures.items():
+        _record(history, topic, i, (f.result().partition, f.result().offset) if i in done else None)
+    return done
 
 
-def _produce_confluent(servers, topic, count, on_sent):
+def _produce_confluent(servers, topic, count, on_sent, history=None):
     import confluent_kafka
 
     acknowledged: set[int] = set()
+    reported: set[int] = set()
 
     def delivered(error, message) -> None:
+        index = _index(message.value())
+        reported.add(index)
         if error is None:
-            acknowledged.add(_index(message.value()))
+            acknowledged.add(index)
+        _record(history, topic, index, None if error is not None else (message.partition(), message.offset()))
 
     producer = confluent_kafka.Producer({"bootstrap.servers": servers, "acks": "all", "enable.idempotence": True,
                                          "message.timeout.ms": 120_000, "retry.backoff.ms": 200,
@@ -90,6 +114,8 @@ def _produce_confluent(servers, topic, count, on_sent):
         on_sent(i)
         time.sleep(PAUSE_S)
     producer.flush(120)
+    for i in set(range(count)) - reported:  # never answered within the flush: failed, as far as the client knows
+        _record(history, topic, i, None)
     return acknowledged
 
 

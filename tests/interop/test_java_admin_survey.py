@@ -15,9 +15,6 @@ from .java_programs import failures
 
 # method -> the issue whose work makes pykraft answer it
 NOT_YET: dict[str, str] = {
-    "describeAcls": "issue 33: ACLs",
-    "describeUserScramCredentials": "issue 33: SCRAM credentials",
-    "alterUserScramCredentials": "issue 33: SCRAM credentials",
     "describeDelegationToken": "no issue yet: delegation tokens",
     "describeClientQuotas": "no issue yet: client quotas",
     "alterClientQuotas": "no issue yet: client quotas",

@@ -45,24 +45,25 @@ def test_a_kafka_key_out_of_kafkas_range_is_refused_in_kafkas_words(tmp_path):
 
 
 def test_security_settings_pykraft_does_not_enforce_refuse_the_start(tmp_path):
-    code, lines = start_with(tmp_path, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
-                                       "super.users=User:admin\nallow.everyone.if.no.acl.found=false\n"
-                                       "listener.name.controller.sasl.enabled.mechanisms=PLAIN\n")
+    code, lines = start_with(tmp_path, "sasl.kerberos.service.name=kafka\ndelegation.token.secret.key=s3cret\n"
+                                       "listener.name.controller.plain.sasl.server.callback.handler.class=a.B\n"
+                                       "principal.builder.class=a.Builder\n")
     assert code == 1 and len(lines) == 1
-    assert ("pykraft does not enforce allow.everyone.if.no.acl.found, authorizer.class.name, "
-            "listener.name.controller.sasl.enabled.mechanisms, super.users: refusing to start") in lines[0]
+    assert ("pykraft does not enforce delegation.token.secret.key, "
+            "listener.name.controller.plain.sasl.server.callback.handler.class, principal.builder.class, "
+            "sasl.kerberos.service.name: refusing to start") in lines[0]
 
 
 def test_every_problem_is_reported_at_once():
     with pytest.raises(ConfigError) as info:
         parse_config("process.roles=controller\nnode.id=1\nlisteners=CONTROLLER://h:1\n"
                      "controller.listener.names=CONTROLLER\ncontroller.quorum.bootstrap.servers=h:1\n"
-                     "num.io.threads=0\nlog.cleaner.enable=maybe\nsasl.enabled.mechanisms=PLAIN\n")
+                     "num.io.threads=0\nlog.cleaner.enable=maybe\nsasl.login.class=a.Login\n")
     assert [p.split(": ", 1)[1] for p in info.value.problems] == [
         "Invalid value 0 for configuration num.io.threads: Value must be at least 1",
         "Invalid value maybe for configuration log.cleaner.enable: Expected value to be either true or false",
-        "pykraft does not enforce sasl.enabled.mechanisms: refusing to start rather than run without them "
-        "(remove them to run without authorization or SASL)"]
+        "pykraft does not enforce sasl.login.class: refusing to start rather than run without them "
+        "(pykraft implements SASL/PLAIN, SASL/SCRAM and the StandardAuthorizer; remove these settings)"]
 
 
 def test_kafka_keys_pykraft_does_not_implement_are_named_in_one_warning_unknown_keys_apart():

@@ -89,10 +89,11 @@ def test_empty_file():
         ("log.dirs", " , ", "log.dirs is empty: give at least one directory"),
         ("listener.security.protocol.map", "CONTROLLER", "listener.security.protocol.map: cannot parse 'CONTROLLER' "
          "(expected LISTENER_NAME:SECURITY_PROTOCOL)"),
-        ("listener.security.protocol.map", "CONTROLLER:SASL_PLAINTEXT", "listener.security.protocol.map: listener "
-         "CONTROLLER uses SASL_PLAINTEXT, which pykraft does not support (PLAINTEXT or SSL)"),
+        ("listener.security.protocol.map", "CONTROLLER:KERBEROS", "listener.security.protocol.map: listener "
+         "CONTROLLER uses KERBEROS, which is not a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)"),
         ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT", "listener.security.protocol.map: no security protocol "
-         "for listener CONTROLLER (add CONTROLLER:PLAINTEXT or CONTROLLER:SSL)"),
+         "for listener CONTROLLER (add CONTROLLER:PLAINTEXT, CONTROLLER:SSL, CONTROLLER:SASL_PLAINTEXT or "
+         "CONTROLLER:SASL_SSL)"),
         ("advertised.listeners", "OTHER://h:1", "advertised.listeners: listener name OTHER is not defined in listeners"),
         ("advertised.listeners", "CONTROLLER://0.0.0.0:9093", "advertised.listeners cannot use the nonroutable "
          "meta-address 0.0.0.0. Use a routable IP address."),

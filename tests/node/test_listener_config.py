@@ -18,8 +18,8 @@ MAPPED = with_line(TWO_LISTENERS, "listener.security.protocol.map",
 def test_named_listeners_need_an_explicit_protocol_as_in_kafka():
     # Kafka's default map knows PLAINTEXT, SSL, SASL_*; only controller listener names default to PLAINTEXT.
     found = problems(with_line(TWO_LISTENERS, "inter.broker.listener.name", "INTERNAL"))
-    assert "listener.security.protocol.map: no security protocol for listener INTERNAL (add INTERNAL:PLAINTEXT or " \
-           "INTERNAL:SSL)" in found
+    assert "listener.security.protocol.map: no security protocol for listener INTERNAL (add INTERNAL:PLAINTEXT, " \
+           "INTERNAL:SSL, INTERNAL:SASL_PLAINTEXT or INTERNAL:SASL_SSL)" in found
     assert any("listener EXTERNAL" in p for p in found)
 
 
@@ -29,8 +29,8 @@ def test_controller_names_default_to_plaintext_unless_a_secured_listener_is_in_u
     ssl_too = with_line(ssl_too, "controller.listener.names", "CONTROLLER,SSL")
     # An SSL listener name is in use: Kafka adds no default mapping, so CONTROLLER must be mapped explicitly.
     assert only(ssl_too + "\nssl.ca.location=/ca\nssl.certificate.location=/c\nssl.key.location=/k") == (
-        "listener.security.protocol.map: no security protocol for listener CONTROLLER (add CONTROLLER:PLAINTEXT or "
-        "CONTROLLER:SSL)")
+        "listener.security.protocol.map: no security protocol for listener CONTROLLER (add CONTROLLER:PLAINTEXT, "
+        "CONTROLLER:SSL, CONTROLLER:SASL_PLAINTEXT or CONTROLLER:SASL_SSL)")
 
 
 def test_inter_broker_listener_must_be_an_advertised_broker_listener():

@@ -168,24 +168,39 @@ def test_summary_and_failing_lines(summary, scene):
     assert len(lines) == sum(v == "fail" for v in verdicts.values())
 
 
-def test_report_has_every_section_and_nothing_to_fetch(summary):
-    from pykraft.pipeline.report import SECTIONS
+def test_report_has_every_section_each_cluster_apart_and_nothing_to_fetch(summary):
+    """The report's sections and plots exist: the page's own, and for each of the four clusters a section of its
+    own (its own time axis: clusters are never drawn on one plot), each with every sub-section; plots are inline
+    SVG, nothing is fetched."""
+    import re
+
+    from pykraft.pipeline.report import CLUSTER_SECTIONS, SECTIONS
 
     page = Path(summary["report"]).read_text()
     for title in SECTIONS:
         assert f"<h2>{title}</h2>" in page
     assert "<script" not in page and "src=" not in page and "<link" not in page
-    assert page.count("<svg") >= 4  # commit rate, record counts, ISR sizes, broker states (no traces here)
+    sections = re.split(r"<section class=cluster>", page)[1:]
+    assert len(sections) == 4
+    assert {re.search(r"<h2>Cluster (\S+)</h2>", part).group(1) for part in sections} == \
+        {CLEAN, FLIPPED, DIVERGENT, KIP841}
+    for part in sections:
+        assert [t for t in CLUSTER_SECTIONS if f"<h3>{t}</h3>" not in part] == []
+        # timeline, partitions, commit rate, record counts: each cluster's own figures
+        assert part.count("<svg") >= 4
+    assert page.count("<svg") >= 16
+    for name, audit in summary["audits"].items():  # a sentence per audit: what it checks, how many rows
+        assert f"Looked at {audit['looked_at']:,} " in page, name
     for directory in summary["data_directories"]:  # where a row's `file` is: every node's absolute data directory
         assert f"<td>{directory['path']}</td>" in page
 
 
 def test_report_lists_a_bounded_number_of_data_directories():
     """Thousands of simulated runs analysed at once: the report names the first ones, summary.json all of them."""
-    from pykraft.pipeline.report import MAX_DIRECTORIES, _audit_section
+    from pykraft.pipeline.report import MAX_DIRECTORIES, _directories
 
     directories = [{"cluster_id": "C", "node_id": i, "directory_id": "d", "path": f"/runs/{i}/data"}
                    for i in range(MAX_DIRECTORIES + 7)]
-    page = _audit_section({"audits": {}, "data_directories": directories})
+    page = _directories({"audits": {}, "data_directories": directories})
     assert "<td>/runs/0/data</td>" in page and f"<td>/runs/{MAX_DIRECTORIES}/data</td>" not in page
     assert "7 more in summary.json" in page

@@ -13,7 +13,7 @@ from .cluster_files import make_cluster
 
 def _analyze(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pykraft.cli.main", "analyze", *args], capture_output=True,
-                          text=True, timeout=120, env=env)
+                          text=True, timeout=900, env=env)
 
 
 def test_no_log_found_exits_2_with_one_line(tmp_path):
@@ -44,6 +44,7 @@ def test_bad_flags_exit_2(tmp_path, flags):
     make_cluster(tmp_path / "c", "FlagsClusterAAAAAAAAAAA", nodes=(1,))
     result = _analyze(str(tmp_path / "c"), "--out", str(tmp_path / "out"), *flags)
     assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("pykraft analyze: ")
 
 
 def _python_without_pykraft(where) -> str:
@@ -76,3 +77,21 @@ def test_executors_without_pykraft_exit_2_with_one_line(tmp_path):
         "pykraft analyze: the Spark executors cannot import pykraft: install it in the executors' Python (same "
         "venv, spark.pyspark.python) or ship it with --py-files")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.spark
+def test_an_offset_before_what_the_directories_hold_exits_2_with_one_line(tmp_path):
+    """Every node's log starts after a snapshot: an image before it cannot be built (it used to be an empty image
+    with every audit passing)."""
+    from .test_cluster_pass import _start_logs_at_snapshot
+
+    data = make_cluster(tmp_path / "c", "EarlyOffsetClusterAAAAA")
+    end = int(next((data[0] / "__cluster_metadata-0").glob("*-*.checkpoint")).name.split("-")[0])
+    for d in data:
+        _start_logs_at_snapshot(d, end)
+    result = _analyze(str(tmp_path / "c"), "--out", str(tmp_path / "out"), "--at-offset", "2")
+    assert result.returncode == 2, result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("pykraft analyze: --at-offset 2 is before what the directories still hold")
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "summary.json").exists()

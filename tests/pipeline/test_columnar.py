@@ -21,16 +21,18 @@ from pykraft.records.crc import crc32c
 from .cluster_files import make_cluster, segment
 
 FILE = LogFile("/x/00000000000000000000.log", NodeIdentity("C", 1, None), "t", 0, 0)
+METADATA_FILE = LogFile("/x/00000000000000000000.log", NodeIdentity("C", 1, None), "__cluster_metadata", 0, 0)
+GROUP_FILE = LogFile("/x/00000000000000000000.log", NodeIdentity("C", 1, None), "__consumer_offsets", 3, 0)
 
 
-def _table(data: bytes, *, metadata: bool, vectorised: bool, rows: int = 65536) -> pa.Table:
-    batches = list(decode_bytes(data, FILE, metadata=metadata, vectorised=vectorised, rows_per_batch=rows))
+def _table(data: bytes, *, metadata: bool, vectorised: bool, rows: int = 65536, file: LogFile = FILE) -> pa.Table:
+    batches = list(decode_bytes(data, file, metadata=metadata, vectorised=vectorised, rows_per_batch=rows))
     return pa.Table.from_batches(batches, schema=batches[0].schema if batches else None)
 
 
-def _assert_same(data: bytes, *, metadata: bool = False, rows: int = 65536) -> pa.Table:
-    fast = _table(data, metadata=metadata, vectorised=True, rows=rows)
-    slow = _table(data, metadata=metadata, vectorised=False, rows=rows)
+def _assert_same(data: bytes, *, metadata: bool = False, rows: int = 65536, file: LogFile = FILE) -> pa.Table:
+    fast = _table(data, metadata=metadata, vectorised=True, rows=rows, file=file)
+    slow = _table(data, metadata=metadata, vectorised=False, rows=rows, file=file)
     assert fast.to_pylist() == slow.to_pylist()
     return fast
 
@@ -88,9 +90,33 @@ def test_small_output_batches_and_headers_and_compression():
 def test_metadata_log_with_control_records_decodes_identically(tmp_path: Path):
     data_dir = make_cluster(tmp_path, "ColumnarClusterAAAAAAAA", nodes=(1,))[0]
     raw = segment(data_dir).read_bytes()
-    table = _assert_same(raw, metadata=True)
+    table = _assert_same(raw, metadata=True, file=METADATA_FILE)
     assert set(table.column("record_type").to_pylist()) >= {"REGISTER_BROKER_RECORD", "LEADER_CHANGE"}
-    _assert_same(raw, metadata=True, rows=3)
+    _assert_same(raw, metadata=True, rows=3, file=METADATA_FILE)
+    # The same bytes in a user partition are the user's: only the control records get payload columns.
+    user = _assert_same(raw, metadata=True)
+    assert set(user.column("record_type").to_pylist()) == {None, "LEADER_CHANGE", "KRAFT_VERSION", "KRAFT_VOTERS"}
+
+
+def test_consumer_offsets_records_decode_to_commits_and_generations():
+    from pykraft.records.group_records import (GroupKey, GroupValue, OffsetKey, OffsetValue, encode_group_value,
+                                               encode_key, encode_offset_value)
+
+    records = [SimpleRecord(encode_offset_value(OffsetValue(42, 3, "", 1000)), key=encode_key(OffsetKey("g", "t", 1))),
+               SimpleRecord(encode_group_value(GroupValue("consumer", 7, "range", "m1", 999, ())),
+                            key=encode_key(GroupKey("g"))),
+               SimpleRecord(None, key=encode_key(OffsetKey("g", "t", 1)))]
+    table = _assert_same(encode_batch(records, base_offset=5, partition_leader_epoch=2, timestamp_ms=9),
+                         metadata=True, file=GROUP_FILE)
+    rows = table.to_pylist()
+    assert [r["record_type"] for r in rows] == ["OFFSET_COMMIT", "GROUP_METADATA", "OFFSET_COMMIT"]
+    import json
+    payloads = [json.loads(r["payload"]) for r in rows]
+    assert payloads[0] == {"group": "g", "topic": "t", "partition": 1, "offset": 42, "leaderEpoch": 3, "metadata": "",
+                           "commitTimestamp": 1000}
+    assert payloads[1]["generation"] == 7 and payloads[1]["protocol"] == "range"
+    assert payloads[2] == {"group": "g", "topic": "t", "partition": 1, "tombstone": True}
+    assert [r["producer_id"] for r in rows] == [-1] * 3 and rows[0]["base_sequence"] == -1
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -112,3 +138,4 @@ def test_binary_column_of_empty_null_and_adjacent_ranges():
     buf = np.frombuffer(b"abcdefghij", dtype=np.uint8)
     column = binary_column(buf, np.array([0, 2, 2, 5, 9]), np.array([2, 0, -1, 3, 1]))
     assert column.to_pylist() == [b"ab", b"", None, b"fgh", b"j"]
+

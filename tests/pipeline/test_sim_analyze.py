@@ -15,6 +15,7 @@ import pytest
 from pykraft.pipeline.layout import find_files
 
 from .cluster_files import end_offset, replayed
+from .decoded import check_tables
 from .test_analyze import _expected_image, _image_of
 from .test_sources import _plain
 
@@ -71,6 +72,11 @@ def test_the_cluster_id_column_tells_the_runs_apart(spark, analyzed):
             files = find_files([str(node / "data")], snapshots=False)
             expected = sum(len(_plain(Path(f.path))) for f in files)
             assert counted.get((run, node_id), 0) == expected, (run, node_id)
+
+
+def test_every_table_equals_a_single_process_decoding_of_the_same_files(analyzed):
+    rows = check_tables(analyzed["exported"], analyzed["out"])
+    assert {r["cluster_id"] for r in rows} == {p.name for p in analyzed["exported"].iterdir() if p.is_dir()}
 
 
 def test_image_at_each_clusters_hwm_equals_the_controllers_replay(analyzed):

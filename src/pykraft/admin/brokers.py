@@ -97,15 +97,15 @@ class BrokerClient:
                  request_timeout_ms: int = 30_000, deadline_ms: int = 60_000, retry_backoff_ms: int = 100,
                  retry_backoff_max_ms: int = 1000, transport: Transport | None = None, client_id: str = CLIENT_ID,
                  on_wait: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep, sasl: Any | None = None) -> None:
         if not bootstrap:
             raise ValueError("at least one bootstrap address is needed")
         self.bootstrap = [(str(h), int(p)) for h, p in bootstrap]
         self.client_id = client_id
         self.request_timeout_ms, self.deadline_ms = request_timeout_ms, deadline_ms
         self._backoff_ms, self._backoff_max_ms = retry_backoff_ms, retry_backoff_max_ms
-        self._transport = transport if transport is not None else default_transport(ssl_context)
-        self._ssl = ssl_context
+        self._transport = transport if transport is not None else default_transport(ssl_context, sasl)
+        self._ssl, self._sasl = ssl_context, sasl  # sasl: a net.sasl_client.SaslClientConfig (SASL_* protocols)
         self._one_way: dict[Address, asyncio.StreamWriter] = {}
         self._on_wait, self._waited = on_wait, False
         self._clock, self._sleep = clock, sleep
@@ -184,16 +184,36 @@ class BrokerClient:
         writer = self._one_way.get(address)
         try:
             if writer is None or writer.is_closing():
-                _, opened = await asyncio.wait_for(asyncio.open_connection(
-                    *address, ssl=self._ssl, server_hostname=address[0] if self._ssl else None),
-                    self.request_timeout_ms / 1000)
-                self._one_way[address] = writer = opened
+                self._one_way[address] = writer = await asyncio.wait_for(self._open_one_way(address),
+                                                                         self.request_timeout_ms / 1000)
             writer.write(encode_request(message, correlation_id=correlation_id, client_id=self.client_id))
             await writer.drain()
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
             self._one_way.pop(address, None)
-            raise Retry(exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else "timed out",
+            raise Retry(exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else
+                        "closed by peer" if isinstance(exc, asyncio.IncompleteReadError) else "timed out",
                         answered=False, address=address) from None
+
+    async def _open_one_way(self, address: Address) -> asyncio.StreamWriter:
+        """A connection of its own, authenticated first on a SASL listener (the server closes a connection whose
+        first request is not SASL's)."""
+        reader, writer = await asyncio.open_connection(*address, ssl=self._ssl,
+                                                       server_hostname=address[0] if self._ssl else None)
+        if self._sasl is not None:
+            from pykraft.net.errors import NetError
+            from pykraft.net.sasl_client import authenticate
+
+            async def request(build: Callable[[int], bytes]) -> bytes:
+                payload = build(0)
+                writer.write(len(payload).to_bytes(4, "big") + payload)
+                await writer.drain()
+                return await reader.readexactly(int.from_bytes(await reader.readexactly(4), "big"))
+            try:
+                await authenticate(request, self._sasl, self.client_id)
+            except NetError as exc:
+                writer.close()
+                raise Retry(f"SASL authentication failed: {exc}", answered=False, address=address) from None
+        return writer
 
     async def call(self, node: int | None, message: Any, what: str | None = None) -> Any:
         """`message` to broker `node` (None: a bootstrap or known broker), retried over transport failures."""

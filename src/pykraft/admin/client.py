@@ -103,6 +103,7 @@ class AdminClient:
         probe_timeout_ms: int = PROBE_TIMEOUT_MS,
         probe_transport: Transport | None = None,
         on_wait: Callable[[str], None] | None = None,
+        sasl: Any | None = None,
     ) -> None:
         if not bootstrap:
             raise ValueError("at least one bootstrap address is needed")
@@ -110,7 +111,9 @@ class AdminClient:
             raise ValueError(f"bootstrap_kind must be 'controller' or 'server', not {bootstrap_kind!r}")
         self._bootstrap = [(str(h), int(p)) for h, p in bootstrap]
         self._kind = bootstrap_kind
-        self._transport = transport if transport is not None else default_transport(ssl_context)
+        # With SASL every pooled connection authenticates first; the liveness probes (ApiVersions, which a SASL
+        # listener answers before authentication) need not.
+        self._transport = transport if transport is not None else default_transport(ssl_context, sasl)
         # Probes need a connection of their own (a pooled one would queue them behind the overdue request), so they
         # never share `transport`: tests hand in a fake for both.
         probes = probe_transport if probe_transport is not None else DirectTransport(ssl_context)
@@ -350,6 +353,19 @@ class AdminClient:
 
     def server_timeout_ms(self) -> int:
         return self._server_timeout_ms()
+
+    @property
+    def bootstrap_kind(self) -> str:
+        return self._kind
+
+    async def any_node_call(self, what: str, message: Any, outcome_of: Callable[[Any], Outcome]) -> Any:
+        """A request any node answers from its image (DescribeAcls): the leader with --bootstrap-controller, a
+        bootstrap broker with --bootstrap-server; retried while the answer is retriable (security.py)."""
+        return await self._leader_call(what, message, outcome_of)
+
+    async def controller_call(self, what: str, message: Any, outcome_of: Callable[[Any], Outcome]) -> Any:
+        """A request for the active controller (CreateAcls, AlterUserScramCredentials): a broker forwards it."""
+        return await self._controller_call(what, lambda: message, outcome_of)
 
     # ---- configs (Kafka's describeConfigs / incrementalAlterConfigs) ------------------------------------------
     async def describe_configs(self, kind: int, name: str, *, include_synonyms: bool = True,

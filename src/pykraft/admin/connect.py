@@ -2,8 +2,10 @@
 for `add-controller`. Every problem is a `SettingsError` with a one-line message.
 
 Keys read from the command config (others are ignored, so a node's own properties file can be given):
-- `security.protocol` = PLAINTEXT (default) or SSL; with SSL, `ssl.ca.location` (required),
-  `ssl.certificate.location` and `ssl.key.location` (for mutual TLS), the node config's PEM key names;
+- `security.protocol` = PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL; with SSL and SASL_SSL,
+  `ssl.ca.location` (required), `ssl.certificate.location` and `ssl.key.location` (for mutual TLS), the node config's
+  PEM key names; with SASL, Kafka's client keys `sasl.mechanism` (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; Kafka's
+  default GSSAPI is refused) and `sasl.jaas.config` (PlainLoginModule or ScramLoginModule with username and password);
 - `request.timeout.ms` (30000), `default.api.timeout.ms` (60000: the deadline of one operation, retries
   included), `retry.backoff.ms` (100), `retry.backoff.max.ms` (1000): Kafka's admin client names.
 """
@@ -73,15 +75,40 @@ def _int_setting(props: Mapping[str, str], key: str, default: int) -> int:
     return value
 
 
-def ssl_context_from(props: Mapping[str, str]) -> ssl.SSLContext | None:
-    protocol = props.get("security.protocol", "PLAINTEXT").upper()
-    if protocol == "PLAINTEXT":
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def sasl_from(props: Mapping[str, str]) -> object | None:
+    """The SASL client settings of a SASL security.protocol (net.sasl_client.SaslClientConfig), else None."""
+    if props.get("security.protocol", "PLAINTEXT").strip().upper() not in ("SASL_PLAINTEXT", "SASL_SSL"):
         return None
-    if protocol != "SSL":
-        raise SettingsError(f"security.protocol {protocol} is not supported (PLAINTEXT or SSL)")
+    from pykraft.net.jaas import JaasError, client_credentials
+    from pykraft.net.sasl_client import SaslClientConfig
+
+    mechanism = props.get("sasl.mechanism", "GSSAPI").strip()
+    if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        raise SettingsError(f"sasl.mechanism {mechanism} is not supported by pykraft's tools (PLAIN, SCRAM-SHA-256 "
+                            "or SCRAM-SHA-512)")
+    text = props.get("sasl.jaas.config", "").strip()
+    if not text:
+        raise SettingsError("security.protocol=SASL needs sasl.jaas.config (a login module with username and "
+                            "password)")
+    try:
+        username, password = client_credentials(text, mechanism)
+    except JaasError as exc:
+        raise SettingsError(f"sasl.jaas.config: {exc}") from None
+    return SaslClientConfig(mechanism, username, password)
+
+
+def ssl_context_from(props: Mapping[str, str]) -> ssl.SSLContext | None:
+    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol not in PROTOCOLS:
+        raise SettingsError(f"security.protocol {protocol} is not supported ({', '.join(PROTOCOLS)})")
+    if protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
+        return None
     ca = props.get("ssl.ca.location")
     if not ca:
-        raise SettingsError("security.protocol=SSL needs ssl.ca.location")
+        raise SettingsError(f"security.protocol={protocol} needs ssl.ca.location")
     from pykraft.net.errors import TlsConfigError
     from pykraft.net.tls import client_context
 
@@ -98,6 +125,7 @@ def make_client(bootstrap_controller: str | None, bootstrap_server: str | None, 
     kind = "controller" if bootstrap_controller is not None else "server"
     settings: dict[str, Any] = dict(
         ssl_context=ssl_context_from(props),
+        sasl=sasl_from(props),
         request_timeout_ms=_int_setting(props, "request.timeout.ms", 30_000),
         deadline_ms=_int_setting(props, "default.api.timeout.ms", 60_000),
         retry_backoff_ms=_int_setting(props, "retry.backoff.ms", 100),
@@ -158,6 +186,7 @@ def make_broker_client(bootstrap_server: str | None, props: Mapping[str, str], *
         raise SettingsError('Missing required argument "[bootstrap-server]"')
     settings: dict[str, object] = dict(
         ssl_context=ssl_context_from(props),
+        sasl=sasl_from(props),
         request_timeout_ms=_int_setting(props, "request.timeout.ms", 30_000),
         deadline_ms=deadline_ms if deadline_ms is not None else _int_setting(props, "default.api.timeout.ms", 60_000),
         retry_backoff_ms=_int_setting(props, "retry.backoff.ms", 100),

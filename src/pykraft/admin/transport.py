@@ -154,9 +154,10 @@ def _net_reason(exc: BaseException) -> str:
     return reason_of(cause) if isinstance(cause, OSError) else (str(exc) or type(exc).__name__)
 
 
-def default_transport(ssl_context: ssl.SSLContext | None = None) -> Transport:
+def default_transport(ssl_context: ssl.SSLContext | None = None, sasl: object | None = None) -> Transport:
+    """The pooled transport; with `sasl` (a net.sasl_client.SaslClientConfig) every connection authenticates."""
     try:
         from pykraft.net.client import ConnectionPool  # written concurrently; may not exist yet
     except ImportError:
         return DirectTransport(ssl_context)
-    return _PoolTransport(ConnectionPool(ssl_context=ssl_context))
+    return _PoolTransport(ConnectionPool(ssl_context=ssl_context, sasl=sasl))  # type: ignore[arg-type]

@@ -17,7 +17,8 @@ and answers once they are committed. Timers: a member whose heartbeats stop for 
 is fenced (removed, group epoch bumped); one that does not revoke within its rebalance timeout too. Regular
 expressions (`SubscribedTopicRegex`, v1) are resolved over the metadata's topic names (full match), when a regex is
 first seen and again when a member heartbeats with one at least `REGEX_REFRESH_MS` after the last resolution and
-the metadata changed since (Kafka resolves them off-thread at the same moments; here the resolution is immediate).
+the metadata changed since (Kafka resolves them off-thread at the same moments; here the resolution is immediate),
+over the topics the resolving heartbeat's principal may describe when the node has an authorizer (KAFKA-18813).
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ class ConsumerCoordinator(MigrationSteps):
             bump = updated.subscribed_topic_names != member.subscribed_topic_names or member_id not in group.members
             self._emit(rec.ConsumerGroupKey(rec.MEMBER_METADATA, group.group_id, member_id), updated.metadata_value())
         group = self.groups[group.group_id]
-        bump = self._update_regexes(group, member, updated, image, now_ms) or bump
+        bump = self._update_regexes(group, member, updated, image, now_ms, r.topic_visible) or bump
         self._maybe_bump(group, image, bump)
         if group.group_epoch > group.assignment_epoch:
             self._update_target(group)
@@ -210,9 +211,10 @@ class ConsumerCoordinator(MigrationSteps):
 
     # ---- regular expressions, subscription metadata, group epoch --------------------------------------------
     def _update_regexes(self, group: ConsumerGroup, old: ConsumerMember, new: ConsumerMember, image: TopicImage,
-                        now_ms: int) -> bool:
-        """Tombstone a regex nobody uses any more, resolve a new one, refresh stale ones. True: the group's
-        subscribed topics changed."""
+                        now_ms: int, visible: Callable[[str], bool] | None = None) -> bool:
+        """Tombstone a regex nobody uses any more, resolve a new one, refresh stale ones (over the topics `visible`
+        to the heartbeat's principal, as Kafka's coordinator authorizes them). True: the group's subscribed topics
+        changed."""
         changed = False
         if old.subscribed_topic_regex and old.subscribed_topic_regex not in group.regexes():
             self._emit(rec.ConsumerGroupKey(rec.REGULAR_EXPRESSION, group.group_id, old.subscribed_topic_regex), None)
@@ -224,7 +226,7 @@ class ConsumerCoordinator(MigrationSteps):
         if regex in group.resolved_regexes and not stale:
             return changed or old.subscribed_topic_regex != regex
         for each in sorted(group.regexes()):
-            topics = tuple(sorted(n for n in image.topics if re.fullmatch(each, n)))
+            topics = tuple(sorted(n for n in image.topics if re.fullmatch(each, n) and (visible is None or visible(n))))
             known = group.resolved_regexes.get(each)
             if known is None or known.topics != topics:
                 self._emit(rec.ConsumerGroupKey(rec.REGULAR_EXPRESSION, group.group_id, each),

@@ -5,6 +5,7 @@ expressions, member epochs behind or ahead of the coordinator's."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykraft.broker.consumer_group import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerMember, FencedMember, Partitions
@@ -29,6 +30,9 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     version: int = 0
+    # With an authorizer, whether this member's principal may DESCRIBE a topic: Kafka (KAFKA-18813) keeps a regex's
+    # resolution to the topics the member whose heartbeat resolves it may describe. None: every topic.
+    topic_visible: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)

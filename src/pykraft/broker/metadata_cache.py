@@ -20,18 +20,21 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pykraft.controller import cluster as cluster_records
+from pykraft.controller.acl_control import AclControl, AclReplayError
 from pykraft.controller.cluster import BrokerRegistration, ClusterControl, ReplayError
 from pykraft.controller.configs import ConfigControl
+from pykraft.controller.controller import SECURITY_RECORDS, replay_security
 from pykraft.controller.features import FEATURE_LEVEL_RECORD, FeatureControl
 from pykraft.controller.partitions import PartitionRecordError, PartitionRegistration
 from pykraft.controller.replication import MetadataReplayError, ReplicationControl
+from pykraft.controller.scram_control import ScramControl, ScramReplayError
 from pykraft.records.metadata.written_versions import each_as_written
 
 TopicPartition = tuple[uuid.UUID, int]
 
 # Topic, Partition, PartitionChange, RemoveTopic: the records ReplicationControl replays.
 _REPLICATION_RECORDS = frozenset({2, 3, 5, 9})
-_REPLAY_ERRORS = (ReplayError, MetadataReplayError, PartitionRecordError)
+_REPLAY_ERRORS = (ReplayError, MetadataReplayError, PartitionRecordError, AclReplayError, ScramReplayError)
 # A Fetch that carries no broker epoch (older followers, or before registration) skips the epoch check.
 NO_BROKER_EPOCH = -1
 
@@ -47,12 +50,14 @@ class MetadataCache:
         self.replication = ReplicationControl(random.Random(0))
         self.features = FeatureControl(node_id=-1)
         self.configs = ConfigControl()
+        self.acls = AclControl()  # what this broker's authorizer reads
+        self.scram = ScramControl()  # what its SASL/SCRAM listeners authenticate against
         self.last_applied_offset = -1
 
     # ---- replay ------------------------------------------------------------------------------------------------
     def replay(self, record: Any, offset: int) -> None:
-        """Apply one committed metadata record at `offset`. Types a broker does not model (ACLs, quotas, ...) and
-        NoOpRecords only move the offset."""
+        """Apply one committed metadata record at `offset`. Types a broker does not model (quotas, delegation
+        tokens, ...) and NoOpRecords only move the offset."""
         key = int(record.__api_key__)
         try:
             self.configs.replay_side(key, record, self.replication)
@@ -62,6 +67,8 @@ class MetadataCache:
                 self.replication.replay(record)
             elif key == FEATURE_LEVEL_RECORD:
                 self.features.replay(record)
+            elif key in SECURITY_RECORDS:
+                replay_security(self.acls, self.scram, key, record)
         except _REPLAY_ERRORS:
             self.apply_errors += 1
         self.last_applied_offset = max(self.last_applied_offset, offset)
@@ -80,7 +87,8 @@ class MetadataCache:
 
     def snapshot_records(self) -> Iterator[Any]:
         records = itertools.chain(self.features.snapshot_records(), self.cluster.snapshot_records(),
-                                  self.replication.snapshot_records(), self.configs.snapshot_records())
+                                  self.replication.snapshot_records(), self.configs.snapshot_records(),
+                                  self.scram.snapshot_records(), self.acls.snapshot_records())
         yield from each_as_written(records, self.features.metadata_version)  # Kafka's versions, as in the log
 
     # ---- brokers -----------------------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import typer
@@ -47,20 +49,25 @@ def run_analyze(dirs: list[Path], out: Path, master: str, at_offset: int | None,
     except ImportError as exc:
         raise _fail(f"the pipeline needs the `pipeline` extra (pip install 'pykraft[pipeline]'): {exc}") from None
     roots = [str(d) for d in dirs]
+    # Spark's scratch space (shuffle files, its log4j settings) lives outside OUT and goes with the session.
+    scratch = tempfile.mkdtemp(prefix="pykraft-spark-")
     try:
-        find_files(roots, snapshots=False)
-        os.makedirs(out, exist_ok=True)
-        spark = session(master, local_dir=str(out / ".spark-local"))
-    except (LayoutError, JavaMissingError, OSError) as exc:
-        raise _fail(str(exc)) from None
-    try:
-        summary = analyze(spark, AnalyzeOptions(roots, str(out), at_offset, at_time_ms))
-    except LayoutError as exc:
-        raise _fail(str(exc)) from None
-    except Exception as exc:  # a Spark job failure: name it in one line, never a JVM stack
-        raise _fail(_spark_failure(exc)) from None
+        try:
+            find_files(roots, snapshots=False)
+            os.makedirs(out, exist_ok=True)
+            spark = session(master, local_dir=scratch)
+        except (LayoutError, JavaMissingError, OSError) as exc:
+            raise _fail(str(exc)) from None
+        try:
+            summary = analyze(spark, AnalyzeOptions(roots, str(out), at_offset, at_time_ms))
+        except LayoutError as exc:
+            raise _fail(str(exc)) from None
+        except Exception as exc:  # a Spark job failure: name it in one line, never a JVM stack
+            raise _fail(_spark_failure(exc)) from None
+        finally:
+            spark.stop()
     finally:
-        spark.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     return _print_verdicts(summary, failing(summary), as_json)
 
 
@@ -74,11 +81,13 @@ def run_stream(bootstrap: str | None, out: Path, master: str, checkpoint: Path |
         from pykraft.pipeline.stream import StreamSourceError, quorum_point
     except ImportError as exc:
         raise _fail(f"the pipeline needs the `pipeline` extra (pip install 'pykraft[pipeline]'): {exc}") from None
+    scratch = tempfile.mkdtemp(prefix="pykraft-spark-")
     try:
         point = quorum_point(bootstrap)  # an unreachable quorum is bad input, said before Spark starts
         os.makedirs(out, exist_ok=True)
-        spark = session(master, local_dir=str(out / ".spark-local"))
+        spark = session(master, local_dir=scratch)
     except (StreamSourceError, JavaMissingError, OSError) as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
         raise _fail(str(exc)) from None
     print(f"streaming cluster {point.cluster_id} (leader {point.leader_id}, HWM {point.high_watermark}) into "
           f"{out / 'stream_records'}", file=sys.stderr)
@@ -96,6 +105,7 @@ def run_stream(bootstrap: str | None, out: Path, master: str, checkpoint: Path |
         rows = spark.read.parquet(str(out / "stream_records")).count()
     finally:
         spark.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     typer.echo(f"{rows} records in {out / 'stream_records'}")
     return 0
 

@@ -10,19 +10,24 @@ its place, with Kafka's flags (configs_args.py), output lines and exit codes.
   `Invalid config(s): k`), then one IncrementalAlterConfigs (deletions, then --add-config or --add-config-file
   entries as SET), then `Completed updating config for topic t.` / `Completed updating default config for brokers
   in the cluster.`.
-- users, clients and ips (quotas, SCRAM credentials) get Kafka's answer from a cluster without those APIs.
+- users: SCRAM credentials (`--describe`: `SCRAM credential configs for user-principal 'alice' are
+  SCRAM-SHA-256=iterations=8192`; `--alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=pw]'` and
+  `--delete-config SCRAM-SHA-256`: AlterUserScramCredentials with a fresh salt and the salted password, as Kafka's
+  admin client sends it). Quotas (users, clients, ips) get Kafka's answer from a cluster without quota APIs.
 A refusal is one stderr line and exit 1: Kafka's own message for what the tool checks itself (usage, `Invalid
 config(s)`), else Kafka's `Error while executing config command with args '...'` followed by the server's error.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 
 from pykraft.admin import configs as cfg
+from pykraft.admin import security
 from pykraft.admin.client import AdminClient
 from pykraft.admin.connect import SettingsError, read_command_config
 from pykraft.admin.errors import AdminError
@@ -50,7 +55,19 @@ _EXCEPTIONS = {
                                                             "policy."),
     ErrorCode.UNSUPPORTED_VERSION: ("UnsupportedVersionException", "The version of API is not supported."),
     ErrorCode.BROKER_NOT_AVAILABLE: ("BrokerNotAvailableException", "The broker is not available."),
+    ErrorCode.UNACCEPTABLE_CREDENTIAL: ("UnacceptableCredentialException", "Requested credential would not meet "
+                                        "criteria for acceptability."),
+    ErrorCode.RESOURCE_NOT_FOUND: ("ResourceNotFoundException", "A request illegally referred to a resource that "
+                                   "does not exist."),
+    ErrorCode.DUPLICATE_RESOURCE: ("DuplicateResourceException", "A request illegally referred to the same resource "
+                                   "twice."),
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: ("ClusterAuthorizationException", "Cluster authorization failed."),
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: ("TopicAuthorizationException", "Topic authorization failed."),
+    ErrorCode.UNSUPPORTED_SASL_MECHANISM: ("UnsupportedSaslMechanismException", "The broker does not support the "
+                                           "requested SASL mechanism."),
 }
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+DEFAULT_SCRAM_ITERATIONS = 4096
 USAGE = ("Usage: pykraft configs --bootstrap-server H:P | --bootstrap-controller H:P [--command-config FILE] "
          "--entity-type topics|brokers|broker-loggers (--entity-name N | --entity-default) "
          "--describe [--all] | --alter (--add-config k=v,k2=[a,b] | --add-config-file FILE) [--delete-config k]")
@@ -115,6 +132,8 @@ def _unsupported() -> AdminError:
 # ---- describe --------------------------------------------------------------------------------------------------
 async def describe(client: AdminClient, options: args_.Options) -> list[str]:
     kind = options.entity_types[0]
+    if kind == args_.USERS and len(options.entity_types) == 1:
+        return await describe_users(client, options.entity_names)
     if kind not in RESOURCE:
         raise _unsupported()
     names = options.entity_names
@@ -179,6 +198,9 @@ def configs_to_add(options: args_.Options) -> dict[str, str]:
 async def alter(client: AdminClient, options: args_.Options) -> list[str]:
     kind, name = options.entity_types[0], options.entity_names[0]
     to_add, to_delete = configs_to_add(options), options.delete_configs
+    if kind == args_.USERS and len(options.entity_types) == 1 and (
+            any(k in SCRAM_MECHANISMS for k in to_add) or any(k in SCRAM_MECHANISMS for k in to_delete)):
+        return await alter_user(client, name, to_add, to_delete)
     if kind not in RESOURCE:
         raise _unsupported()
     if kind == args_.BROKER_LOGGERS:
@@ -196,3 +218,52 @@ async def alter(client: AdminClient, options: args_.Options) -> list[str]:
     if name:
         return [f"Completed updating config for {kind[:-1]} {name}."]
     return [f"Completed updating default config for {kind} in the cluster."]
+
+
+# ---- users: SCRAM credentials ----------------------------------------------------------------------------------
+async def describe_users(client: AdminClient, names: list[str]) -> list[str]:
+    """Kafka's describeClientQuotaAndUserScramCredentialConfigs, SCRAM part (pykraft keeps no quotas)."""
+    if "" in names:
+        return []  # --entity-default: quotas only in Kafka
+    answer = await security.describe_scram(client, names or None)
+    lines = []
+    for result in answer.results:
+        code = ErrorCode(int(result.error_code))
+        if code != ErrorCode.NONE:
+            exception = _EXCEPTIONS.get(code, (code.name, code.name))[0]
+            lines.append(f"Error retrieving SCRAM credential configs for user-principal '{result.user}': "
+                         f"{exception}: {result.error_message}")
+            continue
+        infos = ", ".join(f"{SCRAM_MECHANISMS[int(i.mechanism) - 1]}=iterations={int(i.iterations)}"
+                          for i in result.credential_infos)
+        lines.append(f"SCRAM credential configs for user-principal '{result.user}' are {infos}")
+    return lines
+
+
+def _iterations_and_password(mechanism: str, text: str) -> tuple[int, str]:
+    """Kafka's iterationsAndPasswordBytes: `[iterations=N,]password=P`."""
+    match = re.fullmatch(r"(?:iterations=(-?[0-9]*),)?password=(.*)", text, re.DOTALL)
+    if match is None:
+        raise KafkaLine(f"Invalid credential property {mechanism}={text}")
+    iterations = match.group(1)
+    count = int(iterations) if iterations not in (None, "", "-1") else DEFAULT_SCRAM_ITERATIONS
+    if count < 4096:
+        raise KafkaLine(f"Iterations {count} is less than the minimum 4096 required for {mechanism}")
+    return count, match.group(2)
+
+
+async def alter_user(client: AdminClient, user: str, to_add: dict[str, str], to_delete: list[str]) -> list[str]:
+    unknown_add = [k for k in to_add if k not in SCRAM_MECHANISMS]
+    unknown_delete = [k for k in to_delete if k not in SCRAM_MECHANISMS]
+    if unknown_add:
+        raise KafkaLine("Only quota and SCRAM credential configs can be added for 'users' using --bootstrap-server. "
+                        f"Unexpected config names: Set({', '.join(unknown_add)})")
+    if unknown_delete:
+        raise KafkaLine("Only quota and SCRAM credential configs can be deleted for 'users' using "
+                        f"--bootstrap-server. Unexpected config names: Set({', '.join(unknown_delete)})")
+    if not user:
+        raise KafkaLine("The use of --entity-default or --user-defaults is not allowed with User SCRAM Credentials "
+                        "using --bootstrap-server.")
+    upsertions = [(user, mechanism, *_iterations_and_password(mechanism, text)) for mechanism, text in to_add.items()]
+    await security.alter_scram(client, [(user, m) for m in to_delete], upsertions)
+    return [f"Completed updating config for user {user}."]

@@ -34,7 +34,9 @@ from typing import Any, TextIO
 from pykraft.records import Record, RecordBatch, RecordsError, iter_batches
 from pykraft.records.control import ControlRecordType, decode_control_record
 from pykraft.records.metadata import MetadataRecordError, decode_metadata_record, metadata_record_envelope
+from pykraft.controller.describe_configs import config_value_sensitive
 from pykraft.records.metadata.json_view import message_to_dict, to_jackson_json
+from pykraft.records.metadata.redaction import redact_view
 
 from .dump_index import INDEX_SUFFIXES, dump_index_file
 from .dump_producer_snapshot import PRODUCER_SNAPSHOT_SUFFIX, dump_producer_snapshot_file
@@ -131,7 +133,10 @@ def decode_payload(batch: RecordBatch, record: Record) -> DecodedPayload:
         message = decode_metadata_record(record.value)
     except MetadataRecordError as exc:
         return DecodedPayload(raw_value=bytes(record.value), problem=str(exc))
-    return DecodedPayload(metadata=metadata_record_envelope(message))
+    envelope = metadata_record_envelope(message)
+    # SCRAM salts and keys, sensitive config values: never printed (Kafka's RecordRedactor)
+    envelope["data"] = redact_view(envelope["type"], envelope["data"], config_value_sensitive)
+    return DecodedPayload(metadata=envelope)
 
 
 def _raw(record: Record) -> bytes | None:

@@ -134,6 +134,7 @@ KAFKA_TOOLS = {
     "reassign-partitions": ("reassign_partitions_cmd", "Move partition replicas between brokers: generate, execute, "
                                                        "verify, cancel, list (kafka-reassign-partitions)."),
     "configs": ("configs_cmd", "Describe and alter topic, broker and broker-logger configs (kafka-configs)."),
+    "acls": ("acls_cmd", "Add, remove and list ACLs (kafka-acls)."),
     "brokers": ("brokers_cmd", "List the registered brokers (ID, host, port, rack, fenced/unfenced)."),
     "delete-records": ("delete_records_cmd", "Delete records of partitions down to an offset "
                                              "(kafka-delete-records)."),

@@ -29,6 +29,8 @@ from pykraft.admin.errors import AdminClientError
 from pykraft.admin.writer import MetadataLogWriter, WriteError
 from pykraft.node.local_cluster import LocalCluster, LocalClusterError
 
+from pykraft.records.client_history import PRODUCE_HISTORY_FILE
+
 from .quickstart_records import BrokerWorkload, RecordCheck
 from .quorum_output import replication_table, status_text
 from .topics_output import broker_table, created_line, describe_lines
@@ -128,7 +130,8 @@ async def _drive(cluster: LocalCluster, duration_s: float, rate: int, status_int
             print(f"brokers {', '.join(map(str, brokers))} registered and unfenced")
             await admin.create_topics(TOPIC, TOPIC_PARTITIONS, min(3, len(brokers)))
             print(created_line(TOPIC))
-            workload = BrokerWorkload(",".join(f"127.0.0.1:{cluster.nodes[b].port}" for b in brokers), TOPIC, rate)
+            workload = BrokerWorkload(",".join(f"127.0.0.1:{cluster.nodes[b].port}" for b in brokers), TOPIC, rate,
+                                      str(cluster.root / PRODUCE_HISTORY_FILE))
             workload.start()
         started = time.monotonic()
         writers_count, batch = 4, max(1, rate // 40)  # 4 writers x 10 batches/s each

@@ -1,8 +1,11 @@
 """The quickstart's records through the brokers: a stock client (kafka-python) produces and consumes them.
 
-A producer thread sends keyed records (idempotent, acks=all) to the quickstart topic for the whole run; at the
-end a consumer reads every partition back from the beginning (assign mode) and the check says whether every
-acknowledged record was consumed, each partition in the order of its acknowledged offsets. kafka-python is a
+A producer thread sends keyed records (idempotent, acks=all) to the quickstart topic for the whole run, and writes
+what it was told about each one (acknowledged at which offset, or failed) to the run's client history
+(`pykraft-produce-history.jsonl`, records/client_history.py: the input of `pykraft analyze`'s acknowledged-history
+audit). At the end a consumer group reads every partition back from the beginning, committing its offsets as it
+goes (so that `__consumer_offsets` holds a group's history too), and the check says whether every acknowledged
+record was consumed, each partition in the order of its acknowledged offsets. kafka-python is a
 test dependency (the `dev` extra), not a runtime one: without it the quickstart says so and skips this part.
 """
 
@@ -12,8 +15,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from pykraft.records.client_history import ProduceHistory
+
 KEYS = 12
 CONSUME_DEADLINE_S = 60.0
+GROUP = "quickstart-check"
+PRODUCER = "quickstart"
 
 
 @dataclass
@@ -37,8 +44,9 @@ class RecordCheck:
 
 
 class BrokerWorkload:
-    def __init__(self, servers: str, topic: str, rate: int) -> None:
+    def __init__(self, servers: str, topic: str, rate: int, history_path: str | None = None) -> None:
         self.servers = servers
+        self.history_path = history_path
         self.topic = topic
         self.interval_s = 1.0 / max(rate, 1)
         self.acked: dict[int, list[tuple[int, int]]] = {}  # partition -> (offset, sequence)
@@ -63,25 +71,32 @@ class BrokerWorkload:
         producer = kafka.KafkaProducer(bootstrap_servers=self.servers, acks="all", enable_idempotence=True,
                                        request_timeout_ms=5000, retry_backoff_ms=200, metadata_max_age_ms=2000,
                                        delivery_timeout_ms=60_000, linger_ms=5)
+        history = ProduceHistory(self.history_path, PRODUCER) if self.history_path else None
         sequence = 0
         try:
             while not self._stop.is_set():
                 future = producer.send(self.topic, key=str(sequence % KEYS).encode(), value=str(sequence).encode())
-                future.add_callback(self._acknowledged, sequence)
-                future.add_errback(self._failed)
+                future.add_callback(self._acknowledged, sequence, history)
+                future.add_errback(self._failed, sequence, history)
                 sequence += 1
                 time.sleep(self.interval_s)
             producer.flush(60)
         finally:
             producer.close(10)
+            if history is not None:
+                history.close()
 
-    def _acknowledged(self, sequence: int, metadata) -> None:  # kafka-python RecordMetadata
+    def _acknowledged(self, sequence: int, history: ProduceHistory | None, metadata) -> None:  # kafka-python RecordMetadata
         with self._lock:
             self.acked.setdefault(metadata.partition, []).append((metadata.offset, sequence))
+        if history is not None:
+            history.acked(self.topic, metadata.partition, metadata.offset, str(sequence).encode())
 
-    def _failed(self, _exc: BaseException) -> None:
+    def _failed(self, sequence: int, history: ProduceHistory | None, _exc: BaseException) -> None:
         with self._lock:
             self.failed += 1
+        if history is not None:
+            history.failed(self.topic, str(sequence).encode())
 
     def stop_and_check(self) -> RecordCheck:
         if self.unavailable is not None or self._thread is None:
@@ -106,17 +121,18 @@ class BrokerWorkload:
     def _consume(self, expected: dict[int, set[int]]) -> dict[int, list[int]]:
         import kafka
 
-        consumer = kafka.KafkaConsumer(bootstrap_servers=self.servers, enable_auto_commit=False, group_id=None,
-                                       consumer_timeout_ms=2000)
+        # A new group from the earliest offsets, committing as it reads (auto-commit) and once more at the end.
+        consumer = kafka.KafkaConsumer(self.topic, bootstrap_servers=self.servers, group_id=GROUP,
+                                       auto_offset_reset="earliest", enable_auto_commit=True,
+                                       auto_commit_interval_ms=500, consumer_timeout_ms=2000)
         found: dict[int, list[int]] = {}
         try:
-            partitions = [kafka.TopicPartition(self.topic, p) for p in sorted(expected)]
-            consumer.assign(partitions)
-            consumer.seek_to_beginning(*partitions)
             deadline = time.monotonic() + CONSUME_DEADLINE_S
-            while time.monotonic() < deadline and any(not want <= set(found.get(p, [])) for p, want in expected.items()):
+            while time.monotonic() < deadline and any(not want <= set(found.get(p, []))
+                                                      for p, want in expected.items()):
                 for message in consumer:
                     found.setdefault(message.partition, []).append(int(message.value))
+            consumer.commit()
         finally:
             consumer.close()
         return found

@@ -61,6 +61,11 @@ def format_command(
     ignore_formatted: Annotated[
         bool, typer.Option("--ignore-formatted", "-g", help="Skip directories that are already formatted.")
     ] = False,
+    add_scram: Annotated[
+        list[str] | None, typer.Option(
+            "--add-scram", "-S", help="A SCRAM credential for the bootstrap metadata, e.g. "
+                                      "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable).")
+    ] = None,
     release_version: Annotated[
         str | None, typer.Option("--release-version", "-r", help="metadata.version, e.g. 4.1-IV1 or 3.9.")
     ] = None,
@@ -94,6 +99,7 @@ def format_command(
         release_version=release_version,
         features=tuple(feature or ()),
         ignore_formatted=ignore_formatted,
+        add_scram=tuple(add_scram or ()),
     )
     try:
         format_directories(request, typer.echo)

@@ -29,11 +29,11 @@ BROKER_TABLE = """
 add.partitions.to.txn.retry.backoff.max.ms           | INT      | 100 | [0,...] | read-only | ignored
 add.partitions.to.txn.retry.backoff.ms               | INT      | 20 | [1,...] | read-only | ignored
 advertised.listeners                                 | STRING   | null |  | read-only | honoured
-allow.everyone.if.no.acl.found                       | BOOLEAN  | false |  | read-only | refused
+allow.everyone.if.no.acl.found                       | BOOLEAN  | false |  | read-only | honoured
 alter.config.policy.class.name                       | CLASS    | null |  | read-only | ignored
 alter.log.dirs.replication.quota.window.num          | INT      | 11 | [1,...] | read-only | ignored
 alter.log.dirs.replication.quota.window.size.seconds | INT      | 1 | [1,...] | read-only | ignored
-authorizer.class.name                                | STRING   |  | non-null string | read-only | refused
+authorizer.class.name                                | STRING   |  | non-null string | read-only | honoured
 auto.create.topics.enable                            | BOOLEAN  | true |  | read-only | honoured
 auto.leader.rebalance.enable                         | BOOLEAN  | true |  | read-only | honoured
 background.threads                                   | INT      | 10 | [1,...] | cluster-wide | ignored
@@ -46,9 +46,9 @@ compression.gzip.level                               | INT      | -1 | [1,...,9]
 compression.lz4.level                                | INT      | 9 | [1,...,17] | cluster-wide | ignored
 compression.type                                     | STRING   | producer | [uncompressed, zstd, lz4, snappy, gzip, producer] | cluster-wide | ignored
 compression.zstd.level                               | INT      | 3 | [-131072,...,22] | cluster-wide | ignored
-connection.failed.authentication.delay.ms            | INT      | 100 | [0,...] | read-only | ignored
+connection.failed.authentication.delay.ms            | INT      | 100 | [0,...] | read-only | honoured
 connections.max.idle.ms                              | LONG     | 600000 |  | read-only | ignored
-connections.max.reauth.ms                            | LONG     | 0 |  | read-only | ignored
+connections.max.reauth.ms                            | LONG     | 0 |  | read-only | honoured
 controlled.shutdown.enable                           | BOOLEAN  | true |  | read-only | ignored
 controller.listener.names                            | STRING   | null |  | read-only | honoured
 controller.quorum.append.linger.ms                   | INT      | 25 |  | read-only | honoured
@@ -71,7 +71,7 @@ delegation.token.max.lifetime.ms                     | LONG     | 604800000 | [1
 delegation.token.secret.key                          | PASSWORD | null |  | read-only | refused
 delete.records.purgatory.purge.interval.requests     | INT      | 1 |  | read-only | ignored
 delete.topic.enable                                  | BOOLEAN  | true |  | read-only | ignored
-early.start.listeners                                | STRING   | null |  | read-only | ignored
+early.start.listeners                                | STRING   | null |  | read-only | honoured
 fetch.max.bytes                                      | INT      | 57671680 | [1024,...] | read-only | ignored
 fetch.purgatory.purge.interval.requests              | INT      | 1000 |  | read-only | ignored
 follower.replication.throttled.rate                  | LONG     | 9223372036854775807 | [0,...] | cluster-wide | ignored
@@ -234,8 +234,8 @@ replication.quota.window.num                         | INT      | 11 | [1,...] |
 replication.quota.window.size.seconds                | INT      | 1 | [1,...] | read-only | ignored
 request.timeout.ms                                   | INT      | 30000 |  | read-only | ignored
 sasl.client.callback.handler.class                   | CLASS    | null |  | read-only | refused
-sasl.enabled.mechanisms                              | LIST     | GSSAPI |  | per-broker | refused
-sasl.jaas.config                                     | PASSWORD | null |  | per-broker | refused
+sasl.enabled.mechanisms                              | LIST     | GSSAPI |  | per-broker | honoured
+sasl.jaas.config                                     | PASSWORD | null |  | per-broker | honoured
 sasl.kerberos.kinit.cmd                              | STRING   | /usr/bin/kinit |  | per-broker | refused
 sasl.kerberos.min.time.before.relogin                | LONG     | 60000 |  | per-broker | refused
 sasl.kerberos.principal.to.local.rules               | LIST     | DEFAULT |  | per-broker | refused
@@ -252,8 +252,8 @@ sasl.login.refresh.window.factor                     | DOUBLE   | 0.8 |  | per-b
 sasl.login.refresh.window.jitter                     | DOUBLE   | 0.05 |  | per-broker | refused
 sasl.login.retry.backoff.max.ms                      | LONG     | 10000 |  | read-only | refused
 sasl.login.retry.backoff.ms                          | LONG     | 100 |  | read-only | refused
-sasl.mechanism.controller.protocol                   | STRING   | GSSAPI |  | read-only | refused
-sasl.mechanism.inter.broker.protocol                 | STRING   | GSSAPI |  | per-broker | refused
+sasl.mechanism.controller.protocol                   | STRING   | GSSAPI |  | read-only | honoured
+sasl.mechanism.inter.broker.protocol                 | STRING   | GSSAPI |  | per-broker | honoured
 sasl.oauthbearer.clock.skew.seconds                  | INT      | 30 |  | read-only | refused
 sasl.oauthbearer.expected.audience                   | LIST     | null |  | read-only | refused
 sasl.oauthbearer.expected.issuer                     | STRING   | null |  | read-only | refused
@@ -265,7 +265,7 @@ sasl.oauthbearer.scope.claim.name                    | STRING   | scope |  | rea
 sasl.oauthbearer.sub.claim.name                      | STRING   | sub |  | read-only | refused
 sasl.oauthbearer.token.endpoint.url                  | STRING   | null |  | read-only | refused
 sasl.server.callback.handler.class                   | CLASS    | null |  | read-only | refused
-sasl.server.max.receive.size                         | INT      | 524288 |  | read-only | refused
+sasl.server.max.receive.size                         | INT      | 524288 |  | read-only | honoured
 security.inter.broker.protocol                       | STRING   | PLAINTEXT | [PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL] | read-only | honoured
 security.providers                                   | STRING   | null |  | read-only | ignored
 share.coordinator.append.linger.ms                   | INT      | 10 | [0,...] | read-only | ignored
@@ -299,7 +299,7 @@ ssl.keystore.key                                     | PASSWORD | null |  | per-
 ssl.keystore.location                                | STRING   | null |  | per-broker | honoured
 ssl.keystore.password                                | PASSWORD | null |  | per-broker | honoured
 ssl.keystore.type                                    | STRING   | JKS |  | per-broker | honoured
-ssl.principal.mapping.rules                          | STRING   | DEFAULT |  | read-only | ignored
+ssl.principal.mapping.rules                          | STRING   | DEFAULT |  | read-only | honoured
 ssl.protocol                                         | STRING   | TLSv1.3 |  | per-broker | ignored
 ssl.provider                                         | STRING   | null |  | per-broker | ignored
 ssl.secure.random.implementation                     | STRING   | null |  | per-broker | ignored
@@ -308,7 +308,7 @@ ssl.truststore.certificates                          | PASSWORD | null |  | per-
 ssl.truststore.location                              | STRING   | null |  | per-broker | honoured
 ssl.truststore.password                              | PASSWORD | null |  | per-broker | honoured
 ssl.truststore.type                                  | STRING   | JKS |  | per-broker | honoured
-super.users                                          | STRING   | null |  | read-only | refused
+super.users                                          | STRING   | null |  | read-only | honoured
 telemetry.max.bytes                                  | INT      | 1048576 | [1,...] | read-only | ignored
 transaction.abort.timed.out.transaction.cleanup.interval.ms | INT      | 10000 | [1,...] | read-only | honoured
 transaction.max.timeout.ms                           | INT      | 900000 | [1,...] | read-only | honoured

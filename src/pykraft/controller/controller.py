@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,8 @@ from pykraft.records.metadata.schema.no_op_record import NoOpRecordV0
 from pykraft.records.metadata.written_versions import each_as_written
 
 from . import cluster as cluster_records
+from .acl_control import ACL_RECORD, REMOVE_ACL_RECORD, AclControl, AclReplayError
+from .acl_requests import create_acls, delete_acls
 from .broker_lifecycle import BrokerLifecycle, handle_controller_registration
 from .cluster import ClusterControl, ReplayError
 from .config_schema import effective_topic_configs
@@ -56,6 +59,7 @@ from .reassignments import ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIG
 from .replication import MetadataReplayError, ReplicationControl
 from .dir_assignment import assign_replicas_to_dirs
 from .result import ControllerResult
+from .scram_control import REMOVE_SCRAM_RECORD, SCRAM_RECORD, ScramControl, ScramReplayError
 
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
@@ -71,10 +75,14 @@ CREATE_PARTITIONS = 37
 INCREMENTAL_ALTER_CONFIGS = 44
 ALLOCATE_PRODUCER_IDS = 67
 ASSIGN_REPLICAS_TO_DIRS = 73
+CREATE_ACLS = 30
+DELETE_ACLS = 31
+ALTER_USER_SCRAM_CREDENTIALS = 51
 HANDLED_APIS = frozenset({CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, ALTER_PARTITION, UPDATE_FEATURES,
                           BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER, CONTROLLER_REGISTRATION,
                           ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ALLOCATE_PRODUCER_IDS,
-                          ASSIGN_REPLICAS_TO_DIRS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS})
+                          ASSIGN_REPLICAS_TO_DIRS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS,
+                          CREATE_ACLS, DELETE_ACLS, ALTER_USER_SCRAM_CREDENTIALS})
 
 # Which part of the image replays which metadata record type (api key); ConfigRecords (and the configs of a removed
 # topic) go to ConfigControl.replay_side, ProducerIdsRecords to ProducerIdControl. Types not listed (quotas, ACLs,
@@ -82,7 +90,8 @@ HANDLED_APIS = frozenset({CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, ALTER_PAR
 # nothing by definition.
 REPLICATION_RECORDS = frozenset({2, 3, 5, 9})  # Topic, Partition, PartitionChange, RemoveTopic
 NO_OP_RECORD = 20
-_REPLAY_ERRORS = (ReplayError, MetadataReplayError, PartitionRecordError)
+_REPLAY_ERRORS = (ReplayError, MetadataReplayError, PartitionRecordError, AclReplayError, ScramReplayError)
+SECURITY_RECORDS = frozenset({ACL_RECORD, REMOVE_ACL_RECORD, SCRAM_RECORD, REMOVE_SCRAM_RECORD})
 # Versions of the broker-side APIs this controller answers (the partition side checks its own).
 SUPPORTED_VERSIONS = {BROKER_REGISTRATION: range(0, 5), BROKER_HEARTBEAT: range(0, 3), UNREGISTER_BROKER: range(0, 1),
                       CONTROLLER_REGISTRATION: range(0, 1), UPDATE_FEATURES: range(0, 3),
@@ -145,6 +154,8 @@ class QuorumController:
         self.replication.unclean_election_enabled = lambda topic: self.configs.unclean_election_enabled(
             topic, config.node_id, config.static_configs)
         self.producer_ids = ProducerIdControl()
+        self.acls = AclControl()
+        self.scram = ScramControl()
         self.heartbeats = HeartbeatManager(config.session_timeout_ms)
         self.lifecycle = BrokerLifecycle(config.cluster_id, self.cluster, self.heartbeats, self.features,
                                          self.replication)
@@ -169,16 +180,19 @@ class QuorumController:
                 self.features.replay(record)
             elif key == PRODUCER_IDS_RECORD:
                 self.producer_ids.replay(record)
+            elif key in SECURITY_RECORDS:
+                replay_security(self.acls, self.scram, key, record)
         except _REPLAY_ERRORS:
             self.metadata_errors += 1
         self.last_applied_offset = max(self.last_applied_offset, offset)
 
     def snapshot_records(self) -> Iterator[Any]:
         """Features first (metadata.version leads: readers need it for what follows), then registrations, then
-        topics and partitions, then configs (a topic's after the topic)."""
+        topics and partitions, then configs (a topic's after the topic), producer ids, SCRAM credentials, ACLs."""
         records = itertools.chain(self.features.snapshot_records(), self.cluster.snapshot_records(),
                                   self.replication.snapshot_records(), self.configs.snapshot_records(),
-                                  self.producer_ids.snapshot_records())
+                                  self.producer_ids.snapshot_records(), self.scram.snapshot_records(),
+                                  self.acls.snapshot_records())
         yield from each_as_written(records, self.features.metadata_version)  # Kafka's versions, as in the log
 
     def load_snapshot(self, records: Iterable[Any], last_contained_offset: int = -1) -> None:
@@ -195,7 +209,7 @@ class QuorumController:
         return (dict(self.features.finalized), *self.cluster.image(), dict(replication.topics_by_name),
                 {topic_id: (t.name, dict(t.partitions)) for topic_id, t in replication.topics.items()},
                 {resource: dict(values) for resource, values in self.configs.configs.items()},
-                self.producer_ids.next_producer_id)
+                self.producer_ids.next_producer_id, dict(self.scram.credentials), dict(self.acls.by_id))
 
     # ---- activation --------------------------------------------------------------------------------------------
     def activate(self, now_ms: int) -> ControllerResult:
@@ -265,6 +279,12 @@ class QuorumController:
             return self.replication.handle_alter_reassignments(request, self.cluster)
         if api_key == LIST_PARTITION_REASSIGNMENTS:
             return self.replication.handle_list_reassignments(request)
+        if api_key == CREATE_ACLS:
+            return create_acls(self.acls, request, lambda: uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        if api_key == DELETE_ACLS:
+            return delete_acls(self.acls, request)
+        if api_key == ALTER_USER_SCRAM_CREDENTIALS:
+            return self.scram.alter(request, self.features.metadata_version)
         raise UnsupportedControllerApiError(f"the controller does not handle api key {api_key}")
 
     def note_kraft_version(self, version: int) -> None:
@@ -321,3 +341,11 @@ class QuorumController:
             last_applied_record_offset=self.last_applied_offset,
             timed_out_broker_heartbeat_count=self.heartbeats.timed_out_heartbeats,
             new_active_controllers_count=self.new_active_controllers)
+
+
+def replay_security(acls: AclControl, scram: ScramControl, key: int, record: Any) -> None:
+    """An ACL or SCRAM record into its part of the image (the controller's and the broker's replay share this)."""
+    if key in (ACL_RECORD, REMOVE_ACL_RECORD):
+        acls.replay(record)
+    else:
+        scram.replay(record)

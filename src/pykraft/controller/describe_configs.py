@@ -185,6 +185,17 @@ def _broker_entry(name: str, raw: str | None, levels: _Levels, per_broker: bool,
                   kind or ConfigType.UNKNOWN, documentation(definition, name) if docs else None)
 
 
+def config_value_sensitive(resource_type: int, name: str) -> bool:
+    """Kafka's KafkaConfigSchema.isSensitive for a ConfigRecord: a password, or a key the resource's schema does
+    not define (a broker's listener overrides, JAAS configs) - what RecordRedactor hides in dump-log and tables."""
+    if resource_type == 4:  # BROKER
+        return _describe_type(name) in (None, ConfigType.PASSWORD)
+    if resource_type == 2:  # TOPIC
+        definition = TOPIC_CONFIGS.get(name)
+        return definition is None or definition.sensitive
+    return True
+
+
 def _describe_type(name: str) -> ConfigType | None:
     """Kafka's KafkaConfig.configType: the key's own type, a dynamic quota's, or its listener base's; None for a
     key Kafka's broker does not define (then treated as sensitive). pykraft's own keys are strings."""

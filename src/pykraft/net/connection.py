@@ -12,6 +12,11 @@ is cancelled while waiting does not disturb the connection: its response, when i
 
 Built on `asyncio.BufferedProtocol` for the same reasons as the server (a large answer, a follower's 1 MB Fetch,
 is read straight into its own buffer; one write per request, no stream buffer copies); see benchmarks/net.py.
+
+With `sasl` (a SASL_PLAINTEXT or SASL_SSL listener), `open` authenticates before returning (sasl_client.py); a
+refusal is a ConnectError that says so. When the server grants a session lifetime, the connection is due for
+re-authentication at 85-95% of it (`reauth_due`, Kafka's client picks the same window): the pool re-authenticates
+it in-band while nothing is in flight (`reauthenticate`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import random
 import ssl
 import struct
 from collections import deque
@@ -26,6 +32,7 @@ from collections.abc import Callable
 from typing import cast
 
 from pykraft.net.errors import ConnectError, ConnectionClosedError, FrameTooLargeError, NetError, RequestTimeoutError
+from pykraft.net.sasl_client import SaslAuthenticationError, SaslClientConfig, authenticate
 from pykraft.protocol.errors import FrameTooLargeError as FrameSizeError
 from pykraft.protocol.errors import InvalidFrameError
 from pykraft.protocol.frame_reader import FrameReader
@@ -64,6 +71,8 @@ class Connection:
         self._lost: asyncio.Future[None] = self._loop.create_future()
         self._close_listeners: list[Callable[[Connection], None]] = []
         self.unexpected_responses = 0
+        self._sasl: SaslClientConfig | None = None
+        self._reauth_at: float | None = None  # loop time from which the SASL session should be renewed
 
     @classmethod
     async def open(
@@ -74,9 +83,11 @@ class Connection:
         ssl_context: ssl.SSLContext | None = None,
         connect_timeout_ms: int = 10_000,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_SIZE,
+        sasl: SaslClientConfig | None = None,
     ) -> Connection:
-        """Connect (and finish the TLS handshake) within `connect_timeout_ms`, or raise ConnectError."""
+        """Connect (and finish the TLS handshake, then SASL) within `connect_timeout_ms`, or raise ConnectError."""
         conn = cls(host, port, max_frame_bytes)
+        conn._sasl = sasl
         loop = conn._loop
         deadline = loop.time() + connect_timeout_ms / 1000
         try:
@@ -84,6 +95,11 @@ class Connection:
                 await loop.create_connection(lambda: _ClientProtocol(conn), host, port, ssl=ssl_context)
                 if ssl_context is not None:
                     await conn._await_tls_verdict(deadline)
+                if sasl is not None:
+                    await conn._authenticate(connect_timeout_ms)
+        except SaslAuthenticationError as exc:
+            conn._abort_transport()
+            raise ConnectError(f"SASL authentication with {host}:{port} failed: {exc}") from exc
         except TimeoutError as exc:
             conn._abort_transport()
             raise ConnectError(f"connect to {host}:{port} timed out after {connect_timeout_ms} ms") from exc
@@ -98,6 +114,25 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self._failure is not None
+
+    @property
+    def reauth_due(self) -> bool:
+        """Whether the SASL session should be renewed now (see the module docstring)."""
+        return self._reauth_at is not None and self._loop.time() >= self._reauth_at
+
+    async def _authenticate(self, timeout_ms: int) -> None:
+        assert self._sasl is not None
+        lifetime_ms = await authenticate(lambda build: self.request(build, timeout_ms=timeout_ms), self._sasl)
+        self._reauth_at = (self._loop.time() + lifetime_ms / 1000 * random.uniform(0.85, 0.95)
+                           if lifetime_ms > 0 else None)
+
+    async def reauthenticate(self, timeout_ms: int = 10_000) -> None:
+        """Renew the SASL session in-band; the connection closes (ConnectionClosedError) when that fails."""
+        try:
+            await self._authenticate(timeout_ms)
+        except SaslAuthenticationError as exc:
+            self._fail(ConnectionClosedError(f"SASL re-authentication with {self.host}:{self.port} failed: {exc}"))
+            raise ConnectionClosedError(str(exc)) from exc
 
     @property
     def pending_count(self) -> int:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from pykraft.net.connection import Connection
 from pykraft.net.errors import ConnectError, ConnectionClosedError
+from pykraft.net.sasl_client import SaslClientConfig
 from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 
 __all__ = ["ConnectionPool", "reconnect_backoff_ms"]
@@ -43,6 +44,7 @@ class _Endpoint:
 
     connection: Connection | None = None
     connecting: asyncio.Task[Connection] | None = None
+    reauthenticating: asyncio.Task[None] | None = None
     failed_attempts: int = 0
     blocked_until_ms: float = 0.0
 
@@ -60,8 +62,10 @@ class ConnectionPool:
         rng: random.Random | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_SIZE,
         clock_ms: Callable[[], float] | None = None,
+        sasl: SaslClientConfig | None = None,
     ) -> None:
         self._ssl = ssl_context
+        self._sasl = sasl
         self._connect_timeout_ms = connect_timeout_ms
         self._backoff_ms = reconnect_backoff_ms
         self._backoff_max_ms = reconnect_backoff_max_ms
@@ -87,6 +91,8 @@ class ConnectionPool:
         endpoint = self._endpoints.get((host, port))
         if self._closed or endpoint is None or endpoint.connection is None or endpoint.connection.closed:
             return None
+        if endpoint.connection.reauth_due:
+            return None  # `request` renews the SASL session first
         return endpoint.connection.send_now(build, timeout_ms=timeout_ms)
 
     def connection_delay_ms(self, host: str, port: int) -> float:
@@ -121,6 +127,8 @@ class ConnectionPool:
             endpoint = self._endpoints[key] = _Endpoint()
         connection = endpoint.connection
         if connection is not None and not connection.closed:
+            if connection.reauth_due and (endpoint.reauthenticating is not None or not connection.pending_count):
+                await self._reauthenticate(endpoint, connection)
             return connection
         if endpoint.connecting is None:
             wait_ms = endpoint.blocked_until_ms - self._clock_ms()
@@ -137,11 +145,20 @@ class ConnectionPool:
                 raise ConnectionClosedError("connection pool closed while connecting") from None
             raise
 
+    async def _reauthenticate(self, endpoint: _Endpoint, connection: Connection) -> None:
+        """One in-band SASL re-authentication shared by every caller that finds the session due (nothing else is
+        sent on the connection meanwhile: the callers wait here, and `send_now` declines)."""
+        if endpoint.reauthenticating is None:
+            endpoint.reauthenticating = asyncio.get_running_loop().create_task(
+                connection.reauthenticate(self._connect_timeout_ms))
+            endpoint.reauthenticating.add_done_callback(lambda _task: setattr(endpoint, "reauthenticating", None))
+        await asyncio.shield(endpoint.reauthenticating)
+
     async def _connect(self, key: tuple[str, int], endpoint: _Endpoint) -> Connection:
         try:
             connection = await Connection.open(
                 key[0], key[1], ssl_context=self._ssl, connect_timeout_ms=self._connect_timeout_ms,
-                max_frame_bytes=self._max_frame_bytes)
+                max_frame_bytes=self._max_frame_bytes, sasl=self._sasl)
         except ConnectError:
             self._disconnected(endpoint)
             raise

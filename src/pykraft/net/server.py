@@ -20,7 +20,12 @@ Per connection:
   write buffer is over its high-water mark (a peer that sends but does not read);
 - a bad size prefix (negative or over `max_frame_bytes`) or a handler exception closes this connection
   only, is logged and counted; `CloseConnection` from a handler closes it after the responses to the
-  requests before it have been written.
+  requests before it have been written;
+- security (`ListenerSecurity`): every connection has a principal (`ConnectionInfo.principal`): User:ANONYMOUS on
+  PLAINTEXT, the mapped certificate subject on SSL (principal.py). On a SASL listener the connection's frames go to
+  its `SaslServerAuthenticator` (sasl_server.py) until it authenticated (and again when the client re-authenticates):
+  it answers them itself, passes ApiVersions on, or closes the connection; frames are limited to
+  `sasl.server.max.receive.size` meanwhile, and the requests after it carry the authenticated principal.
 """
 
 from __future__ import annotations
@@ -31,14 +36,27 @@ import ssl
 import struct
 from collections import deque
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from pykraft.net.commit_probe import PROBE
+from pykraft.net.principal import NoMatchingRule
+from pykraft.net.sasl_server import Answer as SaslAnswer
+from pykraft.net.sasl_server import Drop, Pass, SaslServerAuthenticator
+from pykraft.net.server_auth import (
+    Final,
+    ListenerSecurity,
+    answer_later,
+    authenticate_frame,
+    concerns_sasl,
+    connection_principal,
+)
+from pykraft.net.server_stats import ServerCounters, ServerStats
 from pykraft.net.tls import peer_subject
 from pykraft.protocol.errors import InvalidFrameError
 from pykraft.protocol.frame_reader import FrameReader
 from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameBody
+from pykraft.protocol.principal import ANONYMOUS, KafkaPrincipal
 
 __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
@@ -46,6 +64,7 @@ __all__ = [
     "ConnectionInfo",
     "FrameServer",
     "Handler",
+    "ListenerSecurity",
     "ServerStats",
 ]
 
@@ -65,6 +84,8 @@ class ConnectionInfo:
     # The listener the connection came in on (Kafka's RequestContext.listenerName): handlers answer with that
     # listener's endpoints (Metadata, DescribeCluster, FindCoordinator) and serve that listener's APIs.
     listener_name: str | None = None
+    # Who the connection authenticated as (Kafka's RequestContext.principal): what the authorizer is asked about.
+    principal: KafkaPrincipal = ANONYMOUS
 
 
 Answer = bytes | memoryview | FrameBody | None  # None: no response to this request
@@ -73,27 +94,6 @@ Handler = Callable[[ConnectionInfo, memoryview], Coroutine[Any, Any, Answer]]
 
 class CloseConnection(Exception):
     """Raised by a handler to drop its connection once the responses to earlier requests are written."""
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStats:
-    """Counters since the server was created (a snapshot; `FrameServer.stats` builds a new one)."""
-
-    connections_accepted: int
-    connections_open: int
-    requests: int
-    responses: int
-    invalid_frames: int  # negative or oversize size prefix: connection closed
-    handler_errors: int  # handler raised something other than CloseConnection: connection closed
-    closed_by_handler: int  # handler raised CloseConnection
-
-
-class _Counters:
-    __slots__ = ("accepted", "closed_by_handler", "handler_errors", "invalid_frames", "requests", "responses")
-
-    def __init__(self) -> None:
-        self.accepted = self.requests = self.responses = 0
-        self.invalid_frames = self.handler_errors = self.closed_by_handler = 0
 
 
 class FrameServer:
@@ -109,10 +109,12 @@ class FrameServer:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         ssl_handshake_timeout_ms: int = 10_000,
         listener_name: str | None = None,
+        security: ListenerSecurity | None = None,
     ) -> None:
         assert max_in_flight >= 1, max_in_flight
         self.handler = handler
         self.listener_name = listener_name
+        self.security = security or ListenerSecurity()
         self.max_frame_bytes = max_frame_bytes
         self.max_in_flight = max_in_flight
         self.name = name
@@ -121,7 +123,7 @@ class FrameServer:
         self._server: asyncio.Server | None = None
         self._connections: set[_ServerProtocol] = set()
         self._tasks: set[asyncio.Task[Answer]] = set()  # every handler task not yet finished
-        self._counters = _Counters()
+        self._counters = ServerCounters()
         self._next_connection_id = 0
         self._closed = False
 
@@ -181,16 +183,7 @@ class FrameServer:
 
     @property
     def stats(self) -> ServerStats:
-        c = self._counters
-        return ServerStats(
-            connections_accepted=c.accepted,
-            connections_open=len(self._connections),
-            requests=c.requests,
-            responses=c.responses,
-            invalid_frames=c.invalid_frames,
-            handler_errors=c.handler_errors,
-            closed_by_handler=c.closed_by_handler,
-        )
+        return self._counters.snapshot(len(self._connections))
 
     def _new_protocol(self) -> _ServerProtocol:
         self._next_connection_id += 1
@@ -214,6 +207,8 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         self._writing_paused = False
         self._closing = False
         self._close_when_flushed = False
+        self._auth: SaslServerAuthenticator | None = None  # a SASL listener's authenticator of this connection
+        self._last_answer = False  # the authenticator's answer that closes the connection is queued: read no more
         self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     # ---- asyncio callbacks ----
@@ -228,7 +223,19 @@ class _ServerProtocol(asyncio.BufferedProtocol):
             return
         peer = transport.get_extra_info("peername") or ("", 0)
         subject = peer_subject(transport.get_extra_info("ssl_object"))
-        self._info = ConnectionInfo(str(peer[0]), int(peer[1]), self._id, subject, self._server.listener_name)
+        security = self._server.security
+        try:
+            principal = connection_principal(subject, security)
+        except NoMatchingRule as exc:  # Kafka fails such a connection: nobody to authorize
+            _log.warning("%s: closing connection from %s:%s: %s", self._server.name, peer[0], peer[1], exc)
+            self._closing = True
+            transport.abort()
+            return
+        self._info = ConnectionInfo(str(peer[0]), int(peer[1]), self._id, subject, self._server.listener_name,
+                                    principal)
+        if security.sasl is not None:
+            self._auth = SaslServerAuthenticator(security.sasl)
+            self._reader.limit = min(self._server.max_frame_bytes, security.sasl.max_receive_size)
         self._server._connections.add(self)
         self._counters.accepted += 1
 
@@ -296,12 +303,41 @@ class _ServerProtocol(asyncio.BufferedProtocol):
         loop_create = asyncio.get_running_loop().create_task
         handler = self._server.handler
         tasks = self._server._tasks
-        while self._backlog and len(self._slots) < self._limit:
+        while self._backlog and len(self._slots) < self._limit and not self._last_answer:
             frame = self._backlog.popleft()
-            task = loop_create(handler(self._info, frame))
+            if self._auth is not None and concerns_sasl(self._auth, frame):
+                work = self._authenticate(frame)
+                if work is None:
+                    return  # dropped
+            else:
+                work = handler(self._info, frame)
+            task = loop_create(work)
             tasks.add(task)
             task.add_done_callback(self._on_done)
             self._slots.append(task)
+        if self._last_answer:
+            self._backlog.clear()
+
+    def _authenticate(self, frame: memoryview) -> Coroutine[Any, Any, Any] | None:
+        """The authenticator's verdict on one frame: the work that answers it, or None when the connection closed."""
+        assert self._auth is not None
+        where = f"{self._server.name}: connection {self._id} from {self._info.peer_host}:{self._info.peer_port}"
+        step = authenticate_frame(self._auth, frame, self._info.principal, where)
+        self._counters.authentications += step.succeeded
+        self._counters.failed_authentications += step.failed
+        self._counters.expired += step.expired
+        if step.principal is not None:
+            self._info = replace(self._info, principal=step.principal)
+            self._reader.limit = self._server.max_frame_bytes
+        verdict = step.verdict
+        if isinstance(verdict, Drop):
+            self.abort()
+            return None
+        if isinstance(verdict, Pass):
+            return self._server.handler(self._info, frame)
+        assert isinstance(verdict, SaslAnswer)
+        self._last_answer = verdict.close
+        return answer_later(verdict)
 
     def _on_done(self, task: asyncio.Task[Answer]) -> None:
         self._server._tasks.discard(task)
@@ -333,6 +369,12 @@ class _ServerProtocol(asyncio.BufferedProtocol):
             payload = task.result()
             if payload is None:
                 continue
+            if isinstance(payload, Final):  # the authenticator's last answer: written, then the connection closes
+                out.append(_SIZE.pack(len(payload.body)))
+                out.append(payload.body)
+                answered += 1
+                self._close_when_flushed = True
+                break
             if isinstance(payload, FrameBody):
                 out.append(_SIZE.pack(payload.size))
                 out.extend(payload.parts)

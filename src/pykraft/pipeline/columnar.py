@@ -67,21 +67,24 @@ def _record_heads(body: bytes, count: int, heads: array) -> bool:
 
 
 def _varints(buf: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Zig-zag varints at every position at once: (values, sizes, all end within max_bytes). Byte k of every
-    varint still open is read in one step, so one-byte varints (most of them) cost one gather."""
-    zigzag = np.zeros(len(pos), dtype=np.uint64)
-    size = np.zeros(len(pos), dtype=np.int64)
-    open_rows = np.arange(len(pos))
+    """Zig-zag varints at every position at once: (values, sizes, all end within max_bytes). The first byte of
+    every varint is read in one gather over all rows (most varints end there); byte k of the ones still open is
+    then read for those rows only."""
     last = len(buf) - 1
-    for k in range(max_bytes):
+    first = buf[np.minimum(pos, last)]
+    zigzag = (first & 0x7F).astype(np.int64)
+    size = (first < 0x80).astype(np.int64)  # 1 where the varint ended, 0 while open
+    open_rows = np.flatnonzero(size == 0)
+    for k in range(1, max_bytes):
+        if not len(open_rows):
+            break
         byte = buf[np.minimum(pos[open_rows] + k, last)]
-        zigzag[open_rows] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        zigzag[open_rows] |= (byte & 0x7F).astype(np.int64) << (7 * k)
         ends = byte < 0x80
         size[open_rows[ends]] = k + 1
         open_rows = open_rows[~ends]
-        if not len(open_rows):
-            break
-    values = (zigzag >> np.uint64(1)).astype(np.int64) ^ -(zigzag & np.uint64(1)).astype(np.int64)
+    unsigned = zigzag.view(np.uint64)  # a 10-byte varint fills all 64 bits: the shift below must be logical
+    values = (unsigned >> np.uint64(1)).view(np.int64) ^ -(zigzag & 1)
     return values, size, not len(open_rows)
 
 

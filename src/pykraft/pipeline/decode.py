@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import mmap
-from collections.abc import Iterator
+import struct
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -20,15 +21,20 @@ import pyarrow as pa
 
 from pykraft.records import RecordBatch, RecordsError, TruncatedBatchError, iter_batches
 from pykraft.records.compression import Compression
-from pykraft.records.control import decode_control_record
+from pykraft.records.control import ControlRecordType, decode_control_record
 from pykraft.records.crc import crc32c
-from pykraft.records.metadata import MetadataRecordError, decode_metadata_record
+from pykraft.records.metadata import FRAME_VERSION, MetadataRecordError, decode_metadata_record
 from pykraft.records.metadata.json_view import message_to_dict
 
 from .columnar import RunColumns, decode_run
 from .layout import FileSlice, LogFile
+from .coordinator_payload import TXN_TOPIC, txn_payload
+from .group_payload import GROUP_TOPIC, group_payload
 from .payload import metadata_columns
 
+METADATA_TOPIC = "__cluster_metadata"
+
+_END_TXN_MARKER = struct.Struct(">hi")
 ROWS_PER_BATCH = 65536
 TORN_TAIL = "torn tail: "  # prefix of the error of a truncated last batch at the end of a file (a crash artefact)
 
@@ -38,6 +44,9 @@ LOG_FIELDS: list[tuple[str, pa.DataType]] = [
     ("offset", pa.int64()), ("leader_epoch", pa.int32()), ("timestamp", pa.int64()), ("is_control", pa.bool_()),
     ("control_type", pa.string()), ("key", pa.binary()), ("value", pa.binary()), ("crc_valid", pa.bool_()),
     ("batch_digest", pa.int64()), ("error", pa.string()),
+    # The batch's producer fields (-1: none) and transactional flag: what the idempotence audit reads.
+    ("producer_id", pa.int64()), ("producer_epoch", pa.int16()), ("base_sequence", pa.int32()),
+    ("last_offset_delta", pa.int32()), ("is_transactional", pa.bool_()),
 ]
 METADATA_FIELDS: list[tuple[str, pa.DataType]] = [
     ("record_type", pa.string()), ("record_version", pa.int32()), ("payload", pa.string()),
@@ -53,6 +62,9 @@ NOT_NULL = frozenset({"cluster_id", "node_id", "topic", "partition", "file", "po
                       "snapshot_end_offset", "snapshot_epoch"})
 
 
+_NUMPY_TYPES = {pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64, pa.bool_(): np.bool_}
+
+
 def arrow_schema(*, metadata: bool, snapshot: bool = False) -> pa.Schema:
     fields = LOG_FIELDS + (METADATA_FIELDS if metadata else []) + (SNAPSHOT_FIELDS if snapshot else [])
     return pa.schema([pa.field(n, t, nullable=n not in NOT_NULL) for n, t in fields])
@@ -60,8 +72,8 @@ def arrow_schema(*, metadata: bool, snapshot: bool = False) -> pa.Schema:
 
 def spark_ddl(*, metadata: bool, snapshot: bool = False) -> str:
     """The same schema as a Spark DDL string (Arrow batches must match it exactly)."""
-    names = {pa.string(): "STRING", pa.int32(): "INT", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN",
-             pa.binary(): "BINARY"}
+    names = {pa.string(): "STRING", pa.int16(): "SMALLINT", pa.int32(): "INT", pa.int64(): "BIGINT",
+             pa.bool_(): "BOOLEAN", pa.binary(): "BINARY"}
     schema = arrow_schema(metadata=metadata, snapshot=snapshot)
     return ", ".join(f"`{f.name}` {names[f.type]}{'' if f.nullable else ' NOT NULL'}" for f in schema)
 
@@ -88,22 +100,56 @@ class _Columns:
         return batch
 
 
-def payload_of(batch: RecordBatch, record: Any) -> tuple[str | None, int | None, str | None, str | None]:
-    """(record type, version, payload JSON, problem) of one record, control or metadata."""
+PayloadOf = Callable[[Any, Any], tuple[str | None, int | None, str | None, str | None]]
+
+
+def payload_decoder(topic: str) -> PayloadOf | None:
+    """(key, value) -> (record type, version, payload JSON, problem) for the records of `topic`'s plain batches,
+    None for a topic whose records are the user's own bytes (no payload columns, nothing tried)."""
+    if topic == METADATA_TOPIC:
+        return lambda _key, value: metadata_payload(value)
+    if topic == GROUP_TOPIC:
+        return group_payload
+    if topic == TXN_TOPIC:
+        return txn_payload
+    return None
+
+
+def payload_of(batch: RecordBatch, record: Any, decoder: PayloadOf | None = None
+               ) -> tuple[str | None, int | None, str | None, str | None]:
+    """(record type, version, payload JSON, problem) of one record: a control record (any topic), or a plain one
+    through `decoder` (metadata records by default)."""
     if not batch.is_control:
-        return metadata_payload(record.value)
+        if decoder is None:
+            return metadata_payload(record.value)
+        return decoder(record.key, record.value)
     try:
         control = decode_control_record(record)
     except RecordsError as exc:
         return None, None, None, str(exc)
+    if control.type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+        return _end_txn_marker(control.type.name, record.value)
     fields = message_to_dict(control.message) if control.message is not None else {}
     return control.type.name, None, json.dumps(fields, default=str), None
+
+
+def _end_txn_marker(kind: str, value: Any) -> tuple[str | None, int | None, str | None, str | None]:
+    """A transaction marker's EndTxnMarker value (version int16, coordinatorEpoch int32), as Kafka's dump tool
+    prints it; a value too short for it keeps the marker's type with the problem beside it."""
+    if value is None or len(value) < _END_TXN_MARKER.size:
+        return kind, None, None, f"{kind} marker without an EndTxnMarker value"
+    version, coordinator_epoch = _END_TXN_MARKER.unpack_from(value)
+    return kind, version, json.dumps({"version": version, "coordinatorEpoch": coordinator_epoch}), None
 
 
 def metadata_payload(value: Any) -> tuple[str | None, int | None, str | None, str | None]:
     """(record type, version, payload JSON, problem) of one metadata record's value (None: a null value)."""
     if value is None:
         return None, None, None, "null value"
+    if not len(value) or (value[0] != FRAME_VERSION and value[0] < 0x80):
+        # A client's own bytes in the log (the quickstart's JSON): the frame version a decode would refuse at its
+        # first byte (as controller/log_replay.may_be_metadata_record), without the decode's exception.
+        return None, None, None, "not a metadata record"
     try:
         record = decode_metadata_record(value)
     except (RecordsError, MetadataRecordError) as exc:
@@ -164,6 +210,9 @@ class _Output:
     def __init__(self, schema: pa.Schema, data: Any, file: LogFile, start: int, metadata: bool, snapshot: bool,
                  rows_per_batch: int) -> None:
         self.schema, self.raw, self.start, self.metadata = schema, data, start, metadata
+        # The payload columns are decoded only where the records are metadata (or group records): a user
+        # partition's records are the user's bytes, left as they are.
+        self.decoder = payload_decoder(file.topic) if metadata else None
         self.buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, np.uint8)
         self.common: dict[str, Any] = {
             "cluster_id": file.node.cluster_id, "node_id": file.node.node_id, "directory_id": file.node.directory_id,
@@ -185,7 +234,7 @@ class _Output:
 
     def slow(self, position: int, batch: RecordBatch) -> None:
         self._flush_pending()
-        _batch_rows(self.columns, self.common, batch, position, self.metadata)
+        _batch_rows(self.columns, self.common, batch, position, self.metadata, self.decoder)
 
     def slow_row(self, **values: Any) -> None:
         self._flush_pending()
@@ -219,7 +268,8 @@ class _Output:
         run = decode_run(self.buf, self.raw, pending)
         if run is None:
             for relative, batch in pending:
-                _batch_rows(self.columns, self.common, batch, self.start + relative, self.metadata)
+                _batch_rows(self.columns, self.common, batch, self.start + relative, self.metadata,
+                            self.decoder)
             self._flush_rows()
         elif len(run.offset):
             self._add(self._run_batch(pending, run))
@@ -233,14 +283,23 @@ class _Output:
             "is_control": [False] * len(pending),
             "crc_valid": [b.crc_valid for _, b in pending],
             "batch_digest": [crc32c(b.buffer[8:]) for _, b in pending],
+            "producer_id": [b.producer_id for _, b in pending],
+            "producer_epoch": [b.producer_epoch for _, b in pending],
+            "base_sequence": [b.base_sequence for _, b in pending],
+            "last_offset_delta": [b.last_offset_delta for _, b in pending],
+            "is_transactional": [b.is_transactional for _, b in pending],
         }
         arrays: dict[str, pa.Array] = {"offset": pa.array(run.offset, pa.int64()),
                                        "timestamp": pa.array(run.timestamp, pa.int64()),
                                        "key": run.key, "value": run.value}
+        # Each batch's values repeated over its records: numpy's repeat, then Arrow over the same memory (an Arrow
+        # take by record cost twice as much).
+        counts = np.bincount(run.batch_of, minlength=len(pending))
         for name, values in per_batch.items():
-            arrays[name] = pa.array(values, self.schema.field(name).type).take(pa.array(run.batch_of))
-        if self.metadata:
-            arrays.update(_metadata_columns(self.raw, run))
+            kind = self.schema.field(name).type
+            arrays[name] = pa.array(np.repeat(np.asarray(values, dtype=_NUMPY_TYPES[kind]), counts), kind)
+        if self.decoder is not None:
+            arrays.update(_payload_columns(self.raw, run, self.decoder))
         columns = []
         for field in self.schema:
             if field.name in arrays:
@@ -252,11 +311,17 @@ class _Output:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
-def _metadata_columns(raw: Any, run: RunColumns) -> dict[str, pa.Array]:
-    """record_type, record_version and payload of plain (metadata) records, as payload_of gives them."""
+def _payload_columns(raw: Any, run: RunColumns, decoder: PayloadOf) -> dict[str, pa.Array]:
+    """record_type, record_version and payload of a run's plain records, as payload_of gives them."""
     types, versions, payloads = [], [], []
-    for start, length in zip(run.value_start.tolist(), run.value_length.tolist()):
-        kind, version, payload = metadata_payload(None if length < 0 else raw[start: start + length])[:3]
+    pairs: Iterator[tuple[Any, Any]]
+    if decoder in (group_payload, txn_payload):  # the coordinators' records: key and value
+        pairs = zip(run.key.to_pylist(), run.value.to_pylist())
+    else:  # metadata: the value alone, read in place (no Python bytes for the keys)
+        pairs = ((None, None if length < 0 else raw[start: start + length])
+                 for start, length in zip(run.value_start.tolist(), run.value_length.tolist()))
+    for key, value in pairs:
+        kind, version, payload = decoder(key, value)[:3]
         types.append(kind)
         versions.append(version)
         payloads.append(payload)
@@ -264,11 +329,16 @@ def _metadata_columns(raw: Any, run: RunColumns) -> dict[str, pa.Array]:
             "payload": pa.array(payloads, pa.string())}
 
 
-def _batch_rows(columns: _Columns, common: dict[str, Any], batch: RecordBatch, position: int, metadata: bool) -> None:
+def _batch_rows(columns: _Columns, common: dict[str, Any], batch: RecordBatch, position: int, metadata: bool,
+                decoder: PayloadOf | None) -> None:
     """Append one batch column by column (the batch-wide values repeated): a dict per record would cost more
-    than the decoding itself."""
+    than the decoding itself. Payload columns: control records always (with `metadata`), plain records where
+    `decoder` reads them."""
     header = dict(common, position=position, base_offset=batch.base_offset, leader_epoch=batch.partition_leader_epoch,
-                  is_control=batch.is_control, crc_valid=batch.crc_valid, batch_digest=crc32c(batch.buffer[8:]))
+                  is_control=batch.is_control, crc_valid=batch.crc_valid, batch_digest=crc32c(batch.buffer[8:]),
+                  producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+                  base_sequence=batch.base_sequence, last_offset_delta=batch.last_offset_delta,
+                  is_transactional=batch.is_transactional)
     try:
         records = list(batch.records())
     except RecordsError as exc:
@@ -281,8 +351,8 @@ def _batch_rows(columns: _Columns, common: dict[str, Any], batch: RecordBatch, p
         "key": [None if r.key is None else bytes(r.key) for r in records],
         "value": [None if r.value is None else bytes(r.value) for r in records],
     }
-    if metadata:
-        payloads = [payload_of(batch, r) for r in records]
+    if metadata and (batch.is_control or decoder is not None):
+        payloads = [payload_of(batch, r, decoder) for r in records]
         per_record["record_type"] = [p[0] for p in payloads]
         per_record["record_version"] = [p[1] for p in payloads]
         per_record["payload"] = [p[2] for p in payloads]

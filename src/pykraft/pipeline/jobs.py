@@ -1,6 +1,7 @@
-"""The jobs of `pykraft analyze`, as DataFrame work over the input tables (tables.py): the controller's replay
-per cluster (image, partition and broker histories, KIP-841), the leadership, voter and commit histories, and
-the audits. Each audit is a DataFrame of offending rows: empty means it passes.
+"""The metadata-log jobs of `pykraft analyze`, as DataFrame work over the input tables (tables.py): the per-cluster
+pass (cluster_pass.py: high watermark, stop offset, the controller's replay, histories) run once per cluster on the
+executors, the tables cut from its output, the traces' timelines, and the metadata-log audits. Each audit is a
+DataFrame of offending rows: empty means it passes. The user-partition audits are in partition_audits.py.
 """
 
 from __future__ import annotations
@@ -14,80 +15,113 @@ import pandas as pd
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .decode import TORN_TAIL
+from .cluster_pass import INPUT_DDL, PASS_COLUMNS, PASS_DDL, StopAt, cluster_pass
+from .decode import METADATA_TOPIC, TORN_TAIL
 from .linearize import VERDICT_DDL, check_group
-from .replay import REPLAY_COLUMNS, REPLAY_DDL, InputRecord, replay_cluster
-from .tables import Tables, committed, metadata_records, replay_input
+from .tables import Tables, metadata_records
 
 
 @dataclass
 class Results:
     tables: dict[str, DataFrame] = field(default_factory=dict)  # written to Parquet, one folder each
     audits: dict[str, DataFrame] = field(default_factory=dict)  # offending rows; also written
+    looked_at: dict[str, str] = field(default_factory=dict)  # audit -> what its rows count (filled in by run.py)
 
 
-def _replay_group(frame: pd.DataFrame) -> pd.DataFrame:
-    # Rows reach the group in no particular order: the snapshot's records first, in the order they were written.
-    frame = frame.sort_values(["from_snapshot", "offset", "order"], ascending=[False, True, True], kind="stable")
-    records = [InputRecord(int(o), int(b), int(t), None if v is None else bytes(v), bool(s))
-               for o, b, t, v, s in zip(frame["offset"], frame["base_offset"], frame["timestamp"], frame["value"],
-                                        frame["from_snapshot"])]
-    stop = int(frame["stop_offset"].iloc[0])
-    names = [n for n, _ in REPLAY_COLUMNS]
-    rows = [[row.get(n) for n in names] for row in replay_cluster(str(frame["cluster_id"].iloc[0]), records, stop)]
-    return pd.DataFrame(rows, columns=names, dtype=object)  # object: a missing value stays None, never NaN
+def _pass_function(at: StopAt):
+    names = [n for n, _ in PASS_COLUMNS]
+
+    def run(frame: pd.DataFrame) -> pd.DataFrame:
+        rows = cluster_pass(str(frame["cluster_id"].iloc[0]), frame, at)
+        return pd.DataFrame([[row.get(n) for n in names] for row in rows], columns=names, dtype=object)
+
+    return run
 
 
-def replay(tables: Tables, stops: DataFrame) -> DataFrame:
-    """Every cluster's replay rows (replay.py), computed per cluster on the executors."""
-    rows = replay_input(tables, stops).groupBy("cluster_id").applyInPandas(_replay_group, REPLAY_DDL)
-    return rows.persist()
+def _blank(columns: list[str]) -> list:
+    types = dict(part.strip().split(" ", 1) for part in INPUT_DDL.replace("`", "").split(","))  # no nested types
+    return [F.lit(None).cast(types[c]).alias(c) for c in columns]
 
 
-def image_and_history(rows: DataFrame, results: Results) -> None:
+def run_cluster_pass(tables: Tables, at: StopAt) -> DataFrame:
+    """Every cluster's pass rows (cluster_pass.py), one pandas group per cluster, persisted: every table below
+    is cut from them. Only the values of metadata records travel to Python (the replay decodes nothing else), and
+    only the payloads of control records (leaders, voters)."""
+    control = F.col("is_control")
+    value = F.when(F.col("record_type").isNotNull() & ~control, F.col("value")).alias("value")
+    payload = F.when(control, F.col("payload")).alias("payload")
+    common = ["node_id", "offset", "base_offset", "leader_epoch", "timestamp"]
+    flags = ["crc_valid", "batch_digest", "is_control", "control_type", "record_type"]
+    log = metadata_records(tables).select("cluster_id", F.lit("log").alias("source"), *common, value, *flags,
+                                          payload, *_blank(["snapshot_end_offset", "hwm"]))
+    snaps = tables.snapshots.filter(F.col("error").isNull()).select(
+        "cluster_id", F.lit("snapshot").alias("source"), *common, value, *flags, payload, "snapshot_end_offset",
+        *_blank(["hwm"]))
+    traced = (tables.traces.filter(F.col("event") == "hwm_advanced").groupBy("cluster_id", "node_id")
+              .agg(F.max("hwm").alias("hwm"))
+              .select("cluster_id", F.lit("trace").alias("source"), "node_id",
+                      *_blank(common[1:] + ["value"] + flags + ["payload", "snapshot_end_offset"]), "hwm"))
+    rows = log.unionByName(snaps).unionByName(traced)
+    return rows.groupBy("cluster_id").applyInPandas(_pass_function(at), PASS_DDL).persist()
+
+
+PASS_TABLES: dict[str, tuple[str, list[str]]] = {  # table -> (kind, its columns as SQL)
+    "image_brokers": ("image_broker", ["cluster_id", "offset", "broker_id", "broker_epoch", "fenced",
+                                       "in_controlled_shutdown", "state"]),
+    "image_partitions": ("image_partition", ["cluster_id", "offset", "topic", "topic_id", "partition", "leader",
+                                             "isr", "replicas", "adding_replicas", "removing_replicas",
+                                             "leader_epoch", "partition_epoch"]),
+    "image_features": ("image_feature", ["cluster_id", "offset", "name", "level"]),
+    "image_users": ("image_user", ["cluster_id", "offset", "name", "detail"]),
+    "image_acls": ("image_acl", ["cluster_id", "offset", "name", "state", "detail"]),
+    "partition_history": ("partition", ["cluster_id", "offset", "timestamp", "topic", "topic_id", "partition",
+                                        "leader", "isr", "replicas", "adding_replicas", "removing_replicas",
+                                        "leader_epoch", "partition_epoch", "detail"]),
+    "broker_history": ("broker", ["cluster_id", "offset", "timestamp", "broker_id", "broker_epoch", "fenced",
+                                  "in_controlled_shutdown", "state", "detail"]),
+    "leaders": ("leader", ["cluster_id", "leader_epoch", "offset", "timestamp", "leader AS leader_id"]),
+    "voters": ("voters", ["cluster_id", "offset", "timestamp", "voters"]),
+    "record_counts": ("record_count", ["cluster_id", "name AS record_type", "count"]),
+    "commit_rate": ("commit_rate", ["cluster_id", "offset AS second", "count AS records"]),
+    "image_voters": ("image_voters", ["cluster_id", "offset", "voters", "detail"]),
+    "high_watermarks": ("stops", ["cluster_id", "hwm", "stop_offset", "first_offset", "snapshot_end_offset",
+                                  "node_id AS snapshot_node"]),
+}
+
+
+def pass_tables(rows: DataFrame, results: Results) -> None:
     kind = F.col("kind")
-    keep = {"image_brokers": ("image_broker", ["cluster_id", "offset", "broker_id", "broker_epoch", "fenced",
-                                               "in_controlled_shutdown", "state"]),
-            "image_partitions": ("image_partition", ["cluster_id", "offset", "topic", "topic_id", "partition",
-                                                     "leader", "isr", "replicas", "adding_replicas",
-                                                     "removing_replicas", "leader_epoch", "partition_epoch"]),
-            "image_features": ("image_feature", ["cluster_id", "offset", "name", "level"]),
-            "partition_history": ("partition", ["cluster_id", "offset", "timestamp", "topic", "topic_id", "partition",
-                                                "leader", "isr", "replicas", "adding_replicas", "removing_replicas",
-                                                "leader_epoch", "partition_epoch", "detail"]),
-            "broker_history": ("broker", ["cluster_id", "offset", "timestamp", "broker_id", "broker_epoch", "fenced",
-                                          "in_controlled_shutdown", "state", "detail"])}
-    for name, (wanted, columns) in keep.items():
-        results.tables[name] = rows.filter(kind == wanted).select(*columns)
+    for name, (wanted, columns) in PASS_TABLES.items():
+        results.tables[name] = rows.filter(kind == wanted).selectExpr(*columns)
     results.audits["kip841"] = rows.filter(kind == "kip841").select(
         "cluster_id", "offset", "timestamp", "topic", "partition", "leader", "isr", "detail")
     results.audits["replay"] = rows.filter(kind == "replay_error").select("cluster_id", "offset", "detail")
 
 
-def histories(tables: Tables, hwm: DataFrame, results: Results) -> None:
-    log = committed(tables, hwm)
-    payload = F.col("payload")
-    results.tables["leaders"] = (log.filter(F.col("control_type") == "LEADER_CHANGE")
-                                 .select("cluster_id", "leader_epoch", "offset", "timestamp",
-                                         F.get_json_object(payload, "$.leaderId").cast("int").alias("leader_id")))
-    voter_ids = F.from_json(F.get_json_object(payload, "$.voters"), "array<struct<voterId:int>>")
-    results.tables["voters"] = (log.filter(F.col("control_type") == "KRAFT_VOTERS")
-                                .select("cluster_id", "offset", "timestamp",
-                                        F.transform(voter_ids, lambda v: v["voterId"]).alias("voters")))
-    results.tables["record_counts"] = (log.groupBy("cluster_id", F.coalesce("record_type", F.lit("(not metadata)"))
-                                                   .alias("record_type")).count())
-    second = F.floor(F.col("timestamp") / 1000).cast("long")
-    results.tables["commit_rate"] = (log.groupBy("cluster_id", second.alias("second")).count()
-                                     .withColumnRenamed("count", "records"))
+def trace_tables(tables: Tables, results: Results) -> None:
+    """The nodes' own timelines: every role change, broker state change and ISR view (one table, the report's
+    markers), elections and the traced high watermarks."""
     traces = tables.traces
     results.tables["elections"] = (traces.filter(F.col("event") == "became_leader")
                                    .select("cluster_id", "node_id", "epoch", "ts_ms"))
     results.tables["hwm_history"] = (traces.filter(F.col("event") == "hwm_advanced")
                                      .select("cluster_id", "node_id", "ts_ms", "hwm"))
-    results.tables["log_summary"] = (tables.records.groupBy("cluster_id", "node_id", "topic", "partition")
-                                     .agg(F.count("*").alias("records"), F.min("offset").alias("first_offset"),
-                                          F.max("offset").alias("last_offset"),
-                                          F.countDistinct("file").alias("segments")))
+    results.tables["node_events"] = traces.filter(F.col("event") != "hwm_advanced")
+
+
+def log_summary(tables: Tables, results: Results) -> None:
+    """Per replica: records, offsets, segments, batches (whose first record is still there), idempotent batches,
+    committed offsets (group records), damaged rows. The audits' row counts come from it too."""
+    flag = lambda c: F.sum(c.cast("long"))
+    first = F.col("offset") == F.col("base_offset")
+    results.tables["log_summary"] = (
+        tables.records.groupBy("cluster_id", "node_id", "topic", "partition")
+        .agg(F.count("*").alias("records"), F.min(F.when(F.col("offset") >= 0, F.col("offset"))).alias("first_offset"),
+             F.max("offset").alias("last_offset"), F.countDistinct("file").alias("segments"),
+             flag(first).alias("batches"), flag(first & (F.col("producer_id") >= 0) & ~F.col("is_control")
+                                                & (F.col("base_sequence") >= 0)).alias("idempotent_batches"),
+             flag(F.col("record_type") == "OFFSET_COMMIT").alias("offset_commits"),
+             flag(F.col("error").isNotNull()).alias("errors")))
 
 
 def audit_readable(tables: Tables, results: Results) -> None:
@@ -99,32 +133,34 @@ def audit_readable(tables: Tables, results: Results) -> None:
 
 
 def audit_replicas(tables: Tables, results: Results) -> None:
-    """Raft's log matching: every offset held by two or more replicas under the same leader epoch has identical
-    batch bytes. The offending rows are the copies that differ from the most common one (on a tie, from a copy
-    whose CRC holds, then the lowest node id)."""
-    rows = tables.records.filter(F.col("offset") >= 0)
+    """Raft's log matching on the metadata log: every offset held by two or more replicas under the same leader
+    epoch has identical batch bytes. The offending rows are the copies that differ from the most common one (on a
+    tie, from a copy whose CRC holds, then the lowest node id)."""
+    rows = metadata_records(tables)
     key = ["cluster_id", "topic", "partition", "offset", "leader_epoch"]
     copies = rows.groupBy(*key, "batch_digest", "crc_valid").agg(F.count("*").alias("copies"),
                                                                   F.min("node_id").alias("min_node"))
-    ranked = copies.withColumn("rank", F.row_number().over(
-        Window.partitionBy(*key).orderBy(F.desc("copies"), F.desc("crc_valid"), "min_node")))
-    disputed = copies.groupBy(*key).agg(F.count("*").alias("variants"), F.sum("copies").alias("replicas")) \
-        .filter(F.col("variants") > 1)
-    majority = ranked.filter(F.col("rank") == 1).select(*key, F.col("batch_digest").alias("majority_digest"))
-    results.audits["replicas"] = (rows.join(disputed, key).join(majority, key)
-                                  .filter(F.col("batch_digest") != F.col("majority_digest"))
+    best = F.max(F.struct("copies", "crc_valid", (-F.col("min_node")).alias("node"), "batch_digest"))
+    majority = (copies.groupBy(*key).agg(best.alias("best"), F.count("*").alias("variants"),
+                                         F.sum("copies").alias("replicas"))
+                .filter(F.col("variants") > 1)
+                .select(*key, F.col("best.batch_digest").alias("majority_digest"), "replicas"))
+    results.audits["replicas"] = (rows.join(majority, key).filter(F.col("batch_digest") != F.col("majority_digest"))
                                   .select("cluster_id", "topic", "partition", "offset", "leader_epoch", "node_id",
                                           "file", "position", "base_offset", "crc_valid", "batch_digest",
                                           "majority_digest", "replicas"))
 
 
 def audit_epochs(tables: Tables, results: Results) -> None:
-    """Per node, leader epochs never decrease along the log; at most one leader per epoch (LeaderChange records
-    of every replica and the nodes' traces); broker and partition epochs never decrease along the replay."""
+    """Per replica, leader epochs never decrease along the log; at most one leader per epoch (LeaderChange records
+    of every replica and the nodes' traces). (audit_replay_epochs: broker and partition epochs never decrease
+    along the replay.)"""
+    # Record by record (each row carries its batch's epoch): a batch whose first record the log cleaner removed
+    # still counts, and a decrease shows where two batches meet.
     batches = (tables.records.filter(F.col("offset") >= 0)
-               .select("cluster_id", "node_id", "topic", "partition", "file", "position", "base_offset",
-                       "leader_epoch").dropDuplicates(["cluster_id", "node_id", "topic", "partition", "base_offset"]))
-    along = Window.partitionBy("cluster_id", "node_id", "topic", "partition").orderBy("base_offset")
+               .select("cluster_id", "node_id", "topic", "partition", "file", "position", "base_offset", "offset",
+                       "leader_epoch"))
+    along = Window.partitionBy("cluster_id", "node_id", "topic", "partition").orderBy("offset")
     decreasing = (batches.withColumn("previous_epoch", F.lag("leader_epoch").over(along))
                   .filter(F.col("leader_epoch") < F.col("previous_epoch"))
                   .select("cluster_id", F.lit("leader epoch decreases along the log").alias("problem"), "node_id",
@@ -138,6 +174,9 @@ def audit_epochs(tables: Tables, results: Results) -> None:
                    .agg(F.array_sort(F.collect_set("leader")).alias("leaders")).filter(F.size("leaders") > 1))
     results.audits["epochs"] = decreasing
     results.audits["leaders_per_epoch"] = two_leaders
+
+
+def audit_replay_epochs(results: Results) -> None:
     results.audits["replay_epochs"] = _replay_epochs(results)
 
 
@@ -178,17 +217,8 @@ def audit_linearizability(tables: Tables, results: Results) -> None:
     results.audits["linearizability"] = verdicts.filter(F.col("outcome") == "ILLEGAL")
 
 
-def voters_at(tables: Tables, stops: DataFrame) -> DataFrame:
-    """(cluster_id, voters JSON) of the latest KRaftVoters record at or before the stop offset (log or snapshot)."""
-    log = metadata_records(tables).select("cluster_id", "offset", "payload", "control_type")
-    snaps = tables.snapshots.select("cluster_id", (F.col("snapshot_end_offset") - 1).alias("offset"), "payload",
-                                    "control_type")
-    voters = (log.unionByName(snaps).filter(F.col("control_type") == "KRAFT_VOTERS").join(stops, "cluster_id")
-              .filter(F.col("offset") <= F.col("stop_offset")))
-    latest = voters.groupBy("cluster_id").agg(F.max_by(F.get_json_object("payload", "$.voters"), "offset")
-                                              .alias("voters"))
-    return latest
-
-
 def json_list(text: str | None) -> list:
     return [] if text is None else json.loads(text)
+
+
+__all__ = ["METADATA_TOPIC", "Results", "StopAt"]

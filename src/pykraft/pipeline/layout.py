@@ -20,6 +20,8 @@ from pykraft.node.runtime.trace import TRACE_FILE
 from pykraft.records.uuids import uuid_to_kafka_str
 from pykraft.storage.errors import MetaPropertiesError
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
+from pykraft.storage.offset_checkpoints import read_offsets
+from pykraft.storage.txn_index import TXN_INDEX_SUFFIX, decode_entries
 
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -180,6 +182,52 @@ def balanced_partitions(files: list[LogFile], grain: int = GRAIN_BYTES) -> list[
             group.append(piece)
         done += length
     return [g for g in groups if g]
+
+
+HWM_CHECKPOINT = "replication-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+def offset_checkpoints(roots: list[str]) -> list[tuple[str, int, str, int, int | None, int | None]]:
+    """(cluster_id, node_id, topic, partition, high watermark, log start offset) of every replica a node's offset
+    checkpoint files name (Kafka's `replication-offset-checkpoint` and `log-start-offset-checkpoint` in each log
+    directory); None where one file has no entry. Missing or unreadable files give nothing."""
+    found: dict[tuple[str, int, str, int], list[int | None]] = {}
+    data_dirs = {part_dir.parent for part_dir in _partition_dirs(roots)}
+    for data_dir in sorted(data_dirs):
+        node = node_identity(data_dir)
+        for slot, name in enumerate((HWM_CHECKPOINT, LOG_START_CHECKPOINT)):
+            for (topic, partition), offset in read_offsets(str(data_dir / name)).items():
+                found.setdefault((node.cluster_id, node.node_id, topic, partition), [None, None])[slot] = offset
+    return [(*key, hwm, start) for key, (hwm, start) in sorted(found.items())]
+
+
+def aborted_transactions(roots: list[str]) -> list[tuple[str, int, str, int, int, int, int]]:
+    """(cluster_id, node_id, topic, partition, producer_id, first_offset, last_offset) of every aborted transaction
+    a replica's `.txnindex` files list (Kafka's index of aborted transactions, one per segment; the log cleaner
+    keeps the entries of the transactions whose records it removed). A damaged file gives nothing: the markers in
+    the log still say what was aborted where its records are."""
+    found = []
+    for part_dir in _partition_dirs(roots):
+        topic, partition = PARTITION_DIR.match(part_dir.name).groups()  # type: ignore[union-attr]
+        node = None
+        for name in sorted(os.listdir(part_dir)):
+            if not name.endswith(TXN_INDEX_SUFFIX):
+                continue
+            node = node or node_identity(part_dir.parent)
+            try:
+                entries = decode_entries((part_dir / name).read_bytes()) or []
+            except OSError:
+                entries = []
+            found += [(node.cluster_id, node.node_id, topic, int(partition), e.producer_id, e.first_offset,
+                       e.last_offset) for e in entries]
+    return found
+
+
+def history_cluster(path: str) -> str:
+    """The cluster whose node directories lie below a client history's folder ("unknown": none, or several)."""
+    clusters = {node_identity(part_dir.parent).cluster_id for part_dir in _partition_dirs([str(Path(path).parent)])}
+    return clusters.pop() if len(clusters) == 1 else "unknown"
 
 
 def find_named(roots: list[str], name: str) -> list[str]:

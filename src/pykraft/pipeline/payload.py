@@ -21,8 +21,10 @@ import types
 from collections.abc import Callable
 from typing import Any, Union, get_args, get_origin
 
+from pykraft.controller.describe_configs import config_value_sensitive
 from pykraft.protocol.wire_check import dataclass_type
 from pykraft.records.metadata import metadata_record_envelope
+from pykraft.records.metadata.redaction import redact_view
 from pykraft.records.metadata.json_view import kafka_json_name
 from pykraft.records.metadata.registry import codec_for_class
 from pykraft.records.metadata.schema import MetadataRecordType
@@ -54,8 +56,13 @@ class _Unsupported(TypeError):
     """A field type the compiled plan does not handle: the class keeps the generic JSON view."""
 
 
+# ConfigRecord and UserScramCredentialRecord can carry secrets: their payload is redacted (redaction.py).
+_SECRET_HOLDERS = frozenset({4, 11})
+
+
 def metadata_columns(record: object) -> tuple[str, int, str]:
-    """(record type name, version, payload JSON) of a decoded metadata record."""
+    """(record type name, version, payload JSON) of a decoded metadata record; SCRAM salts and keys and sensitive
+    config values redacted, never in a table."""
     cls: type = type(record)
     return _compiled(cls)(record)
 
@@ -64,6 +71,9 @@ def metadata_columns(record: object) -> tuple[str, int, str]:
 def _compiled(cls: type) -> Callable[[object], tuple[str, int, str]]:
     codec = codec_for_class(cls)
     kind, version = MetadataRecordType(codec.api_key).name, int(codec.version)
+    if codec.api_key in _SECRET_HOLDERS:
+        return lambda record: (kind, version, _ENCODE(redact_view(
+            kind, metadata_record_envelope(record)["data"], config_value_sensitive)))
     try:
         build = _struct_builder(cls)
     except _Unsupported:

@@ -22,6 +22,8 @@ from pykraft.controller.controller import ControllerConfig, QuorumController
 from pykraft.controller.log_replay import decode_value
 from pykraft.records.uuids import uuid_to_kafka_str
 
+MECHANISM_NAMES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+
 PARTITION_TYPES = frozenset({2, 3, 5, 9})  # Topic, Partition, PartitionChange, RemoveTopic
 BROKER_TYPES = frozenset({0, 1, 7, 8, 17})  # Register, Unregister, Fence, Unfence, BrokerRegistrationChange
 
@@ -59,7 +61,8 @@ def broker_state(registration: Any) -> str:
 
 def replay_cluster(cluster_id: str, records: Iterable[InputRecord], stop_offset: int) -> Iterator[dict[str, Any]]:
     """Rows of kinds: partition / broker (history, one per change), kip841 (violations), replay_error, and
-    image_broker / image_partition / image_feature (the image after every record up to `stop_offset`).
+    image_broker / image_partition / image_feature / image_user / image_acl (the image after every record up to
+    `stop_offset`).
 
     KIP-841 is checked where the log commits, at batch ends: the controller writes a broker's fencing and the
     ISR shrinks it causes in one batch, so the image between two records of a batch is never visible."""
@@ -173,3 +176,15 @@ def image_rows(controller: QuorumController, at: dict[str, Any]) -> Iterator[dic
             yield dict(at, **_partition_columns(topic, pid, p), kind="image_partition")
     for name, level in sorted(controller.features.finalized.items()):
         yield dict(at, kind="image_feature", name=name, level=int(level))
+    yield from security_rows(controller, at)
+
+
+def security_rows(controller: QuorumController, at: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The users with SCRAM credentials (name; mechanisms and iterations in `detail`, never a salt or a key) and the
+    ACLs (principal in `name`, ALLOW/DENY in `state`, the pattern and operation in `detail`, kafka-acls.sh's words)."""
+    for user, infos in controller.scram.users().items():
+        mechanisms = ", ".join(f"{MECHANISM_NAMES.get(m, m)}=iterations={i}" for m, i in infos)
+        yield dict(at, kind="image_user", name=user, detail=mechanisms)
+    for acl in controller.acls.acls():
+        yield dict(at, kind="image_acl", name=acl.principal, state=acl.permission.name,
+                   detail=f"{acl.pattern_text()} host={acl.host} operation={acl.operation.name}")

@@ -1,30 +1,41 @@
-"""`pykraft analyze`: the whole batch job. Loads the tables, runs the jobs and audits, writes every table as
-Parquet under OUT (one folder each), OUT/summary.json (verdicts, first offending rows, the image at the chosen
-offset in the field names of Kafka's metadata records) and OUT/report.html; returns the summary."""
+"""`pykraft analyze`: the whole batch job.
+
+1. Every segment, snapshot and trace decoded once into Parquet (OUT/records, OUT/snapshots, OUT/traces); every
+   later job reads those files.
+2. One pass per cluster over its committed metadata log (cluster_pass.py), persisted: high watermark, stop offset,
+   the controller's replay, the histories. A stop offset before what the directories hold ends here (exit 2).
+3. The tables cut from the pass and the traces, and the per-replica log summary, written side by side.
+4. The audits (metadata log, partition logs, client histories), written side by side.
+5. OUT/summary.json (verdicts, first offending rows, what each audit looked at, the image) and OUT/report.html.
+Independent writes run from threads (tables.parallel): on small inputs most of a Spark job is driver latency.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from . import jobs
+from . import jobs, partition_audits
+from .cluster_pass import StopAt
 from .jobs import Results
-from .layout import data_directories, find_files
-from .tables import Tables, high_watermarks, load_tables, stop_offsets
+from .layout import LayoutError, data_directories, find_files
+from .progress import Progress
+from .summary import AUDITS, audit_summary, clusters, failing, read_small
+from .tables import INPUT_TABLES, parallel, write_inputs
 
-FIRST_ROWS = 5
-# Ordering of each audit's offending rows: the first one is "the first divergence".
-AUDIT_ORDER = {"readable": ["cluster_id", "node_id", "file", "position"],
-               "replicas": ["cluster_id", "topic", "partition", "offset", "node_id"],
-               "kip841": ["cluster_id", "offset", "topic", "partition"], "replay": ["cluster_id", "offset"],
-               "epochs": ["cluster_id", "node_id", "base_offset"], "leaders_per_epoch": ["cluster_id", "epoch"],
-               "replay_epochs": ["cluster_id", "offset"], "linearizability": ["history", "key"]}
+__all__ = ["AnalyzeOptions", "Progress", "analyze", "failing"]
+STEPS = 5
+SHUFFLE_BYTES = 128 * 1024 * 1024  # input bytes per shuffle partition (small inputs: one)
+
+
+class UnreachableOffsetError(LayoutError):
+    """--at-offset / --at-time before what the directories hold: the CLI prints it and exits 2."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,117 +46,122 @@ class AnalyzeOptions:
     at_time_ms: int | None = None
 
 
-class Progress:
-    """A one-line progress bar on stderr."""
-
-    def __init__(self, steps: int, stream: TextIO | None = None) -> None:
-        self.steps, self.done, self.stream = steps, 0, stream or sys.stderr
-
-    def step(self, what: str) -> None:
-        self.done += 1
-        filled = round(20 * self.done / self.steps)
-        print(f"analyze [{'#' * filled}{'.' * (20 - filled)}] {self.done}/{self.steps} {what}",
-              file=self.stream, flush=True)
+def size_shuffles(spark: SparkSession, roots: list[str]) -> int:
+    """Shuffle partitions sized to the input: Spark's default of 200 (or 4) tasks per shuffle costs more than the
+    work itself on a few megabytes."""
+    total = sum(os.path.getsize(f.path) for f in find_files(roots, snapshots=False))
+    count = max(1, min(64, math.ceil(total / SHUFFLE_BYTES)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(count))
+    return count
 
 
 def analyze(spark: SparkSession, options: AnalyzeOptions, progress: Progress | None = None) -> dict[str, Any]:
     find_files(options.roots, snapshots=False)  # LayoutError (exit 2) before any Spark work
-    progress = progress or Progress(7)
-    tables = load_tables(spark, options.roots)
-    progress.step("reading segments, snapshots and traces")
-    hwm = high_watermarks(tables).persist()
-    stops = stop_offsets(tables, hwm, options.at_offset, options.at_time_ms).persist()
+    progress = progress or Progress(STEPS, spark=spark)
+    try:
+        return _analyze(spark, options, progress)
+    finally:
+        progress.close()
+
+
+def _analyze(spark: SparkSession, options: AnalyzeOptions, progress: Progress) -> dict[str, Any]:
+    size_shuffles(spark, options.roots)
+    out = options.out
+    progress.start("decoding segments, snapshots and traces into Parquet")
+    tables = write_inputs(spark, options.roots, out)
+    progress.step("records, snapshots and traces written")
+
+    progress.start("one pass per cluster over the committed metadata log; the log-wide audits")
     results = Results()
-    rows = jobs.replay(tables, stops)
-    jobs.image_and_history(rows, results)
-    progress.step("replaying the committed metadata log")
-    jobs.histories(tables, hwm, results)
-    progress.step("histories")
+    jobs.trace_tables(tables, results)
+    jobs.log_summary(tables, results)
     jobs.audit_readable(tables, results)
     jobs.audit_replicas(tables, results)
     jobs.audit_epochs(tables, results)
     jobs.audit_linearizability(tables, results)
-    progress.step("audits")
-    results.tables["high_watermarks"] = stops
-    _write_tables(results, options.out, progress)
-    summary = build_summary(spark, tables, stops, results, options)
+    partition_audits.log_audits(tables, results)
+    first = _frames(results)
+    pass_rows: list[DataFrame] = []
+
+    def replay() -> None:
+        _describe(spark, "the per-cluster pass")
+        rows = jobs.run_cluster_pass(tables, StopAt(options.at_offset, options.at_time_ms))
+        problems = [r["detail"] for r in rows.filter(F.col("kind") == "unreachable").select("detail").collect()]
+        if problems:
+            raise UnreachableOffsetError(problems[0])
+        pass_rows.append(rows)
+
+    parallel(replay, *_writers(spark, out, first))
+    progress.step(f"metadata log replayed per cluster; {len(first)} tables and audits written")
+
+    progress.start("tables and audits from the replay")
+    rows = pass_rows[0]
+    jobs.pass_tables(rows, results)
+    jobs.audit_replay_epochs(results)
+    partition_audits.image_audits(tables, results)
+    second = {k: v for k, v in _frames(results).items() if k not in first}
+    parallel(*_writers(spark, out, second))
+    progress.step(f"{len(second)} more tables and audits written")
+    rows.unpersist()
+
+    progress.start("summary")
+    summary = build_summary(spark, options, results)
     progress.step("summary")
     from .report import write_report  # matplotlib is imported only when a report is written
 
-    summary["report"] = write_report(spark, options.out, summary)
-    with open(os.path.join(options.out, "summary.json"), "w", encoding="utf-8") as f:
+    summary["report"] = write_report(out, summary)
+    with open(os.path.join(out, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2, sort_keys=True, default=str)
     progress.step("report")
     return summary
 
 
-def _write_tables(results: Results, out: str, progress: Progress) -> None:
-    for name, frame in {**results.tables, **{f"audit_{k}": v for k, v in results.audits.items()}}.items():
-        frame.write.mode("overwrite").parquet(os.path.join(out, name))
-    progress.step(f"{len(results.tables) + len(results.audits)} Parquet tables written")
+def _frames(results: Results) -> dict[str, DataFrame]:
+    return {**results.tables, **{f"audit_{k}": v for k, v in results.audits.items()}}
 
 
-def build_summary(spark: SparkSession, tables: Tables, stops: DataFrame, results: Results,
-                  options: AnalyzeOptions) -> dict[str, Any]:
+def _describe(spark: SparkSession, what: str) -> None:
+    spark.sparkContext.setJobDescription(what)  # a thread's own property: names its jobs in Spark's event log
+
+
+def _writers(spark: SparkSession, out: str, frames: dict[str, DataFrame]) -> list:
+    def writer(name: str, frame: DataFrame):
+        def write() -> None:
+            _describe(spark, f"write {name}")
+            frame.write.mode("overwrite").parquet(os.path.join(out, name))
+        return write
+
+    return [writer(name, frame) for name, frame in frames.items()]
+
+
+def looked_at(out: str) -> dict[str, int]:
+    """How many rows each audit looked at, from the small tables written (no Spark job)."""
+    logs = read_small(out, "log_summary")
+    total = lambda rows, key, keep=lambda r: True: sum(r[key] or 0 for r in rows if keep(r))
+    metadata = lambda r: r["topic"] == "__cluster_metadata"
+    committed = total(read_small(out, "record_counts"), "count")
+    events = read_small(out, "node_events")
+    return {
+        "readable": total(logs, "records"), "epochs": total(logs, "records"),
+        "replicas": total(logs, "records", metadata),
+        "partition_replicas": total(logs, "records", lambda r: not metadata(r)),
+        "idempotence": total(logs, "idempotent_batches"), "consumer_groups": total(logs, "offset_commits"),
+        "kip841": committed, "replay": committed,
+        "leaders_per_epoch": len(read_small(out, "leaders")) + len(read_small(out, "elections")),
+        "replay_epochs": len(read_small(out, "partition_history")) + len(read_small(out, "broker_history")),
+        "linearizability": total(read_small(out, "linearizability"), "operations"),
+        "acknowledged": sum((r["acked"] or 0) + (r["failed"] or 0) for r in read_small(out, "acknowledged_history")),
+        "kip841_brokers": sum(1 for e in events if e["event"] == "isr_view"),
+    }
+
+
+def build_summary(spark: SparkSession, options: AnalyzeOptions, results: Results) -> dict[str, Any]:
     spark.sparkContext.setJobDescription("summary")
-    audits = {}
-    for name, frame in sorted(results.audits.items()):
-        # Read back from the Parquet just written: the audit is not recomputed.
-        written = spark.read.parquet(os.path.join(options.out, f"audit_{name}"))
-        count = written.count()
-        first = [r.asDict(recursive=True) for r in written.orderBy(*AUDIT_ORDER[name]).limit(FIRST_ROWS).collect()]
-        audits[name] = {"verdict": "fail" if count else "pass", "offending": count, "first": first}
-    # The tables' `file` column is the path below the node's data directory: these name the directories.
-    return {"clusters": _clusters(spark, options.out, tables, stops), "audits": audits,
-            "data_directories": data_directories(options.roots), "tables": sorted(os.listdir(options.out))}
-
-
-def _read(spark: SparkSession, out: str, name: str) -> DataFrame:
-    return spark.read.parquet(os.path.join(out, name))
-
-
-def _clusters(spark: SparkSession, out: str, tables: Tables, stops: DataFrame) -> list[dict[str, Any]]:
-    voters = {r["cluster_id"]: jobs.json_list(r["voters"]) for r in jobs.voters_at(tables, stops).collect()}
-    brokers = _grouped(_read(spark, out, "image_brokers"), lambda r: {
-        "brokerId": r["broker_id"], "brokerEpoch": r["broker_epoch"], "fenced": r["fenced"],
-        "inControlledShutdown": r["in_controlled_shutdown"], "state": r["state"]}, ["broker_id"])
-    partitions = _grouped(_read(spark, out, "image_partitions"), lambda r: r, ["topic", "partition"])
-    features = _grouped(_read(spark, out, "image_features"),
-                        lambda r: {"name": r["name"], "featureLevel": r["level"]}, ["name"])
-    clusters = []
-    for row in stops.orderBy("cluster_id").collect():
-        cid = row["cluster_id"]
-        clusters.append({"clusterId": cid, "highWatermark": row["hwm"], "offset": row["stop_offset"],
-                         "image": {"brokers": brokers.get(cid, []), "topics": _topics(partitions.get(cid, [])),
-                                   "features": features.get(cid, []), "voters": voters.get(cid, [])}})
-    return clusters
-
-
-def _grouped(frame: DataFrame, shape: Callable[[dict], dict], order: list[str]) -> dict[str, list[dict]]:
-    grouped: dict[str, list[dict]] = {}
-    for row in frame.orderBy("cluster_id", *order).collect():
-        grouped.setdefault(row["cluster_id"], []).append(shape(row.asDict(recursive=True)))
-    return grouped
-
-
-def _topics(partitions: list[dict]) -> list[dict]:
-    topics: dict[str, dict] = {}
-    for p in partitions:
-        topic = topics.setdefault(p["topic"], {"name": p["topic"], "topicId": p["topic_id"], "partitions": []})
-        topic["partitions"].append({"partitionId": p["partition"], "leader": p["leader"], "isr": p["isr"],
-                                    "replicas": p["replicas"], "addingReplicas": p["adding_replicas"],
-                                    "removingReplicas": p["removing_replicas"], "leaderEpoch": p["leader_epoch"],
-                                    "partitionEpoch": p["partition_epoch"]})
-    return list(topics.values())
-
-
-def failing(summary: dict[str, Any]) -> list[str]:
-    """One line per failing audit, naming its first offending row."""
-    lines = []
-    for name, audit in sorted(summary["audits"].items()):
-        if audit["verdict"] == "fail":
-            first = audit["first"][0] if audit["first"] else {}
-            shown = ", ".join(f"{k}={v}" for k, v in first.items() if k not in ("batch_digest", "majority_digest"))
-            lines.append(f"audit {name} FAILED: {audit['offending']} offending row(s); first: {shown}")
-    return lines
-
+    out = options.out
+    written = sorted(name for name in os.listdir(out) if os.path.isdir(os.path.join(out, name))
+                     and os.path.exists(os.path.join(out, name, "_SUCCESS")))
+    assert set(results.audits) <= set(AUDITS), set(results.audits) - set(AUDITS)
+    return {"clusters": clusters(out), "audits": audit_summary(spark, out, list(results.audits), looked_at(out)),
+            "data_directories": data_directories(options.roots), "tables": written,
+            "inputs": [os.path.abspath(r) for r in options.roots],
+            "input_tables": [t for t in INPUT_TABLES if t in written]}

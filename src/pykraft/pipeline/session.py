@@ -84,6 +84,12 @@ def session(master: str = "local[2]", *, app_name: str = "pykraft-analyze", loca
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.python.daemon.module", "pykraft.pipeline.daemon")
+               # Partition folders (cluster_id=..., topic=...) are names, never numbers to infer.
+               .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+               # Writing `records` partitioned by cluster and topic: a writer per folder a task meets (a task's
+               # slices are a few files, so a few folders) instead of sorting every row by folder first.
+               .config("spark.sql.maxConcurrentOutputFileWriters", "64")
                .config("spark.executor.extraJavaOptions", ARROW_JAVA_OPTIONS))
     java_options = ARROW_JAVA_OPTIONS
     if local_dir:

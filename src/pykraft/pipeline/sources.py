@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .decode import decode_bytes, decode_slice, spark_ddl
-from .layout import FileSlice, LogFile, balanced_partitions, find_files, split_segment
+from .layout import MIN_SPLIT_BYTES, FileSlice, LogFile, balanced_partitions, find_files, split_segment
 
 
 def _paths(options: Mapping[str, str]) -> list[str]:
@@ -73,9 +73,24 @@ class KafkaLogDataSource(DataSource):
 
 
 class _FilePartition(InputPartition):
-    def __init__(self, file: LogFile | None) -> None:
-        super().__init__(file)
-        self.file = file
+    def __init__(self, files: list[LogFile]) -> None:
+        super().__init__(files)
+        self.files = files
+
+
+def packed(files: list[LogFile], grain: int = MIN_SPLIT_BYTES) -> list[list[LogFile]]:
+    """Whole files in groups of about `grain` bytes, in order: a snapshot is small, and a Spark task per file
+    costs more than reading it."""
+    groups: list[list[LogFile]] = [[]]
+    size = 0
+    for f in files:
+        length = os.path.getsize(f.path)
+        if groups[-1] and size + length > grain:
+            groups.append([])
+            size = 0
+        groups[-1].append(f)
+        size += length
+    return groups
 
 
 class KafkaSnapshotReader(DataSourceReader):
@@ -83,15 +98,14 @@ class KafkaSnapshotReader(DataSourceReader):
         self.paths = paths
 
     def partitions(self) -> list[InputPartition]:
-        return [_FilePartition(f) for f in find_files(self.paths, snapshots=True)] or [_FilePartition(None)]
+        # No snapshot anywhere: one empty partition, an empty table (not an error).
+        return [_FilePartition(group) for group in packed(find_files(self.paths, snapshots=True))]
 
     def read(self, partition: InputPartition) -> Iterator:
-        file = partition.file  # type: ignore[attr-defined]
-        if file is None:
-            return  # no snapshot anywhere: an empty table, not an error
-        with open(file.path, "rb") as f:
-            data = f.read()
-        yield from decode_bytes(data, file, metadata=True, snapshot=True)
+        for file in partition.files:  # type: ignore[attr-defined]
+            with open(file.path, "rb") as f:
+                data = f.read()
+            yield from decode_bytes(data, file, metadata=True, snapshot=True)
 
 
 class KafkaSnapshotDataSource(DataSource):

@@ -1,33 +1,48 @@
-"""The input tables of one analysis and the committed view of each cluster's metadata log, as DataFrames.
+"""The input tables of one analysis, decoded once and written as Parquet under OUT, then read back from there by
+every job (a Parquet scan is a JVM scan; the Python data sources run once):
 
-- `records`: every record of every segment under the roots (`kafka-log` with metadata decoding), cached: every
-  job reads it;
-- `snapshots`: every `.checkpoint` (`kafka-snapshot`);
+- `records`: every record of every segment of every replica (`kafka-log` with payload decoding where the records
+  are metadata or group records), partitioned by cluster_id and topic: a query of one cluster or topic reads
+  only its folders;
+- `snapshots`: every `.checkpoint` (`kafka-snapshot`), partitioned by cluster_id;
 - `traces`: every node's `pykraft-trace.jsonl` through Spark's JSON reader with a declared schema, with the
-  cluster id of the node it came from;
-- `histories`: client histories (`pykraft-history.jsonl`), same reader.
-
-The high watermark of a cluster is the highest one its nodes traced; a cluster without traces gets the end of
-the longest prefix a majority of its nodes hold with identical batches. `committed` is then one copy of every
-metadata record below it (the replica audit checks that the copies agree).
+  cluster id of the node it came from, partitioned by cluster_id;
+- client histories (not written: they are the user's own files): linearizability operations
+  (`pykraft-history.jsonl`) and what producers were told (`pykraft-produce-history.jsonl`);
+- `checkpoints`: each replica's high watermark and log start offset from its node's offset checkpoint files
+  (small: read on the driver);
+- `aborted`: each replica's aborted transactions from its `.txnindex` files (small: read on the driver).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .layout import history_files, node_identity, trace_files
+from pykraft.records.client_history import HISTORY_DDL as PRODUCE_DDL
+from pykraft.records.client_history import PRODUCE_HISTORY_FILE
+
+from .decode import METADATA_TOPIC
+from .layout import (aborted_transactions, find_named, history_cluster, history_files, node_identity,
+                     offset_checkpoints, trace_files)
 from .linearize import HISTORY_DDL
 
-METADATA_TOPIC = "__cluster_metadata"
 TRACE_DDL = ("`ts_ms` BIGINT, `node_id` INT, `event` STRING, `role` STRING, `epoch` INT, `leader_id` INT, "
              "`voters` ARRAY<INT>, `hwm` BIGINT, `offset` BIGINT, `bytes` BIGINT, `from_end_offset` BIGINT, "
-             "`to_end_offset` BIGINT, `log_end_offset` BIGINT, `segments` INT")
+             "`to_end_offset` BIGINT, `log_end_offset` BIGINT, `segments` INT, `old` STRING, `new` STRING, "
+             "`broker_epoch` BIGINT, `graceful` BOOLEAN, `topic` STRING, `partition` INT, `leader_epoch` INT, "
+             "`partition_epoch` INT, `isr` ARRAY<INT>, `metadata_offset` BIGINT, `reason` STRING")
+ABORTED_DDL = ("`cluster_id` STRING, `node_id` INT, `topic` STRING, `partition` INT, `producer_id` BIGINT, "
+               "`first_offset` BIGINT, `last_offset` BIGINT")
+CHECKPOINT_DDL = "`cluster_id` STRING, `node_id` INT, `topic` STRING, `partition` INT, `hwm` BIGINT, `log_start` BIGINT"
+INPUT_TABLES = ("records", "snapshots", "traces")
 
 
 @dataclass
@@ -35,112 +50,103 @@ class Tables:
     records: DataFrame
     snapshots: DataFrame
     traces: DataFrame
-    histories: DataFrame | None
+    histories: DataFrame | None  # linearizability operations
+    produced: DataFrame | None  # what producers were told
+    checkpoints: DataFrame
+    aborted: DataFrame  # aborted transactions from the .txnindex files
 
 
-def load_tables(spark: SparkSession, roots: list[str]) -> Tables:
+def parallel(*jobs: Callable[[], Any]) -> list[Any]:
+    """Run independent Spark actions from threads: each small job is mostly driver-side latency (planning,
+    scheduling, Python workers starting), which overlaps; the executors share the cores as they do anyway."""
+    if len(jobs) == 1:
+        return [jobs[0]()]
+    with ThreadPoolExecutor(max_workers=min(4, len(jobs))) as pool:
+        return [f.result() for f in [pool.submit(job) for job in jobs]]
+
+
+def write_inputs(spark: SparkSession, roots: list[str], out: str) -> Tables:
+    """Decode every input once into OUT/records, OUT/snapshots and OUT/traces; the tables read back."""
     paths = os.pathsep.join(os.path.abspath(r) for r in roots)
-    records = spark.read.format("kafka-log").option("metadata", "true").option("paths", paths).load()
-    snapshots = spark.read.format("kafka-snapshot").option("paths", paths).load()
-    return Tables(records.persist(), snapshots.persist(), _traces(spark, roots), _histories(spark, roots))
+    traces = trace_files(roots)
+
+    def records() -> None:
+        (spark.read.format("kafka-log").option("metadata", "true").option("paths", paths).load()
+         .write.mode("overwrite").partitionBy("cluster_id", "topic").parquet(os.path.join(out, "records")))
+
+    def snapshots() -> None:
+        (spark.read.format("kafka-snapshot").option("paths", paths).load()
+         .write.mode("overwrite").partitionBy("cluster_id").parquet(os.path.join(out, "snapshots")))
+
+    def trace_table() -> None:
+        if traces:
+            _traces(spark, traces).write.mode("overwrite").partitionBy("cluster_id").parquet(
+                os.path.join(out, "traces"))
+
+    parallel(records, snapshots, trace_table)
+    read = {name: spark.read.parquet(os.path.join(out, name)) for name in INPUT_TABLES
+            if os.path.isdir(os.path.join(out, name))}
+    empty_traces = local_frame(spark, [], TRACE_DDL + ", `cluster_id` STRING")
+    return Tables(read["records"], read["snapshots"], read.get("traces", empty_traces),
+                  _json(spark, history_files(roots), HISTORY_DDL),
+                  _produced(spark, find_named(roots, PRODUCE_HISTORY_FILE)),
+                  local_frame(spark, offset_checkpoints(roots), CHECKPOINT_DDL),
+                  local_frame(spark, aborted_transactions(roots), ABORTED_DDL))
 
 
-def _traces(spark: SparkSession, roots: list[str]) -> DataFrame:
-    files = trace_files(roots)
+def local_frame(spark: SparkSession, rows: list[tuple], ddl: str) -> DataFrame:
+    """A small table from the driver as literals in the plan (`createDataFrame` of a list is a Python RDD: every
+    job using it would start Python tasks to produce a few rows)."""
+    fields = [field.strip().replace("`", "").split(" ", 1) for field in _split_ddl(ddl)]
+    if not rows:
+        return spark.range(0).select(*[F.lit(None).cast(kind).alias(name) for name, kind in fields])
+    structs = [F.struct(*[F.lit(value).cast(kind).alias(name) for (name, kind), value in zip(fields, row)])
+               for row in rows]
+    return spark.range(1).select(F.inline(F.array(*structs)))
+
+
+def _split_ddl(ddl: str) -> list[str]:
+    """The fields of a DDL string (commas inside ARRAY<...> types kept)."""
+    parts, depth, current = [], 0, ""
+    for char in ddl:
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return parts + [current]
+
+
+def _owner(files: dict[str, str]) -> Column:
+    """The cluster of the file each row came from: a literal map from the file's URI (no join, no Python)."""
+    pairs = [F.lit(part) for uri, cluster in files.items() for part in (Path(uri).resolve().as_uri(), cluster)]
+    return F.coalesce(F.create_map(*pairs)[F.input_file_name()], F.lit("unknown")).alias("cluster_id")
+
+
+def _traces(spark: SparkSession, files: list[str]) -> DataFrame:
+    owners = _owner({f: node_identity(Path(f).parent).cluster_id for f in files})
+    return spark.read.schema(TRACE_DDL).json(files).select("*", owners)
+
+
+def _produced(spark: SparkSession, files: list[str]) -> DataFrame | None:
+    """What producers were told, with the cluster of the node directories found beside each file ("unknown",
+    matching no cluster, when there are none or several)."""
     if not files:
-        return spark.createDataFrame([], TRACE_DDL + ", `cluster_id` STRING")
-    owners = spark.createDataFrame([(Path(f).resolve().as_uri(), node_identity(Path(f).parent).cluster_id)
-                                    for f in files], "uri STRING, cluster_id STRING")
-    raw = spark.read.schema(TRACE_DDL).json(files).withColumn("uri", F.input_file_name())
-    return raw.join(F.broadcast(owners), "uri", "left").drop("uri").fillna({"cluster_id": "unknown"}).persist()
+        return None
+    return spark.read.schema(PRODUCE_DDL).json(files).select("*", _owner({f: history_cluster(f) for f in files}))
 
 
-def _histories(spark: SparkSession, roots: list[str]) -> DataFrame | None:
-    files = history_files(roots)
-    return spark.read.schema(HISTORY_DDL).json(files) if files else None
+def _json(spark: SparkSession, files: list[str], ddl: str) -> DataFrame | None:
+    return spark.read.schema(ddl).json(files) if files else None
 
 
 def metadata_records(tables: Tables) -> DataFrame:
+    """Every copy of every metadata-log record that decoded (the partition filter reads only those folders)."""
     return tables.records.filter((F.col("topic") == METADATA_TOPIC) & F.col("error").isNull() & (F.col("offset") >= 0))
 
 
-def high_watermarks(tables: Tables) -> DataFrame:
-    """(cluster_id, hwm): exclusive end of the committed log."""
-    traced = (tables.traces.filter(F.col("event") == "hwm_advanced").groupBy("cluster_id")
-              .agg(F.max("hwm").alias("traced_hwm")))
-    meta = metadata_records(tables)
-    nodes = meta.groupBy("cluster_id").agg(F.countDistinct("node_id").alias("nodes"))
-    held = (meta.filter("crc_valid").groupBy("cluster_id", "offset", "batch_digest")
-            .agg(F.countDistinct("node_id").alias("holders")).join(nodes, "cluster_id")
-            .withColumn("majority", F.col("holders") >= F.floor(F.col("nodes") / 2) + 1))
-    # The majority prefix ends at the first offset without a majority copy.
-    first_gap = (held.groupBy("cluster_id", "offset").agg(F.max("majority").alias("ok"))
-                 .groupBy("cluster_id").agg(F.min(F.when(~F.col("ok"), F.col("offset"))).alias("gap"),
-                                            (F.max("offset") + 1).alias("end")))
-    majority = first_gap.select("cluster_id", F.coalesce("gap", "end").alias("majority_hwm"))
-    return (majority.join(traced, "cluster_id", "left")
-            .select("cluster_id", F.coalesce("traced_hwm", "majority_hwm").alias("hwm")))
-
-
-def stop_offsets(tables: Tables, hwm: DataFrame, at_offset: int | None, at_time_ms: int | None) -> DataFrame:
-    """(cluster_id, hwm, stop_offset): the image is taken after the record at stop_offset (inclusive)."""
-    last = F.col("hwm") - 1
-    if at_offset is not None:
-        return hwm.withColumn("stop_offset", F.least(F.lit(at_offset), last))
-    if at_time_ms is not None:
-        before = (metadata_records(tables).join(hwm, "cluster_id").filter(F.col("offset") < F.col("hwm"))
-                  .filter(F.col("timestamp") <= at_time_ms).groupBy("cluster_id")
-                  .agg(F.max("offset").alias("at_time")))
-        return hwm.join(before, "cluster_id", "left").withColumn("stop_offset", F.coalesce("at_time", F.lit(-1))) \
-            .drop("at_time")
-    return hwm.withColumn("stop_offset", last)
-
-
-def committed(tables: Tables, hwm: DataFrame) -> DataFrame:
-    """One copy of every committed metadata-log record: the lowest node id holding a valid copy."""
-    meta = metadata_records(tables).filter("crc_valid").join(hwm, "cluster_id").filter(F.col("offset") < F.col("hwm"))
-    cols = [c for c in meta.columns if c not in ("cluster_id", "offset")]
-    pick = F.min_by(F.struct(*cols), F.col("node_id")).alias("r")
-    return meta.groupBy("cluster_id", "offset").agg(pick).select("cluster_id", "offset", "r.*")
-
-
-def chosen_snapshot(tables: Tables, stops: DataFrame) -> DataFrame:
-    """The records of the snapshot each cluster's replay starts from, from the lowest node id holding it.
-
-    None when the committed log reaches back to offset 0: the replay then applies every record, so the histories
-    keep what happened below a snapshot (brokers registered and unfenced before it). Otherwise the earliest
-    snapshot within the stop offset that the committed log continues from (its end at or after the log's first
-    offset), and failing that the latest one within the stop offset (as log_replay.load_committed takes it). The
-    bootstrap snapshot (end offset 0) holds no image."""
-    first = (committed(tables, stops.select("cluster_id", "hwm")).groupBy("cluster_id")
-             .agg(F.min("offset").alias("log_first")))
-    snaps = (tables.snapshots.filter(F.col("error").isNull() & (F.col("snapshot_end_offset") > 0))
-             .join(stops, "cluster_id").filter(F.col("snapshot_end_offset") <= F.col("stop_offset") + 1)
-             .join(first, "cluster_id", "left").filter(F.coalesce("log_first", F.lit(1)) > 0))
-    end = F.col("snapshot_end_offset")
-    continues = end >= F.coalesce("log_first", F.lit(2**62))
-    # max over (continues, end ranked, lowest node): the earliest continued-from snapshot, else the latest.
-    rank = F.struct(continues.alias("c"), F.when(continues, -end).otherwise(end).alias("e"),
-                    (-F.col("node_id")).alias("node"))
-    best = snaps.withColumn("rank", rank).groupBy("cluster_id").agg(F.max("rank").alias("b"))
-    return (snaps.withColumn("rank", rank).join(best, "cluster_id")
-            .filter(F.col("rank") == F.col("b")).drop("rank", "b", "log_first"))
-
-
-def replay_input(tables: Tables, stops: DataFrame) -> DataFrame:
-    """Per cluster: the chosen snapshot's records, then the committed log after it up to the stop offset."""
-    snap = chosen_snapshot(tables, stops)
-    snap_end = snap.groupBy("cluster_id").agg(F.max("snapshot_end_offset").alias("snap_end"))
-    log = (committed(tables, stops.select("cluster_id", "hwm")).join(stops.select("cluster_id", "stop_offset"),
-                                                                     "cluster_id")
-           .join(snap_end, "cluster_id", "left").filter(F.col("offset") >= F.coalesce("snap_end", F.lit(0)))
-           .filter(F.col("offset") <= F.col("stop_offset"))
-           .filter(~F.col("is_control"))
-           .select("cluster_id", "offset", "base_offset", "timestamp", "value", F.lit(False).alias("from_snapshot"),
-                   "stop_offset", F.col("offset").alias("order")))
-    # A snapshot's records all stand at its end offset; `order` (their offset inside the snapshot file) keeps them
-    # in the order they were written: a broker's registration before the change that unfences it.
-    snap_rows = (snap.filter(~F.col("is_control"))
-                 .select("cluster_id", (F.col("snapshot_end_offset") - 1).alias("offset"), "base_offset", "timestamp",
-                         "value", F.lit(True).alias("from_snapshot"), "stop_offset", F.col("offset").alias("order")))
-    return log.unionByName(snap_rows)
+def partition_records(tables: Tables) -> DataFrame:
+    """Every record of every partition but the metadata log's (user topics and the internal ones)."""
+    return tables.records.filter((F.col("topic") != METADATA_TOPIC) & F.col("error").isNull()
+                                 & (F.col("offset") >= 0))

@@ -32,7 +32,8 @@ from pykraft.protocol.apis import response_class
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
 
-__all__ = ["entity_type_of", "error_response_for", "has_top_level_error_code", "zero_value"]
+__all__ = ["entity_type_of", "error_response_for", "field_entity", "has_top_level_error_code", "items",
+           "zero_entity", "zero_value"]
 
 _ZERO_BY_KAFKA_TYPE: dict[str, Any] = {
     "bool": False,
@@ -234,3 +235,9 @@ def zero_value(field_obj: Field[Any]) -> Any:
     if optional and kafka_type in ("string", "bytes", "records"):
         return None
     return _ZERO_BY_KAFKA_TYPE[kafka_type]
+
+
+# Public names of the builders above, for code that answers parts of a request with an error (node/apis/authz_*).
+items = _items
+field_entity = _field_entity
+zero_entity = _zero_entity

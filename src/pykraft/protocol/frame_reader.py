@@ -48,6 +48,15 @@ class FrameReader:
         self._remaining = 0
         self._failure: InvalidFrameError | None = None
 
+    @property
+    def limit(self) -> int:
+        """The largest frame accepted: a SASL listener lowers it until the connection authenticated."""
+        return self._limit
+
+    @limit.setter
+    def limit(self, value: int) -> None:
+        self._limit = value
+
     def get_buffer(self, _sizehint: int = -1) -> memoryview:
         """Where the next socket read goes: the rest of the large frame's own buffer, or the scratch buffer."""
         if self._piece_view is not None:

@@ -58,6 +58,7 @@ from .meta_properties import (
     read_meta_properties,
     write_meta_properties,
 )
+from .scram_option import SCRAM_METADATA_VERSION, parse_scram
 from .snapshot_content import write_bootstrap_snapshot
 
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
@@ -78,6 +79,7 @@ class FormatRequest:
     release_version: str | None = None
     features: tuple[str, ...] = ()
     ignore_formatted: bool = False
+    add_scram: tuple[str, ...] = ()  # --add-scram arguments (scram_option.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,7 @@ class FormatPlan:
     metadata_version: int
     kraft_version: int
     directories: tuple[DirectoryPlan, ...]
+    extra_records: tuple = ()  # bootstrap records after the feature levels: --add-scram's credentials
     group_version: int = 0
     transaction_version: int = 0
 
@@ -128,6 +131,10 @@ def plan_format(request: FormatRequest, rng: random.Random) -> FormatPlan:
     features = parse_features(request.features)
     metadata_version = effective_metadata_version(request.release_version, features)
     kraft_version = effective_kraft_version(flag, features, metadata_version)
+    scram_records = tuple(parse_scram(argument, rng) for argument in request.add_scram)
+    if scram_records and metadata_version < SCRAM_METADATA_VERSION:
+        raise FormatError(f"SCRAM is only supported in metadata.version {metadata_version_name(SCRAM_METADATA_VERSION)} "
+                          "or later.")
     voters, local_dir = _initial_voters(request, rng)
     directories = []
     for path in sorted(set(request.log_dirs) | {request.metadata_log_dir}):
@@ -141,7 +148,7 @@ def plan_format(request: FormatRequest, rng: random.Random) -> FormatPlan:
                 kind = "dynamic metadata voter directory" if voter else "dynamic metadata directory"
         meta = MetaProperties(request.cluster_id, request.node_id, directory_id)
         directories.append(DirectoryPlan(path, kind, meta, voters if is_metadata else None))
-    return FormatPlan(metadata_version, kraft_version, tuple(directories),
+    return FormatPlan(metadata_version, kraft_version, tuple(directories), scram_records,
                       group_version=effective_group_version(features, metadata_version),
                       transaction_version=effective_transaction_version(features, metadata_version))
 
@@ -257,6 +264,7 @@ def bootstrap_checkpoint_bytes(plan: FormatPlan, now_ms: int) -> bytes:
         records.append(FeatureLevelRecordV0(name=TRANSACTION_VERSION, feature_level=i16(plan.transaction_version)))
     if plan.group_version > 0:
         records.append(FeatureLevelRecordV0(name=GROUP_VERSION, feature_level=i16(plan.group_version)))
+    records.extend(plan.extra_records)
     buffer = _BufferSnapshot()
     writer = SnapshotWriter(buffer, last_contained_log_time_ms=0, now_ms=now_ms, kraft_version=0, voters=None,
                             on_frozen=lambda _id: None)

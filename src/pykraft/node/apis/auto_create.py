@@ -17,10 +17,10 @@ from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
-from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 
 from pykraft.node.apis import client_apis, metadata_api
+from pykraft.node.apis.envelope import on_behalf_of
 from pykraft.node.apis.listeners import request_listener
 
 if TYPE_CHECKING:
@@ -58,7 +58,9 @@ async def metadata(broker: BrokerHost, decoded: DecodedRequest) -> Any:
                 ct_req.CreatableTopic(name=TopicName(n), num_partitions=i32(partitions),
                                       replication_factor=i16(replication), assignments=(), configs=())
                 for n in missing))
-            answer = await broker.forward(int(ApiKey.CREATE_TOPICS), request)
+            # in an Envelope with the client's principal: the controller authorizes the client (Kafka's
+            # AutoTopicCreationManager), whose CREATE the broker checked first (authz_data.py)
+            answer = await broker.forward(on_behalf_of(decoded, request))
             created = {t.name for t in getattr(answer, "topics", ())
                        if int(t.error_code) in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)}
             new = sorted(t.name for t in getattr(answer, "topics", ()) if int(t.error_code) == ErrorCode.NONE)

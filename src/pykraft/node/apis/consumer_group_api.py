@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import logging
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.static.primitive import i8, i32
@@ -30,6 +31,7 @@ from pykraft.broker.group_coordinator import JoinRequest
 from pykraft.broker.group_migration import MigrationRefused
 from pykraft.broker.group_coordinator import GroupCoordinator
 from pykraft.broker.group_state import Group, GroupState
+from pykraft.controller.acl_model import AclOperation, ResourceType
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord
@@ -74,7 +76,8 @@ class ConsumerGroupApi:
         m = decoded.message
         version = int(m.__version__)
         ns = response_namespace(ApiKey.CONSUMER_GROUP_HEARTBEAT, version)
-        result = await self._heartbeat(m, version, decoded.client_id)
+        result = await self._heartbeat(m, version, decoded.client_id,
+                                       self._describable(getattr(decoded, "context", None)))
         assignment = None
         if result.error is ErrorCode.NONE and result.assignment is not None:
             assignment = make(ns.Assignment, topic_partitions=wire_partitions(ns.TopicPartitions, result.assignment))
@@ -82,7 +85,16 @@ class ConsumerGroupApi:
                     member_id=result.member_id, member_epoch=i32(result.member_epoch),
                     heartbeat_interval=datetime.timedelta(milliseconds=result.heartbeat_interval_ms), assignment=assignment)
 
-    async def _heartbeat(self, m: Any, version: int, client_id: str) -> HeartbeatResult:
+    def _describable(self, context: Any) -> Callable[[str], bool] | None:
+        """The topics the heartbeat's principal may DESCRIBE (a regex resolves over those only); None without an
+        authorizer."""
+        auth = getattr(getattr(self.broker, "runtime", None), "authorizer", None)
+        if auth is None or not auth.enabled or context is None:
+            return None
+        return lambda name: auth.allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name, counted=False)
+
+    async def _heartbeat(self, m: Any, version: int, client_id: str,
+                         visible: Callable[[str], bool] | None = None) -> HeartbeatResult:
         if not self.enabled():
             return HeartbeatResult(ErrorCode.UNSUPPORTED_VERSION)
         consumer = self.groups.consumer_of(m.group_id)
@@ -106,7 +118,7 @@ class ConsumerGroupApi:
             rack_id=m.rack_id, rebalance_timeout_ms=int(m.rebalance_timeout.total_seconds() * 1000),
             subscribed_topic_names=None if m.subscribed_topic_names is None else tuple(m.subscribed_topic_names),
             subscribed_topic_regex=getattr(m, "subscribed_topic_regex", None), server_assignor=m.server_assignor,
-            owned=owned, client_id=client_id, client_host="/127.0.0.1", version=version)
+            owned=owned, client_id=client_id, client_host="/127.0.0.1", version=version, topic_visible=visible)
         result = consumer.heartbeat(request, self.groups.image(), now)
         if upgraded is not None and result.error is not ErrorCode.NONE:
             consumer.abandon(m.group_id)  # nothing of the conversion is written: the group stays classic

@@ -143,7 +143,7 @@ class GroupApi:
         self._creating = asyncio.get_running_loop().create_task(self._create(request))
 
     async def _create(self, request: Any) -> None:
-        answer = await self.broker.forward(int(ApiKey.CREATE_TOPICS), request)
+        answer = await self.broker.forward_own(request)
         for topic in getattr(answer, "topics", ()):
             outcome = f"{ErrorCode(int(topic.error_code)).name} {topic.error_message or ''}".strip()
             if outcome != self._last_create_outcome:  # clients retry FindCoordinator often: say each outcome once

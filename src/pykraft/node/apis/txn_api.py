@@ -102,7 +102,7 @@ class TxnApi:
         self._creating = asyncio.get_running_loop().create_task(self._create(request))
 
     async def _create(self, request: Any) -> None:
-        answer = await self.broker.forward(int(ApiKey.CREATE_TOPICS), request)
+        answer = await self.broker.forward_own(request)  # as the broker itself, as Kafka's coordinator does
         for topic in getattr(answer, "topics", ()):
             error = ErrorCode(int(topic.error_code))
             if error not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):

@@ -13,6 +13,7 @@ from typing import Any
 from pykraft.raft.config import MAX_FETCH_WAIT_MS, QuorumConfig
 
 from pykraft.node.config import listener_rules
+from pykraft.node.config.security import security_config
 from pykraft.node.config.stores import STORE_TYPES, StoreSpec
 from pykraft.node.config.checks import kafka_value_problems, security_problem, unimplemented_warnings
 from pykraft.node.config.values import (
@@ -68,6 +69,7 @@ def build_config(props: Mapping[str, str]) -> tuple[dict[str, Any], list[str], l
         bootstrap_servers=bootstrap,
         quorum=_quorum(read),
         tls=_tls(read, listeners, protocols),
+        security=security_config(read, roles, listeners, controller_names, protocols, inter_broker),
         metrics_port=_metrics_port(read),
         log_format=read.choice("pykraft.log.format", "text", ("json", "text")),
         logs_dir=read.text("pykraft.logs.dir") or None,
@@ -184,7 +186,7 @@ def _tls(read: ValueReader, listeners: tuple[Listener, ...], protocols: Mapping[
     truststore = _store(read, "truststore")
     have_chain = keystore is not None or (paths[0] is not None and paths[1] is not None)
     have_ca = truststore is not None or paths[2] is not None
-    ssl_listeners = [l.name for l in listeners if protocols.get(l.name) == "SSL"]
+    ssl_listeners = [l.name for l in listeners if protocols.get(l.name) in ("SSL", "SASL_SSL")]
     given = any(paths) or keystore is not None or truststore is not None
     if (ssl_listeners or given) and not (have_chain and have_ca):
         missing = ([] if have_chain else ["ssl.certificate.location and ssl.key.location (or ssl.keystore.*)"]) + (

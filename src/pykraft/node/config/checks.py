@@ -6,8 +6,10 @@ does not implement.
   words, e.g. `Invalid value abc for configuration num.network.threads: Not a number of type INT`: a file Kafka
   would refuse is refused here too, whatever pykraft does with the key. (The keys the node config reader parses
   itself, `SELF_CHECKED`, are reported there, once.)
-- Security settings pykraft does not enforce (the table's `refused` keys, per-listener SASL settings) refuse the
-  start with one line: running without them would leave open a node its operator believes closed.
+- Security settings pykraft does not enforce (the table's `refused` keys: Kerberos, OAUTHBEARER, custom login and
+  callback classes, delegation tokens; also given per listener or per mechanism) refuse the start with one line:
+  running without them would leave open a node its operator believes closed. SASL (PLAIN, SCRAM) and the
+  StandardAuthorizer are read by security.py.
 - Kafka keys pykraft does not implement (the table's `ignored` keys, and listener overrides) are named in one
   warning line. A key neither Kafka nor pykraft knows gets Kafka's "was supplied but isn't a known config" line,
   with the closest known key when it looks like a typo (`min.insync.replica`).
@@ -31,17 +33,27 @@ SELF_CHECKED = frozenset({
     "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
     "broker.rack", "ssl.client.auth", "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password",
     "ssl.key.password", "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
+    # security.py
+    "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found", "early.start.listeners",
+    "sasl.enabled.mechanisms", "sasl.mechanism.controller.protocol", "sasl.mechanism.inter.broker.protocol",
+    "connections.max.reauth.ms", "connection.failed.authentication.delay.ms", "sasl.server.max.receive.size",
+    "ssl.principal.mapping.rules",
 })
 _SELF_CHECKED_PREFIXES = ("controller.quorum.", "metadata.log.", "metadata.max.")
-_SECURITY_PREFIXES = ("sasl.", "delegation.token.")
+_SECURITY_PREFIXES = ("delegation.token.",)
 
 
 def _is_security_key(key: str) -> bool:
-    definition = BROKER_CONFIGS.get(key)
-    if (definition is not None and definition.status == REFUSED) or key.startswith(_SECURITY_PREFIXES):
+    """A refused security setting, also as a listener (or listener and mechanism) override."""
+    definition = BROKER_CONFIGS.get(key) or BROKER_CONFIGS.get(listener_base(key) or "")
+    if definition is not None and definition.status == REFUSED:
         return True
-    # listener.name.<listener>.<mechanism>.sasl.jaas.config, listener.name.<listener>.sasl.enabled.mechanisms
-    return key.startswith("listener.name.") and ".sasl." in f".{key.split('.', 3)[-1]}"
+    if key.startswith(_SECURITY_PREFIXES):
+        return True
+    # a per-mechanism override of a refused key: listener.name.<l>.<mechanism>.sasl.login.class and the like
+    base = listener_base(key)
+    return base is not None and any(base.endswith("." + k) or base == k for k, d in BROKER_CONFIGS.items()
+                                    if d.status == REFUSED and k.startswith("sasl."))
 
 
 def _kafka_definition(key: str):
@@ -68,7 +80,12 @@ def security_problem(props: Mapping[str, str]) -> str | None:
     if not found:
         return None
     return (f"pykraft does not enforce {', '.join(found)}: refusing to start rather than run without them "
-            "(remove them to run without authorization or SASL)")
+            "(pykraft implements SASL/PLAIN, SASL/SCRAM and the StandardAuthorizer; remove these settings)")
+
+
+# The listener overrides security.py reads (listener.name.<l>.<key>, and per mechanism for the JAAS and re-auth keys).
+LISTENER_KEYS = frozenset({"sasl.enabled.mechanisms", "sasl.jaas.config", "connections.max.reauth.ms",
+                           "ssl.principal.mapping.rules", "ssl.client.auth"})
 
 
 def _kind(key: str) -> str:
@@ -79,6 +96,8 @@ def _kind(key: str) -> str:
     if definition is not None:
         return "ignored" if definition.status == IGNORED else "implemented"
     base = listener_base(key)
+    if base in LISTENER_KEYS:
+        return "implemented"
     return "ignored" if base is not None and base in BROKER_CONFIGS else "unknown"
 
 

@@ -5,7 +5,7 @@ controller.listener.names, listener.security.protocol.map, inter.broker.listener
   serves) needs a security protocol. Unset, the map is Kafka's default (each protocol name maps to itself), plus
   PLAINTEXT for the controller listener names when no SSL or SASL listener is in use (Kafka's
   effectiveListenerSecurityProtocolMap); any other name, INTERNAL or EXTERNAL say, must then be mapped explicitly.
-  pykraft offers PLAINTEXT and SSL.
+  pykraft offers all four: PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (security.py reads their settings).
 - `advertised.listeners`: what a broker registers (and clients are sent to) is, as in Kafka, its broker entries
   when the key is set (`effectiveAdvertisedBrokerListeners`), and `listeners` otherwise; a controller listener not
   named there is advertised as bound (`effectiveAdvertisedControllerListeners`). Names must be bound listeners,
@@ -24,7 +24,7 @@ DEFAULT_PROTOCOL_MAP = {
     "PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL",
 }
 SECURED_NAMES = ("SSL", "SASL_PLAINTEXT", "SASL_SSL")  # listener names that stop the controller default mapping
-SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL")
+SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 UNROUTABLE_HOSTS = ("0.0.0.0", "::")
 PROTOCOL_MAP_KEY = "listener.security.protocol.map"
 INTER_BROKER_NAME_KEY = "inter.broker.listener.name"
@@ -67,10 +67,10 @@ def protocols(read: ValueReader, roles: list[str], listeners: tuple[Listener, ..
         if protocol is None:
             if not unparsable:  # else the unparsable entry probably named it
                 read.problems.error(f"{PROTOCOL_MAP_KEY}: no security protocol for listener {name} "
-                                    f"(add {name}:PLAINTEXT or {name}:SSL)")
+                                    f"(add {name}:PLAINTEXT, {name}:SSL, {name}:SASL_PLAINTEXT or {name}:SASL_SSL)")
         elif protocol not in SUPPORTED_PROTOCOLS:
-            read.problems.error(f"{PROTOCOL_MAP_KEY}: listener {name} uses {protocol}, which pykraft does not "
-                                "support (PLAINTEXT or SSL)")
+            read.problems.error(f"{PROTOCOL_MAP_KEY}: listener {name} uses {protocol}, which is not a security "
+                                "protocol (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)")
     return found
 
 

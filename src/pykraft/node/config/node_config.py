@@ -29,6 +29,7 @@ from pykraft.raft.voter_set import Endpoint, Endpoints, ReplicaKey, SupportedVer
 from pykraft.storage.meta_properties import parse_properties
 
 from pykraft.node.config.build import build_config
+from pykraft.node.config.security import SecurityConfig
 from pykraft.node.config.stores import StoreError, resolve_tls
 from pykraft.node.config.values import Listener, VoterAddress
 
@@ -93,6 +94,7 @@ class NodeConfig:
     logs_dir: str | None = None
     initial_broker_registration_timeout_ms: int = 60_000
     warnings: tuple[str, ...] = ()
+    security: SecurityConfig = SecurityConfig()
 
     @property
     def is_controller(self) -> bool:

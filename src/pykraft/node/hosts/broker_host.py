@@ -55,6 +55,9 @@ from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS, ConsumerGr
 from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
 from pykraft.node.hosts.consumer_group_host import consumer_group_config
 from pykraft.node.hosts.group_host import GroupHost, group_config
+from pykraft.node.hosts.isr_trace import IsrViewTrace
+from pykraft.node.apis.envelope import envelope_error, unwrap_answer, wrap
+from pykraft.node.apis.security_apis import BROKER_SECURITY_APIS
 from pykraft.node.apis.txn_api import TXN_APIS
 from pykraft.node.hosts.txn_wiring import build_transactions, txn_handlers
 from pykraft.node.apis.versions import to_request_version
@@ -71,7 +74,8 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADERS, ApiKey.UPDATE_FEATURES,
                   ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS,
                   ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
-                  ApiKey.UNREGISTER_BROKER)
+                  ApiKey.UNREGISTER_BROKER, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
+                  ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 # The RPCs Kafka serves on controller listeners only (their schemas' "listeners": ["controller"]): a broker listener
 # does not offer them, so a broker never takes part in an election or a voter change on a peer's behalf.
 CONTROLLER_ONLY_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT,
@@ -166,6 +170,8 @@ class BrokerHost:
         self._timers: dict[str, tuple[int, asyncio.TimerHandle]] = {}  # name -> (wakeup ms, its timer)
         self._tasks: set[asyncio.Task[None]] = set()
         self._shutdown_requested = False
+        self._isr_views = IsrViewTrace()
+        self.acls_loaded = False  # caught up with the metadata log at start (RECOVERY): the authorizer's initial load
 
     def bind(self, runtime: NodeRuntime) -> None:
         self.runtime = runtime
@@ -181,16 +187,17 @@ class BrokerHost:
             low, high = HOST_APIS[key]
             base = base.with_range(key, low, high)
         for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items(), *CONSUMER_GROUP_APIS.items(),
-                                 *TXN_APIS.items()):
+                                 *TXN_APIS.items(), *BROKER_SECURITY_APIS.items()):
             base = base.with_range(key, low, high)
         return with_image_apis(base)
 
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
-            return await self.forward(int(decoded.api_key), decoded.message)
+            return await self.forward(decoded)
         handlers: dict[int, Any] = {int(key): handler for key in FORWARDED_APIS}
         handlers[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)] = with_logger_changes(handler, self.node_id)
-        handlers.update(image_handlers(self.metadata_image, self.node_id, self.data_plane.node_config.raw))
+        handlers.update(image_handlers(self.metadata_image, self.node_id, self.data_plane.node_config.raw,
+                                       broker=True))
         handlers.update(self.data_plane.handlers())
         handlers.update(self.coordinator_handlers())
         return handlers
@@ -285,6 +292,10 @@ class BrokerHost:
         self.components.run(name, ready)
         if name == "isr" and refresh_partitions:
             self.data_plane.isr_changed()
+        if name == "isr" and (refresh_partitions or any(isinstance(a, SendToController) for a in ready.actions)):
+            trace = getattr(self.runtime, "trace", None)
+            if trace is not None:
+                self._isr_views.observe(self.isr, self.cache, trace, self._now())
 
     # ---- BrokerSink: what the shared action runner hands over ---------------------------------------------------
     def send_to_controller(self, component: str, send: SendToController) -> None:
@@ -370,6 +381,10 @@ class BrokerHost:
             task = asyncio.get_running_loop().create_task(runtime.serve_broker_listeners())
             self._tasks.add(task)
             task.add_done_callback(self._listeners_opened)
+        if change.new in (BrokerState.RECOVERY, BrokerState.RUNNING) and not self.acls_loaded:
+            self.acls_loaded = True
+            if runtime is not None:
+                runtime.acls_loaded()
         if change.new is BrokerState.RECOVERY:
             # Caught up with the metadata log: recover the partition logs, then ask to be unfenced (Kafka waits
             # for its log manager here too). A log that must not be repaired stops the broker instead.
@@ -417,18 +432,31 @@ class BrokerHost:
             return None
         return controller_for(core.quorum.leader_id(), {node: (host, port) for node, host, port in controllers(core)})
 
-    async def forward(self, api_key: int, message: Any) -> Any:
-        """A client's controller request, sent on to the active controller; NOT_CONTROLLER when unreachable."""
+    async def forward_own(self, message: Any) -> Any | None:
+        """The broker's own request to the active controller (it creates __consumer_offsets as itself, as Kafka's
+        group coordinator does); None when unanswered."""
         address = self._controller_address()
-        response = None
+        if address is None or self.runtime is None:
+            return None
+        return await self.runtime.outbound.forward(address[0], address[1], message)
+
+    async def forward(self, decoded: DecodedRequest) -> Any:
+        """A client's controller request, sent on to the active controller in an Envelope carrying the client's
+        principal (the controller authorizes the client, envelope.py); NOT_CONTROLLER when unreachable, the
+        envelope's error when the controller refused the envelope itself."""
+        api_key, message = int(decoded.api_key), decoded.message
+        address = self._controller_address()
+        answer = None
         if address is not None:
-            response = await self.runtime.outbound.forward(  # type: ignore[union-attr]
-                address[0], address[1], message, forward_timeout_ms(message))
+            answer = await self.runtime.outbound.forward(  # type: ignore[union-attr]
+                address[0], address[1], wrap(decoded), forward_timeout_ms(message))
+        response = None if answer is None else unwrap_answer(decoded, answer)
         if response is None:
-            self.forward_failures += 1
-            reply = error_reply(api_key, message, ErrorCode.NOT_CONTROLLER,
-                                f"broker {self.node_id} cannot reach the active controller")
-            return to_request_version(reply, int(message.__version__))
+            error = (envelope_error(answer) if answer is not None else None) or ErrorCode.NOT_CONTROLLER
+            self.forward_failures += error == ErrorCode.NOT_CONTROLLER
+            text = (f"broker {self.node_id} cannot reach the active controller" if error == ErrorCode.NOT_CONTROLLER
+                    else f"the active controller refused the forwarded request: {error.name}")
+            return to_request_version(error_reply(api_key, message, error, text), int(message.__version__))
         return response
 
     def _now(self) -> int:

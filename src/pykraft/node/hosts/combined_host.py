@@ -58,6 +58,11 @@ class CombinedHost:
     def metadata_image(self) -> MetadataCache:
         return self.broker.metadata_image()
 
+    @property
+    def acls_loaded(self) -> bool:
+        """The controller's replay or the broker's caught up: the ACLs are in the image."""
+        return self.controller.acls_loaded or self.broker.acls_loaded
+
     def registry(self, base: ApiRegistry) -> ApiRegistry:
         """The controller listener's APIs: a controller-only node's."""
         return self.controller.registry(base)
@@ -73,10 +78,12 @@ class CombinedHost:
             key, message = int(decoded.api_key), decoded.message
             if self.controller.controller.active:
                 return await self.controller.answer(key, message)
-            return await self.broker.forward(key, message)
+            return await self.broker.forward(decoded)
 
         handlers.update({int(key): forwarded for key in FORWARDED_APIS})
         handlers[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)] = with_logger_changes(forwarded, self.broker.node_id)
+        scram_users = int(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)  # a broker's API: from the broker's image
+        handlers[scram_users] = self.broker.extra_handlers()[scram_users]
         handlers.update(self.broker.data_plane.handlers())
         handlers.update(self.broker.coordinator_handlers())  # group and transaction coordinators, as on a broker
         return handlers

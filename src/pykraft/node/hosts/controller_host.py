@@ -31,8 +31,9 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pykraft.controller.controller import (ALLOCATE_PRODUCER_IDS, ALTER_CONFIGS, ALTER_PARTITION,
-                                          ASSIGN_REPLICAS_TO_DIRS, BROKER_HEARTBEAT, BROKER_REGISTRATION,
-                                          CONTROLLER_REGISTRATION, CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS,
+                                          ALTER_USER_SCRAM_CREDENTIALS, ASSIGN_REPLICAS_TO_DIRS, BROKER_HEARTBEAT,
+                                          BROKER_REGISTRATION, CONTROLLER_REGISTRATION, CREATE_ACLS,
+                                          CREATE_PARTITIONS, CREATE_TOPICS, DELETE_ACLS, DELETE_TOPICS,
                                           ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, UNREGISTER_BROKER,
                                           UPDATE_FEATURES, ControllerConfig, QuorumController)
 from pykraft.controller.host import ControllerHostView, HostedController, Refusal, Written, error_reply
@@ -55,6 +56,7 @@ from pykraft.storage.meta_properties import read_meta_properties
 from pykraft.node.runtime.metrics import EventQueueStats
 from pykraft.node.apis.configs_api import describe_handler, node_view, with_logger_changes
 from pykraft.node.apis.quorum_reassign_api import RaftQuorumReassignments
+from pykraft.node.apis.security_apis import IMAGE_SECURITY_APIS, SASL_APIS, acl_writes, security_handlers
 from pykraft.node.hosts.controller_registration import ControllerRegistrar
 from pykraft.node.apis.versions import to_request_version
 from pykraft.node.apis.writes import WriteFailed
@@ -75,17 +77,25 @@ HOST_APIS: Mapping[int, tuple[int, int]] = {
     BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0), CONTROLLER_REGISTRATION: (0, 0),
     UPDATE_FEATURES: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_CONFIGS: (0, 2), CREATE_PARTITIONS: (0, 3),
     ALLOCATE_PRODUCER_IDS: (0, 0), ASSIGN_REPLICAS_TO_DIRS: (0, 0), ALTER_PARTITION_REASSIGNMENTS: (0, 1),
-    LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    LIST_PARTITION_REASSIGNMENTS: (0, 0), CREATE_ACLS: (1, 3), DELETE_ACLS: (1, 3), ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 # Answered by any controller or broker from its own image, without the core task (Kafka's brokers and controllers
-# both serve DescribeConfigs from their metadata image).
-IMAGE_APIS: Mapping[int, tuple[int, int]] = {ApiKey.DESCRIBE_CONFIGS: (1, 4)}
+# both serve DescribeConfigs and DescribeAcls from their metadata image), and the SASL APIs after authentication.
+IMAGE_APIS: Mapping[int, tuple[int, int]] = {int(ApiKey.DESCRIBE_CONFIGS): (1, 4),
+                                             **{int(k): v for k, v in (*IMAGE_SECURITY_APIS.items(),
+                                                                       *SASL_APIS.items())}}
 
 
-def image_handlers(image_of: Any, node_id: int, static: Mapping[str, str]) -> dict[int, Any]:
+def authorizer_configured(static: Mapping[str, str]) -> bool:
+    """Whether the node has an authorizer (authorizer.class.name; the node config checked its value)."""
+    return bool(str(static.get("authorizer.class.name", "")).strip())
+
+
+def image_handlers(image_of: Any, node_id: int, static: Mapping[str, str], *, broker: bool = False) -> dict[int, Any]:
     """Handlers of IMAGE_APIS reading `image_of()` (a QuorumController or a MetadataCache: `.configs`,
-    `.replication`) and this node's own config."""
-    return {int(ApiKey.DESCRIBE_CONFIGS): describe_handler(image_of, node_view(node_id, static))}
+    `.replication`, `.acls`, `.scram`) and this node's own config."""
+    return {int(ApiKey.DESCRIBE_CONFIGS): describe_handler(image_of, node_view(node_id, static)),
+            **security_handlers(image_of, authorizer_configured(static), broker=broker)}
 
 
 def with_image_apis(base: ApiRegistry) -> ApiRegistry:
@@ -191,6 +201,9 @@ class ControllerHost(ControllerHostView):
         self.not_controller_answers = 0
         self.last_applied_timestamp_ms: int | None = None  # append time of the last committed batch (lag metric)
         self.event_queue = EventQueueStats()
+        # The authorizer's initial load (Kafka's completeInitialLoad): the committed log replayed up to the high
+        # watermark; before it only super users are authorized (controller/authorizer.py).
+        self.acls_loaded = False
         # Registers this controller with the active one (set by `controller_host`; None for a bare host in tests).
         self.registrar: ControllerRegistrar | None = None
         # KIP-642's seam: the __cluster_metadata entries of AlterPartitionReassignments (reassignment_requests.py),
@@ -208,7 +221,7 @@ class ControllerHost(ControllerHostView):
         for key, (low, high) in HOST_APIS.items():
             if key in ApiKey._value2member_map_:  # membership by value
                 base = base.with_range(ApiKey(key), low, high)
-        return with_image_apis(base)
+        return with_image_apis(base).with_range(ApiKey.ENVELOPE, 0, 0)  # forwarded requests: the runtime opens them
 
     def metadata_image(self) -> QuorumController:
         """The image Metadata and DescribeCluster answer from (client_apis.MetadataImage: `.cluster`,
@@ -220,6 +233,9 @@ class ControllerHost(ControllerHostView):
             return await self.answer(int(decoded.api_key), decoded.message)
         handlers: dict[int, Any] = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}
         handlers[INCREMENTAL_ALTER_CONFIGS] = with_logger_changes(handler, self.config.node_id)
+        enabled = authorizer_configured(self.config.static_configs)
+        for key in (CREATE_ACLS, DELETE_ACLS):
+            handlers[key] = acl_writes(handler, enabled)
         return {**handlers, **image_handlers(self.metadata_image, self.config.node_id, self.config.static_configs)}
 
     async def answer(self, api_key: int, message: Any) -> Any:
@@ -421,9 +437,16 @@ class ControllerHost(ControllerHostView):
             delay, runtime.submit, lambda now: self._timed(submitted + int(delay * 1000), now, lambda: self._tick(now)))
 
     def _observe(self, core: Any, now: int) -> None:
-        """After every core input: a leader that lost its epoch (resigned, stepped down, shutting down) stops."""
+        """After every core input: a leader that lost its epoch (resigned, stepped down, shutting down) stops; the
+        ACLs count as loaded once the replay caught up with the high watermark."""
         if self.hosted.lost_leadership(core):
             self._resign()
+        if not self.acls_loaded and core.high_watermark is not None and core.listener.next_offset >= core.high_watermark:
+            self.acls_loaded = True
+            _log.info("node %d: metadata replayed up to the high watermark %d: the authorizer's ACLs are loaded",
+                      self.config.node_id, core.high_watermark)
+            if self.runtime is not None:
+                self.runtime.acls_loaded()
 
     def _resign(self) -> None:
         _log.info("%snode %d stops being the active controller", self._prefix, self.config.node_id)

@@ -11,10 +11,14 @@
 - Extra handlers (the controller's RPCs, later) plug in by api key.
 - A request whose handling raises (a bug, here or on the core task) is answered UNKNOWN_SERVER_ERROR, logged and
   counted (`_failed`, the containment boundary of every listener: handler_errors.py); the node goes on.
+- Authorization comes first (`handle`): the node's RequestAuthorizer (node/apis/authz.py) lets the request through,
+  refuses it, or narrows it to what the principal may do and completes the answer. An Envelope (a request a broker
+  forwarded, node/apis/envelope.py) is opened here and its request handled the same way, as its client.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,6 +38,8 @@ from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode, ProtocolError
 
 from pykraft.node.apis import client_apis, metadata_api, writes
+from pykraft.node.apis.authz import AuthorizerNotReadyError, Denied, Narrowed, RequestAuthorizer
+from pykraft.node.apis.envelope import envelope_answer, inner_answer_bytes, open_envelope
 from pykraft.node.apis.listeners import request_listener
 from pykraft.node.apis.versions import CORE_VERSIONS, to_core_request, to_request_version
 
@@ -48,8 +54,10 @@ ExtraHandler = Callable[[DecodedRequest], Awaitable[Any | None]]
 
 class InboundHandler:
     def __init__(self, runtime: NodeRuntime, registry: ApiRegistry,
-                 extra: Mapping[int, ExtraHandler] | None = None, broker_registry: ApiRegistry | None = None) -> None:
+                 extra: Mapping[int, ExtraHandler] | None = None, broker_registry: ApiRegistry | None = None,
+                 authorizer: RequestAuthorizer | None = None) -> None:
         self.runtime = runtime
+        self.authorizer = authorizer  # None: every request allowed (a node without authorizer.class.name)
         self.registry = registry  # a controller listener's APIs (every listener's on a node of one role)
         # A broker listener's APIs on a node with both roles: Kafka serves a combined node's listeners with
         # ControllerApis and KafkaApis apart, so a client cannot reach the controller RPCs on its broker listener
@@ -80,16 +88,58 @@ class InboundHandler:
         self.requests += 1
         stats = self.runtime.request_stats
         try:
-            response = await self.dispatch(decoded)
+            response = await self.handle(decoded)
             answer = None if response is None else _encode_answer(decoded.correlation_id, response)
         except CloseConnection:
             raise
+        except AuthorizerNotReadyError as exc:  # not a bug: Kafka's AuthorizerNotReadyException, a retriable failure
+            return self._refused(decoded, str(exc))
         except Exception as exc:  # the boundary of this one request: fail it, not the node
             stats.record_failure(int(decoded.api_key), decoded.api_version, time.perf_counter() - started)
             return self._failed(decoded, exc)
         stats.record(int(decoded.api_key), decoded.api_version, decoded.message, response,
                      time.perf_counter() - started)
         return answer
+
+    async def handle(self, decoded: DecodedRequest) -> Any | None:
+        """Authorize, then dispatch (see the module docstring); the answer at the request's version, or None."""
+        authorizer = self.authorizer
+        if decoded.api_key == ApiKey.ENVELOPE:
+            check = authorizer.check(decoded, True) if authorizer is not None else None
+            return check.response if isinstance(check, Denied) else await self._open_envelope(decoded)
+        if authorizer is None:
+            return await self.dispatch(decoded)
+        check = authorizer.check(decoded, not request_listener(decoded, self.runtime.config).serves_brokers)
+        if check is None:
+            return await self.dispatch(decoded)
+        if isinstance(check, Denied):
+            return check.response
+        assert isinstance(check, Narrowed)
+        answer = None if check.request is None else await self.dispatch(dataclasses.replace(decoded,
+                                                                                            message=check.request))
+        return check.finish(answer)
+
+    async def _open_envelope(self, decoded: DecodedRequest) -> Any:
+        """A forwarded request, answered as its client (authorized as that principal) inside an EnvelopeResponse."""
+        inner = open_envelope(decoded, self.registry_of(request_listener(decoded, self.runtime.config).name))
+        if not isinstance(inner, DecodedRequest):
+            return inner
+        try:
+            answer = await self.handle(inner)
+        except AuthorizerNotReadyError as exc:
+            answer = error_response_for(inner.message, ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc))
+        if answer is None:
+            return envelope_answer(ErrorCode.UNKNOWN_SERVER_ERROR)
+        return envelope_answer(ErrorCode.NONE, inner_answer_bytes(inner, answer))
+
+    def _refused(self, decoded: DecodedRequest, text: str) -> memoryview | FrameBody:
+        """UNKNOWN_SERVER_ERROR for a request the authorizer could not decide yet (Kafka's answer to its
+        AuthorizerNotReadyException); the connection closes when the answer has nowhere to carry it."""
+        try:
+            answer = error_response_for(decoded.message, ErrorCode.UNKNOWN_SERVER_ERROR, error_message=text)
+        except ValueError:
+            raise CloseConnection(text) from None
+        return encode_response_body(decoded.correlation_id, answer)
 
     def registry_of(self, listener_name: str | None) -> ApiRegistry:
         """The APIs served on `listener_name` (see __init__)."""
@@ -176,8 +226,8 @@ def _encode_answer(correlation_id: int, response: Any) -> bytes | memoryview | F
 def served_registry(registry: ApiRegistry, extra: Mapping[int, ExtraHandler] | None) -> ApiRegistry:
     """`registry` without the APIs nobody on this node answers (the controller RPCs until a controller plugs in):
     advertising them would invite requests that could only be dropped."""
-    served = {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.PRODUCE, *CORE_VERSIONS,
-              *(extra or {})}  # UpdateFeatures is the controller's (an extra handler): a raft-only node has no rules
+    served = {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.PRODUCE, ApiKey.ENVELOPE,
+              *CORE_VERSIONS, *(extra or {})}  # UpdateFeatures is the controller's (an extra handler): a raft-only node has no rules
     for key in registry.api_keys:
         if key not in served:
             registry = registry.without(key)

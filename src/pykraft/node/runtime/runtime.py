@@ -34,6 +34,7 @@ from typing import Any
 from pykraft.net.commit_probe import PROBE
 from pykraft.net.errors import ConnectError, NetError
 from pykraft.net.pool import ConnectionPool
+from pykraft.net.sasl_client import SaslAuthenticationError
 from pykraft.net.server import FrameServer
 from pykraft.net.tls import client_context, server_context
 from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
@@ -57,7 +58,9 @@ from pykraft.node.runtime.outbound import Outbound, probe_fetch_offset
 from pykraft.node.config.preflight import check_listeners_bindable
 from pykraft.node.runtime.snapshots import SnapshotPolicy
 from pykraft.node.runtime.state_machine import CountingStateMachine, StateMachine
+from pykraft.node.runtime.security import client_sasl, listener_security, request_authorizer
 from pykraft.node.runtime.trace import TraceWriter
+from pykraft.node.apis.client_apis import image_of as client_image
 from pykraft.node.apis.writes import CommitWaiters, WriteFailed, produce_enabled
 
 _log = logging.getLogger("pykraft.node")
@@ -95,10 +98,11 @@ class NodeCloseError(Exception):
 
 
 class _TlsFailureLog:
-    """The outbound pool, logging every failed TLS handshake at WARNING. Outbound logs failures at DEBUG, since
-    a peer that is down is routine; a peer that refuses our certificate (or offers one we do not trust) is a
-    misconfiguration the operator must see, as Kafka's NetworkClient logs a failed authentication. Attempts are
-    paced by the pool's reconnect backoff, so this is at most about one line per peer per second."""
+    """The outbound pool, logging every failed TLS handshake or SASL authentication at WARNING. Outbound logs
+    failures at DEBUG, since a peer that is down is routine; a peer that refuses our certificate or our password (or
+    offers a certificate we do not trust) is a misconfiguration the operator must see, as Kafka's NetworkClient logs
+    a failed authentication. Attempts are paced by the pool's reconnect backoff, so this is at most about one line
+    per peer per second."""
 
     def __init__(self, pool: ConnectionPool) -> None:
         self._pool = pool
@@ -112,6 +116,9 @@ class _TlsFailureLog:
             if exc is not self._last and _tls_failure(exc):
                 self._last = exc
                 _log.warning("TLS handshake with %s:%s failed: %s", host, port, " ".join(str(exc).split()))
+            elif exc is not self._last and isinstance(exc.__cause__, SaslAuthenticationError):
+                self._last = exc  # the message names the peer: "SASL authentication with host:port failed: ..."
+                _log.warning("%s", " ".join(str(exc).split()))
             raise
 
     def send_now(self, host: str, port: int, build: Callable[[int], bytes], *,
@@ -158,6 +165,7 @@ class NodeRuntime:
         # catch-up: before, its image would name no broker and no topic.
         self._defer_broker_listeners = defer_broker_listeners
         self._deferred: list[FrameServer] = []
+        self._deferred_for_acls: list[FrameServer] = []  # listeners not in early.start.listeners (controllers)
         self.waiters = CommitWaiters()
         self._inputs: deque[Input] = deque()
         self._wake = asyncio.Event()
@@ -260,22 +268,27 @@ class NodeRuntime:
         client_tls = self._tls_client
         # Two channels, as Kafka keeps the raft client's apart from the broker-to-controller one: a forwarded
         # request or a heartbeat must not queue behind a Fetch long-poll (answers come in request order).
-        raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls) for _ in range(2))
+        controller_sasl = client_sasl(config, config.controller_listener_name)
+        raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls, sasl=controller_sasl) for _ in range(2))
         broker_tls = self._tls_broker
-        broker_pool = ConnectionPool(ssl_context=broker_tls) if config.is_broker else None
-        coordinator_pool = ConnectionPool(ssl_context=broker_tls) if config.is_broker else None
-        self.outbound = Outbound(raft_pool if client_tls is None else _TlsFailureLog(raft_pool),
+        broker_pool_sasl = client_sasl(config, config.inter_broker_listener_name) if config.is_broker else None
+        broker_pool, coordinator_pool = ((ConnectionPool(ssl_context=broker_tls, sasl=broker_pool_sasl)
+                                          if config.is_broker else None) for _ in range(2))
+        secured = client_tls is not None or controller_sasl is not None  # failures worth a WARNING line
+        broker_secured = broker_tls is not None or broker_pool_sasl is not None
+
+        def broker_side(pool: ConnectionPool | None) -> Any:
+            return _TlsFailureLog(pool) if pool is not None and broker_secured else pool
+        self.outbound = Outbound(_TlsFailureLog(raft_pool) if secured else raft_pool,
                                  timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
                                  on_answer=self.cluster_ids.check_answer, on_error=self.handler_errors.record,
-                                 forward_pool=forward_pool if client_tls is None else _TlsFailureLog(forward_pool),
+                                 forward_pool=_TlsFailureLog(forward_pool) if secured else forward_pool,
                                  on_unreachable=self._peer_unreachable,
-                                 broker_pool=broker_pool if broker_tls is None or broker_pool is None
-                                 else _TlsFailureLog(broker_pool),
-                                 coordinator_pool=coordinator_pool if broker_tls is None or coordinator_pool is None
-                                 else _TlsFailureLog(coordinator_pool))
+                                 broker_pool=broker_side(broker_pool), coordinator_pool=broker_side(coordinator_pool))
         self.runner = EffectRunner(self.lane, self.outbox, self)
-        self.inbound = InboundHandler(self, self.registry, self._extra, self._broker_registry)
+        self.authorizer = request_authorizer(config, lambda: self.state_machine)
+        self.inbound = InboundHandler(self, self.registry, self._extra, self._broker_registry, self.authorizer)
         self.lane.start()
         self._apply(self.core.initialize(storage.stored_election, now), now)
         self._say_if_log_names_a_broker_a_voter()
@@ -285,17 +298,21 @@ class NodeRuntime:
         broker_listeners = set(config.broker_listener_names()) if config.is_broker else set()
         for listener in config.served_listeners():
             server = FrameServer(self.inbound, ssl_context=self._tls[listener.name],
-                                 name=f"node-{config.node_id}-{listener.name}", listener_name=listener.name)
+                                 name=f"node-{config.node_id}-{listener.name}", listener_name=listener.name,
+                                 security=listener_security(config, listener.name, self._scram_credential))
             self.servers.append(server)
             deferred = self._defer_broker_listeners and listener.name in broker_listeners
+            waits = self._waits_for_acls(listener.name)
             host = listener.host or "0.0.0.0"
             try:
-                address = await server.start(host, listener.port, serving=not deferred)
+                address = await server.start(host, listener.port, serving=not (deferred or waits))
             except OSError as exc:  # one line naming the port and the setting, not "[Errno 98] ..." alone
                 raise NetError(f"cannot listen on {host}:{listener.port} (listener {listener.name}): "
                                f"{(exc.strerror or str(exc)).lower()}") from None
             if deferred:
                 self._deferred.append(server)
+            elif waits:
+                self._deferred_for_acls.append(server)
             self.address = self.address or address
         if config.metrics_port is not None:
             try:
@@ -326,19 +343,42 @@ class NodeRuntime:
                      config.node_id, ",".join(sorted(config.process_roles)))
 
     def _server_tls(self, listener_name: str) -> Any:
-        """The TLS context of a listener this process binds; None when that listener is not SSL."""
+        """The TLS context of a listener this process binds; None when that listener is not SSL or SASL_SSL. A
+        SASL_SSL listener asks for client certificates only with its own listener.name.<l>.ssl.client.auth (Kafka)."""
         config, tls = self.config, self.config.tls
-        if tls is None or config.security_protocol(listener_name) != "SSL":
+        protocol = config.security_protocol(listener_name)
+        if tls is None or protocol not in ("SSL", "SASL_SSL"):
             return None
-        return server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=tls.client_auth_required)
+        required = (tls.client_auth_required if protocol == "SSL"
+                    else config.security.ssl_client_auth.get(listener_name, False))
+        return server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=required)
 
     def _client_tls(self, listener_name: str | None = None) -> Any:
         """The TLS context for connections to `listener_name` (the controller listener this process fetches from
-        by default); None when it is not SSL."""
+        by default); None when it is neither SSL nor SASL_SSL."""
         config, tls = self.config, self.config.tls
-        if tls is None or config.security_protocol(listener_name or config.controller_listener_name) != "SSL":
+        if tls is None or config.security_protocol(listener_name or config.controller_listener_name) not in (
+                "SSL", "SASL_SSL"):
             return None
         return client_context(tls.cert_path, tls.key_path, tls.ca_path)
+
+    def _scram_credential(self, user: str, mechanism: int) -> Any:
+        """A SCRAM credential of the node's metadata image (what its SASL/SCRAM listeners check passwords against)."""
+        image = client_image(self.state_machine)
+        return None if image is None else image.scram.credential(user, mechanism)  # type: ignore[attr-defined]
+
+    def _waits_for_acls(self, listener_name: str) -> bool:
+        """A listener not in early.start.listeners opens once the authorizer loaded the ACLs (Kafka's authorizer
+        futures); by default the controller listeners start early."""
+        security = self.config.security
+        return security.authorizer and listener_name not in security.early_start_listeners and (
+            listener_name in self.config.controller_listener_names)
+
+    def acls_loaded(self) -> None:
+        """The authorizer's initial load completed: open the listeners that waited for it (once)."""
+        deferred, self._deferred_for_acls = self._deferred_for_acls, []
+        for server in deferred:
+            asyncio.get_running_loop().create_task(server.start_serving())
 
     async def run_until_stopped(self) -> None:
         """Wait until the node stopped; raise what made it fail, else what made closing it fail (NodeCloseError)."""

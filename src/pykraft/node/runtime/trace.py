@@ -8,7 +8,9 @@ clock), `node_id` and `event`, plus event fields. Events:
 - `hwm_advanced` (hwm), at most once every 100 ms (the last value of a burst is written when the next one is due);
 - `snapshot_taken` (offset, epoch, bytes);
 - `log_truncated` (from_end_offset, to_end_offset): the log end went backwards (divergence with a new leader);
-- `stopped` (graceful).
+- `stopped` (graceful);
+- a broker's: `broker_state` (old, new, broker_epoch) and `isr_view` (topic, partition, leader_epoch,
+  partition_epoch, isr, metadata_offset, reason: the ISR a partition leader uses or proposes, hosts/isr_trace.py).
 Lines are written (not fsynced) as they happen: the trace is diagnostics, never needed for correctness.
 """
 
