@@ -44,6 +44,8 @@ TIERS: dict[str, tuple[str, ...]] = {
         "sim/test_sim_targeted.py",
         "sim/test_sim_scenarios.py",
         "sim/test_sim_runs.py",
+        "sim/test_data_plane_sim.py",
+        "sim/test_data_sweep_ci.py",
         "sim/test_consumer_group_sweep.py",
     ),
     # Property and fuzz runs over every message schema and version, and the file-log differential runs.

@@ -301,3 +301,16 @@ def test_the_leader_keeps_appended_batches_in_memory_until_every_follower_fetche
         host.close()
 
     asyncio.run(scenario())
+
+
+def test_a_follower_restarted_inside_a_batch_takes_the_whole_batch(tmp_path) -> None:
+    """DeleteRecords put the leader's start inside a batch; the follower restarted its log there (OFFSET_OUT_OF_RANGE)
+    and the leader answers with the whole batch: the empty log starts at the batch's base (Kafka's rule for
+    UnexpectedAppendOffsetException), it does not refuse the batch forever (found by the simulator, data_swarm
+    seed 100017)."""
+    follower = _host(tmp_path, me=2, leader=1, isr=[1, 2, 3])
+    replica = follower.replicas[("t", 0)]
+    follower.restart_at_leader_start(replica, 4)
+    batch = encode_batch([SimpleRecord(value=b"v")] * 3, base_offset=3, partition_leader_epoch=0, timestamp_ms=NOW)
+    follower.append_as_follower(replica, batch, 6, 4)
+    assert replica.log.end_offset() == 6  # then its start follows the leader's (4) again

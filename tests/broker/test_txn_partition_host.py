@@ -7,7 +7,7 @@ import asyncio
 import struct
 
 from pykraft.node.apis.txn_markers_api import MarkerRequest, append_marker
-from pykraft.node.hosts import txn_verification
+from pykraft.broker import txn_verification
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records.crc import crc32c

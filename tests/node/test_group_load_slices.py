@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
+from pykraft.broker import group_log
 from pykraft.broker.group_coordinator import GroupConfig
 from pykraft.broker.group_state import Group
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.broker.topic_settings import TopicSettings
-from pykraft.node.hosts import group_host
 from pykraft.node.apis.group_api import GroupApi
 from pykraft.node.hosts.group_host import OFFSETS_TOPIC, GroupHost, _apply_record
 from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
@@ -76,7 +76,7 @@ def _heartbeat(api: GroupApi, group_id: str):
 
 
 def test_requests_are_answered_while_a_large_partition_loads_and_the_groups_are_the_same(tmp_path, monkeypatch):
-    monkeypatch.setattr(group_host, "LOAD_SLICE_BYTES", 16 * 1024)  # many slices from a test-sized partition
+    monkeypatch.setattr(group_log, "LOAD_SLICE_BYTES", 16 * 1024)  # many slices from a test-sized partition
 
     async def scenario() -> None:
         host = _leader_of_offsets(tmp_path)
@@ -109,7 +109,7 @@ def test_requests_are_answered_while_a_large_partition_loads_and_the_groups_are_
 
 
 def test_a_load_is_abandoned_when_the_leadership_moves_during_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(group_host, "LOAD_SLICE_BYTES", 16 * 1024)
+    monkeypatch.setattr(group_log, "LOAD_SLICE_BYTES", 16 * 1024)
 
     async def scenario() -> None:
         host = _leader_of_offsets(tmp_path)

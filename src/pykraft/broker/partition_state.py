@@ -23,6 +23,7 @@ from typing import Generic, TypeVar
 from pykraft.protocol.errors import ErrorCode
 
 from .isr_rules import FollowerProgress, LeaderProgress
+from pykraft.raft.purgatory import ThresholdPurgatory
 
 T = TypeVar("T")
 DEFAULT_MIN_INSYNC_REPLICAS = 1  # min.insync.replicas
@@ -39,12 +40,6 @@ class _Follower:
 
 
 @dataclass(slots=True)
-class _Waiter(Generic[T]):
-    required_offset: int  # the high watermark that acknowledges it (last offset + 1)
-    token: T
-
-
-@dataclass(slots=True)
 class LeaderState(Generic[T]):
     """One leadership (a leader epoch) of one partition on this broker."""
 
@@ -53,8 +48,10 @@ class LeaderState(Generic[T]):
     replicas: tuple[int, ...]
     leader_id: int
     _followers: dict[int, _Follower] = field(default_factory=dict)
-    _waiters: list[_Waiter[T]] = field(default_factory=list)
-    _deletions: list[_Waiter[T]] = field(default_factory=list)  # DeleteRecords: required = the new log start
+    # acks=all: threshold = the batch's last offset + 1, against the high watermark
+    _waiters: ThresholdPurgatory[T] = field(default_factory=ThresholdPurgatory)
+    # DeleteRecords: threshold = the new log start, against the low watermark
+    _deletions: ThresholdPurgatory[T] = field(default_factory=ThresholdPurgatory)
 
     def on_follower_fetch(self, replica_id: int, fetch_offset: int, broker_epoch: int, leader_leo: int,
                           now_ms: int, log_start_offset: int = -1) -> bool:
@@ -105,46 +102,36 @@ class LeaderState(Generic[T]):
 
     # ---- DeleteRecords -----------------------------------------------------------------------------------------
     def add_deletion_waiter(self, new_log_start: int, token: T) -> None:
-        self._deletions.append(_Waiter(new_log_start, token))
+        self._deletions.add(new_log_start, token, self.leader_epoch)
 
     def release_deletions(self, low_watermark: int) -> list[T]:
         """The DeleteRecords waiters whose new log start every alive replica has reached."""
-        done = [w.token for w in self._deletions if w.required_offset <= low_watermark]
-        if done:
-            self._deletions = [w for w in self._deletions if w.required_offset > low_watermark]
-        return done
+        return self._deletions.complete(low_watermark)
 
     def forget_deletions(self, gone: Callable[[T], bool]) -> None:
         """Drop the waiters whose request stopped waiting (timed out): nothing will read their answer."""
-        self._deletions = [w for w in self._deletions if not gone(w.token)]
+        self._deletions.forget(gone)
 
     def abandon_deletions(self) -> list[T]:
         """The leadership ended: the waiting DeleteRecords answer NOT_LEADER_OR_FOLLOWER (Kafka's
         DelayedDeleteRecords finds the leader gone)."""
-        tokens = [w.token for w in self._deletions]
-        self._deletions.clear()
-        return tokens
+        return self._deletions.drain()
 
     # ---- acks=all ----------------------------------------------------------------------------------------------
     def add_waiter(self, required_offset: int, token: T) -> None:
-        self._waiters.append(_Waiter(required_offset, token))
+        self._waiters.add(required_offset, token, self.leader_epoch)
 
     def release(self, high_watermark: int, isr_size: int, min_insync: int) -> list[tuple[T, ErrorCode]]:
         """Waiters the high watermark now covers, with their answer: NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND
         when the ISR shrank below min.insync.replicas meanwhile (Kafka's rule at that moment)."""
-        done = [w for w in self._waiters if w.required_offset <= high_watermark]
-        if not done:
-            return []
-        self._waiters = [w for w in self._waiters if w.required_offset > high_watermark]
+        done = self._waiters.complete(high_watermark)
         error = ErrorCode.NONE if isr_size >= min_insync else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        return [(w.token, error) for w in done]
+        return [(token, error) for token in done]
 
     def abandon(self) -> list[T]:
         """The leadership ended: every waiter gets NOT_LEADER_OR_FOLLOWER (the producer retries elsewhere;
         idempotence makes the retry safe)."""
-        tokens = [w.token for w in self._waiters]
-        self._waiters.clear()
-        return tokens
+        return self._waiters.drain()
 
     @property
     def waiting(self) -> int:

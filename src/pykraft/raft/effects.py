@@ -87,3 +87,10 @@ class Ready:
 
     effects: tuple[Effect, ...]
     wakeup_ms: int
+
+    def describe(self) -> str:
+        """One effect a line, then the next poll (raft/describe.py): what the golden scenario files hold."""
+        from .describe import describe_ready  # the renderer imports this module
+        from .states import NEVER
+
+        return describe_ready(self, NEVER)

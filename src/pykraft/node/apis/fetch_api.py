@@ -17,31 +17,22 @@ Requests for `__cluster_metadata` are the raft core's (the caller routes them th
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
+from pykraft.broker.fetch_answers import (CONSUMER, PartitionAnswer, PartitionFetch, answer_partition,
+                                          leader_epoch_error)
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_TOPIC, METADATA_TOPIC_ID
-from pykraft.raft.log import ValidationKind
 
-from pykraft.node.hosts.partitions import PartitionHost, Replica
+from pykraft.node.hosts.partitions import PartitionHost
 from pykraft.node.apis.wire_build import has_field, make, response_namespace
 
-CONSUMER = -1
+__all__ = ["CONSUMER", "fetch", "leader_epoch_error", "names_metadata_topic", "replica_of"]
+
 READ_COMMITTED = 1
 
-
-@dataclass(frozen=True, slots=True)
-class _PartitionAnswer:
-    index: int
-    error: ErrorCode
-    high_watermark: int = -1
-    log_start_offset: int = -1
-    records: bytes | memoryview = b""
-    diverging: tuple[int, int] | None = None  # (epoch, end offset)
-    last_stable_offset: int = -1
-    aborted: tuple[tuple[int, int], ...] | None = None  # read_committed: (producer id, first offset)
+_PartitionAnswer = PartitionAnswer  # the pure answer, broker/fetch_answers.py
 
 
 def names_metadata_topic(message: Any) -> bool:
@@ -54,13 +45,6 @@ def replica_of(message: Any) -> tuple[int, int]:
     if has_field(message, "replica_state"):
         return int(message.replica_state.replica_id), int(message.replica_state.replica_epoch)
     return int(getattr(message, "replica_id", CONSUMER)), -1
-
-
-def leader_epoch_error(replica: Replica, current_leader_epoch: int) -> ErrorCode:
-    if current_leader_epoch < 0 or current_leader_epoch == replica.leader_epoch:
-        return ErrorCode.NONE
-    return ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < replica.leader_epoch \
-        else ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 async def fetch(host: PartitionHost, message: Any, clock: Any) -> Any:
@@ -122,64 +106,11 @@ def _count(host: PartitionHost, answers: Answers, replica_id: int) -> None:
 
 def _answer_one(host: PartitionHost, name: str | None, unknown: ErrorCode, p: Any, replica_id: int,
                 broker_epoch: int, now_ms: int, committed: bool = False) -> _PartitionAnswer:
-    index = int(p.partition)
-    found = unknown if name is None else host.leader_replica(name, index)
-    if isinstance(found, ErrorCode):
-        return _PartitionAnswer(index, found)
-    replica, log = found, found.log
-    error = leader_epoch_error(replica, int(getattr(p, "current_leader_epoch", -1)))
-    if error is not ErrorCode.NONE:
-        return _PartitionAnswer(index, error)
-    offset = int(p.fetch_offset)
-    hwm, start, end = log.high_watermark(), log.start_offset(), log.end_offset()
-    last_epoch = int(getattr(p, "last_fetched_epoch", -1))
-    if replica_id >= 0 and last_epoch >= 0 and offset > start:
-        check = log.validate_offset_and_epoch(offset, last_epoch)
-        if check.kind is ValidationKind.DIVERGING:
-            diverging = check.offset_and_epoch
-            return _PartitionAnswer(index, ErrorCode.NONE, hwm, start, b"", (diverging.epoch, diverging.offset))
-    if offset < start or offset > end:
-        return _PartitionAnswer(index, ErrorCode.OFFSET_OUT_OF_RANGE, hwm, start)
-    if replica_id >= 0:
-        host.on_follower_fetch(replica, replica_id, offset, broker_epoch, now_ms, int(getattr(p, "log_start_offset", -1)))
-        hwm = log.high_watermark()
-    lso = replica.producers.last_stable_offset(hwm)
-    upper = end if replica_id >= 0 else (lso if committed else hwm)
-    records: bytes | memoryview = b""
-    if offset < upper:
-        records = _trim(log.read(offset, max(int(p.partition_max_bytes), 1)).records, upper)
-    aborted = None
-    if committed:
-        read_end = _end_offset(records, offset)
-        aborted = tuple((a.producer_id, a.first_offset) for a in log.txn_index.collect(offset, read_end)) \
-            if read_end > offset else ()
-    return _PartitionAnswer(index, ErrorCode.NONE, hwm, start, records, last_stable_offset=lso, aborted=aborted)
-
-
-def _end_offset(records: bytes | memoryview, offset: int) -> int:
-    """The offset after the last batch of `records` (`offset` when there is none)."""
-    view = memoryview(records)
-    pos, end = 0, offset
-    while pos + 27 <= len(view):
-        base = int.from_bytes(view[pos:pos + 8], "big", signed=True)
-        length = int.from_bytes(view[pos + 8:pos + 12], "big")
-        end = base + int.from_bytes(view[pos + 23:pos + 27], "big", signed=True) + 1
-        pos += 12 + length
-    return end
-
-
-def _trim(records: bytes | memoryview, upper: int) -> bytes | memoryview:
-    """Only batches that end below `upper` (a consumer never sees past the high watermark)."""
-    view = memoryview(records)
-    pos = 0
-    while pos + 27 <= len(view):
-        base = int.from_bytes(view[pos:pos + 8], "big", signed=True)
-        length = int.from_bytes(view[pos + 8:pos + 12], "big")
-        delta = int.from_bytes(view[pos + 23:pos + 27], "big", signed=True)
-        if base + delta >= upper or pos + 12 + length > len(view):
-            break
-        pos += 12 + length
-    return view[:pos] if pos < len(view) else records
+    """One partition of a wire Fetch request, answered by broker/fetch_answers.py."""
+    wanted = PartitionFetch(int(p.partition), int(p.fetch_offset), int(getattr(p, "current_leader_epoch", -1)),
+                            int(getattr(p, "last_fetched_epoch", -1)), int(p.partition_max_bytes),
+                            int(getattr(p, "log_start_offset", -1)), committed)
+    return answer_partition(host, name, unknown, wanted, replica_id, broker_epoch, now_ms)
 
 
 def _response(version: int, answers: Answers) -> Any:

@@ -21,7 +21,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_TOPIC
 
-from pykraft.node.hosts import txn_verification
+from pykraft.broker import txn_verification
 from pykraft.node.hosts.partitions import AppendResult, PartitionHost
 from pykraft.node.apis.wire_build import make, response_namespace
 

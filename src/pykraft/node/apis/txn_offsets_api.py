@@ -22,7 +22,7 @@ from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.group_records import partition_for
 
 from pykraft.node.apis.wire_build import make, response_namespace
-from pykraft.node.hosts import txn_verification
+from pykraft.broker import txn_verification
 from pykraft.node.hosts.group_host import OFFSETS_TOPIC, GroupHost
 
 if TYPE_CHECKING:

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kio.static.primitive import i64
 
+from pykraft.raft.purgatory import ThresholdPurgatory
 from pykraft.protocol.apis import ApiKey, response_class
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
@@ -46,45 +46,35 @@ class WriteFailed(Exception):
         self.error = error
 
 
-@dataclass(slots=True)
-class _Waiter:
-    offset: int  # answer once the high watermark is above this offset
-    epoch: int
-    future: asyncio.Future[None]
-
-
 class CommitWaiters:
-    """Futures waiting for the high watermark; checked by the runtime after every core input."""
+    """Futures waiting for the high watermark (the broker's one purgatory, raft/purgatory.py); checked by the
+    runtime after every core input."""
 
     def __init__(self) -> None:
-        self._waiters: list[_Waiter] = []
+        self._waiters: ThresholdPurgatory[asyncio.Future[None]] = ThresholdPurgatory()
 
     def add(self, offset: int, epoch: int) -> asyncio.Future[None]:
+        """A future that completes once the high watermark is above `offset`, or fails once this node no longer
+        leads `epoch`."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(_Waiter(offset, epoch, future))
+        self._waiters.add(offset + 1, future, epoch)
         return future
 
     def check(self, hwm: int | None, leading_epoch: int | None) -> None:
         if not self._waiters:
             return
-        kept = []
-        for waiter in self._waiters:
-            if waiter.future.done():
-                continue
-            if leading_epoch != waiter.epoch:
-                waiter.future.set_exception(WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                                                        "leadership was lost before the write committed"))
-            elif hwm is not None and hwm > waiter.offset:
-                waiter.future.set_result(None)
-            else:
-                kept.append(waiter)
-        self._waiters = kept
+        self._waiters.forget(lambda future: future.done())
+        failed, completed = self._waiters.check(hwm, leading_epoch)
+        for future in failed:
+            future.set_exception(WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                             "leadership was lost before the write committed"))
+        for future in completed:
+            future.set_result(None)
 
     def fail_all(self, error: ErrorCode, message: str) -> None:
-        for waiter in self._waiters:
-            if not waiter.future.done():
-                waiter.future.set_exception(WriteFailed(error, message))
-        self._waiters = []
+        for future in self._waiters.drain():
+            if not future.done():
+                future.set_exception(WriteFailed(error, message))
 
     def __len__(self) -> int:
         return len(self._waiters)

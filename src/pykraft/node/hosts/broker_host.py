@@ -29,8 +29,8 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pykraft.broker.actions import (BrokerState, FindController, IsrChange, Ready, SendToController, ShutdownComplete,
-                                    StateChanged)
+from pykraft.broker.actions import BrokerState, IsrChange, Ready, SendToController, ShutdownComplete, StateChanged
+from pykraft.broker.host import ISR, LIFECYCLE, BrokerComponents, controller_for
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
 from pykraft.broker.isr_rules import DEFAULT_REPLICA_LAG_TIME_MAX_MS
 from pykraft.broker.lifecycle import BrokerLifecycle, LifecycleConfig
@@ -152,6 +152,7 @@ class BrokerHost:
             request_timeout_ms=node_config.quorum.request_timeout_ms))
         self.isr = IsrManager(IsrManagerConfig(self.node_id, replica_lag_time_max_ms=lag_ms,
                                                request_timeout_ms=node_config.quorum.request_timeout_ms), self.cache)
+        self.components = BrokerComponents({LIFECYCLE: self.lifecycle, ISR: self.isr}, self)
         self.data_plane = DataPlane(self, node_config)
         offsets_topic_settings(node_config.raw)  # refuse a bad value at start, not at the first FindCoordinator
         self.groups = GroupHost(self.data_plane.host, group_config(node_config.raw), lambda: self._now(),
@@ -259,6 +260,12 @@ class BrokerHost:
         if self.finished is None:
             return  # replay of the local log before start(): nothing is running yet
         now = self._now()
+        if self.data_plane.host.logs is None:
+            # Not caught up yet: the ISR manager leads nothing before the partition logs are open (then the image
+            # holds this incarnation's own fenced registration). Before, a restarted broker acted on its previous
+            # incarnation's leaderships from its stale image and shrank their ISRs to itself, empty-handed (found
+            # by the simulator: data_broker_faults seed 1).
+            return
         self._run("isr", self.isr.sync_metadata(now))
         self.data_plane.sync_metadata(now)
         self._sync_groups()
@@ -278,24 +285,11 @@ class BrokerHost:
         return self.lifecycle if name == "lifecycle" else self.isr
 
     def _run(self, name: str, ready: Ready, *, refresh_partitions: bool = True) -> None:
-        """Carry out a component's actions and schedule its next poll. After the ISR manager ran, every partition
-        adopts its high watermark, unless the caller refreshes the partitions it changed itself
-        (`refresh_partitions=False`: DataPlane's progress reports, one per append and follower fetch)."""
-        for action in ready.actions:
-            if isinstance(action, SendToController):
-                task = asyncio.get_running_loop().create_task(self._send(name, action))
-                self._tasks.add(task)
-                task.add_done_callback(self._send_done)
-            elif isinstance(action, StateChanged):
-                self._on_state_changed(action)
-            elif isinstance(action, ShutdownComplete):
-                self._on_shutdown_complete(action)
-            elif isinstance(action, IsrChange):
-                log_isr_change(self.node_id, self.cache.topic_name(action.topic_id), action,
-                               self.isr.config.replica_lag_time_max_ms)
-            elif isinstance(action, FindController):
-                _log.debug("%s: looking for the active controller again", name)
-        self._schedule(name, ready.wakeup_ms)
+        """Carry out a component's actions and schedule its next poll (broker/host.py, shared with the simulator).
+        After the ISR manager ran, every partition adopts its high watermark, unless the caller refreshes the
+        partitions it changed itself (`refresh_partitions=False`: DataPlane's progress reports, one per append and
+        follower fetch)."""
+        self.components.run(name, ready)
         if name == "isr" and refresh_partitions:
             self.data_plane.isr_changed()
         if name == "isr" and (refresh_partitions or any(isinstance(a, SendToController) for a in ready.actions)):
@@ -303,11 +297,28 @@ class BrokerHost:
             if trace is not None:
                 self._isr_views.observe(self.isr, self.cache, trace, self._now())
 
-    def _schedule(self, name: str, wakeup_ms: int | None) -> None:
-        old = self._timers.get(name)
-        if old is not None and old[0] == wakeup_ms:
-            return  # the timer set for that time stays (most progress reports leave the next look where it was)
-        self._timers.pop(name, None)
+    # ---- BrokerSink: what the shared action runner hands over ---------------------------------------------------
+    def send_to_controller(self, component: str, send: SendToController) -> None:
+        task = asyncio.get_running_loop().create_task(self._send(component, send))
+        self._tasks.add(task)
+        task.add_done_callback(self._send_done)
+
+    def state_changed(self, change: StateChanged) -> None:
+        self._on_state_changed(change)
+
+    def shutdown_complete(self, done: ShutdownComplete) -> None:
+        self._on_shutdown_complete(done)
+
+    def isr_change(self, change: IsrChange) -> None:
+        log_isr_change(self.node_id, self.cache.topic_name(change.topic_id), change,
+                       self.isr.config.replica_lag_time_max_ms)
+
+    def find_controller(self, component: str) -> None:
+        _log.debug("%s: looking for the active controller again", component)
+
+    def schedule(self, name: str, wakeup_ms: int | None) -> None:
+        """(Re)set a component's timer; the runner asks only when its wake-up time changed."""
+        old = self._timers.pop(name, None)
         if old is not None:
             old[1].cancel()
         if wakeup_ms is None:
@@ -317,6 +328,7 @@ class BrokerHost:
 
     def _poll(self, name: str) -> None:
         self._timers.pop(name, None)
+        self.components.wakeups[name] = None  # fired: the next wake-up is scheduled even if it is the same time
         self._run(name, self._component(name).poll(self._now()))
 
     async def _send(self, name: str, send: SendToController) -> None:
@@ -388,6 +400,7 @@ class BrokerHost:
             asyncio.get_running_loop().create_task(self.runtime.stop(graceful=True))
 
     def _open_data_plane(self) -> None:
+        self._run("isr", self.isr.sync_metadata(self._now()))  # the partitions it leads, before their logs open
         try:
             self.data_plane.open(self._now())
         except StorageError as exc:
@@ -417,8 +430,7 @@ class BrokerHost:
         core = self.runtime.core if self.runtime is not None else None
         if core is None:
             return None
-        leader = core.quorum.leader_id()
-        return next(((host, port) for node, host, port in controllers(core) if node == leader), None)
+        return controller_for(core.quorum.leader_id(), {node: (host, port) for node, host, port in controllers(core)})
 
     async def forward_own(self, message: Any) -> Any | None:
         """The broker's own request to the active controller (it creates __consumer_offsets as itself, as Kafka's

@@ -13,7 +13,8 @@
 - Writes (offsets, a generation's assignment) are appended as leader with acks=all and answered only once the
   high watermark passed them; a write that fails or times out answers COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR
   when the leadership moved meanwhile).
-The protocol rules are pure (broker/group_coordinator.py); this class adds the log, the timer and the futures.
+The protocol rules are pure (broker/group_coordinator.py, the records broker/group_log.py); this class adds the
+log, the timer and the futures.
 """
 
 from __future__ import annotations
@@ -27,25 +28,23 @@ from typing import TYPE_CHECKING, Any
 from pykraft.broker.consumer_coordinator import ConsumerCoordinator, ConsumerGroupConfig, Record, TopicImage
 from pykraft.node.hosts.consumer_group_host import adopt_offsets, expire_consumer_offsets
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator, Reply
-from pykraft.broker.group_state import Group, Member, OffsetEntry, StoreGroup
+from pykraft.broker.group_state import Group, OffsetEntry, StoreGroup
 from pykraft.broker.txn_offsets import PendingTxnOffsets
-
-from pykraft.node.hosts.group_txn_offsets import encode_txn_batch, replay_marker, replay_txn_offsets
+from pykraft.broker.group_log import OFFSETS_TOPIC, group_record, offset_records
+from pykraft.broker.group_log import apply_record as _apply_record  # noqa: F401 - the tests' name for it
+from pykraft.broker.group_log import group_value as _group_value  # noqa: F401
+from pykraft.broker.group_log import replay_slice as _replay_slice
+from pykraft.broker.group_txn_offsets import encode_txn_batch
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
+from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records import consumer_group_records as cg_records
-from pykraft.records.group_records import (
-    GroupKey, GroupRecordError, GroupValue, MemberValue, OffsetKey, OffsetValue, decode_group_value, decode_key,
-    decode_offset_value, encode_group_value, encode_key, encode_offset_value, partition_for,
-)
+from pykraft.records.group_records import GroupKey, OffsetKey, encode_group_value, encode_key, partition_for
 
 if TYPE_CHECKING:
     from pykraft.node.hosts.partitions import PartitionHost
 
 _log = logging.getLogger("pykraft.node.groups")
-OFFSETS_TOPIC = "__consumer_offsets"
 WRITE_TIMEOUT_S = 5.0  # offsets.commit.timeout.ms
-LOAD_SLICE_BYTES = 16 * 1024  # read and replayed per event-loop turn while loading (~5 ms of decoding)
 _WRITE_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.NOT_COORDINATOR}
 
@@ -219,8 +218,7 @@ class GroupHost:
         group = coordinator.groups.get(store.group_id)
         if group is None:
             return
-        value = encode_group_value(_group_value(group))
-        error = await self.write(store.group_id, [SimpleRecord(value, encode_key(GroupKey(store.group_id)))])
+        error = await self.write(store.group_id, [group_record(group)])
         self.run(coordinator, coordinator.group_stored(store.group_id, store.generation, error, self.clock()))
 
     async def write(self, group_id: str, records: list[SimpleRecord]) -> ErrorCode:
@@ -248,11 +246,7 @@ class GroupHost:
                              offsets: dict[tuple[str, int], OffsetEntry],
                              into: dict[tuple[str, int], OffsetEntry] | None = None) -> ErrorCode:
         """Write offsets; once committed they are the classic group's, or `into` (a consumer group's)."""
-        records = [SimpleRecord(encode_offset_value(OffsetValue(e.offset, e.leader_epoch, e.metadata,
-                                                                e.commit_timestamp_ms)),
-                                encode_key(OffsetKey(group_id, topic, partition)))
-                   for (topic, partition), e in offsets.items()]
-        error = await self.write(group_id, records)
+        error = await self.write(group_id, offset_records(group_id, offsets))
         if error is ErrorCode.NONE and into is not None:
             into.update(offsets)
         elif error is ErrorCode.NONE:
@@ -311,9 +305,7 @@ class GroupHost:
         replica = self.host.replicas.get((OFFSETS_TOPIC, partition))
         if replica is None or partition not in self.coordinators:
             return ErrorCode.NOT_COORDINATOR
-        records = [SimpleRecord(encode_offset_value(OffsetValue(e.offset, e.leader_epoch, e.metadata,
-                                                                e.commit_timestamp_ms)),
-                                encode_key(OffsetKey(group_id, topic, index))) for (topic, index), e in offsets.items()]
+        records = offset_records(group_id, offsets)
         sequence = replica.producers.next_sequence(producer_id, epoch)
         batch = encode_txn_batch(records, producer_id, epoch, sequence, self.clock())
         error = await self._append(group_id, partition, batch, verified)
@@ -410,92 +402,8 @@ class GroupHost:
         self.consumers.clear()
 
 
-def _replay_slice(log: Any, offset: int, groups: dict[str, Group], pending: PendingTxnOffsets,
-                  consumers: ConsumerCoordinator | None = None) -> int:
-    """Apply the records of up to `LOAD_SLICE_BYTES` of the log from `offset`; returns the next offset.
-    Offsets in a transactional batch wait in `pending` for their transaction's marker; KIP-848 records go to
-    `consumers`."""
-    info = log.read(offset, LOAD_SLICE_BYTES)
-    start = offset
-    for batch in iter_batches(info.records, verify_crc=False, allow_truncated_tail=True):
-        if batch.next_offset <= offset:
-            continue
-        if batch.is_control:
-            if batch.is_transactional:
-                replay_marker(batch, groups, pending)
-            offset = max(offset, batch.next_offset)
-            continue
-        if batch.is_transactional:
-            replay_txn_offsets(batch, pending)
-            offset = batch.next_offset
-            continue
-        try:
-            records = list(batch.records())
-        except RecordsError as exc:  # a batch we cannot decode: say so, keep what the others hold
-            _log.error("skipping an undecodable batch of %s at offset %d: %s", OFFSETS_TOPIC, batch.base_offset, exc)
-            records = []
-        for r in records:
-            if r.key is not None:
-                _apply_record(groups, bytes(r.key), None if r.value is None else bytes(r.value), consumers)
-        offset = batch.next_offset
-    if offset == start:  # a batch larger than the slice: FileLog.read returns it whole, so only a bug lands here
-        raise AssertionError(f"no progress loading {OFFSETS_TOPIC} at offset {offset}")
-    return offset
-
-
-def _apply_record(groups: dict[str, Group], raw_key: bytes, raw_value: bytes | None,
-                  consumers: ConsumerCoordinator | None = None) -> None:
-    """Replay one __consumer_offsets record into the groups being loaded (later records win)."""
-    try:
-        kind = cg_records.key_type(raw_key)
-        if kind in cg_records.CONSUMER_GROUP_KEY_TYPES:
-            key_cg = cg_records.decode_key(raw_key)
-            value = None if raw_value is None else cg_records.decode_value(kind, raw_value)
-            if consumers is not None:
-                consumers.replay(key_cg, value)
-            return
-        key = decode_key(raw_key)
-        if isinstance(key, OffsetKey):
-            group = groups.setdefault(key.group, Group(key.group))
-            if raw_value is None:
-                group.offsets.pop((key.topic, key.partition), None)
-                return
-            v = decode_offset_value(raw_value)
-            group.offsets[(key.topic, key.partition)] = OffsetEntry(v.offset, v.leader_epoch, v.metadata,
-                                                                   v.commit_timestamp_ms)
-            return
-        if raw_value is None:
-            gone = groups.pop(key.group, None)
-            if gone is not None and gone.offsets and consumers is not None:
-                # Maybe converted to a consumer group (its offsets stay): kept aside for it (_adopt_offsets).
-                consumers.orphan_offsets[key.group] = gone.offsets
-            return
-        _restore_metadata(groups.setdefault(key.group, Group(key.group)), decode_group_value(raw_value))
-    except GroupRecordError as exc:
-        _log.error("skipping an unreadable %s record: %s", OFFSETS_TOPIC, exc)
-
-
 def _encode_record(key: Any, value: Any) -> SimpleRecord:
     """A consumer group record, or the GroupMetadata of a group converted back to classic (group_migration.py)."""
     if isinstance(key, GroupKey):
         return SimpleRecord(None if value is None else encode_group_value(value), encode_key(key))
     return SimpleRecord(None if value is None else cg_records.encode_value(value), cg_records.encode_key(key))
-
-
-def _restore_metadata(group: Group, value: GroupValue) -> None:
-    group.generation, group.protocol_type = value.generation, value.protocol_type or None
-    group.protocol_name, group.leader = value.protocol, value.leader
-    group.state_timestamp_ms = value.state_timestamp_ms
-    group.members = {m.member_id: Member(
-        m.member_id, m.instance_id, m.client_id, m.client_host, m.session_timeout_ms,
-        m.rebalance_timeout_ms if m.rebalance_timeout_ms >= 0 else m.session_timeout_ms, value.protocol_type,
-        ((value.protocol or "", m.subscription),), assignment=m.assignment) for m in value.members}
-
-
-def _group_value(group: Group) -> GroupValue:
-    members = tuple(MemberValue(m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                                m.session_timeout_ms, m.metadata_for(group.protocol_name), m.assignment)
-                    for m in group.members.values())
-    return GroupValue(group.protocol_type or "", group.generation, group.protocol_name, group.leader,
-                      group.state_timestamp_ms, members)
-

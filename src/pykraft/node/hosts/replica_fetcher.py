@@ -5,8 +5,9 @@ task re-reads its share every round, so a partition moves to its new task and a 
 
 Each round sends one Fetch v17 (topic ids; ReplicaState = our broker id and broker epoch, KIP-903) with, per
 partition, the log end offset as the fetch offset, the epoch of our last batch as LastFetchedEpoch and the leader
-epoch from the metadata as CurrentLeaderEpoch. The answer, partition by partition, is applied only if the
-partition still follows that leader in that epoch and the log end did not move meanwhile:
+epoch from the metadata as CurrentLeaderEpoch. The answer, partition by partition, is decided by broker/replica_fetch.py (pure) and
+carried out here; it is applied only if the partition still follows that leader in that epoch and the log end did
+not move meanwhile:
 - records -> appended as they came (offsets and epochs are the leader's), then the high watermark follows;
 - DivergingEpoch -> truncate to where the histories agree (raft's `truncation_offset`, KIP-101/KIP-279 by
   epochs) and fetch again;
@@ -30,6 +31,7 @@ from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from pykraft.broker.broker_settings import fetcher_id
+from pykraft.broker.replica_fetch import FetchAction, FetchPosition, decide
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import InvalidAppendError
 
@@ -138,24 +140,30 @@ class ReplicaFetchers:
                 replica = self.host.replicas.get(key)
                 if key not in sent or replica is None or not self._follows(key, source):
                     continue
-                epoch, offset, _ = sent[key]
-                if replica.leader_epoch != epoch or replica.log.end_offset() != offset:
-                    continue  # the partition moved on while the request was out
-                any_ok = self._apply_partition(replica, data) or any_ok
+                any_ok = self._apply_partition(replica, data, FetchPosition(*sent[key])) or any_ok
         return any_ok
 
-    def _apply_partition(self, replica: Replica, data: Any) -> bool:
-        error = ErrorCode(int(data.error_code))
-        if error is ErrorCode.OFFSET_OUT_OF_RANGE and int(data.log_start_offset) > replica.log.end_offset():
-            self.host.restart_at_leader_start(replica, int(data.log_start_offset))
+    def _apply_partition(self, replica: Replica, data: Any, sent: FetchPosition | None = None) -> bool:
+        """Carry out the pure decision (broker/replica_fetch.py) on one partition's answer."""
+        log = replica.log
+        if sent is None:  # the answer to the position we hold now
+            sent = FetchPosition(*self._position(replica))
+        diverging = getattr(data, "diverging_epoch", None)  # absent from answers before v12
+        decision = decide(sent, replica.leader_epoch, log.end_offset(), ErrorCode(int(data.error_code)),
+                          int(data.log_start_offset),
+                          None if diverging is None else (int(diverging.epoch), int(diverging.end_offset)))
+        action = decision.action
+        if action is FetchAction.SKIP:
+            return False  # the partition moved on while the request was out
+        if action is FetchAction.RESTART:
+            self.host.restart_at_leader_start(replica, decision.offset)
             self.truncations += 1
             return True
-        if error is not ErrorCode.NONE:
-            _log.debug("fetching %s-%d: %s", replica.topic, replica.partition, error.name)
+        if action is FetchAction.BACK_OFF:
+            _log.debug("fetching %s-%d: %s", replica.topic, replica.partition, decision.error.name)
             return False
-        diverging = data.diverging_epoch
-        if int(diverging.epoch) >= 0 and int(diverging.end_offset) >= 0:
-            self.host.truncate_diverging(replica, int(diverging.end_offset), int(diverging.epoch))
+        if action is FetchAction.TRUNCATE:
+            self.host.truncate_diverging(replica, decision.offset, decision.epoch)
             self.truncations += 1
             return True
         try:

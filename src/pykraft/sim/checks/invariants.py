@@ -25,6 +25,8 @@ Names:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -82,6 +84,9 @@ class Checker:
     ack_checked: dict[tuple[int, int], int] = field(default_factory=dict)  # (leader, epoch) -> acks verified
     storage_faults: list[str] = field(default_factory=list)
     elections: set[tuple[int, int]] = field(default_factory=set)  # (epoch, leader) seen
+    # Checks of the hosts beyond raft (the data plane's, data_invariants.py): after every event, every K events
+    event_hooks: list[Callable[[], None]] = field(default_factory=list)
+    full_hooks: list[Callable[[], None]] = field(default_factory=list)
     # (offset, target ids or None when cleared) of the newest committed target record any leader held
     committed_target: tuple[int, frozenset[int] | None] | None = None
     _majority_signature: tuple[int, int, int, int] | None = None
@@ -152,6 +157,8 @@ class Checker:
 
     # ---- after every event -------------------------------------------------------------------------------------
     def check_event(self) -> None:
+        for hook in self.event_hooks:
+            hook()
         newest = None
         epochs_led: dict[int, int] = {}
         for node in self.nodes.values():
@@ -263,6 +270,8 @@ class Checker:
 
     # ---- every K events and at the end ---------------------------------------------------------------------------
     def check_full(self) -> None:
+        for hook in self.full_hooks:
+            hook()
         for node in self.nodes.values():
             core = node.core
             if core is None:

@@ -81,6 +81,10 @@ class SweepSummary:
             "truncations": sum(r.stats.get("truncations", 0) for r in results),
             "max_truncated": max((r.stats.get("max_truncated", 0) for r in results), default=0),
             "liveness_ms_max": max(live, default=None),
+            # the client histories' linearizability verdicts: a search that ran out of time (UNKNOWN) is counted
+            # here, so a sweep never passes a run it could not check without saying so
+            "linearizable": sum(1 for r in results if r.stats.get("linearizability") == "OK"),
+            "linearizability_unknown": sum(1 for r in results if r.stats.get("linearizability") == "UNKNOWN"),
             "events_per_s": round(events / wall),
             "sim_per_wall": round(sim / 1000 / wall, 2),
             "cpu_s": round(wall, 2),

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pykraft.raft.purgatory import ThresholdPurgatory
 from pykraft.controller.controller import ControllerConfig, QuorumController
 from pykraft.controller.host import ControllerHostView, HostedController, Refusal, Written, error_reply
 from pykraft.controller.result import ControllerResult
@@ -36,8 +37,7 @@ PAUSED_RETRY_MS = 10  # a paused process runs its timers late: look again after 
 
 @dataclass(frozen=True, slots=True)
 class _Waiter:
-    last_offset: int
-    epoch: int | None  # the active epoch when it was written
+    """A controller answer in the purgatory (threshold: its last offset + 1, its active epoch)."""
     reply: ReplyTo
     api_key: int
     request: Any
@@ -56,7 +56,7 @@ class ControllerNode(ControllerHostView, SimNode):
         super().__init__(*args, **kwargs)
 
     def _reset_host(self) -> None:
-        self.waiters: list[_Waiter] = []
+        self.waiters: ThresholdPurgatory[_Waiter] = ThresholdPurgatory()
         self.tick_generation = getattr(self, "tick_generation", 0) + 1
 
     def new_machine(self) -> MetadataMachine:
@@ -103,20 +103,17 @@ class ControllerNode(ControllerHostView, SimNode):
         core = self.core
         hwm = None if core is None else core.high_watermark
         leader = None if core is None else core.leader_state()
-        keep: list[_Waiter] = []
-        for waiter in self.waiters:
-            if leader is None or leader.epoch != waiter.epoch or self.active_epoch != waiter.epoch:
-                self._refuse(waiter.reply, waiter.api_key, waiter.request,
-                             Refusal(ErrorCode.NOT_CONTROLLER, "leadership lost before the records committed"))
-            elif hwm is not None and hwm > waiter.last_offset:
-                response = waiter.response
-                self._reply(waiter.reply, response(waiter.first_offset) if callable(response) else response)
-            else:
-                keep.append(waiter)
-        self.waiters = keep
+        epoch = self.active_epoch if leader is not None and leader.epoch == self.active_epoch else None
+        failed, completed = self.waiters.check(hwm, epoch)
+        for waiter in failed:
+            self._refuse(waiter.reply, waiter.api_key, waiter.request,
+                         Refusal(ErrorCode.NOT_CONTROLLER, "leadership lost before the records committed"))
+        for waiter in completed:
+            response = waiter.response
+            self._reply(waiter.reply, response(waiter.first_offset) if callable(response) else response)
 
     def _stop(self, status: Status) -> None:
-        self.waiters = []  # the connections close with the process: callers time out
+        self.waiters.drain()  # the connections close with the process: callers time out
         self.controller.deactivate()
         self.tick_generation += 1
         super()._stop(status)
@@ -162,14 +159,14 @@ class ControllerNode(ControllerHostView, SimNode):
             return False
         self._note_written(written, result)
         if caller is not None:
-            self.waiters.append(_Waiter(written.last_offset, epoch, *caller, result.response, next_offset))
+            self.waiters.add(written.last_offset + 1, _Waiter(*caller, result.response, next_offset), epoch)
         self._run(written.ready)
         return True
 
     def _answer_without_records(self, caller: tuple[ReplyTo, int, Any], response: Any, next_offset: int) -> None:
         unfinished = self.hosted.unfinished_write()
         if unfinished is not None:
-            self.waiters.append(_Waiter(unfinished, self.active_epoch, *caller, response, next_offset))
+            self.waiters.add(unfinished + 1, _Waiter(*caller, response, next_offset), self.active_epoch)
             self._complete_waiters()
         else:
             self._reply(caller[0], response(next_offset) if callable(response) else response)

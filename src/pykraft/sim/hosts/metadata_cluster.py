@@ -23,7 +23,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.voter_set import Endpoint, VoterSet
 from pykraft.sim.scenarios import faults
 from pykraft.sim.scenarios.admin import voter_node
-from pykraft.sim.hosts.brokers import BrokerNode, BrokerSettings, DataPlane
+from pykraft.sim.hosts.brokers import BrokerNode, BrokerSettings
 from pykraft.sim.hosts.controller_node import ControllerNode
 from pykraft.sim.engine.disk import SimDisk, SimLog
 from pykraft.sim.checks.metadata_invariants import MetadataChecker
@@ -46,25 +46,27 @@ class TopicSpec:
     name: str
     partitions: int
     replication_factor: int
+    configs: tuple[tuple[str, str], ...] = ()  # CreateTopics configs (e.g. unclean.leader.election.enable)
 
 
-def build_metadata_cluster(world: World, controllers: int, brokers: int) -> tuple[list[int], list[int]]:
+def build_metadata_cluster(world: World, controllers: int, brokers: int, min_insync: int = 1,
+                           unclean_check_interval_ms: int = 300_000) -> tuple[list[int], list[int]]:
     """Controllers 0..n-1 formatted with the bootstrap snapshot; brokers n.. formatted empty (observers)."""
     world.metadata_checker = MetadataChecker(world)  # type: ignore[attr-defined]
     rng = world.stream("cluster")
     controller_ids = list(range(controllers))
     broker_ids = list(range(controllers, controllers + brokers))
     bootstrap = tuple(Endpoint(LISTENER, HOST, BASE_PORT + i) for i in controller_ids)
-    plane = DataPlane(world)
-    settings = BrokerSettings(CLUSTER_ID, FEATURES, session_timeout_ms=SESSION_TIMEOUT_MS)
+    settings = BrokerSettings(CLUSTER_ID, FEATURES, session_timeout_ms=SESSION_TIMEOUT_MS, min_insync_replicas=min_insync)
     for i in controller_ids + broker_ids:
         disk = SimDisk(world.new_directory_id(), SimLog())
         if i in controller_ids:
             config = ControllerConfig(node_id=i, cluster_id=CLUSTER_ID, session_timeout_ms=SESSION_TIMEOUT_MS,
-                                      leader_imbalance_check_interval_ms=5000)
+                                      leader_imbalance_check_interval_ms=5000,
+                                      unclean_check_interval_ms=unclean_check_interval_ms)
             node: Any = ControllerNode(world, i, disk, CONFIG, bootstrap, NodeClock(), controller_config=config)
         else:
-            node = BrokerNode(world, i, disk, CONFIG, bootstrap, NodeClock(), settings=settings, data_plane=plane)
+            node = BrokerNode(world, i, disk, CONFIG, bootstrap, NodeClock(), settings=settings)
         world.nodes[i] = node
         world.endpoints[i] = node
     initial = VoterSet.of(voter_node(world, i) for i in controller_ids)
@@ -104,7 +106,8 @@ class MetadataAdmin:
         self.in_flight = (self.request_id, now + ADMIN_TIMEOUT_MS)
         request = ct_req.CreateTopicsRequest(topics=tuple(
             ct_req.CreatableTopic(name=TopicName(t.name), num_partitions=i32(t.partitions),
-                                  replication_factor=i16(t.replication_factor), assignments=(), configs=())
+                                  replication_factor=i16(t.replication_factor), assignments=(),
+                                  configs=tuple(ct_req.CreatableTopicConfig(name=k, value=v) for k, v in t.configs))
             for t in self.pending.values()))
         target = self.controllers[self.target]
         self.world.send(METADATA_ADMIN, target, ControllerRequest(self.request_id, Component.ADMIN, CREATE_TOPICS,
@@ -188,8 +191,19 @@ def metadata_stats(plan: Plan, admin: MetadataAdmin) -> dict[str, Any]:
     }
 
 
-def attach(plan: Plan, topics: list[TopicSpec], start_ms: int = 500) -> MetadataAdmin:
+def attach(plan: Plan, topics: list[TopicSpec], start_ms: int = 500, producer: bool = False) -> MetadataAdmin:
+    """The admin creating `topics`; with `producer`, an acks=1 producer writes to the first one until the faults
+    end, so that replication (and the ISR it drives) has something to do, checked by a data checker that allows
+    losses (these scenarios go beyond RF - min.insync.replicas failures: outages of every broker)."""
     admin = MetadataAdmin(plan.world, plan.voters, topics, start_ms)
     plan.gap_checks.append(lambda: metadata_gaps(plan, admin))
     plan.stat_hooks.append(lambda: metadata_stats(plan, admin))
+    if producer:
+        from pykraft.sim.checks.data_invariants import DataChecker
+        from pykraft.sim.scenarios.data_workload import Producer
+
+        world = plan.world
+        world.data_checker = DataChecker(world, loss_allowed=True)  # type: ignore[attr-defined]
+        writer = Producer(world, 90, topics[0].name, topics[0].partitions, 1, False, 40, plan.faults_end_ms)
+        world.scheduler.at(start_ms + 1000, writer.start)
     return admin

@@ -49,6 +49,8 @@ class Plan:
     # for scenarios that run more than the raft core (the metadata scenarios).
     gap_checks: list[Callable[[], list[str]]] = field(default_factory=list)
     stat_hooks: list[Callable[[], dict[str, Any]]] = field(default_factory=list)
+    # Checks once the run converged (the data plane's: every acknowledged record consumable)
+    end_checks: list[Callable[[], None]] = field(default_factory=list)
 
 
 def bootstrap_log(voters: VoterSet) -> SimLog:

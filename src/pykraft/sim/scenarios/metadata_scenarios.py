@@ -31,7 +31,7 @@ def _plan(name: str, seed: int, trace_size: int | None, controllers: int, broker
     world = new_world(seed, trace_size, params or Params(snapshot_every=40, clean_probability=0.5))
     voters, observers = build_metadata_cluster(world, controllers, brokers)
     plan = Plan(name, world, voters, observers, faults_end_ms)
-    attach(plan, TOPICS)
+    attach(plan, TOPICS, producer=True)
     plan.notes.append(f"{controllers} controllers, brokers {observers}")
     return plan
 

@@ -126,7 +126,7 @@ def metadata_reassign(seed: int, trace_size: int | None) -> Plan:
     voters, observers = build_metadata_cluster(world, 3, 4)
     faults_end = 9000
     plan = Plan("metadata_reassign", world, voters, observers, faults_end)
-    attach(plan, TOPICS)
+    attach(plan, TOPICS, producer=True)
     driver = ReassignmentDriver(world, voters, observers, TOPICS, 2500, faults_end - 500, (100, 400))
     plan.gap_checks.append(driver.gaps)
     plan.stat_hooks.append(driver.stats)

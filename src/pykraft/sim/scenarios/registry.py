@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
 
-from pykraft.sim.scenarios import catalog, metadata_scenarios, quorum_reassign, reassign_scenarios, targeted
+from pykraft.sim.scenarios import (catalog, data_scenarios, metadata_scenarios, quorum_reassign, reassign_scenarios,
+                                   targeted)
 from pykraft.sim.scenarios.common import ScenarioBuilder
 
-SCENARIO_MODULES: tuple[ModuleType, ...] = (catalog, metadata_scenarios, reassign_scenarios, targeted, quorum_reassign)
+SCENARIO_MODULES: tuple[ModuleType, ...] = (catalog, metadata_scenarios, reassign_scenarios, targeted, quorum_reassign,
+                                            data_scenarios)
 
 
 def named_builders(*modules: ModuleType) -> dict[str, ScenarioBuilder]:

@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING
 from pykraft.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from pykraft.broker.produce_rules import ProducedBatch
-
-    from pykraft.node.hosts.partitions import Replica
+    from .partition_host import Replica
+    from .produce_rules import ProducedBatch
 
 SKIP = object()
 ADD_PARTITION_PRODUCE_VERSION = 12  # Kafka's produceRequestVersionToTransactionSupportedOperation: addPartition

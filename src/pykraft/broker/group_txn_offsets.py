@@ -10,13 +10,14 @@ import logging
 import struct
 from typing import Any
 
-from pykraft.broker.group_state import Group, OffsetEntry
-from pykraft.broker.txn_offsets import PendingTxnOffsets
 from pykraft.records import RecordsError, SimpleRecord, encode_batch
 from pykraft.records.batch import ATTR_TRANSACTIONAL
 from pykraft.records.crc import crc32c
 from pykraft.records.group_records import GroupRecordError, OffsetKey, decode_key, decode_offset_value
 from pykraft.records.txn_markers import decode_txn_marker
+
+from .group_state import Group, OffsetEntry
+from .txn_offsets import PendingTxnOffsets
 
 _log = logging.getLogger("pykraft.node.groups")
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -42,7 +43,6 @@ def replay_txn_offsets(batch: Any, pending: PendingTxnOffsets) -> None:
                     v.offset, v.leader_epoch, v.metadata, v.commit_timestamp_ms)})
     except (RecordsError, GroupRecordError) as exc:
         _log.error("skipping transactional offsets of %s at offset %d: %s", OFFSETS_TOPIC, batch.base_offset, exc)
-
 
 
 def encode_txn_batch(records: list[SimpleRecord], producer_id: int, epoch: int, sequence: int, now_ms: int) -> bytes:
