@@ -18,6 +18,12 @@ from hypothesis import settings
 settings.register_profile("pykraft", deadline=None)
 settings.load_profile("pykraft")
 
+# Hypothesis imports its optimiser lazily, from deep inside a test's stack, and pytest's assertion rewriter (which
+# rewrites a plugin's modules) then parses it there: CPython 3.11.7 fails that parse with "SystemError: AST
+# constructor recursion depth mismatch" (fixed in 3.11.8), failing whichever test came first. Imported here, at
+# the top of the stack, it is parsed once and cached.
+import hypothesis.internal.conjecture.optimiser  # noqa: E402, F401
+
 TESTS = pathlib.Path(__file__).parent
 # marker -> folders ("name/") and modules (relative to tests/) it applies to.
 TIERS: dict[str, tuple[str, ...]] = {
