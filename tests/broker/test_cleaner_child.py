@@ -119,16 +119,15 @@ def test_a_truncation_stops_the_childs_pass_at_once_and_its_cleaned_files_go(tmp
         pid = cleaner.threads[0].child.pid
         epoch = replica.log.epoch_entries()[-1][0]
         host.truncate_diverging(replica, 700, epoch)  # e.g. a follower's divergence: Kafka's abortCleaning
-        stopped_at = time.monotonic()
         cleaner.manager.abort_and_pause(KEY)  # (only so that no next pass starts before the checks below)
         await _until(lambda: not cleaner.manager.in_progress(KEY))
-        assert time.monotonic() - stopped_at < 4.0  # the process stopped by itself (the grace is 5 s)
         assert _cleaned_files(replica.log.directory) == []
         checkpoint = os.path.join(str(tmp_path), CLEANER_CHECKPOINT)
         assert read_offsets(checkpoint).get(KEY) is None  # the aborted pass cleaned nothing
         assert replica.log.end_offset() == 700 and replica.log.size_in_bytes() < before
         cleaner.manager.resume(KEY)
         await _until(lambda: read_offsets(checkpoint).get(KEY) is not None)
+        # The process stopped its pass by itself: one killed after its grace would have been replaced.
         assert cleaner.threads[0].child.pid == pid and _alive(pid)  # the same process took the next pass
         await _stop(cleaner)
         host.close()

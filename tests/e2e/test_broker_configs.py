@@ -264,7 +264,8 @@ def test_configs_tool_on_topics_and_broker_loggers(cluster):
      "Command must include exactly one action: --describe, --alter"),
     (["--entity-type", "topics", "--entity-name", "no_such_topic", "--describe"],
      "UnknownTopicOrPartitionException: This server does not host this topic-partition."),
-    (["--entity-type", "users", "--entity-name", "alice", "--describe"],
+    # Client quotas are not served (users describe their SCRAM credentials: tests/e2e/test_sasl_processes.py).
+    (["--entity-type", "clients", "--entity-name", "app", "--describe"],
      "UnsupportedVersionException: The node does not support DESCRIBE_CLIENT_QUOTAS"),
 ])
 def test_configs_tool_refusals_are_one_line_and_exit_1(cluster, args, line):
