@@ -33,8 +33,12 @@ lint: $(STAMP)
 	  2) echo "make lint: FAILED: mypy errors above";; *) echo "make lint: FAILED: ruff findings and mypy errors above";; esac; \
 	exit $$status
 
+# The CPU-bound tiers (pure parts, hosts, simulator sweeps, schema fuzzing) on both cores, then the tiers that start
+# server processes, the JVM or Spark one test at a time (their liveness waits assume the cores are theirs).
+PROCESS_TIERS := e2e or interop_java or spark
 test: $(STAMP) lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 -m "not ($(PROCESS_TIERS)) and not standalone"
+	$(PY) -m pytest -q -m "($(PROCESS_TIERS)) and not standalone"
 
 # The fast tier for a quick check of a change (pure core, hosts, sim scenarios): everything but the e2e processes,
 # the simulator sweeps, the exhaustive schema fuzzing and Spark (markers: tests/conftest.py, pyproject.toml).
