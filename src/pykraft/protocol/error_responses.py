@@ -177,6 +177,20 @@ def _create_partitions(request: Any, response_type: type, error: Error) -> dict[
     return {"results": _items(response_type, "results", ({"name": t.name, **error} for t in request.topics))}
 
 
+def _create_acls(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    return {"results": _items(response_type, "results", (dict(error) for _ in request.creations))}
+
+
+def _delete_acls(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    return {"filter_results": _items(response_type, "filter_results", (dict(error) for _ in request.filters))}
+
+
+def _alter_scram(request: Any, response_type: type, error: Error) -> dict[str, Any]:
+    # Kafka's getErrorResponse: one result per user the request names, whether deleted or upserted.
+    users = dict.fromkeys(entry.name for entry in (*request.deletions, *request.upsertions))
+    return {"results": _items(response_type, "results", ({"user": user, **error} for user in users))}
+
+
 # By number: ApiKey lists only the APIs a node serves, and these are built for whichever of them it does.
 _PER_ITEM: dict[int, PerItem] = {
     0: _produce,  # Produce
@@ -190,6 +204,9 @@ _PER_ITEM: dict[int, PerItem] = {
     44: _per_resource("responses"),  # IncrementalAlterConfigs
     45: _alter_reassignments,  # AlterPartitionReassignments (and the top-level error)
     46: _list_reassignments,  # ListPartitionReassignments (and the top-level error)
+    30: _create_acls,  # CreateAcls
+    31: _delete_acls,  # DeleteAcls
+    51: _alter_scram,  # AlterUserScramCredentials
 }
 
 
