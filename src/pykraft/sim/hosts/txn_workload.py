@@ -268,11 +268,12 @@ class TxnDriver:
         successor = _Producer("alpha", zombie.instance + 1, txn.epoch)
         self.producers.append(successor)
         start = lambda: self.world.scheduler.after(self.rng.randint(1, 50), self._begin, successor)
-        if txn.state == "ongoing":
-            self._decide(txn, False, start)
-        else:
-            start()
-        for partition in range(TXN_PARTITIONS):  # the zombie's writes after the fence, with its old epoch
+        if txn.state != "ongoing":
+            start()  # between transactions: the zombie's next AddPartitionsToTxn is refused, it writes nothing more
+            return self.id, "txn-fence", f"alpha epoch {txn.epoch}"
+        self._decide(txn, False, start)
+        # Inside its transaction (its partitions added), the zombie writes on with its old epoch for a moment.
+        for partition in range(TXN_PARTITIONS):
             self.world.scheduler.after(self.rng.randint(0, 80), self._write, zombie, partition, True)
         return self.id, "txn-fence", f"alpha epoch {txn.epoch}"
 
