@@ -7,7 +7,7 @@ from pykraft.sim.engine.sweep import sweep
 
 SEEDS = {"data_swarm": 40, "data_broker_faults": 12, "data_disk_loss": 8, "data_controller_failover": 8,
          "data_delete_records": 8, "data_unclean_refused": 4, "data_unclean_allowed": 4, "data_reassign": 6,
-         "data_groups": 6}
+         "data_groups": 6, "data_transactions": 6}
 
 
 @pytest.mark.parametrize("scenario", sorted(SEEDS))

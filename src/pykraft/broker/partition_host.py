@@ -142,7 +142,8 @@ class PartitionCore(FollowerSide):
 
     def _observe_batch(self, replica: Replica, batch: Any) -> None:
         """A producer's batch fetched from the leader is in our log: its sequences. The node's host also follows
-        transactions (markers, the `.txnindex`: node/hosts/producer_recovery.py); the simulator writes none."""
+        transactions (markers, the `.txnindex`: node/hosts/producer_recovery.py), as does the simulated host
+        (sim/hosts/txn_markers.py)."""
         replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
                                   last_sequence(batch.base_sequence, batch.last_offset_delta), batch.base_offset,
                                   batch.last_offset, batch.max_timestamp, transactional=batch.is_transactional)

@@ -180,7 +180,7 @@ class DataChecker:
     def _check_sequences(self, broker: Any, key: tuple[str, int], batches: list[Any]) -> None:
         seen: set[tuple[int, int, int]] = set()
         for batch in batches:
-            if batch.producer_id < 0:
+            if batch.producer_id < 0 or batch.is_control:  # a transaction marker has no sequence
                 continue
             ident = (batch.producer_id, batch.producer_epoch, batch.base_sequence)
             if ident in seen:

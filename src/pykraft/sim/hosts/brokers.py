@@ -36,6 +36,7 @@ from pykraft.sim.hosts.group_plane import SimGroups
 from pykraft.sim.hosts.group_wire import GroupRequest, GroupResponse
 from pykraft.sim.hosts.metadata_machine import MetadataMachine
 from pykraft.sim.hosts.partition_logs import SimPartitionLogs
+from pykraft.sim.hosts.txn_markers import MarkerRequest
 from pykraft.sim.hosts.metadata_wire import Component, ControllerRequest, ControllerResponse
 from pykraft.raft.effects import ShutdownComplete as RaftShutdownComplete
 from pykraft.sim.engine.node import SimNode, Status
@@ -300,6 +301,11 @@ class BrokerNode(SimNode):
             self.data.on_delete_records(envelope.payload,
                                         lambda answer: self._reply_if(incarnation, envelope, answer))
 
+    def _on_marker(self, envelope: Any) -> None:
+        if self.data is not None:
+            incarnation = self.incarnation
+            self.data.on_marker(envelope.payload, lambda answer: self._reply_if(incarnation, envelope, answer))
+
     def _on_group_request(self, envelope: Any) -> None:
         if self.groups is None or self.data is None or not self.data.open:
             self._reply(envelope, GroupResponse(envelope.payload.request_id, ErrorCode.NOT_COORDINATOR))
@@ -321,5 +327,5 @@ class BrokerNode(SimNode):
     PAYLOAD_HANDLERS: ClassVar[dict[type, Callable[[Any, Any], None]]] = {
         **SimNode.PAYLOAD_HANDLERS, ControllerResponse: _on_controller_response, FetchRequest: _on_fetch,
         FetchResponse: _on_fetch_response, ProduceRequest: _on_produce, DeleteRecordsRequest: _on_delete_records,
-        GroupRequest: _on_group_request,
+        GroupRequest: _on_group_request, MarkerRequest: _on_marker,
     }

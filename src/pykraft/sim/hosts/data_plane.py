@@ -10,8 +10,9 @@ for what the node does with asyncio:
   `FETCH_TIMEOUT_MS`;
 - the leader answers a Fetch with broker/fetch_answers.py, a Produce with `append_as_leader`, a DeleteRecords with
   broker/record_deletion.py.
-The idempotent state of a log opened or truncated is rebuilt from its batches (the node reads Kafka's producer
-snapshots first; the simulated disk has none).
+The producer state of a log opened or truncated is rebuilt from its batches, transactions and markers included
+(the node reads Kafka's producer snapshots first; the simulated disk has none); transaction markers are appended
+by `on_marker` (txn_markers.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.fetch_answers import PartitionFetch, answer_partition
 from pykraft.broker.partition_host import PartitionCore, Replica
+from pykraft.broker import txn_verification
 from pykraft.broker.record_deletion import delete_records
 from pykraft.broker.replica_fetch import FetchAction, FetchPosition, decide
 from pykraft.broker.replica_settings import DataPlaneSettings
@@ -31,6 +33,7 @@ from pykraft.records import iter_batches
 from pykraft.sim.hosts.data_wire import (DeleteRecordsRequest, DeleteRecordsResponse, FetchRequest, FetchResponse,
                                          ProduceRequest, ProduceResponse)
 from pykraft.sim.hosts.partition_logs import SimPartitionLogs
+from pykraft.sim.hosts.txn_markers import MarkerRequest, MarkerResponse, append_marker, observe_batch
 
 if TYPE_CHECKING:
     from pykraft.sim.hosts.brokers import BrokerNode
@@ -65,16 +68,14 @@ class SimWaiter:
 
 
 def rebuild_producers(replica: Replica) -> None:
-    """The idempotent state from every batch of the log."""
+    """The producer state (sequences, open transactions) from every batch of the log."""
     replica.producers.clear()
     log = replica.log
     if log.end_offset() <= log.start_offset():
         return
     for batch in iter_batches(log.read(log.start_offset(), 1 << 62).records, verify_crc=False):
         if batch.producer_id >= 0:
-            replica.producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                      batch.base_sequence + batch.last_offset_delta, batch.base_offset,
-                                      batch.last_offset, batch.max_timestamp)
+            observe_batch(replica, batch)
 
 
 class SimPartitionHost(PartitionCore):
@@ -92,6 +93,9 @@ class SimPartitionHost(PartitionCore):
 
     def _reload_producers(self, replica: Replica) -> None:
         rebuild_producers(replica)
+
+    def _observe_batch(self, replica: Replica, batch: Any) -> None:
+        observe_batch(replica, batch)
 
 
 class SimDataPlane:
@@ -220,14 +224,26 @@ class SimDataPlane:
         if not self.open:
             reply(ProduceResponse(request.request_id, ErrorCode.NOT_LEADER_OR_FOLLOWER))
             return
+        # No KIP-890 verification of transactional writes (transaction.partition.verification.enable=false): the
+        # simulated transaction coordinator is the workload's (sim/hosts/txn_workload.py), brokers cannot ask it.
         result = self.host.append_as_leader(request.topic, request.partition, bytearray(request.records),
-                                            request.acks)
+                                            request.acks, verified=txn_verification.SKIP)
         if request.acks == 0:
             return
         if result.error is not ErrorCode.NONE or result.waiter is None:
             reply(ProduceResponse(request.request_id, result.error, result.base_offset))
             return
         result.waiter.then(lambda error: reply(ProduceResponse(request.request_id, error, result.base_offset)))
+
+    def on_marker(self, request: MarkerRequest, reply: Callable[[Any], None]) -> None:
+        if not self.open:
+            reply(MarkerResponse(request.request_id, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+            return
+        result = append_marker(self.host, request, self.broker.now())
+        if result.error is not ErrorCode.NONE or result.waiter is None:
+            reply(MarkerResponse(request.request_id, result.error))
+            return
+        result.waiter.then(lambda error: reply(MarkerResponse(request.request_id, error, result.base_offset)))
 
     def on_delete_records(self, request: DeleteRecordsRequest, reply: Callable[[Any], None]) -> None:
         if not self.open:

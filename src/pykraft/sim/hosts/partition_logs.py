@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import random
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from pykraft.records import iter_batches
+from pykraft.records.txn_markers import decode_txn_marker, is_txn_marker_batch
 from pykraft.sim.engine.disk import SimLog
 
 
@@ -28,11 +30,47 @@ def epochs_from_start(epochs: list[tuple[int, int]], new_start: int) -> list[tup
     return kept
 
 
+@dataclass(frozen=True, slots=True)
+class AbortedRange:
+    """An aborted transaction of a log: [first_offset, last_offset] (the ABORT marker's offset)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+
+class DerivedTxnIndex:
+    """The log's aborted transactions as the `.txnindex` would hold them, derived from its batches on each call (the
+    simulated disk has no index files: a truncation or a log-start move cannot leave it stale)."""
+
+    def __init__(self, log: SimPartitionLog) -> None:
+        self.log = log
+
+    def all_entries(self) -> list[AbortedRange]:
+        firsts: dict[int, int] = {}
+        found = []
+        for batch in self.log.batches():
+            if batch.producer_id < 0 or not batch.is_transactional:
+                continue
+            if not is_txn_marker_batch(batch):
+                firsts.setdefault(batch.producer_id, batch.base_offset)
+                continue
+            first = firsts.pop(batch.producer_id, batch.base_offset)
+            if not decode_txn_marker(batch).commit:
+                found.append(AbortedRange(batch.producer_id, first, batch.base_offset))
+        return found
+
+    def collect(self, fetch_offset: int, upper_bound: int) -> list[AbortedRange]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), as the file index's `collect`."""
+        return [e for e in self.all_entries() if e.last_offset >= fetch_offset and e.first_offset < upper_bound]
+
+
 class SimPartitionLog(SimLog):
     def __init__(self, key: tuple[str, int]) -> None:
         super().__init__()
         self.key = key
         self.config: Any = None  # a FileLog's LogConfig: nothing rolls in memory
+        self.txn_index = DerivedTxnIndex(self)
 
     def append_as_leader(self, records: bytes | memoryview, epoch: int, *, keep: bool | None = None) -> Any:
         return super().append_as_leader(bytes(records), epoch)

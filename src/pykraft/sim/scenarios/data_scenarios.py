@@ -13,6 +13,9 @@ except where a scenario says otherwise.
   they leave the ISR, then the leader dies: without unclean.leader.election.enable the partitions stay leaderless
   until it returns (`UncleanElectionRefused`); with it, a follower outside the ISR takes over (`UncleanElection`:
   some partition must get one) and acknowledged records may be lost (that invariant is off there).
+- data_transactions: transactional producers and a read_committed consumer on a topic of 2 partitions, the
+  coordinator played by the harness (sim/hosts/txn_workload.py), with broker faults, coordinator failovers
+  and a zombie producer fenced by a second instance.
 - data_swarm: a per-seed draw of all of the above (faults, links, producers, DeleteRecords).
 """
 
@@ -294,4 +297,32 @@ def data_groups(seed: int, trace_size: int | None) -> Plan:
                                     "coordinator_loads": sum(getattr(n, "coordinator_loads", 0) + (
                                         n.groups.loads if getattr(n, "groups", None) else 0)
                                         for n in world.nodes.values())})
+    return plan
+
+
+@scenario("data_transactions")
+def data_transactions(seed: int, trace_size: int | None) -> Plan:
+    """Transactional producers ("alpha", "beta") write to both partitions of topic `txn` and commit or abort, a
+    read_committed consumer reads it through the brokers' fetch path, while brokers fail one at a time (kill,
+    pause, isolation, controlled shutdown, the controller): the transaction coordinator is the harness's, which
+    writes the markers through the partition leaders, fails over (a new coordinator epoch) and fences "alpha"'s
+    first instance with a second one. TxnReadCommittedClean, TxnFencedNeverCommits, TxnAtomicCommit."""
+    from pykraft.sim.hosts.metadata_cluster import TopicSpec
+    from pykraft.sim.hosts.txn_workload import TXN_PARTITIONS, TXN_TOPIC, TxnDriver
+
+    end = 10_000
+    cluster = _cluster("data_transactions", seed, trace_size, end, producers=ALL_KINDS[:1],
+                       extra_topics=(TopicSpec(TXN_TOPIC, TXN_PARTITIONS, 3),))
+    plan = cluster.plan
+    world = plan.world
+    rng = world.stream("txn-faults")
+    driver = TxnDriver(world, end)
+    at(world, 2000, driver.start)
+    at(world, rng.randint(3000, 7000), driver.fence)
+    for _ in range(rng.randint(1, 3)):
+        at(world, rng.randint(2500, end - 500), driver.failover)
+    chain_faults(cluster, rng, ("kill", "kill", "pause", "isolate", "shutdown", "controller"), FAULTS_FROM_MS, end)
+    plan.gap_checks.append(driver.gaps)
+    plan.end_checks.append(driver.check_atomic)
+    plan.stat_hooks.append(driver.describe)
     return plan
