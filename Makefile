@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run lint test test-fast interop-java bench sim-sweep report-check standalone-check clean
+.PHONY: setup run lint test test-pipeline-clusters test-fast interop-java bench sim-sweep report-check standalone-check clean
 
 setup: $(STAMP)
 
@@ -37,8 +37,12 @@ lint: $(STAMP)
 # server processes, the JVM or Spark one test at a time (their liveness waits assume the cores are theirs).
 PROCESS_TIERS := e2e or interop_java or spark
 test: $(STAMP) lint
-	$(PY) -m pytest -q -n 2 -m "not ($(PROCESS_TIERS)) and not standalone"
-	$(PY) -m pytest -q -m "($(PROCESS_TIERS)) and not standalone"
+	$(PY) -m pytest -q -n 2 -m "not ($(PROCESS_TIERS)) and not standalone and not pipeline_clusters"
+	$(PY) -m pytest -q -m "($(PROCESS_TIERS)) and not standalone and not pipeline_clusters"
+
+# The pipeline over real clusters and simulator exports it starts itself (minutes each on two cores).
+test-pipeline-clusters: $(STAMP)
+	$(PY) -m pytest -q -m pipeline_clusters
 
 # The fast tier for a quick check of a change (pure core, hosts, sim scenarios): everything but the e2e processes,
 # the simulator sweeps, the exhaustive schema fuzzing and Spark (markers: tests/conftest.py, pyproject.toml).

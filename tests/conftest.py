@@ -40,6 +40,13 @@ TIERS: dict[str, tuple[str, ...]] = {
         "node/test_server_cmd.py",
         "node/test_stop_faults.py",
     ),
+    # The pipeline over real clusters it starts itself (produce histories, planted faults, SIGKILLed Spark drivers):
+    # minutes each, so `make test` leaves them to `make test-pipeline-clusters`.
+    "pipeline_clusters": (
+        "pipeline/test_real_cluster.py",
+        "pipeline/test_stream_kill.py",
+        "pipeline/test_sim_analyze.py",
+    ),
     # Kafka's own Java client and parser (kafka-clients 3.9.1 from the interop extra, a JDK) against real processes.
     "interop_java": ("interop/",),
     # Many seeded whole-cluster simulations: the CI sweeps (on two worker processes) and every scenario's seeds.
