@@ -40,7 +40,7 @@ def test_broker_api_versions_prints_every_broker_as_kafka(cluster):
         lines = block.split("\n)")[0].split(",\n")
         assert lines[0].startswith("\tProduce(0): 3 to 12 [usable: ")
         assert "\tFetch(1): 4 to 18 [usable: 18]" in lines and "\tApiVersions(18): 0 to 4 [usable: 4]" in lines
-        assert "\tDeleteAcls(31): UNSUPPORTED" in lines  # an API pykraft's brokers do not list
+        assert "\tDescribeClientQuotas(48): UNSUPPORTED" in lines  # an API pykraft's brokers do not list
     bad = pykraft("broker-api-versions", "--command-config", "admin.properties")
     assert bad.returncode == 1 and bad.stdout == ""
     assert bad.stderr == 'pykraft broker-api-versions: Missing required argument "[bootstrap-server]"\n'
