@@ -33,8 +33,9 @@ from pykraft.records.rebuild import empty_batch, rebuild_batch, record_keys, rec
 from .cleaner_txns import Item, Verdict, marker_type, transaction_seam, verdict_of
 from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, TransactionSeam, batch_retention,
                                group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
-from .files import pread_exact, sync_data
+from .files import sync_data
 from .index import SegmentIndex
+from .key_hash import PAD_BYTES
 from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter
 from .segment_swap import CLEANED_SUFFIX, CleanedSegment
 from .txn_index import AbortedTxn
@@ -45,6 +46,8 @@ if HAVE_NUMPY:
     from .cleaner_chunks import filter_scanned, kept_records, map_chunk, needs_rebuild, rebuilt_columns, scan_chunk
 
 _PREFIX_SIZE = 12
+_MAX_WINDOW = 8 << 20  # a window beyond a segment's default size gains little more
+_ROW_BYTES = 160  # a record's columns and the scan's temporaries (record_scan.py, cleaner_chunks.py), about
 
 
 class CleaningAborted(Exception):
@@ -120,6 +123,7 @@ class Cleaner:
         self._sleep = sleep
         self._seam_factory = seam_factory
         self.fast = fast and HAVE_NUMPY and isinstance(offset_map, OffsetMap)
+        self._buffer = bytearray()
 
     # ---- the pass ----------------------------------------------------------------------------------------------
     def clean(self, task: CleanTask, host: CleanerHost) -> tuple[int, CleanerStats]:
@@ -165,7 +169,7 @@ class Cleaner:
         self.offset_map.update_latest_offset(upper - 1)  # across an offset gap to the next segment
         return False
 
-    def _map_chunk(self, chunk: bytes | bytearray, items: list[Item], start: int, seam: TransactionSeam,
+    def _map_chunk(self, chunk: memoryview, items: list[Item], start: int, seam: TransactionSeam,
                    stats: CleanerStats) -> bool:
         """Map one chunk's batches; True when the map filled up."""
         omap = self.offset_map
@@ -178,7 +182,7 @@ class Cleaner:
                 aborted[i] = True  # an aborted transaction's batch is never mapped
             else:
                 data.append(i)
-        scanned = scan_chunk(chunk, items, data) if self.fast and data else None
+        scanned = scan_chunk(chunk, items, data, padded=True) if self.fast and data else None
         full_at = -1
         if scanned is not None:
             assert isinstance(omap, OffsetMap)  # self.fast: the flat map
@@ -217,12 +221,12 @@ class Cleaner:
             writer.discard()
             raise
 
-    def _filter_chunk(self, chunk: bytes | bytearray, items: list[Item], task: CleanTask, seam: TransactionSeam,
+    def _filter_chunk(self, chunk: memoryview, items: list[Item], task: CleanTask, seam: TransactionSeam,
                       stats: CleanerStats) -> list[bytes | memoryview | None]:
         """What of each batch of the chunk goes into the cleaned segment (see `filter_batch`)."""
         verdicts = [verdict_of(batch, seam, task.now_ms) for _, batch in items]
         data = [i for i, (_, batch) in enumerate(items) if not batch.is_control and not verdicts[i].discard_records]
-        scanned = scan_chunk(chunk, items, data) if self.fast and data else None
+        scanned = scan_chunk(chunk, items, data, padded=True) if self.fast and data else None
         if scanned is None:
             return [self._filter(batch, task, verdict, stats) for (_, batch), verdict in zip(items, verdicts)]
         now = task.now_ms
@@ -296,7 +300,7 @@ class Cleaner:
 
     # ---- reading -----------------------------------------------------------------------------------------------
     def _chunks(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int,
-                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[bytes | bytearray, list[Item]]]:
+                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[memoryview, list[Item]]]:
         """The whole batches of a segment from `position`, a chunk of the I/O buffer at a time (the chunk and
         each batch's position in it), each chunk throttled and checked for an abort."""
         end = source.facts.size
@@ -305,21 +309,25 @@ class Cleaner:
         except FileNotFoundError:
             raise CleaningAborted() from None
         try:
-            chunk_size = self.io_buffer_size
+            window = self._window()
+            chunk_size = window
             while position < end:
                 host.check_aborted(task.key)
-                chunk = pread_exact(fd, min(chunk_size, end - position), position)
-                if len(chunk) < _PREFIX_SIZE:
+                chunk = self._read(fd, min(chunk_size, end - position), position)
+                if len(chunk) < _PREFIX_SIZE + PAD_BYTES:
                     raise CleaningAborted()  # the file shrank under us: a truncation is on its way
                 items: list[Item] = []
-                whole = 0
-                for batch in iter_batches(chunk, verify_crc=False, allow_truncated_tail=True):
+                whole = cost = 0
+                for batch in iter_batches(chunk[:-PAD_BYTES], verify_crc=False, allow_truncated_tail=True):
+                    cost += batch.size_in_bytes + _ROW_BYTES * batch.record_count
+                    if items and cost > window:
+                        break  # the rest is read again with the next window
                     items.append((whole, batch))
                     whole += batch.size_in_bytes
                 if whole == 0:  # one batch larger than the buffer: read it whole (Kafka grows its buffers)
                     chunk_size = _PREFIX_SIZE + int.from_bytes(chunk[8:12], "big")
                     continue
-                chunk_size = self.io_buffer_size
+                chunk_size = window
                 yield chunk, items
                 position += whole
                 if mapping:
@@ -327,6 +335,34 @@ class Cleaner:
                 self._throttle(whole)
         finally:
             os.close(fd)
+
+    def _read(self, fd: int, size: int, position: int) -> memoryview:
+        """Up to `size` bytes at `position` (short at the end of the file), then `PAD_BYTES` zeros (the scan reads
+        whole words past a key): a view of the cleaner's read buffer, reused from window to window (a fresh buffer
+        of megabytes costs its page faults at each read). The views of one window are done with before the
+        next read."""
+        if len(self._buffer) < size + PAD_BYTES:
+            self._buffer = bytearray(size + PAD_BYTES)
+        view = memoryview(self._buffer)
+        done = 0
+        while done < size:
+            got = os.preadv(fd, [view[done:size]], position + done)
+            if got == 0:
+                break
+            done += got
+        view[done:done + PAD_BYTES] = bytes(PAD_BYTES)
+        return view[:done + PAD_BYTES]
+
+    def _window(self) -> int:
+        """The bytes read and decoded at once: the I/O buffer, or more on the fast path (each numpy step then
+        covers more records) where the dedupe buffer has room the pass's map table does not use (a pass over N
+        offsets uses a table of about 2N slots). A window's batches are cut so that their bytes and their record
+        columns (`_ROW_BYTES` a record) stay within it: with the map, a pass keeps within the dedupe buffer."""
+        omap = self.offset_map
+        if not self.fast or not isinstance(omap, OffsetMap):
+            return self.io_buffer_size
+        room = (omap.memory_bytes - omap.table_bytes) // 4
+        return max(self.io_buffer_size, min(_MAX_WINDOW, room))
 
     def _throttle(self, amount: int) -> None:
         if amount <= 0:

@@ -34,16 +34,19 @@ _PAD = bytes(PAD_BYTES)
 
 @dataclass(frozen=True, slots=True)
 class Scanned:
-    raw: bytes  # the chunk, then the decompressed records sections, then padding
+    raw: bytes | memoryview  # the chunk, then the decompressed records sections, then padding
     columns: RecordColumns
     offsets: np.ndarray  # each record's offset
     batch_of: np.ndarray  # each record's index among the scanned batches
 
 
-def scan_chunk(chunk: bytes | bytearray, items: Sequence[Item], wanted: Sequence[int]) -> Scanned | None:
+def scan_chunk(chunk: bytes | bytearray | memoryview, items: Sequence[Item], wanted: Sequence[int], *,
+               padded: bool = False) -> Scanned | None:
     """The records of `items[i]` for each i in `wanted` (data batches), or None: the record-by-record path
-    decides (and reports a malformed batch or a bad compressed section with its own error)."""
-    bodies, extra = [], []
+    decides (and reports a malformed batch or a bad compressed section with its own error). `padded`: the chunk
+    ends with `PAD_BYTES` past its batches (the cleaner's reads), used in place when no batch is compressed."""
+    bodies: list[tuple[int, int, int]] = []
+    extra: list[bytes] = []
     end = len(chunk)
     for i in wanted:
         position, batch = items[i]
@@ -58,7 +61,7 @@ def scan_chunk(chunk: bytes | bytearray, items: Sequence[Item], wanted: Sequence
         bodies.append((end, end + len(section), batch.record_count))
         extra.append(section)
         end += len(section)
-    raw = b"".join([chunk, *extra, _PAD])
+    raw = chunk if padded and not extra and isinstance(chunk, memoryview) else b"".join([chunk, *extra, _PAD])
     columns = scan_records(raw, bodies)
     if columns is None:
         return None

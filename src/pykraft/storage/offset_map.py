@@ -85,6 +85,11 @@ class OffsetMap:
     def utilization(self) -> float:
         return self.size / self.slots
 
+    @property
+    def table_bytes(self) -> int:
+        """The bytes of the buffer this pass's table takes (the whole buffer before the first clear)."""
+        return self.memory_bytes if self._table is None else len(self._table) * ENTRY_BYTES
+
     def _ready(self) -> np.ndarray:
         if self._table is None:
             self.clear()
