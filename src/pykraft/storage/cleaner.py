@@ -44,6 +44,7 @@ if HAVE_NUMPY:
     import numpy as np
 
     from .cleaner_chunks import filter_scanned, kept_records, map_chunk, needs_rebuild, rebuilt_columns, scan_chunk
+    from .cleaner_mapped import ROW_BYTES, MappedRecords
 
 _PREFIX_SIZE = 12
 _MAX_WINDOW = 8 << 20  # a window beyond a segment's default size gains little more
@@ -124,14 +125,24 @@ class Cleaner:
         self._seam_factory = seam_factory
         self.fast = fast and HAVE_NUMPY and isinstance(offset_map, OffsetMap)
         self._buffer = bytearray()
+        self._mapped: MappedRecords | None = None  # during a pass on the fast path
 
     # ---- the pass ----------------------------------------------------------------------------------------------
     def clean(self, task: CleanTask, host: CleanerHost) -> tuple[int, CleanerStats]:
         """Clean `task`'s log. Returns the first offset not cleaned (the next pass's first dirty offset) and the
         stats. Raises CleaningAborted, or OSError / RecordsError for a failure the owner reports."""
         stats = CleanerStats()
-        end = self._build_map(task, host, stats)
-        stats.map_done = time.monotonic()
+        try:
+            end = self._build_map(task, host, stats)
+            if self._mapped is not None:
+                assert isinstance(self.offset_map, OffsetMap)  # self.fast: the flat map
+                self._mapped.seal(self.offset_map)
+            stats.map_done = time.monotonic()
+            return self._rewrite(task, host, stats, end)
+        finally:
+            self._mapped = None
+
+    def _rewrite(self, task: CleanTask, host: CleanerHost, stats: CleanerStats, end: int) -> tuple[int, CleanerStats]:
         facts = [s.facts for s in task.segments if s.facts.base_offset < end]
         by_base = {s.facts.base_offset: s for s in task.segments}
         seam = self._seam_factory(task.aborted)
@@ -151,6 +162,8 @@ class Cleaner:
         full. Returns the end of what was mapped (latest mapped offset + 1)."""
         omap = self.offset_map
         omap.clear(task.first_uncleanable - task.first_dirty)  # no more keys than offsets
+        if self.fast:  # the rows kept for the rewrite take what the table leaves of the buffer
+            self._mapped = MappedRecords(self._room() // ROW_BYTES)
         dirty = segments_between([s.facts for s in task.segments], task.first_dirty, task.first_uncleanable)
         by_base = {s.facts.base_offset: s for s in task.segments}
         bounds = [s.base_offset for s in dirty[1:]] + [task.first_uncleanable]
@@ -186,7 +199,7 @@ class Cleaner:
         full_at = -1
         if scanned is not None:
             assert isinstance(omap, OffsetMap)  # self.fast: the flat map
-            stop = map_chunk(omap, scanned, start)
+            stop = map_chunk(omap, scanned, start, self._mapped)
             full_at = len(items) if stop is None else data[stop]
         for i, (_, batch) in enumerate(items):
             count = batch.record_count
@@ -226,31 +239,40 @@ class Cleaner:
         """What of each batch of the chunk goes into the cleaned segment (see `filter_batch`)."""
         verdicts = [verdict_of(batch, seam, task.now_ms) for _, batch in items]
         data = [i for i, (_, batch) in enumerate(items) if not batch.is_control and not verdicts[i].discard_records]
-        scanned = scan_chunk(chunk, items, data, padded=True) if self.fast and data else None
-        if scanned is None:
-            return [self._filter(batch, task, verdict, stats) for (_, batch), verdict in zip(items, verdicts)]
         now = task.now_ms
-        tombstones_go = np.array([verdicts[i].horizon is not None and now >= verdicts[i].horizon  # type: ignore[operator]
-                                  for i in data], dtype=np.bool_)
-        assert isinstance(self.offset_map, OffsetMap)  # self.fast: the flat map
-        kept = kept_records(self.offset_map, scanned, tombstones_go)
-        rebuilt = rebuilt_columns(scanned, kept, [needs_rebuild(items[i][1], kept.counts[k], kept.null_values[k],
-                                                                verdicts[i]) for k, i in enumerate(data)])
-        scanned_index = {i: k for k, i in enumerate(data)}
+        known = self._mapped.decide(items, data, verdicts, producers=task.producers,
+                                    upper_bound=task.first_uncleanable, now_ms=now) if self._mapped else {}
+        rest = [i for i in data if i not in known] if known else data
+        scanned = scan_chunk(chunk, items, rest, padded=True) if self.fast and rest else None
+        if scanned is None and rest:
+            return [self._filter(batch, task, verdict, stats) for (_, batch), verdict in zip(items, verdicts)]
+        if scanned is not None:
+            tombstones_go = np.array([verdicts[i].horizon is not None and now >= verdicts[i].horizon  # type: ignore[operator]
+                                      for i in rest], dtype=np.bool_)
+            assert isinstance(self.offset_map, OffsetMap)  # self.fast: the flat map
+            kept = kept_records(self.offset_map, scanned, tombstones_go)
+            rebuilt = rebuilt_columns(scanned, kept, [needs_rebuild(items[i][1], kept.counts[k], kept.null_values[k],
+                                                                    verdicts[i]) for k, i in enumerate(rest)])
+        scanned_index = {i: k for k, i in enumerate(rest)}
         found: list[bytes | memoryview | None] = []
         for i, (_, batch) in enumerate(items):
+            decided = known.get(i)
             k = scanned_index.get(i)
-            if k is None:
+            if decided is not None:
+                out, count = decided
+            elif k is not None and scanned is not None:
+                stats.invalid_messages += kept.invalid[k]
+                out = filter_scanned(batch, k, scanned, kept, rebuilt, verdicts[i], producers=task.producers,
+                                     upper_bound=task.first_uncleanable, now_ms=now,
+                                     delete_retention_ms=task.delete_retention_ms)
+                count = kept.counts[k]
+            else:
                 found.append(self._filter(batch, task, verdicts[i], stats))
                 continue
             stats.bytes_read += batch.size_in_bytes
             stats.messages_read += batch.record_count
-            stats.invalid_messages += kept.invalid[k]
-            out = filter_scanned(batch, k, scanned, kept, rebuilt, verdicts[i], producers=task.producers,
-                                 upper_bound=task.first_uncleanable, now_ms=now,
-                                 delete_retention_ms=task.delete_retention_ms)
             if out is not None:
-                stats.messages_written += kept.counts[k]
+                stats.messages_written += count
                 stats.bytes_written += len(out)
             found.append(out)
         return found
@@ -358,11 +380,12 @@ class Cleaner:
         covers more records) where the dedupe buffer has room the pass's map table does not use (a pass over N
         offsets uses a table of about 2N slots). A window's batches are cut so that their bytes and their record
         columns (`_ROW_BYTES` a record) stay within it: with the map, a pass keeps within the dedupe buffer."""
+        return max(self.io_buffer_size, min(_MAX_WINDOW, self._room() // 4))
+
+    def _room(self) -> int:
+        """The bytes of the dedupe buffer this pass's map table leaves (0 off the fast path)."""
         omap = self.offset_map
-        if not self.fast or not isinstance(omap, OffsetMap):
-            return self.io_buffer_size
-        room = (omap.memory_bytes - omap.table_bytes) // 4
-        return max(self.io_buffer_size, min(_MAX_WINDOW, room))
+        return omap.memory_bytes - omap.table_bytes if self.fast and isinstance(omap, OffsetMap) else 0
 
     def _throttle(self, amount: int) -> None:
         if amount <= 0:

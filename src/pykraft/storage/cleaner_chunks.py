@@ -27,6 +27,7 @@ from pykraft.records.record_scan import RecordColumns, scan_records
 
 from .cleaner_txns import Item, Verdict
 from .compaction_rules import BatchRetention, ProducerLast, batch_retention, needs_delete_horizon
+from .cleaner_mapped import MappedRecords
 from .key_hash import PAD_BYTES
 from .offset_map import OffsetMap
 
@@ -71,13 +72,17 @@ def scan_chunk(chunk: bytes | bytearray | memoryview, items: Sequence[Item], wan
     return Scanned(raw, columns, bases[batch_of] + columns.offset_delta, batch_of)
 
 
-def map_chunk(omap: OffsetMap, scanned: Scanned, start: int) -> int | None:
-    """Put the keyed records at offsets >= `start` into the map. Returns None when all went in, else the index
-    (among the scanned batches) of the batch where the map was full."""
+def map_chunk(omap: OffsetMap, scanned: Scanned, start: int, kept: MappedRecords | None = None) -> int | None:
+    """Put the keyed records at offsets >= `start` into the map (and into `kept`, for the rewrite). Returns None
+    when all went in, else the index (among the scanned batches) of the batch where the map was full."""
     columns = scanned.columns
     rows = np.flatnonzero((columns.key_length >= 0) & (scanned.offsets >= start))
     high, low = omap.hasher.hash_keys(scanned.raw, columns.key_start[rows], columns.key_length[rows])
     mapped = omap.put_run(high, low, scanned.offsets[rows])
+    if kept is not None:
+        done = rows[:mapped]
+        offsets = scanned.offsets[done]
+        kept.add(offsets, offsets - columns.offset_delta[done], high[:mapped], low[:mapped], columns.null_value[done])
     return None if mapped == len(rows) else int(scanned.batch_of[rows[mapped]])
 
 
