@@ -166,7 +166,7 @@ class OffsetMap:
         table = self._ready()
         size = len(table)
         position = (((high >> _SHIFT) * np.uint64(size)) >> _SHIFT).astype(np.int64)
-        rows = table[position]
+        rows = table.take(position, axis=0)  # take: a few times faster than table[position]
         empty = rows[:, 2] == 0
         match = (rows[:, 0] == high) & (rows[:, 1] == low)
         match &= ~empty
@@ -182,7 +182,7 @@ class OffsetMap:
             attempt += 1
             position += step if attempt < _HASHED_PROBES else 1
             position %= size
-            rows = table[position]
+            rows = table.take(position, axis=0)
             empty = rows[:, 2] == 0
             match = (rows[:, 0] == high) & (rows[:, 1] == low)
             match &= ~empty
