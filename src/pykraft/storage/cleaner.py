@@ -10,10 +10,14 @@ deletion aborts it (`CleanerHost.check_aborted`, called between chunks).
 Per record and per batch the rules are compaction_rules.py's. A batch whose records all stay (and needs no delete
 horizon) is copied as it is; one that loses records is rebuilt around the kept ones (records/rebuild.py); an
 emptied batch goes, unless it is an active producer's last or the round's last (then an empty batch stays).
-Reads are in chunks of the I/O buffer (grown to fit one larger batch), throttled by the shared `Throttler`. Each
-chunk goes through cleaner_chunks.py's numpy paths (the map's records, the filter), batch by batch only where a
-batch needs it; `fast=False` takes the record-by-record path everywhere (`filter_batch`: the reference the fast
-path is tested against, and what it falls back to for control batches, discarded ones and malformed chunks).
+Reads are in chunks of the I/O buffer (grown to fit one larger batch), throttled by the shared `Throttler`; on the
+fast path a chunk is a window of up to `_MAX_WINDOW` where the dedupe buffer has room the pass's map table leaves
+(`_window`), read into one reused buffer. Each chunk goes through cleaner_chunks.py's numpy paths (the map's
+records, the filter), batch by batch only where a batch needs it. The map's read keeps the rows of the records it
+mapped (cleaner_mapped.py, in the same room), so the rewrite reads again only the records of the batches that keep
+some but not all of theirs (and of the segments below the dirty section). `fast=False` takes the record-by-record
+path everywhere (`filter_batch`: the reference the fast path is tested against, and what it falls back to for
+control batches, discarded ones and malformed chunks).
 A broker runs passes in a child process (node/hosts/cleaner_child.py), so that decoding never holds its GIL.
 Without a working numpy (a platform with no wheel of it) every pass takes the record-by-record path over a
 `PlainOffsetMap` (offset_map.py): slower, the same segments.
@@ -33,11 +37,10 @@ from pykraft.records.rebuild import empty_batch, rebuild_batch, record_keys, rec
 from .cleaner_txns import Item, Verdict, marker_type, transaction_seam, verdict_of
 from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, TransactionSeam, batch_retention,
                                group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
-from .files import sync_data
-from .index import SegmentIndex
 from .key_hash import PAD_BYTES
 from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter
-from .segment_swap import CLEANED_SUFFIX, CleanedSegment
+from .cleaned_writer import CleanedWriter
+from .segment_swap import CleanedSegment
 from .txn_index import AbortedTxn
 
 if HAVE_NUMPY:
@@ -393,64 +396,3 @@ class Cleaner:
         pause = self.throttler.observe(amount, self._clock_ns())
         if pause > 0:
             self._sleep(pause)
-
-
-class CleanedWriter:
-    """Writes one cleaned segment under `.cleaned` names with Kafka's index entries (index.py)."""
-
-    def __init__(self, directory: str, base_offset: int, index_interval: int, buffer_size: int) -> None:
-        name = f"{base_offset:020d}"
-        self.directory, self.base_offset = directory, base_offset
-        paths = [os.path.join(directory, f"{name}{suffix}{CLEANED_SUFFIX}") for suffix in (".log", ".index",
-                                                                                         ".timeindex")]
-        for path in paths:  # Kafka's createNewCleanedSegment: a stale one from an aborted pass goes
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-        self.fd = os.open(paths[0], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        self.index = SegmentIndex(base_offset, paths[1], paths[2], index_interval)
-        self.index.open_files()
-        self._buffer = bytearray()
-        self._buffer_size = buffer_size
-        self.size = 0
-        self.next_offset = base_offset
-        self.first_timestamp = -1
-
-    def append(self, batch: bytes | memoryview) -> None:
-        view = memoryview(batch)
-        base = int.from_bytes(view[0:8], "big", signed=True)
-        length = int.from_bytes(view[8:12], "big")
-        last = base + int.from_bytes(view[23:27], "big", signed=True)
-        max_timestamp = int.from_bytes(view[35:43], "big", signed=True)
-        offset_entry, time_entry = self.index.observe(self.size, last, max_timestamp, length + _PREFIX_SIZE)
-        self.index.write(offset_entry, time_entry)
-        if self.size == 0:
-            self.first_timestamp = max_timestamp
-        self._buffer += view
-        self.size += len(view)
-        self.next_offset = last + 1
-        if len(self._buffer) >= self._buffer_size:
-            self._flush()
-
-    def _flush(self) -> None:
-        view = memoryview(self._buffer)
-        written = 0
-        while written < len(view):
-            written += os.pwrite(self.fd, view[written:], self.size - len(view) + written)
-        view.release()
-        self._buffer.clear()
-
-    def finish(self) -> CleanedSegment:
-        """Make the segment's records durable before any swap (Kafka's `cleaned.flush()`). Its indexes are not
-        synced: an open checks every index against the batches and rewrites a torn one (log_open.py), and the
-        fsyncs of two small files per group were a third of a pass's time on large records."""
-        self._flush()
-        self.index.write(b"", self.index.seal_entry())
-        sync_data(self.fd)
-        return CleanedSegment(self.directory, self.base_offset, self.fd, self.index, self.size, self.next_offset,
-                              self.first_timestamp)
-
-    def discard(self) -> None:
-        CleanedSegment(self.directory, self.base_offset, self.fd, self.index, self.size, self.next_offset,
-                       self.first_timestamp).discard()
