@@ -6,7 +6,10 @@ Where each record starts depends on the previous one's length, so the framing is
 - a batch whose records section splits into `count` records of one size (fixed-size keys and values: the usual
   case of a producer's batch) is framed at once: every record's length is decoded at its guessed place and must
   say exactly that size (so the guess is proven, not trusted);
-- any other batch is walked in Python, reading the record lengths only (the one per-record Python step left).
+- the other batches (records of varied sizes) are stepped through together, a numpy step per record index
+  (`_step_all`: each record's size from the two bytes at its head, every step checked at once afterwards);
+- a batch the steps refuse (a length of three bytes or more, or framing that does not hold) is walked in Python,
+  reading the record lengths only, which also decides whether it is malformed.
 Every other field is decoded with numpy at all records' positions at once (as pipeline/columnar.py does).
 
 The fields read are those of `rebuild.record_keys`, and a run is accepted only where `record_keys` accepts it with
@@ -84,8 +87,9 @@ def _frame(raw: bytes | memoryview, buf: np.ndarray, bodies: Sequence[tuple[int,
     record not framed yet, guess where the following ones begin, check every guess (the length found at a guessed
     place must reach the next guessed place), and keep the records up to the first wrong guess. The guess is that
     they have that record's size, but for their offset delta: a producer numbers a batch's records 0, 1, 2... and
-    the delta's varint takes a byte more from 64 on, two from 8192. A batch still not framed after `_ROUNDS`, or
-    whose rounds frame few records, is walked."""
+    the delta's varint takes a byte more from 64 on, two from 8192. A batch whose first records do not look
+    alike (`_same_sizes`), or still not framed after `_ROUNDS`, or whose rounds frame few records, is stepped
+    through (`_step_all`), and walked where the steps fail."""
     total = int(first[-1])
     starts = np.empty(total, dtype=np.int64)
     ends = np.empty(total, dtype=np.int64)
@@ -93,6 +97,8 @@ def _frame(raw: bytes | memoryview, buf: np.ndarray, bodies: Sequence[tuple[int,
     position = np.array([start for start, _, _ in bodies], dtype=np.int64)  # where that record begins
     stop = np.array([end for _, end, _ in bodies], dtype=np.int64)
     active = np.flatnonzero(row < first[1:])
+    if len(active):  # batches of records of varied sizes go straight to the steps
+        active = active[_same_sizes(buf, len(raw), position[active], (first[1:] - row)[active])]
     for _ in range(_ROUNDS):
         if not len(active):
             break
@@ -131,6 +137,20 @@ def _frame(raw: bytes | memoryview, buf: np.ndarray, bodies: Sequence[tuple[int,
             return None
         starts[row[b]:first[b + 1]], ends[row[b]:first[b + 1]] = walked
     return starts, ends
+
+
+def _same_sizes(buf: np.ndarray, limit: int, position: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per batch (from its first record): whether its first records look as `_frame`'s guess has them (each of
+    the first record's size, but for the offset delta's bytes). Only a hint: the rounds check every guess."""
+    n = np.minimum(counts, _FEW)
+    starts = np.cumsum(n) - n
+    owner = np.repeat(np.arange(len(n)), n)
+    index = np.arange(len(owner), dtype=np.int64) - starts[owner]
+    size, _ = _lengths(buf, position, limit)
+    found, _ = _lengths(buf, position[owner] + index * size[owner] + _delta_bytes(index), limit)
+    good = found == size[owner] + _delta_extra(index)
+    same: np.ndarray = np.minimum.reduceat(good, starts).astype(bool)
+    return same
 
 
 def _length_tables() -> tuple[np.ndarray, np.ndarray]:
