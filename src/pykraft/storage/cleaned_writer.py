@@ -30,6 +30,8 @@ class CleanedWriter:
         self.index = SegmentIndex(base_offset, paths[1], paths[2], index_interval)
         self.index.open_files()
         self._buffer = bytearray()
+        self._offset_entries = bytearray()  # index entries wait with their batches: one write per file a flush
+        self._time_entries = bytearray()
         self._buffer_size = buffer_size
         self.size = 0
         self.next_offset = base_offset
@@ -42,7 +44,8 @@ class CleanedWriter:
         last = base + int.from_bytes(view[23:27], "big", signed=True)
         max_timestamp = int.from_bytes(view[35:43], "big", signed=True)
         offset_entry, time_entry = self.index.observe(self.size, last, max_timestamp, length + _PREFIX_SIZE)
-        self.index.write(offset_entry, time_entry)
+        self._offset_entries += offset_entry
+        self._time_entries += time_entry
         if self.size == 0:
             self.first_timestamp = max_timestamp
         self._buffer += view
@@ -58,6 +61,9 @@ class CleanedWriter:
             written += os.pwrite(self.fd, view[written:], self.size - len(view) + written)
         view.release()
         self._buffer.clear()
+        self.index.write(self._offset_entries, self._time_entries)  # the entries of the batches just written
+        self._offset_entries.clear()
+        self._time_entries.clear()
 
     def finish(self) -> CleanedSegment:
         """Make the segment's records durable before any swap (Kafka's `cleaned.flush()`). Its indexes are not

@@ -166,7 +166,7 @@ class Cleaner:
         omap = self.offset_map
         omap.clear(task.first_uncleanable - task.first_dirty)  # no more keys than offsets
         if self.fast:  # the rows kept for the rewrite take what the table leaves of the buffer
-            self._mapped = MappedRecords(self._room() // ROW_BYTES)
+            self._mapped = MappedRecords(self._room() // 2 // ROW_BYTES)  # half: the windows take a quarter
         dirty = segments_between([s.facts for s in task.segments], task.first_dirty, task.first_uncleanable)
         by_base = {s.facts.base_offset: s for s in task.segments}
         bounds = [s.base_offset for s in dirty[1:]] + [task.first_uncleanable]
@@ -243,8 +243,9 @@ class Cleaner:
         verdicts = [verdict_of(batch, seam, task.now_ms) for _, batch in items]
         data = [i for i, (_, batch) in enumerate(items) if not batch.is_control and not verdicts[i].discard_records]
         now = task.now_ms
-        known = self._mapped.decide(items, data, verdicts, producers=task.producers,
-                                    upper_bound=task.first_uncleanable, now_ms=now) if self._mapped else {}
+        mapped = self._mapped
+        known = {} if mapped is None else mapped.decide(items, data, verdicts, producers=task.producers,
+                                                        upper_bound=task.first_uncleanable, now_ms=now)
         rest = [i for i in data if i not in known] if known else data
         scanned = scan_chunk(chunk, items, rest, padded=True) if self.fast and rest else None
         if scanned is None and rest:
@@ -380,9 +381,10 @@ class Cleaner:
 
     def _window(self) -> int:
         """The bytes read and decoded at once: the I/O buffer, or more on the fast path (each numpy step then
-        covers more records) where the dedupe buffer has room the pass's map table does not use (a pass over N
-        offsets uses a table of about 2N slots). A window's batches are cut so that their bytes and their record
-        columns (`_ROW_BYTES` a record) stay within it: with the map, a pass keeps within the dedupe buffer."""
+        covers more records) where the dedupe buffer has room the pass's map table may not use (a pass over N
+        offsets grows its table to 4N slots at most, offset_map.py). A window's batches are cut so that their
+        bytes and their record columns (`_ROW_BYTES` a record) stay within it: with the map and the rows kept
+        (cleaner_mapped.py), a pass keeps within the dedupe buffer."""
         return max(self.io_buffer_size, min(_MAX_WINDOW, self._room() // 4))
 
     def _room(self) -> int:

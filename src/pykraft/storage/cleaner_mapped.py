@@ -11,7 +11,7 @@ rebuilds it. The decision per record is `compaction_rules.retain_record`'s, as i
 the same map, the same offsets, the same tombstone rule; tests/storage/test_cleaner_fast_path*.py clean the same
 logs this way and record by record.
 
-Memory: 33 bytes a row while mapping, 17 after `seal`, at most `limit` rows (the part of the dedupe buffer the
+Memory: 33 bytes a row while mapping, 17 after `seal`, at most `limit` rows (half the part of the dedupe buffer the
 pass's map table leaves): rows beyond it are not kept and their batches are read again, as without this.
 """
 
