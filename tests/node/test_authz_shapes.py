@@ -19,8 +19,8 @@ from pykraft.controller.acl_model import ResourceType as Res
 from pykraft.controller.acl_model import StandardAcl, acl_to_record
 from pykraft.controller.authorizer import AuthorizerSettings
 from pykraft.net.server import ConnectionInfo
-from pykraft.node.apis.authz import Denied, Narrowed, RequestAuthorizer
-from pykraft.node.apis.authz_rules import RULES
+from pykraft.node.runtime.authz import Denied, Narrowed, RequestAuthorizer
+from pykraft.node.runtime.authz_rules import RULES
 from pykraft.protocol import headers
 from pykraft.protocol.apis import kio_knows, request_class, response_class
 from pykraft.protocol.codec import DecodedRequest, encode_request, encode_response_body
@@ -58,9 +58,9 @@ def served_ranges() -> dict[int, set[int]]:
     from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS
     from pykraft.node.apis.group_api import GROUP_APIS
     from pykraft.node.apis.security_apis import ACL_WRITE_APIS, BROKER_SECURITY_APIS
-    from pykraft.node.hosts.controller_host import HOST_APIS, IMAGE_APIS
+    from pykraft.node.roles.controller_host import HOST_APIS, IMAGE_APIS
     from pykraft.node.apis.txn_api import TXN_APIS
-    from pykraft.node.hosts.data_plane import DATA_PLANE_APIS
+    from pykraft.node.roles.data_plane import DATA_PLANE_APIS
     from pykraft.protocol.apis import NODE_RUNTIME_APIS
 
     found: dict[int, set[int]] = {}
@@ -114,7 +114,7 @@ def test_every_served_api_has_a_rule_of_its_own():
 
 
 def test_an_api_without_a_rule_needs_cluster_action():
-    from pykraft.node.apis.authz_rules import UNLISTED
+    from pykraft.node.runtime.authz_rules import UNLISTED
 
     rules = {key: rule for key, rule in RULES.items() if key != 65}  # DescribeTransactions unlisted
     request = request_class(65, 0)(transactional_ids=("tx",))

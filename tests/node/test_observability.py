@@ -10,7 +10,7 @@ from prometheus_client import generate_latest
 
 from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.node.runtime.state_machine import CountingStateMachine
-from pykraft.node.apis.versions import convert, to_core_request, to_request_version
+from pykraft.protocol.core_versions import convert, to_core_request, to_request_version
 from pykraft.protocol.apis import request_class
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import messages

@@ -26,15 +26,15 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records.group_records import partition_for
 
 from pykraft.node.apis import consumer_group_api as consumer_groups
-from pykraft.node.apis.client_apis import registered_brokers
-from pykraft.node.apis.listeners import RequestListener, request_listener
+from pykraft.node.runtime.client_apis import registered_brokers
+from pykraft.node.runtime.listeners import RequestListener, request_listener
 from pykraft.node.hosts.group_host import OFFSETS_TOPIC, GroupHost
 from pykraft.node.apis.wire_build import make, response_namespace
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.hosts.broker_host import BrokerHost
+    from pykraft.node.roles.broker_host import BrokerHost
 
 _log = logging.getLogger("pykraft.node.group_api")
 # Kafka 4.0's ranges (KIP-896 removed the oldest; DescribeGroups v6 is KIP-1043's); OffsetCommit/OffsetFetch v10

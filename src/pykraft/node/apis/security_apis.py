@@ -20,7 +20,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode
 
-from pykraft.node.apis.versions import to_request_version
+from pykraft.protocol.core_versions import to_request_version
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest

@@ -30,15 +30,15 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.group_records import partition_for
 
-from pykraft.node.apis.client_apis import registered_brokers
-from pykraft.node.apis.listeners import RequestListener
+from pykraft.node.runtime.client_apis import registered_brokers
+from pykraft.node.runtime.listeners import RequestListener
 from pykraft.node.apis.wire_build import make, response_namespace
 from pykraft.node.hosts.txn_host import TxnHost
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.hosts.broker_host import BrokerHost
+    from pykraft.node.roles.broker_host import BrokerHost
 
 _log = logging.getLogger("pykraft.node.txn_api")
 # Kafka 4.0 advertises the transaction version 2 versions (EndTxn v5, TxnOffsetCommit v5, Produce v12) whatever

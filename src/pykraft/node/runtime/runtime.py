@@ -60,8 +60,8 @@ from pykraft.node.runtime.snapshots import SnapshotPolicy
 from pykraft.node.runtime.state_machine import CountingStateMachine, StateMachine
 from pykraft.node.runtime.security import client_sasl, listener_security, request_authorizer
 from pykraft.node.runtime.trace import TraceWriter
-from pykraft.node.apis.client_apis import image_of as client_image
-from pykraft.node.apis.writes import CommitWaiters, WriteFailed, produce_enabled
+from pykraft.node.runtime.client_apis import image_of as client_image
+from pykraft.node.runtime.writes import CommitWaiters, WriteFailed, produce_enabled
 
 _log = logging.getLogger("pykraft.node")
 

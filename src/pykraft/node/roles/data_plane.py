@@ -38,7 +38,7 @@ from pykraft.node.apis import (
     producers_api,
     topic_partitions_api,
 )
-from pykraft.node.apis.listeners import listener_name
+from pykraft.node.runtime.listeners import listener_name
 from pykraft.node.apis.producer_id_api import ProducerIdBlocks, init_producer_id
 from pykraft.node.runtime.allocator import tune_for_large_frames
 from pykraft.node.runtime.flusher import thread_runner
@@ -51,7 +51,7 @@ from pykraft.node.hosts.replica_move import ReplicaMover
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.hosts.broker_host import BrokerHost
+    from pykraft.node.roles.broker_host import BrokerHost
 
 _log = logging.getLogger("pykraft.node.data_plane")
 DATA_PLANE_APIS = {ApiKey.PRODUCE: (3, 12), ApiKey.FETCH: (4, 18), ApiKey.LIST_OFFSETS: (1, 10),

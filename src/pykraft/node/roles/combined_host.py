@@ -23,8 +23,8 @@ from pykraft.protocol.apis import ApiKey, ApiRegistry
 from pykraft.raft.log import RawSnapshotReader
 
 from pykraft.node.apis.configs_api import with_logger_changes
-from pykraft.node.hosts.broker_host import FORWARDED_APIS, BrokerHost, broker_host
-from pykraft.node.hosts.controller_host import ControllerHost, controller_host, hosted_runtime
+from pykraft.node.roles.broker_host import FORWARDED_APIS, BrokerHost, broker_host
+from pykraft.node.roles.controller_host import ControllerHost, controller_host, hosted_runtime
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest

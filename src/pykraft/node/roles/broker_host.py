@@ -45,22 +45,22 @@ from pykraft.records.metadata.frame import encode_metadata_record
 from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
-from pykraft.node.apis.client_apis import controllers
+from pykraft.node.runtime.client_apis import controllers
 from pykraft.node.hosts.broker_log import error_name, log_isr_change, log_state_change
 from pykraft.node.apis.configs_api import with_logger_changes
 from pykraft.node.apis.quorum_reassign_api import forward_timeout_ms
-from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
-from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
+from pykraft.node.roles.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
+from pykraft.node.roles.data_plane import DATA_PLANE_APIS, DataPlane
 from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS, ConsumerGroupApi
 from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
 from pykraft.node.hosts.consumer_group_host import consumer_group_config
 from pykraft.node.hosts.group_host import GroupHost, group_config
 from pykraft.node.hosts.isr_trace import IsrViewTrace
-from pykraft.node.apis.envelope import envelope_error, unwrap_answer, wrap
+from pykraft.node.runtime.envelope import envelope_error, unwrap_answer, wrap
 from pykraft.node.apis.security_apis import BROKER_SECURITY_APIS
 from pykraft.node.apis.txn_api import TXN_APIS
-from pykraft.node.hosts.txn_wiring import build_transactions, txn_handlers
-from pykraft.node.apis.versions import to_request_version
+from pykraft.node.roles.txn_wiring import build_transactions, txn_handlers
+from pykraft.protocol.core_versions import to_request_version
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest

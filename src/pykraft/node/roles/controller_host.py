@@ -57,10 +57,10 @@ from pykraft.node.runtime.metrics import EventQueueStats
 from pykraft.node.apis.configs_api import describe_handler, node_view, with_logger_changes
 from pykraft.node.apis.quorum_reassign_api import RaftQuorumReassignments
 from pykraft.node.apis.security_apis import IMAGE_SECURITY_APIS, SASL_APIS, acl_writes, security_handlers
-from pykraft.node.hosts.controller_registration import ControllerRegistrar
-from pykraft.node.apis.versions import to_request_version
-from pykraft.node.apis.writes import WriteFailed
-from pykraft.node.hosts import reassignment_requests
+from pykraft.node.roles.controller_registration import ControllerRegistrar
+from pykraft.protocol.core_versions import to_request_version
+from pykraft.node.runtime.writes import WriteFailed
+from pykraft.node.roles import reassignment_requests
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
