@@ -26,7 +26,7 @@ from pykraft.node.runtime.listeners import request_listener
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.roles.broker_host import BrokerHost
+    from pykraft.node.apis.broker_view import BrokerView
 
 _log = logging.getLogger("pykraft.node.auto_create")
 CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
@@ -46,7 +46,7 @@ def settings(raw: Any) -> tuple[bool, int, int]:
     return enabled == "true", numbers[0], numbers[1]
 
 
-async def metadata(broker: BrokerHost, decoded: DecodedRequest) -> Any:
+async def metadata(broker: BrokerView, decoded: DecodedRequest) -> Any:
     message = decoded.message
     enabled, partitions, replication = settings(broker.data_plane.node_config.raw)
     created: set[str] = set()

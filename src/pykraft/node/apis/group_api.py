@@ -34,7 +34,7 @@ from pykraft.node.apis.wire_build import make, response_namespace
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.roles.broker_host import BrokerHost
+    from pykraft.node.apis.broker_view import BrokerView
 
 _log = logging.getLogger("pykraft.node.group_api")
 # Kafka 4.0's ranges (KIP-896 removed the oldest; DescribeGroups v6 is KIP-1043's); OffsetCommit/OffsetFetch v10
@@ -69,7 +69,7 @@ def offsets_topic_configs(raw: Any) -> dict[str, str]:
 
 
 class GroupApi:
-    def __init__(self, broker: BrokerHost, groups: GroupHost) -> None:
+    def __init__(self, broker: BrokerView, groups: GroupHost) -> None:
         self.broker = broker
         self.groups = groups
         self._creating: asyncio.Task[Any] | None = None

@@ -38,7 +38,7 @@ from pykraft.node.hosts.txn_host import TxnHost
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.roles.broker_host import BrokerHost
+    from pykraft.node.apis.broker_view import BrokerView
 
 _log = logging.getLogger("pykraft.node.txn_api")
 # Kafka 4.0 advertises the transaction version 2 versions (EndTxn v5, TxnOffsetCommit v5, Produce v12) whatever
@@ -53,7 +53,7 @@ CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-def leader_address(broker: BrokerHost, topic: str, index: int,
+def leader_address(broker: BrokerView, topic: str, index: int,
                    listener: RequestListener) -> tuple[ErrorCode, tuple[int, str, int] | None]:
     """The leader of `topic`-`index` as a coordinator answer: its endpoint on the request's listener."""
     cache = broker.cache
@@ -68,7 +68,7 @@ def leader_address(broker: BrokerHost, topic: str, index: int,
 
 
 class TxnApi:
-    def __init__(self, broker: BrokerHost, txns: TxnHost, offsets_partitions: Any, to_broker: Any) -> None:
+    def __init__(self, broker: BrokerView, txns: TxnHost, offsets_partitions: Any, to_broker: Any) -> None:
         self.broker = broker
         self.txns = txns
         self._offsets_partitions = offsets_partitions  # () -> partition count of __consumer_offsets, or None
