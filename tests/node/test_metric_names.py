@@ -177,3 +177,11 @@ def test_a_deleted_topics_counts_stay_in_the_totals():
     stats.retire("a")
     assert set(stats.topics) == {"b"} and stats.totals().bytes_in == 150
     assert stats.totals().failed_produce_requests == 1
+
+
+def test_every_raft_drop_counter_has_a_row_and_every_row_a_counter() -> None:
+    from pykraft.node.runtime.metrics import RAFT_CORE_COUNTERS
+
+    rows = {m.kafka.split("/")[1] for m in TABLE
+            if m.kafka.startswith("kafka.server:type=raft-metrics/") and m.kind == "counter"}
+    assert set(RAFT_CORE_COUNTERS) == rows - {"append-records", "fetch-records"}
