@@ -55,21 +55,12 @@ NONE = image()
 
 def served_ranges() -> dict[int, set[int]]:
     """Every (api, version) some listener of a controller, broker or combined node serves."""
-    from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS
-    from pykraft.node.apis.group_api import GROUP_APIS
-    from pykraft.node.apis.security_apis import ACL_WRITE_APIS, BROKER_SECURITY_APIS
-    from pykraft.node.roles.controller_host import HOST_APIS, IMAGE_APIS
-    from pykraft.node.apis.txn_api import TXN_APIS
-    from pykraft.node.roles.data_plane import DATA_PLANE_APIS
-    from pykraft.protocol.apis import NODE_RUNTIME_APIS
+    from pykraft.node.runtime.served_apis import COMBINED
 
     found: dict[int, set[int]] = {}
-    tables = [{int(k): (r.min_version, r.max_version) for k, r in NODE_RUNTIME_APIS}, HOST_APIS, IMAGE_APIS,
-              DATA_PLANE_APIS, GROUP_APIS, BROKER_SECURITY_APIS, ACL_WRITE_APIS, TXN_APIS, CONSUMER_GROUP_APIS,
-              {58: (0, 0)}]
-    for table in tables:
-        for key, (low, high) in table.items():
-            found.setdefault(int(key), set()).update(range(low, high + 1))
+    for registry in (COMBINED.listeners, COMBINED.broker_listeners):
+        for key, versions in registry:
+            found.setdefault(int(key), set()).update(range(versions.min_version, versions.max_version + 1))
     return found
 
 

@@ -7,8 +7,7 @@ import datetime
 
 from pykraft.net.server import ConnectionInfo
 from pykraft.node.runtime.envelope import FORWARDABLE, open_envelope, wrap
-from pykraft.node.roles.broker_host import FORWARDED_APIS
-from pykraft.node.roles.controller_host import HOST_APIS
+from pykraft.node.runtime.served_apis import CONTROLLER_HANDLED as HOST_APIS, FORWARDED_APIS
 from pykraft.protocol import headers
 from pykraft.protocol.apis import ApiKey, ApiRegistry, VersionRange, request_class
 from pykraft.protocol.codec import DecodedRequest

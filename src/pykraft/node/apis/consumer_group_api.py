@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
 _log = logging.getLogger("pykraft.node.groups")
-CONSUMER_GROUP_APIS = {ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1), ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1)}
 GROUP_VERSION = "group.version"
 CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1 MemberType: the member uses the consumer protocol
 CLASSIC_MEMBER_TYPE = 0  # ... a classic member of a consumer group (online migration)

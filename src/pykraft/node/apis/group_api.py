@@ -1,4 +1,4 @@
-"""The classic group protocol's requests on a broker, at Kafka 4.x's version ranges (`GROUP_APIS`).
+"""The classic group protocol's requests on a broker, at Kafka 4.x's version ranges (`GROUP_APIS`, node/runtime/served_apis.py).
 
 FindCoordinator (GROUP keys; v4+ batched), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch
 (v8+ several groups), ListGroups, DescribeGroups, DeleteGroups. The first FindCoordinator creates
@@ -37,12 +37,6 @@ if TYPE_CHECKING:
     from pykraft.node.apis.broker_view import BrokerView
 
 _log = logging.getLogger("pykraft.node.group_api")
-# Kafka 4.0's ranges (KIP-896 removed the oldest; DescribeGroups v6 is KIP-1043's); OffsetCommit/OffsetFetch v10
-# (topic ids, 4.1) are not served.
-GROUP_APIS = {ApiKey.FIND_COORDINATOR: (0, 6), ApiKey.JOIN_GROUP: (2, 9), ApiKey.SYNC_GROUP: (0, 5),
-              ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 5), ApiKey.OFFSET_COMMIT: (2, 9),
-              ApiKey.OFFSET_FETCH: (1, 9), ApiKey.LIST_GROUPS: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 6),
-              ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0)}
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))

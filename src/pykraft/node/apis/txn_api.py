@@ -1,4 +1,4 @@
-"""The transaction coordinator's requests on a broker (`TXN_APIS`), at Kafka 4.0's versions: InitProducerId with a
+"""The transaction coordinator's requests on a broker (`TXN_APIS`, node/runtime/served_apis.py), at Kafka 4.0's versions: InitProducerId with a
 transactional id, AddPartitionsToTxn (v0-3 from clients; v4-5 batched from partition leaders: VerifyOnly for KIP-890
 part 1 verification, else the implicit add of a transaction version 2 client's partition), AddOffsetsToTxn, EndTxn
 (v0-4; v5 is a transaction version 2 client's: the epoch is bumped and the answer names the id and epoch to use),
@@ -45,9 +45,6 @@ _log = logging.getLogger("pykraft.node.txn_api")
 # transaction.version is finalized: its clients use them only once it is 2, and a request's version says which rules
 # its client follows (EndTxn v5+ is TV_2, below TV_0, as KafkaApis.handleEndTxnRequest).
 TXN_V2_END_TXN_VERSION = 5
-TXN_APIS = {ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4), ApiKey.END_TXN: (0, 5),
-            ApiKey.WRITE_TXN_MARKERS: (1, 1), ApiKey.TXN_OFFSET_COMMIT: (0, 5),
-            ApiKey.DESCRIBE_TRANSACTIONS: (0, 0), ApiKey.LIST_TRANSACTIONS: (0, 2)}
 TRANSACTION_KEY_TYPE = 1
 CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
 OFFSETS_TOPIC = "__consumer_offsets"

@@ -54,10 +54,6 @@ if TYPE_CHECKING:
     from pykraft.node.roles.broker_host import BrokerHost
 
 _log = logging.getLogger("pykraft.node.data_plane")
-DATA_PLANE_APIS = {ApiKey.PRODUCE: (3, 12), ApiKey.FETCH: (4, 18), ApiKey.LIST_OFFSETS: (1, 10),
-                   ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4), ApiKey.INIT_PRODUCER_ID: (0, 5),
-                   ApiKey.DELETE_RECORDS: (0, 2), ApiKey.DESCRIBE_LOG_DIRS: (1, 4), ApiKey.DESCRIBE_PRODUCERS: (0, 0),
-                   ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0), ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2)}
 MAINTENANCE_INTERVAL_S = 5.0
 
 
