@@ -1,4 +1,4 @@
-"""Every authorization rule (node/apis/authz_rules.RULES) against every version of its API, with requests drawn from
+"""Every authorization rule (node/runtime/authz_rules.RULES) against every version of its API, with requests drawn from
 the schema: whatever the principal may or may not do, the check builds an answer of the request's own version that
 encodes (a refused part in the answer's own shape, never an exception that would close the client's connection),
 and a narrowed request stays a valid request of that version."""
