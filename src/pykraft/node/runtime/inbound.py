@@ -66,8 +66,6 @@ class InboundHandler:
         self._broker_listeners = frozenset(runtime.config.broker_listener_names()) if broker_registry else frozenset()
         self.extra = dict(extra or {})
         self.bad_frames = 0
-        self.refused_versions = 0
-        self.requests = 0
 
     async def __call__(self, info: ConnectionInfo, payload: memoryview) -> bytes | memoryview | FrameBody | None:
         started = time.perf_counter()
@@ -83,9 +81,7 @@ class InboundHandler:
         # and keeps in its tail cache for the followers, instead of a copy of it.
         del payload
         if isinstance(decoded, RequestDecodeFailure):
-            self.refused_versions += 1
             return decoded.response[_SIZE_PREFIX:]
-        self.requests += 1
         stats = self.runtime.request_stats
         try:
             response = await self.handle(decoded)
