@@ -98,9 +98,10 @@ class ConsumerGroupApi:
             return HeartbeatResult(ErrorCode.UNSUPPORTED_VERSION)
         consumer = self.groups.consumer_of(m.group_id)
         classic = self.groups.coordinator_of(m.group_id)
-        if isinstance(consumer, ErrorCode) or isinstance(classic, ErrorCode):
-            error = consumer if isinstance(consumer, ErrorCode) else classic
-            return HeartbeatResult(error)  # type: ignore[arg-type]
+        if isinstance(consumer, ErrorCode):
+            return HeartbeatResult(consumer)
+        if isinstance(classic, ErrorCode):
+            return HeartbeatResult(classic)
         now = self.broker._now()
         upgraded = classic_conflict(classic, m.group_id)
         if upgraded is not None:

@@ -263,7 +263,8 @@ class GroupApi:
                 offsets[key] = OffsetEntry(int(p.committed_offset), int(getattr(p, "committed_leader_epoch", -1)),
                                            metadata, now)
         if error is ErrorCode.NONE and offsets:
-            error = await self.groups.commit_offsets(coordinator, m.group_id, offsets,  # type: ignore[arg-type]
+            assert not isinstance(coordinator, ErrorCode)  # (it would be the error)
+            error = await self.groups.commit_offsets(coordinator, m.group_id, offsets,
                                                      None if modern is None else modern[1].offsets)
         return make(ns.OffsetCommitResponse, topics=tuple(
             make(ns.OffsetCommitResponseTopic, name=t.name, partitions=tuple(
@@ -398,12 +399,13 @@ class GroupApi:
             ErrorCode.NONE if m.group_id in coordinator.groups or modern is not None else ErrorCode.GROUP_ID_NOT_FOUND)
         if error is not ErrorCode.NONE:
             return make(ns.OffsetDeleteResponse, error_code=error, topics=())
-        subscribed = (coordinator.subscribed_topics(m.group_id) if modern is None  # type: ignore[union-attr]
+        assert not isinstance(coordinator, ErrorCode)  # (it would be the error)
+        subscribed = (coordinator.subscribed_topics(m.group_id) if modern is None
                       else modern[1].subscribed_topic_names())
         deletable = [(t.name, int(p.partition_index)) for t in m.topics if t.name not in subscribed
                      for p in t.partitions]
         if deletable:
-            error = await self.groups.delete_offsets(coordinator, m.group_id, deletable,  # type: ignore[arg-type]
+            error = await self.groups.delete_offsets(coordinator, m.group_id, deletable,
                                                      None if modern is None else modern[1].offsets)
         if error is not ErrorCode.NONE:
             return make(ns.OffsetDeleteResponse, error_code=error, topics=())

@@ -316,15 +316,15 @@ class BrokerHost:
         address = self._controller_address()
         response = None
         if address is not None:
-            response = await self.runtime.outbound.forward(address[0], address[1], send.request)  # type: ignore[union-attr]
+            response = await self._bound().outbound.forward(address[0], address[1], send.request)
         component = self._component(name)
         if response is None:
             _log.debug("%s: %s to the controller at %s got no answer", name, type(send.request).__name__, address)
             self._run(name, component.handle_failure(send.request_id, self._now()))
             return
+        assert address is not None  # (an answer came from it)
         error = int(getattr(response, "error_code", 0))
         if error:
-            assert address is not None  # (an answer came from it)
             # NOT_CONTROLLER is what a controller failover looks like from here: expected, the next send finds the
             # new one (the raft and controller lines say who it is)
             _log.log(logging.DEBUG if error == ErrorCode.NOT_CONTROLLER else logging.INFO,
@@ -335,12 +335,12 @@ class BrokerHost:
             ready = component.handle_response(send.request_id, response, self._now())
         except Exception as exc:  # a bug met by this one answer: as if it never came (contained)
             request = send.request
-            self.runtime.handler_errors.record(int(request.__api_key__), int(request.__version__), exc,  # type: ignore[union-attr]
+            self._bound().handler_errors.record(int(request.__api_key__), int(request.__version__), exc,
                                                f"response from the controller at {address}")
             ready = component.handle_failure(send.request_id, self._now())
         if self.lifecycle.registered and not registered:
             _log.info("[BrokerLifecycleManager id=%d] Registered with the controller at %s:%s: broker epoch %d",
-                      self.node_id, *address, self.lifecycle.broker_epoch)  # type: ignore[misc]
+                      self.node_id, *address, self.lifecycle.broker_epoch)
         self._run(name, ready)
 
     def _send_done(self, task: asyncio.Task[None]) -> None:
@@ -429,7 +429,7 @@ class BrokerHost:
         address = self._controller_address()
         answer = None
         if address is not None:
-            answer = await self.runtime.outbound.forward(  # type: ignore[union-attr]
+            answer = await self._bound().outbound.forward(
                 address[0], address[1], wrap(decoded), forward_timeout_ms(message))
         response = None if answer is None else unwrap_answer(decoded, answer)
         if response is None:
@@ -439,6 +439,11 @@ class BrokerHost:
                     else f"the active controller refused the forwarded request: {error.name}")
             return to_request_version(error_reply(api_key, message, error, text), int(message.__version__))
         return response
+
+    def _bound(self) -> NodeRuntime:
+        """The runtime `bind` gave (a programmer error to need it before)."""
+        assert self.runtime is not None, "bind(runtime) first"
+        return self.runtime
 
     def _now(self) -> int:
         assert self.runtime is not None

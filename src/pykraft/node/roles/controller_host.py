@@ -221,6 +221,11 @@ class ControllerHost(ControllerHostView):
             return await special(self, message)
         return await self.request(api_key, message)
 
+    def _bound(self) -> NodeRuntime:
+        """The runtime `bind` gave (a programmer error to need it before)."""
+        assert self.runtime is not None, "bind(runtime) first"
+        return self.runtime
+
     def _core(self) -> Any:
         return None if self.runtime is None else self.runtime.core
 
@@ -323,7 +328,7 @@ class ControllerHost(ControllerHostView):
             next_offset = leader.accumulator.next_offset  # the control batch took offsets
         waiter, ready = self._write(result, now, next_offset)
         if kraft_offset is not None and not result.records:
-            waiter = self.runtime.waiters.add(kraft_offset, leader.epoch)  # type: ignore[union-attr]
+            waiter = self._bound().waiters.add(kraft_offset, leader.epoch)
         accepted.set_result((result.response, waiter, next_offset))
         self._schedule_tick()
         return _merged(kraft_ready, ready)
@@ -333,7 +338,7 @@ class ControllerHost(ControllerHostView):
         FeatureLevelRecords of the same request are written, so a refusal leaves nothing behind (Kafka's
         QuorumController.updateFeatures order). Their batch follows the control batch, so waiting for the records'
         commit covers both; without records the answer waits for the control batch's offset."""
-        core = self.runtime.core  # type: ignore[union-attr]
+        core = self._bound().core
         offset, ready = core.upgrade_kraft_version(upgrade.version, now, upgrade.validate_only)
         self.controller.note_kraft_version(core.kraft_version())
         return offset, ready

@@ -239,7 +239,7 @@ class DataPlane:
     def handlers(self) -> dict[int, Any]:
         async def produce(decoded: DecodedRequest) -> Any:
             if produce_api.names_metadata_topic(decoded.message):
-                return await self.broker.runtime.inbound.produce_metadata(decoded)  # type: ignore[union-attr]
+                return await self.broker._bound().inbound.produce_metadata(decoded)
             try:
                 return await produce_api.produce(self.host, decoded.message, self.verifier, self.adder)
             except Exception:
@@ -248,7 +248,7 @@ class DataPlane:
 
         async def fetch(decoded: DecodedRequest) -> Any:
             if fetch_api.names_metadata_topic(decoded.message):
-                return await self.broker.runtime.inbound.answer_on_core(decoded)  # type: ignore[union-attr]
+                return await self.broker._bound().inbound.answer_on_core(decoded)
             try:
                 return await fetch_api.fetch(self.host, decoded.message, self.broker._now)
             except Exception:

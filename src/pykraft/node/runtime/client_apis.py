@@ -64,6 +64,7 @@ class MetadataImage(Protocol):
     cluster: ClusterControl
     replication: ReplicationControl
     features: FeatureControl
+    scram: Any  # the SCRAM credentials (controller/scram.py), what SASL/SCRAM listeners check passwords against
 
 
 def image_of(state_machine: Any) -> MetadataImage | None:

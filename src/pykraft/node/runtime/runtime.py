@@ -27,7 +27,7 @@ import os
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from pykraft.net.commit_probe import PROBE
@@ -121,7 +121,7 @@ class NodeRuntime:
         self._inputs: deque[Input] = deque()
         self._wake = asyncio.Event()
         self._wakeup_ms = 0
-        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._pending: dict[Hashable, asyncio.Future[Any]] = {}  # the core's request refs
         self._next_ref = 0
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -266,7 +266,7 @@ class NodeRuntime:
     def _scram_credential(self, user: str, mechanism: int) -> Any:
         """A SCRAM credential of the node's metadata image (what its SASL/SCRAM listeners check passwords against)."""
         image = client_image(self.state_machine)
-        return None if image is None else image.scram.credential(user, mechanism)  # type: ignore[attr-defined]
+        return None if image is None else image.scram.credential(user, mechanism)
 
     def acls_loaded(self) -> None:
         """The authorizer's initial load completed: open the listeners that waited for it (once)."""
@@ -561,7 +561,7 @@ class NodeRuntime:
     def respond(self, respond: Respond) -> None:
         if PROBE is not None and respond.ref in self._probe_fetches:
             PROBE.stamp("fetch_answer", *self._probe_fetches.pop(respond.ref))
-        future = self._pending.pop(respond.ref, None)  # type: ignore[call-overload]
+        future = self._pending.pop(respond.ref, None)
         if future is not None and not future.done():
             future.set_result(respond.response)
 
