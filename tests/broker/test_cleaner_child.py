@@ -44,11 +44,14 @@ def _host(tmp_path) -> PartitionHost:
 
 
 def _write(host: PartitionHost, batches: int = 40, per_batch: int = 20, value: int = 1000) -> None:
-    """Batches of keyed records, a segment each (segment.ms), every key overwritten by the later batches."""
+    """Batches of keyed records, a segment each (segment.ms): every key but one of each batch overwritten by the
+    later batches. The one kept record makes the rewrite read and rebuild every batch (throttled), where batches
+    left with nothing to keep are skipped unread: the slow cleaner's `.cleaned` file then lives for seconds."""
     stamp = 1000
     for b in range(batches):
         stamp += 20
-        records = [SimpleRecord(b"%d" % b * value, b"k%d" % (i % 10)) for i in range(per_batch)]
+        records = [SimpleRecord(b"%d" % b * value, b"k%d" % (i % 10)) for i in range(per_batch - 1)]
+        records.append(SimpleRecord(b"%d" % b * value, b"unique-%d" % b))
         batch = encode_batch(records, base_offset=0, partition_leader_epoch=-1, timestamp_ms=stamp)
         assert host.append_as_leader("t", 0, batch, acks=1).error.name == "NONE"
 

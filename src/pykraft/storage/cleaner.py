@@ -38,7 +38,7 @@ from .cleaner_txns import Item, Verdict, marker_type, transaction_seam, verdict_
 from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, TransactionSeam, batch_retention,
                                group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
 from .key_hash import PAD_BYTES
-from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter
+from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter, Throttler
 from .cleaned_writer import CleanedWriter
 from .segment_swap import CleanedSegment
 from .txn_index import AbortedTxn
@@ -384,8 +384,11 @@ class Cleaner:
         covers more records) where the dedupe buffer has room the pass's map table may not use (a pass over N
         offsets grows its table to 4N slots at most, offset_map.py). A window's batches are cut so that their
         bytes and their record columns (`_ROW_BYTES` a record) stay within it: with the map and the rows kept
-        (cleaner_mapped.py), a pass keeps within the dedupe buffer."""
-        return max(self.io_buffer_size, min(_MAX_WINDOW, self._room() // 4))
+        (cleaner_mapped.py), a pass keeps within the dedupe buffer. A throttled pass reads no more than the rate
+        allows in one check interval of the throttle, so that it is paced read by read as Kafka's reads of
+        I/O-buffer chunks are (one window of megabytes would pass unthrottled in a short pass)."""
+        paced = self.throttler.rate_per_s * Throttler.CHECK_INTERVAL_NS / 1e9  # inf when unthrottled
+        return max(self.io_buffer_size, int(min(_MAX_WINDOW, self._room() // 4, paced)))
 
     def _room(self) -> int:
         """The bytes of the dedupe buffer this pass's map table leaves (0 off the fast path)."""

@@ -338,7 +338,10 @@ class PlainOffsetMap:
 
 
 class RateLimiter(Protocol):
-    """What a pass needs of a throttle: the pause (seconds) after reading `amount` bytes at `now_ns`."""
+    """What a pass needs of a throttle: its rate, and the pause (seconds) after reading `amount` bytes at
+    `now_ns`."""
+
+    rate_per_s: float
 
     def observe(self, amount: float, now_ns: int) -> float: ...
 
