@@ -20,10 +20,17 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from .lazy_numpy import numpy_on_first_use
 from .varint import read_varint
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = numpy_on_first_use()  # loaded at first use: every broker imports this module, few scan with it
+    if np is None:
+        raise ImportError("numpy is not installed")  # the importers' fallback (produce_rules.py) takes over
 
 _MIN_RECORD_LENGTH = 6
 _INT_VARINT_BYTES = 5

@@ -35,13 +35,12 @@ from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, Trans
                                group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
 from .files import pread_exact, sync_data
 from .index import SegmentIndex
+from .key_hash import np  # loaded at first use (records/lazy_numpy.py)
 from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter
 from .segment_swap import CLEANED_SUFFIX, CleanedSegment
 from .txn_index import AbortedTxn
 
 if HAVE_NUMPY:
-    import numpy as np
-
     from .cleaner_chunks import filter_scanned, kept_records, map_chunk, needs_rebuild, rebuilt_columns, scan_chunk
 
 _PREFIX_SIZE = 12
