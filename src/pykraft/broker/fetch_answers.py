@@ -7,6 +7,10 @@ the simulated brokers both answer with it.
   fetched epoch) is not in our history gets DivergingEpoch and no records: it truncates and fetches again.
 - Partition errors: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, FENCED_LEADER_EPOCH /
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, OFFSET_OUT_OF_RANGE.
+- A read_uncommitted consumer's batches are, where the log offers it (storage's FileLog), a region of the segment
+  file (protocol/framing.py's FileRegion) that the server sends with sendfile: zero-copy, as Kafka's FileRecords.
+  Followers keep the bytes path: they read mostly the tail the leader holds in memory (tail_cache.py), and the
+  in-process harnesses (tests/broker) hand a leader's answer straight to a follower's append.
 - READ_COMMITTED: a consumer reads below the last stable offset only, and gets the aborted transactions
   overlapping what it read (from the log's `.txnindex`), so it drops their records; every answer carries the
   partition's last stable offset. READ_UNCOMMITTED answers carry a null list, as Kafka's do.
