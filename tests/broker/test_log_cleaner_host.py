@@ -179,7 +179,7 @@ def test_a_fetch_from_an_offset_the_cleaner_removed_gets_the_next_record(tmp_pat
             p = SimpleNamespace(partition=0, fetch_offset=3, current_leader_epoch=-1, last_fetched_epoch=-1,
                                 partition_max_bytes=1 << 20)
             answer = _answer_one(host, "t", ErrorCode.UNKNOWN_TOPIC_ID, p, replica_id, -1, NOW)
-            records = answer.records  # a consumer's: a region of the segment file, sent by sendfile on the wire
+            records = answer.records  # a consumer's: a region of the segment file, sent from the file on the wire
             first = next(iter_batches(records.read() if isinstance(records, FileRegion) else records))
             assert answer.error is ErrorCode.NONE and first.base_offset > 3  # offsets 3.. were overwritten
             assert [r.offset for r in first.records()][0] == first.base_offset

@@ -1,5 +1,5 @@
 """FrameServer writing answers whose record batches are file regions (a consumer Fetch answer): the bytes on the wire
-are exactly the frame's, in request order, sent by sendfile on a plain socket, read and written on TLS, and a region
+are exactly the frame's, in request order, sent from the mapped file on a plain socket, read and written on TLS, and a region
 whose file was cut under it closes that connection only. Run on both event loops the node may use (uvloop queues
 small writes until the end of the loop turn, which is what the direct mode of net/file_send.py is about)."""
 

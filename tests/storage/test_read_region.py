@@ -1,4 +1,4 @@
-"""A consumer's read as a region of a segment file (`FileLog.read_region`, sent by sendfile): the region's bytes are
+"""A consumer's read as a region of a segment file (`FileLog.read_region`, sent from the file's pages): the region's bytes are
 exactly the whole batches `read` returns, cut below the upper offset and at `max_bytes` (one batch at least), from
 one segment; batches still in the tail cache come from memory; the region outlives the log's own descriptor."""
 

@@ -8,7 +8,7 @@ the simulated brokers both answer with it.
 - Partition errors: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, FENCED_LEADER_EPOCH /
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, OFFSET_OUT_OF_RANGE.
 - A read_uncommitted consumer's batches are, where the log offers it (storage's FileLog), a region of the segment
-  file (protocol/framing.py's FileRegion) that the server sends with sendfile: zero-copy, as Kafka's FileRecords.
+  file (protocol/framing.py's FileRegion) that the server sends from the file's pages: zero-copy, as Kafka's FileRecords.
   Followers keep the bytes path: they read mostly the tail the leader holds in memory (tail_cache.py), and the
   in-process harnesses (tests/broker) hand a leader's answer straight to a follower's append.
 - READ_COMMITTED: a consumer reads below the last stable offset only, and gets the aborted transactions

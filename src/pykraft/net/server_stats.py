@@ -23,7 +23,7 @@ class ServerStats:
     authentications: int = 0  # SASL authentications (and re-authentications) that succeeded
     failed_authentications: int = 0  # SASL authentications refused, and connections closed before or during one
     expired_sessions_killed: int = 0  # connections closed for a request after their SASL session expired
-    sent_from_file: int = 0  # consumer Fetch record bytes sent by sendfile (zero-copy)
+    sent_from_file: int = 0  # consumer Fetch record bytes sent from mapped file pages (zero-copy)
     copied_from_file: int = 0  # the same read into Python first (TLS, or a full socket)
 
 

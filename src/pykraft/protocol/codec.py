@@ -192,7 +192,7 @@ def response_body(parts: list[Part]) -> memoryview | FrameBody:
 
 KEPT_AS_IS = 64 * 1024
 # A file region smaller than this is read and joined with the pieces around it: one pread and one send cost less
-# than a send, a sendfile and a send of the pieces after it.
+# than mapping the region for the send.
 SENT_FROM_FILE = 16 * 1024
 
 

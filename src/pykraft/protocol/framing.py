@@ -46,8 +46,8 @@ def encode_frame_parts(parts: Iterable[bytes | bytearray | memoryview]) -> bytes
 
 class FileRegion:
     """`size` bytes of an open file from `position`, to be sent as they are: a consumer Fetch answer's record batches
-    in a segment file, which the server writes with `os.sendfile` (the bytes never enter Python) or, where it cannot
-    (TLS), reads and writes. The region owns `fd`, a duplicate of the segment's descriptor made when the answer was
+    in a segment file, which the server sends from the file's mapped pages (the bytes never enter a Python buffer:
+    net/file_send.py) or, where it cannot (TLS), reads and writes. The region owns `fd`, a duplicate of the segment's descriptor made when the answer was
     built: the segment may be closed (retention, a cleaner swap) before the answer is written, and a closed number
     could be reused by another file. A truncation under it shortens what can be sent: the server then closes the
     connection (the frame's size was already promised), as Kafka does. `len()` is the size, so counters and the

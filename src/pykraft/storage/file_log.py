@@ -234,7 +234,7 @@ class FileLog(EpochIndexedLog):
         watermark or last stable offset), up to `max_bytes` (at least one batch). Batches still in the active
         segment's tail cache come from memory as `read` gives them (the caller trims them at `upper`: they may
         reach past it); any others as a region
-        of one segment file for the server to `sendfile` (zero-copy, as Kafka's FileRecords): one segment per
+        of one segment file for the server to send from its pages (zero-copy, as Kafka's FileRecords): one segment per
         read, the consumer's next fetch goes on from there. A region carries no bytes for the caller to look at."""
         end = self.end_offset()
         assert self._start_offset <= start_offset <= end, "read outside the log"

@@ -3,7 +3,8 @@
 Appends go to the page cache with one `os.write` per append call; `sync()` makes them durable. Reads use
 `os.preadv` into one buffer and return memoryview slices of it, except reads of the last chunks appended with
 `keep=True`, served from memory (tail_cache.py); a consumer's read (`read_region`) reads headers only and hands
-back a region of the file for the server to sendfile. The log files are deliberately not mmapped:
+back a region of the file for the server to send (net/file_send.py maps it for the one synchronous write and
+checks its size first). The log files are deliberately not mmapped for reads:
 truncating a file under a live mapping turns a later access into SIGBUS, and callers may hold a read's
 memoryview across a truncation.
 """
