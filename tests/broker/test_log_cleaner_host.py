@@ -16,6 +16,7 @@ from pykraft.broker.topic_settings import TopicSettings
 from pykraft.node.hosts.log_cleaner import CleanerConfig, LogCleaner, compaction_settings
 from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
 from pykraft.node.runtime.broker_metrics import cleaner_families
+from pykraft.protocol.framing import FileRegion
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
 from pykraft.storage import PartitionLogs
 from pykraft.node.apis.fetch_api import _answer_one
@@ -178,7 +179,8 @@ def test_a_fetch_from_an_offset_the_cleaner_removed_gets_the_next_record(tmp_pat
             p = SimpleNamespace(partition=0, fetch_offset=3, current_leader_epoch=-1, last_fetched_epoch=-1,
                                 partition_max_bytes=1 << 20)
             answer = _answer_one(host, "t", ErrorCode.UNKNOWN_TOPIC_ID, p, replica_id, -1, NOW)
-            first = next(iter_batches(answer.records))
+            records = answer.records  # a consumer's: a region of the segment file, sent from the file on the wire
+            first = next(iter_batches(records.read() if isinstance(records, FileRegion) else records))
             assert answer.error is ErrorCode.NONE and first.base_offset > 3  # offsets 3.. were overwritten
             assert [r.offset for r in first.records()][0] == first.base_offset
         host.close()

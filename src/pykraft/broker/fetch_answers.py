@@ -7,6 +7,10 @@ the simulated brokers both answer with it.
   fetched epoch) is not in our history gets DivergingEpoch and no records: it truncates and fetches again.
 - Partition errors: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, FENCED_LEADER_EPOCH /
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, OFFSET_OUT_OF_RANGE.
+- A read_uncommitted consumer's batches are, where the log offers it (storage's FileLog), a region of the segment
+  file (protocol/framing.py's FileRegion) that the server sends from the file's pages: zero-copy, as Kafka's FileRecords.
+  Followers keep the bytes path: they read mostly the tail the leader holds in memory (tail_cache.py), and the
+  in-process harnesses (tests/broker) hand a leader's answer straight to a follower's append.
 - READ_COMMITTED: a consumer reads below the last stable offset only, and gets the aborted transactions
   overlapping what it read (from the log's `.txnindex`), so it drops their records; every answer carries the
   partition's last stable offset. READ_UNCOMMITTED answers carry a null list, as Kafka's do.
@@ -15,9 +19,10 @@ the simulated brokers both answer with it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.framing import FileRegion
 from pykraft.raft.log import ValidationKind
 
 if TYPE_CHECKING:
@@ -32,7 +37,7 @@ class PartitionAnswer:
     error: ErrorCode
     high_watermark: int = -1
     log_start_offset: int = -1
-    records: bytes | memoryview = b""
+    records: bytes | memoryview | FileRegion = b""  # a region: a consumer's batches, sent from the segment file
     diverging: tuple[int, int] | None = None  # (epoch, end offset)
     last_stable_offset: int = -1
     aborted: tuple[tuple[int, int], ...] | None = None  # read_committed: (producer id, first offset)
@@ -83,15 +88,28 @@ def answer_partition(host: PartitionCore, name: str | None, unknown: ErrorCode, 
     lso = replica.producers.last_stable_offset(hwm)
     committed = replica_id < 0 and p.read_committed
     upper = end if replica_id >= 0 else (lso if committed else hwm)
-    records: bytes | memoryview = b""
-    if offset < upper:
-        records = trim(log.read(offset, max(p.max_bytes, 1)).records, upper)
+    if replica_id < 0 and not committed:  # the one answer that may be a region of a segment file
+        records = _consumer_read(log, offset, p.max_bytes, upper) if offset < upper else b""
+        return PartitionAnswer(index, ErrorCode.NONE, hwm, start, records, last_stable_offset=lso)
+    read = trim(log.read(offset, max(p.max_bytes, 1)).records, upper) if offset < upper else b""
     aborted = None
     if committed:
-        read_end = end_of_batches(records, offset)
+        read_end = end_of_batches(read, offset)
         aborted = tuple((a.producer_id, a.first_offset) for a in log.txn_index.collect(offset, read_end)) \
             if read_end > offset else ()
-    return PartitionAnswer(index, ErrorCode.NONE, hwm, start, records, last_stable_offset=lso, aborted=aborted)
+    return PartitionAnswer(index, ErrorCode.NONE, hwm, start, read, last_stable_offset=lso, aborted=aborted)
+
+
+def _consumer_read(log: Any, offset: int, max_bytes: int, upper: int) -> bytes | memoryview | FileRegion:
+    """A read_uncommitted consumer's batches: a region of the segment file where the log offers one (storage's
+    FileLog.read_region: the bytes go from the file to the socket without entering Python), else read and trimmed.
+    A read_committed one needs the batches' bytes (the aborted transactions they overlap), as do followers (whose
+    reads are mostly of the tail the leader still holds in memory)."""
+    read_region = getattr(log, "read_region", None)
+    if read_region is None:  # the simulator's in-memory log
+        return trim(log.read(offset, max(max_bytes, 1)).records, upper)
+    found = read_region(offset, max(max_bytes, 1), upper)
+    return found if type(found) is FileRegion else trim(found, upper)
 
 
 def end_of_batches(records: bytes | memoryview, offset: int) -> int:

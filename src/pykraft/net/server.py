@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from pykraft.net.commit_probe import PROBE
+from pykraft.net.file_send import has_region, write_with_regions
 from pykraft.net.principal import NoMatchingRule
 from pykraft.net.sasl_server import Answer as SaslAnswer
 from pykraft.net.sasl_server import Drop, Pass, SaslServerAuthenticator
@@ -55,7 +56,7 @@ from pykraft.net.server_stats import ServerCounters, ServerStats
 from pykraft.net.tls import peer_subject
 from pykraft.protocol.errors import InvalidFrameError
 from pykraft.protocol.frame_reader import FrameReader
-from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameBody
+from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameBody, Part
 from pykraft.protocol.principal import ANONYMOUS, KafkaPrincipal
 
 __all__ = [
@@ -356,7 +357,7 @@ class _ServerProtocol(asyncio.BufferedProtocol):
 
     def _flush(self) -> None:
         """Write every finished response at the head of the queue, in order."""
-        out: list[bytes | bytearray | memoryview] = []
+        out: list[Part] = []
         answered = 0
         slots = self._slots
         while slots and slots[0].done():
@@ -392,18 +393,32 @@ class _ServerProtocol(asyncio.BufferedProtocol):
             self._counters.responses += answered
             if PROBE is not None:
                 PROBE.stamp("srv_out", self._id, answered)
-            self._write(out)
+            try:
+                self._write(out)
+            except OSError as exc:  # a region's file cut under it, or the socket broke under a direct write
+                _log.warning("%s: closing connection %s from %s:%s: %s", self._server.name, self._id,
+                             self._info.peer_host, self._info.peer_port, exc)
+                self.abort()
+                return
         if self._close_when_flushed:
             self._close_gracefully()
             return
         self._start_backlog()
         self._update_reading()
 
-    def _write(self, pieces: list[bytes | bytearray | memoryview]) -> None:
+    def _write(self, pieces: list[Part]) -> None:
         """Small answers joined into one write (one syscall); a large one (a Fetch answer carrying batches) is
-        written as it is, after its size prefix, so its bytes are not copied once more for the join."""
+        written as it is, after its size prefix, so its bytes are not copied once more for the join; an answer
+        with batches in a file (a consumer's Fetch) is sent from the file (file_send.py)."""
         transport = self._transport
         assert transport is not None
+        if has_region(pieces):
+            write_with_regions(transport, pieces, self._server._ssl is None, self._counters.files)
+            return
+        self._write_buffers(transport, cast(list[bytes | bytearray | memoryview], pieces))
+
+    @staticmethod
+    def _write_buffers(transport: asyncio.Transport, pieces: list[bytes | bytearray | memoryview]) -> None:
         sizes = [memoryview(piece).nbytes for piece in pieces]
         if sum(sizes) <= _JOIN_LIMIT:
             transport.write(b"".join(pieces))

@@ -52,7 +52,7 @@ from pykraft.protocol.errors import (
     UnknownApiKeyError,
     UnsupportedVersionError,
 )
-from pykraft.protocol.framing import SIZE_PREFIX_BYTES, FrameBody, check_frame_size
+from pykraft.protocol.framing import SIZE_PREFIX_BYTES, FileRegion, FrameBody, Part, check_frame_size
 from pykraft.protocol.borrowed_records import put_back
 from pykraft.protocol.wire_check import Guard, LiftingEdits, WireFormatError, guard_for, kio_input
 
@@ -181,7 +181,7 @@ def encode_response_body(correlation_id: int, message: ResponsePayload) -> memor
     return writer.body()
 
 
-def response_body(parts: list[bytes | bytearray | memoryview]) -> memoryview | FrameBody:
+def response_body(parts: list[Part]) -> memoryview | FrameBody:
     """A response body from its encoded pieces in order, as `encode_response_body` gives it: small pieces joined,
     a record batches buffer of `KEPT_AS_IS` bytes or more kept as it is (for encoders that bypass kio)."""
     writer = _PartsWriter()
@@ -191,19 +191,25 @@ def response_body(parts: list[bytes | bytearray | memoryview]) -> memoryview | F
 
 
 KEPT_AS_IS = 64 * 1024
+# A file region smaller than this is read and joined with the pieces around it: one pread and one send cost less
+# than mapping the region for the send.
+SENT_FROM_FILE = 16 * 1024
 
 
 class _PartsWriter:
-    """kio's output stream: small writes gathered in a BytesIO, a large one kept as the caller's object."""
+    """kio's output stream: small writes gathered in a BytesIO, a large one kept as the caller's object, a file
+    region (a consumer Fetch answer's batches, framing.FileRegion) kept for the server to send from its file."""
 
     __slots__ = ("_parts", "_small", "size")
 
     def __init__(self) -> None:
-        self._parts: list[bytes | bytearray | memoryview] = []
+        self._parts: list[Part] = []
         self._small = io.BytesIO()
         self.size = 0
 
-    def write(self, data: bytes | bytearray | memoryview) -> int:
+    def write(self, data: Part) -> int:
+        if isinstance(data, FileRegion):
+            return self._write_region(data)
         length = memoryview(data).nbytes
         if length >= KEPT_AS_IS:
             self._cut()
@@ -213,20 +219,33 @@ class _PartsWriter:
         self.size += length
         return length
 
+    def _write_region(self, region: FileRegion) -> int:
+        if region.size < SENT_FROM_FILE:
+            data = region.read()
+            region.close()
+            if len(data) != region.size:  # truncated under us: the length prefix already promised region.size
+                raise OSError(f"a segment file was truncated under a Fetch answer ({len(data)} of {region.size})")
+            self._small.write(data)
+        else:
+            self._cut()
+            self._parts.append(region)
+        self.size += region.size
+        return region.size
+
     def _cut(self) -> None:
         if self._small.tell():
             self._parts.append(self._small.getvalue())
             self._small = io.BytesIO()
 
-    def finish(self) -> list[bytes | bytearray | memoryview]:
+    def finish(self) -> list[Part]:
         self._cut()
         return self._parts or [b""]
 
     def body(self) -> memoryview | FrameBody:
         check_frame_size(self.size)
         parts = self.finish()
-        if len(parts) == 1:
-            return memoryview(parts[0])
+        if len(parts) == 1 and type(parts[0]) is not FileRegion:
+            return memoryview(parts[0])  # type: ignore[arg-type]  # not a FileRegion
         return FrameBody(tuple(parts), self.size)
 
 

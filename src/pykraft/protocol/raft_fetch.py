@@ -26,7 +26,7 @@ from kio.schema.fetch.v17 import request as fetch_req
 from kio.schema.fetch.v17 import response as fetch_resp
 
 from pykraft.protocol.codec import response_body
-from pykraft.protocol.framing import FrameBody
+from pykraft.protocol.framing import FileRegion, FrameBody
 from pykraft.protocol.wire_check import uvarint_bytes
 
 __all__ = ["encode_request", "encode_response_body", "millis", "uvarint"]
@@ -189,7 +189,7 @@ def _partition_data(partition: Any, parts: list[Any]) -> None:
     records = partition.records
     if records is None:
         parts.append(head + b"\x00")
-    elif isinstance(records, bytes | bytearray | memoryview):
+    elif isinstance(records, bytes | bytearray | memoryview | FileRegion):  # a region: sent from its file
         parts.append(head + uvarint(len(records) + 1))
         parts.append(records)
     else:

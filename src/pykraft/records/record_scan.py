@@ -20,13 +20,21 @@ answer None, and the caller takes the record-by-record path, which gives its exa
 
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from .lazy_numpy import numpy_on_first_use
 from .varint import read_varint
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = numpy_on_first_use()  # loaded at first use: every broker imports this module, few scan with it
+    if np is None:
+        raise ImportError("numpy is not installed")  # the importers' fallback (produce_rules.py) takes over
 
 _MIN_RECORD_LENGTH = 6
 _INT_VARINT_BYTES = 5
@@ -153,8 +161,9 @@ def _same_sizes(buf: np.ndarray, limit: int, position: np.ndarray, counts: np.nd
     return same
 
 
+@functools.cache
 def _length_tables() -> tuple[np.ndarray, np.ndarray]:
-    """By the two bytes at a record's head (little-endian uint16): the record's whole size (0: not a one- or
+    """Made at first use (building them at import would load numpy in every broker: lazy_numpy.py). By the two bytes at a record's head (little-endian uint16): the record's whole size (0: not a one- or
     two-byte varint of a possible length) and its length varint's size."""
     word = np.arange(1 << 16, dtype=np.int64)
     low, high = word & 0xFF, word >> 8
@@ -165,17 +174,15 @@ def _length_tables() -> tuple[np.ndarray, np.ndarray]:
     return np.where(good, size + (zigzag >> 1), 0), size
 
 
-_WHOLE, _LENGTH_SIZE = _length_tables()
-
-
 def _step_all(buf: np.ndarray, batches: np.ndarray, row: np.ndarray, position: np.ndarray, stop: np.ndarray,
               first: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Frame the records of `batches` (records of varied sizes) one record of every batch per numpy step (a
     step per record index, not a Python step per record): each record's size from the two bytes at its head
-    (`_WHOLE`), unchecked while stepping, then every step checked at once. Returns the batches where a check
+    (`_length_tables`), unchecked while stepping, then every step checked at once. Returns the batches where a check
     failed (a length longer than two bytes, impossible, or past the batch, or records not ending with it), left
     to `_walk`, which reads them again from their first record not framed (and refuses them, or frames them)."""
     limit = len(buf) - 2
+    whole_of = _length_tables()[0]
     words = np.ndarray((limit + 1,), dtype="<u2", buffer=buf, strides=(1,))  # words[p]: bytes p and p + 1
     at, last = row[batches], first[1:][batches]
     counts = last - at
@@ -185,7 +192,7 @@ def _step_all(buf: np.ndarray, batches: np.ndarray, row: np.ndarray, position: n
     stepping = (len(by_count) - np.searchsorted(by_count[::-1], np.arange(int(by_count[0])), side="right")).tolist()
     for step, k in enumerate(stepping):
         head = pos[:k]
-        np.minimum(head + _WHOLE[words[head]], limit, out=head)
+        np.minimum(head + whole_of[words[head]], limit, out=head)
         ends[base[:k] + step] = head
     owner = np.repeat(np.arange(len(batches)), counts)
     firsts = np.cumsum(counts) - counts
@@ -195,14 +202,15 @@ def _step_all(buf: np.ndarray, batches: np.ndarray, row: np.ndarray, position: n
     heads[firsts] = position[batches]
     heads = np.minimum(heads, limit)
     word = words[heads]
-    whole = _WHOLE[word]
+    whole_table, length_size = _length_tables()
+    whole = whole_table[word]
     stops = stop[batches]
     bad = (whole == 0) | (heads + whole != ends[rows]) | (ends[rows] > stops[owner])
     bad_batches = np.unique(owner[bad])
     finished = np.ones(len(batches), dtype=bool)
     finished[bad_batches] = False
     finished &= ends[last - 1] == stops
-    starts[rows] = heads + _LENGTH_SIZE[word]
+    starts[rows] = heads + length_size[word]
     row[batches[finished]] = last[finished]
     return batches[~finished]
 

@@ -37,15 +37,13 @@ from pykraft.records.rebuild import empty_batch, rebuild_batch, record_keys, rec
 from .cleaner_txns import Item, Verdict, marker_type, transaction_seam, verdict_of
 from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, TransactionSeam, batch_retention,
                                group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
-from .key_hash import PAD_BYTES
+from .key_hash import PAD_BYTES, np  # np: loaded at first use (records/lazy_numpy.py)
 from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter, Throttler
 from .cleaned_writer import CleanedWriter
 from .segment_swap import CleanedSegment
 from .txn_index import AbortedTxn
 
 if HAVE_NUMPY:
-    import numpy as np
-
     from .cleaner_chunks import filter_scanned, kept_records, map_chunk, needs_rebuild, rebuilt_columns, scan_chunk
     from .cleaner_mapped import ROW_BYTES, MappedRecords
 

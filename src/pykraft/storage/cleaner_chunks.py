@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from pykraft.records import RecordBatch
 from pykraft.records.batch import ATTR_COMPRESSION_MASK, BATCH_HEADER_SIZE
 from pykraft.records.compression import decompress
@@ -26,6 +24,7 @@ from pykraft.records.rebuild import empty_batch, rebuild_records
 from pykraft.records.record_scan import RecordColumns, scan_records
 
 from .cleaner_txns import Item, Verdict
+from .key_hash import np  # loaded at first use (records/lazy_numpy.py); imported only where numpy exists
 from .compaction_rules import BatchRetention, ProducerLast, batch_retention, needs_delete_horizon
 from .cleaner_mapped import MappedRecords
 from .key_hash import PAD_BYTES

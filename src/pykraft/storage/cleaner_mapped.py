@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from pykraft.records.rebuild import empty_batch
 
 from .cleaner_txns import Item, Verdict
 from .compaction_rules import BatchRetention, ProducerLast, batch_retention, needs_delete_horizon
+from .key_hash import np  # loaded at first use (records/lazy_numpy.py); imported only where numpy exists
 from .offset_map import OffsetMap
 
 ROW_BYTES = 40  # a row while mapping (33 bytes) and the concatenation's temporaries, about

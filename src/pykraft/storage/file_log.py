@@ -30,6 +30,7 @@ from pykraft.raft.log import (
     SnapshotId,
     ValidationKind,
 )
+from pykraft.protocol.framing import FileRegion
 from pykraft.records.crc import crc32c
 
 from .epoch_cache import write_epoch_checkpoint
@@ -227,6 +228,28 @@ class FileLog(EpochIndexedLog):
         # Read-only: a reader must not be able to write into the segment's buffer (and kio refuses writable ones).
         records = memoryview(pieces[0]).toreadonly() if len(pieces) == 1 else b"".join(pieces)
         return LogFetchInfo(records, first_base)
+
+    def read_region(self, start_offset: int, max_bytes: int, upper: int) -> bytes | memoryview | FileRegion:
+        """A consumer's read: whole batches from the one holding `start_offset` that end below `upper` (its high
+        watermark or last stable offset), up to `max_bytes` (at least one batch). Batches still in the active
+        segment's tail cache come from memory as `read` gives them (the caller trims them at `upper`: they may
+        reach past it); any others as a region
+        of one segment file for the server to send from its pages (zero-copy, as Kafka's FileRecords): one segment per
+        read, the consumer's next fetch goes on from there. A region carries no bytes for the caller to look at."""
+        end = self.end_offset()
+        assert self._start_offset <= start_offset <= end, "read outside the log"
+        if start_offset >= min(end, upper):
+            return b""
+        i = bisect.bisect_right(self._bases, start_offset) - 1
+        while i < len(self._segments):
+            segment = self._segments[i]
+            if segment.tail.read(start_offset, 1) is not None:
+                return self.read(start_offset, max_bytes).records
+            region = segment.read_region(max(start_offset, segment.base_offset), max(max_bytes, 1), upper)
+            if region is not None:
+                return region if region.size else b""
+            i += 1  # an offset gap left by the log cleaner: the next batch is in a later segment
+        return b""
 
     def release_cached_below(self, offset: int) -> None:
         """The batches below `offset` kept in memory by `append_as_leader(keep=True)` will not be read again soon

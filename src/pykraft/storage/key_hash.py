@@ -19,11 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+from functools import cached_property
+from typing import TYPE_CHECKING
 
-try:
+from pykraft.records.lazy_numpy import numpy_on_first_use
+
+if TYPE_CHECKING:
     import numpy as np
-except ImportError:  # a platform with no numpy wheel: `hash_key` only (offset_map.PlainOffsetMap)
-    np = None  # type: ignore[assignment]
+else:  # loaded at first use (records/lazy_numpy.py); None where numpy has no wheel: `hash_key` only
+    np = numpy_on_first_use()
 
 HAVE_NUMPY = np is not None
 VECTOR_KEY_BYTES = 256
@@ -45,10 +49,20 @@ class KeyHasher:
         self._py_constant = words[:4]  # c_l
         # a_{j,l}: row 0 multiplies the length word, row j the j-th word
         self._py_coefficients = [words[4 * j:4 * j + 4] for j in range(1, _WORDS + 2)]
-        if HAVE_NUMPY:
-            self._constant = np.array(self._py_constant, dtype=np.uint64)
-            self._coefficients = np.array(self._py_coefficients, dtype=np.uint64)
-            self._low_bytes = np.array(_LOW_BYTES, dtype=np.uint64)
+
+    # The arrays of the many-keys path, made at its first use: a broker builds a map at start (Kafka's check of
+    # the cleaner's settings) and may never clean, and building them would load numpy (records/lazy_numpy.py).
+    @cached_property
+    def _constant(self) -> np.ndarray:
+        return np.array(self._py_constant, dtype=np.uint64)
+
+    @cached_property
+    def _coefficients(self) -> np.ndarray:
+        return np.array(self._py_coefficients, dtype=np.uint64)
+
+    @cached_property
+    def _low_bytes(self) -> np.ndarray:
+        return np.array(_LOW_BYTES, dtype=np.uint64)
 
     # ---- many keys -------------------------------------------------------------------------------------------
     def hash_keys(self, raw: bytes | bytearray | memoryview, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray,

@@ -26,14 +26,11 @@ import threading
 from collections.abc import Sequence
 from typing import Protocol
 
-from .key_hash import HAVE_NUMPY, KeyHasher
-
-if HAVE_NUMPY:
-    import numpy as np
+from .key_hash import HAVE_NUMPY, KeyHasher, np  # np: loaded at first use (records/lazy_numpy.py)
 
 ENTRY_BYTES = 24  # Kafka's: the hash (16 bytes) and the offset (8 bytes)
 _HASHED_PROBES = 16
-_SHIFT = np.uint64(32) if HAVE_NUMPY else 32
+_SHIFT = 32  # a uint64 where it shifts uint64 arrays (np.uint64 here would load numpy: key_hash.py)
 _MIN_TABLE = 16
 _FIRST_TABLE = 1 << 16  # slots (1.5 MiB) a pass over few keys starts with
 
@@ -165,7 +162,7 @@ class OffsetMap:
         Slots come from the hash words by multiply-shift (a table has fewer than 2^32 slots)."""
         table = self._ready()
         size = len(table)
-        position = (((high >> _SHIFT) * np.uint64(size)) >> _SHIFT).astype(np.int64)
+        position = (((high >> np.uint64(_SHIFT)) * np.uint64(size)) >> np.uint64(_SHIFT)).astype(np.int64)
         rows = table.take(position, axis=0)  # take: a few times faster than table[position]
         empty = rows[:, 2] == 0
         match = (rows[:, 0] == high) & (rows[:, 1] == low)
@@ -176,7 +173,7 @@ class OffsetMap:
         where, found = position, match
         pending = np.flatnonzero(~done)
         high, low, position = high[pending], low[pending], position[pending]
-        step = (((low >> _SHIFT) * np.uint64(size - 1)) >> _SHIFT).astype(np.int64) + 1
+        step = (((low >> np.uint64(_SHIFT)) * np.uint64(size - 1)) >> np.uint64(_SHIFT)).astype(np.int64) + 1
         attempt = 0
         while True:
             attempt += 1

@@ -2,7 +2,9 @@
 
 Appends go to the page cache with one `os.write` per append call; `sync()` makes them durable. Reads use
 `os.preadv` into one buffer and return memoryview slices of it, except reads of the last chunks appended with
-`keep=True`, served from memory (tail_cache.py). The log files are deliberately not mmapped:
+`keep=True`, served from memory (tail_cache.py); a consumer's read (`read_region`) reads headers only and hands
+back a region of the file for the server to send (net/file_send.py maps it for the one synchronous write and
+checks its size first). The log files are deliberately not mmapped for reads:
 truncating a file under a live mapping turns a later access into SIGBUS, and callers may hold a read's
 memoryview across a truncation.
 """
@@ -14,12 +16,15 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pykraft.protocol.framing import FileRegion
+
 from .files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, pread_exact, segment_name, sync_data
 from .index import SegmentIndex
 from .tail_cache import TailCache
 
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta, base ts, max ts
 HEADER = struct.Struct(">qiibIhiqq")
+_NEXT = struct.Struct(">qi11si")  # base offset, length, 11 bytes skipped, last offset delta
 LOG_OVERHEAD = 12
 
 
@@ -157,6 +162,27 @@ class Segment:
                 break
             end += size
         return memoryview(buffer)[:end], first.base_offset, position + end == self.size
+
+    def read_region(self, offset: int, max_bytes: int, upper: int) -> FileRegion | None:
+        """Whole batches from the one holding `offset` that end below `upper`, up to `max_bytes` (at least one
+        batch), as a region of this file to send without reading it (framing.FileRegion, which owns a duplicate
+        of `fd`); an empty region when the first batch ends at or past `upper`; None when no batch of this segment
+        ends at or after `offset`. Only headers are read: the first batch's as `read` finds it, then 27 bytes of
+        each next one (its base offset, length and last offset delta), as Kafka slices a FileRecords."""
+        holding = self._batch_holding(offset)
+        if holding is None:
+            return None
+        position, first = holding
+        if first.last_offset >= upper:
+            return FileRegion(-1, position, 0)
+        end = position + first.size
+        while end + _NEXT.size <= self.size:
+            base, length, _, delta = _NEXT.unpack(os.pread(self.fd, _NEXT.size, end))
+            size = length + LOG_OVERHEAD
+            if base + delta >= upper or end + size - position > max_bytes or end + size > self.size:
+                break
+            end += size
+        return FileRegion(os.dup(self.fd), position, end - position)
 
     def _batch_holding(self, offset: int) -> tuple[int, BatchInfo] | None:
         """(position, header) of the first batch whose last offset is >= `offset`, by reading headers only; None

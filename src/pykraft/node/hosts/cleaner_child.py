@@ -25,7 +25,6 @@ pass to pass.
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import mmap
 import os
@@ -38,9 +37,8 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykraft
 from pykraft.storage.cleaner import Cleaner, CleanerStats, CleaningAborted, CleanTask
@@ -48,6 +46,9 @@ from pykraft.storage.cleaner_txns import transaction_seam
 from pykraft.storage.compaction_rules import TransactionSeam
 from pykraft.storage.offset_map import new_offset_map, throttle_step
 from pykraft.storage.segment_swap import CleanedSegment, remove_cleaned
+
+if TYPE_CHECKING:  # imported where a child starts: multiprocessing and its pickle cost an idle broker ~1.8 MiB
+    from multiprocessing.connection import Connection
 
 _THROTTLE = struct.Struct("=qd")  # the period's start (monotonic ns), the bytes observed in it
 _FLAGS = 64  # where the abort flags begin in the page
@@ -137,6 +138,8 @@ class CleanerChild:
                  str(self.index), str(os.getpid())], pass_fds=(theirs.fileno(), self.page.fd), env=env)
         finally:
             theirs.close()
+        from multiprocessing.connection import Connection
+
         self.conn = Connection(ours.detach())
         self.conn.send(("config", self.config))
         deadline = time.monotonic() + 120
@@ -252,6 +255,8 @@ class _ChildHost:
 
 def _die_with_parent(parent: int) -> None:
     try:
+        import ctypes  # only in the child
+
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass  # not Linux: the parent check between chunks remains
@@ -264,6 +269,8 @@ def main(argv: list[str]) -> int:
     _die_with_parent(parent)
     os.nice(CHILD_NICE)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the broker's terminal is the broker's to handle
+    from multiprocessing.connection import Connection
+
     conn = Connection(sock_fd)
     page = SharedPage(page_fd)
     kind, config = conn.recv()

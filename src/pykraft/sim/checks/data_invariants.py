@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.fetch_answers import CONSUMER, PartitionFetch, answer_partition
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.framing import FileRegion
 from pykraft.records import iter_batches
 
 if TYPE_CHECKING:
@@ -285,6 +286,7 @@ def _consume(host: Any, key: tuple[str, int], start: int) -> dict[int, bytes]:
                                   PartitionFetch(key[1], offset, max_bytes=1 << 16), CONSUMER, -1, 0)
         if answer.error is not ErrorCode.NONE or not len(answer.records):
             return found
+        assert not isinstance(answer.records, FileRegion), "the simulated log has no files"
         for batch in iter_batches(answer.records, verify_crc=True):
             for record in batch.records():
                 if record.offset >= offset:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pykraft.broker.fetch_answers import PartitionFetch
 from pykraft.broker.group_log import OFFSETS_TOPIC
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.framing import FileRegion
 from pykraft.records import iter_batches
 from pykraft.records.group_records import partition_for
 from pykraft.sim.hosts.data_wire import FetchRequest, FetchResponse
@@ -171,6 +172,7 @@ class GroupConsumer:
             if part.error is ErrorCode.OFFSET_OUT_OF_RANGE and part.log_start_offset >= 0:
                 self.positions[part.index] = max(self.positions[part.index], part.log_start_offset)
             elif part.error is ErrorCode.NONE and len(part.records):
+                assert not isinstance(part.records, FileRegion), "the simulated log has no files"
                 for batch in iter_batches(part.records, verify_crc=True):
                     if batch.last_offset >= self.positions[part.index]:
                         self.stats["consumed"] += batch.last_offset + 1 - max(batch.base_offset,
