@@ -32,6 +32,7 @@ $(CSTAMP): pyproject.toml setup.py $(shell find src -name '*.py')
 	$(CPY) -m pip install --quiet --upgrade pip
 	$(CPY) -m pip install --quiet '$(MYPY_PIN)' 'setuptools>=68' wheel
 	$(CPY) -m pip install --quiet '.[dev,compression,pipeline,interop,bench]'
+	rm -rf build  # setuptools would reuse extensions of modules since taken off the list
 	PYKRAFT_MYPYC=1 $(CPY) -m pip install --quiet --no-deps --force-reinstall --no-build-isolation .
 	@cd /tmp && $(abspath $(CPY)) -c "from pykraft.cli.build_info import build_name, build_line; print(build_line()); \
 	  raise SystemExit(build_name() != 'compiled')" || { echo "make setup-compiled: FAILED: no compiled module installed"; exit 1; }

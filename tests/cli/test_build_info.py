@@ -44,3 +44,14 @@ def test_every_compiled_module_is_strictly_typed_source_in_the_tree() -> None:
         assert (ROOT / "src" / Path(*name.split("."))).with_suffix(".py").is_file(), name
         package = ".".join(name.split(".")[:2])
         assert package in strict and f"{package}.*" in strict, name
+
+
+def test_no_module_off_the_list_is_compiled() -> None:
+    """A module taken off COMPILED_MODULES (it did not pay, or mypyc cannot keep its behaviour) is imported as
+    Python again: no stale extension of an earlier build is left beside its source."""
+    package = Path(importlib.import_module("pykraft").__file__ or "").parent
+    listed = set(COMPILED_MODULES)
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        for path in package.rglob(f"*{suffix}"):
+            relative = path.relative_to(package.parent).as_posix()[: -len(suffix)]
+            assert relative.replace("/", ".") in listed, relative
