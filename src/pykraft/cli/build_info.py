@@ -12,7 +12,11 @@ import importlib.machinery
 from pathlib import Path
 
 # Kept only where a benchmark showed a gain (README, "The compiled build"). Pure, strictly typed modules only:
-# no monkeypatching by tests, no dynamic attributes.
+# no monkeypatching by tests, no dynamic attributes. Not yet raft/ (tried, issue 34): mypyc refuses exception
+# classes based on AssertionError/RuntimeError (quorum_state, snapshot_writer) and breaks @runtime_checkable
+# Protocols (log), dataclasses with ClassVar fields (voter_change) and Generic classes (purgatory) at import, and
+# the tests' fakes subclass raft classes, which compiled classes refuse without mypyc_attr (mypy_extensions at run
+# time). protocol/wire_check: its LiftingEdits subclasses list, which mypyc cannot compile.
 COMPILED_MODULES = (
     "pykraft.records.varint",
     "pykraft.records.errors",
