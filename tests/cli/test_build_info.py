@@ -51,7 +51,9 @@ def test_no_module_off_the_list_is_compiled() -> None:
     Python again: no stale extension of an earlier build is left beside its source."""
     package = Path(importlib.import_module("pykraft").__file__ or "").parent
     listed = set(COMPILED_MODULES)
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        for path in package.rglob(f"*{suffix}"):
-            relative = path.relative_to(package.parent).as_posix()[: -len(suffix)]
-            assert relative.replace("/", ".") in listed, relative
+    suffixes = sorted(importlib.machinery.EXTENSION_SUFFIXES, key=len, reverse=True)  # ".cpython-311-...so" first
+    for path in package.rglob("*"):
+        relative = path.relative_to(package.parent).as_posix()
+        suffix = next((s for s in suffixes if relative.endswith(s)), None)
+        if suffix is not None:
+            assert relative[: -len(suffix)].replace("/", ".") in listed, relative
