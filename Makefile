@@ -4,7 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run lint test test-pipeline-clusters test-fast interop-java bench sim-sweep report-check standalone-check clean
+.PHONY: setup setup-compiled run lint test test-compiled test-pipeline-clusters test-fast interop-java bench sim-sweep \
+	report-check standalone-check clean
 
 setup: $(STAMP)
 
@@ -13,6 +14,36 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,compression,pipeline,interop]'
 	touch $(STAMP)
+
+# The compiled build (issue 34, README "The compiled build"): a second venv, .venv-compiled, where mypyc compiles the
+# typed hot modules listed in src/pykraft/cli/build_info.py to C extensions (a non-editable install: rerun after
+# changing the source; the stamp depends on every file under src/). Needs a C compiler; `make setup` and `make test`
+# stay the pure build and never compile anything.
+CVENV := .venv-compiled
+CPY := $(CVENV)/bin/python
+CSTAMP := $(CVENV)/.installed
+MYPY_PIN := $(shell grep -o '"mypy==[^"]*"' pyproject.toml | tr -d '"')
+
+setup-compiled: $(CSTAMP)
+
+$(CSTAMP): pyproject.toml setup.py $(shell find src -name '*.py')
+	@command -v $${CC:-cc} >/dev/null 2>&1 || { echo "make setup-compiled: no C compiler ($${CC:-cc}) on PATH: mypyc needs one (the pure build is make setup)"; exit 1; }
+	$(PYTHON) -m venv $(CVENV)
+	$(CPY) -m pip install --quiet --upgrade pip
+	$(CPY) -m pip install --quiet '$(MYPY_PIN)' 'setuptools>=68' wheel
+	$(CPY) -m pip install --quiet '.[dev,compression,pipeline,interop,bench]'
+	rm -rf build  # setuptools would reuse extensions of modules since taken off the list
+	PYKRAFT_MYPYC=1 $(CPY) -m pip install --quiet --no-deps --force-reinstall --no-build-isolation .
+	@cd /tmp && $(abspath $(CPY)) -c "from pykraft.cli.build_info import build_name, build_line; print(build_line()); \
+	  raise SystemExit(build_name() != 'compiled')" || { echo "make setup-compiled: FAILED: no compiled module installed"; exit 1; }
+	touch $(CSTAMP)
+
+# The CPU-bound tiers (those `make test` runs on both cores) against the compiled build: interpreted and compiled
+# behaviour must not differ. The process tiers (e2e, Spark, Java) run the same modules in server processes; run them
+# with `$(CPY) -m pytest` one file at a time when needed.
+test-compiled: $(CSTAMP)
+	$(CVENV)/bin/pykraft --version
+	$(CPY) -m pytest -q -n 2 -p no:cacheprovider -m "not ($(PROCESS_TIERS)) and not ($(OWN_TARGETS))"
 
 # The main job: a local 3-controller quorum (real server processes on 127.0.0.1) and an observer, formatted and
 # started through the CLI, a stream of records written through the leader, the quorum status printed as it runs,
@@ -92,4 +123,4 @@ sim-sweep: $(STAMP)
 	$(VENV)/bin/pykraft sim sweep --seeds 2000 --jobs 2 --scenario swarm
 
 clean:
-	rm -rf $(VENV) .run
+	rm -rf $(VENV) $(CVENV) .run

@@ -1,8 +1,9 @@
 """Record batch v2 codec throughput: pykraft against aiokafka's compiled (Cython) codec and kafka-python's
 pure-Python codec, measured in the same run.
 
-Run: `.venv/bin/python benchmarks/codec.py` (or `make bench`). Prints records/s and MB/s per codec and the
-ratios the foundation issue asks for (goal: pykraft >= 3x kafka-python on decode, within 5x of aiokafka).
+Run: `.venv/bin/python benchmarks/codec.py` (or `make bench`; `.venv-compiled/bin/python` for the compiled build).
+Prints records/s and MB/s per codec, a JSON line (microseconds per call, the build in use) and the ratios the
+foundation issue asks for (goal: pykraft >= 3x kafka-python on decode, within 5x of aiokafka).
 
 Decode means what a consumer of the log does: walk the batches, verify each CRC, and read every record's
 offset, timestamp, key and value.
@@ -11,6 +12,7 @@ offset, timestamp, key and value.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Callable
 
@@ -19,6 +21,7 @@ from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
 
+from pykraft.cli.build_info import build_fields
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
 
 RECORDS_PER_BATCH = 100
@@ -150,6 +153,8 @@ def main() -> None:
             f"  pykraft is {by_name['kafka-python'] / by_name['pykraft']:.2f}x kafka-python; "
             f"aiokafka is {by_name['pykraft'] / by_name['aiokafka']:.2f}x pykraft"
         )
+    print(json.dumps({"bench": "codec", **build_fields(),
+                      **{title: {r["name"]: round(r["us"], 2) for r in rows} for title, rows in results.items()}}))
 
 
 if __name__ == "__main__":

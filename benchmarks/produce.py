@@ -1,7 +1,9 @@
 """Produce benchmark: acks=all, replication factor 3, 1 KiB records through confluent-kafka, against the disk.
 
-Run: .venv/bin/python benchmarks/produce.py [--dir DIR] [--seconds S] [--raw-mib N] [--mode M] [--txn-records N]
-     [--client KEY=VALUE ...]
+Run: .venv/bin/python benchmarks/produce.py [--quick] [--dir DIR] [--seconds S] [--raw-mib N] [--mode M]
+     [--txn-records N] [--client KEY=VALUE ...]
+(`.venv-compiled/bin/python` for the compiled build). Ends with one JSON line: the build in use, the raw and
+ceiling figures and, per mode, MB/s, latency, its share of the ceiling and CPU ms/MB per process.
 
 In one run and one directory it measures:
 - raw: sequential os.write of 1 MiB blocks + os.fdatasync into a new file, the disk's bandwidth for this
@@ -69,6 +71,7 @@ people.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -79,6 +82,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from pykraft.cli.build_info import build_fields
 from pykraft.node.local_cluster import LocalCluster
 from produce_ceiling import relay_ceiling  # benchmarks/ is on the path as the script's folder
 
@@ -267,7 +271,15 @@ def main() -> None:
                         help="records per transaction in the transactional mode")
     parser.add_argument("--client", type=_client_setting, action="append", default=[], metavar="KEY=VALUE",
                         help="a librdkafka property over the defaults printed (repeatable)")
+    parser.add_argument("--quick", action="store_true",
+                        help="5 s per mode, 256 MiB raw passes, a 3 s ceiling, idempotent and pipelined only "
+                             "(explicit options win)")
     args = parser.parse_args()
+    if args.quick:
+        given = set(sys.argv[1:])
+        for option, value in (("--seconds", 5.0), ("--raw-mib", 256), ("--ceiling-seconds", 3.0), ("--mode", "both")):
+            if not any(arg == option or arg.startswith(option + "=") for arg in given):
+                setattr(args, option[2:].replace("-", "_"), value)
     client = {**CLIENT, **dict(args.client)}
     modes = {"all": tuple(MODES), "both": ("idempotent", "pipelined")}.get(args.mode, (args.mode,))
     for mode in modes:  # a wrong property fails here, before any cluster is started
@@ -288,6 +300,9 @@ def main() -> None:
               f"CPU ms/MB: {shares}  all {sum(ceiling_cpu.values()):.2f}")
         time.sleep(RAW_SETTLE_SECONDS)
         print("client: " + ", ".join(f"{k}={v}" for k, v in client.items()))
+        summary: dict[str, object] = {"bench": "produce", "quick": args.quick, **build_fields(),
+                                      "partitions": args.partitions, "raw_fresh_mb_s": fresh,
+                                      "raw_reused_mb_s": reused, "ceiling_mb_s": ceiling}
         for mode in modes:
             rate, p50, p99, cpu_per_mb = produce_run(directory, args.seconds, mode, args.partitions, client,
                                                      args.txn_records)
@@ -304,6 +319,9 @@ def main() -> None:
             print(f"    CPU ms/MB (user+sys): {shares}  all {total:.2f}")
             faults = "  ".join(f"{role} {f:.0f}" for role, (_, _, f) in cpu_per_mb.items())
             print(f"    minor page faults per MB (4 KiB pages: 256 per MB touched anew): {faults}")
+            summary[mode] = {"mb_s": rate, "p50_ms": p50, "p99_ms": p99, "of_ceiling": rate / ceiling,
+                             "cpu_ms_per_mb": {role: 1000 * (u + s) for role, (u, s, _) in cpu_per_mb.items()}}
+        print(json.dumps(summary))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -25,7 +25,8 @@ Measured for both, one system after the other, 100-byte commands:
   what the machine of the run allows, against which pykraft's latency rows are also printed (machines here vary from
   day to day: stop 24's PySyncObj p50 was 0.28-0.42 ms, stop 25's 0.67).
 pykraft fsyncs its log (the default); PySyncObj's journal is memory-mapped and NEVER fsynced, so it is not durable.
-`--profile` adds a throughput run whose servers run under cProfile and prints the leader's top costs.
+`--profile` adds a throughput run whose servers run under cProfile and prints the leader's top costs, then the
+linger-0 latency writes with all four processes under cProfile and each one's own time by layer (commit_layers.py).
 Prints a table, the ratios pykraft / PySyncObj, and one JSON line.
 """
 
@@ -46,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import quorum_pykraft as pk  # after the path insert
 from quorum_floor import commit_floor
 import quorum_pysyncobj as ps
+from commit_layers import layer_lines, profile_commits
+from pykraft.cli.build_info import build_fields
 
 LINGER = "controller.quorum.append.linger.ms"
 TUNED = {"controller.quorum.election.timeout.ms": "200", "controller.quorum.fetch.timeout.ms": "400"}
@@ -139,7 +142,9 @@ def run_profile(args: argparse.Namespace, root: Path) -> list[str]:
     head = (f"leader node {leader} under cProfile: {result.rate:,.0f} records/s (profiling slows it); "
             f"server CPU s {fmt_map(result.server_cpu_s, '{:.1f}')}, clients {result.client_cpu_s:.1f} s "
             f"over {result.seconds:.1f} s")
-    return [head, *pk.top_costs(quorum.profile_path(leader), 25)]
+    log(f"profile: linger-0 commits, all four processes under cProfile ({args.latency_count} writes)")
+    layers = layer_lines(profile_commits(root, args.latency_count), args.latency_count)
+    return [head, *pk.top_costs(quorum.profile_path(leader), 25), *layers]
 
 
 def fmt_map(values: dict, pattern: str) -> str:
@@ -287,7 +292,7 @@ def main() -> None:
     floor_rows = floor_report(pk_out, floor)
     for line in profile:
         print(line)
-    summary = {"bench": "quorum", "quick": args.quick, **goals,
+    summary = {"bench": "quorum", "quick": args.quick, **build_fields(), **goals,
                "pykraft": {k: v for k, v in pk_out.items() if not k.startswith("latency")},
                "pysyncobj": {k: v for k, v in ps_out.items() if not k.startswith("latency")},
                "latency_ms": {name: {"p50": percentile(s, .5), "p99": percentile(s, .99)} for name, s in (

@@ -39,5 +39,7 @@ def test_every_usage_error_is_one_line_and_exit_1(args, line, capsys):
 def test_version(capsys):
     from importlib.metadata import version
 
+    from pykraft.cli.build_info import build_line
+
     assert run_cli(["--version"]) == 0
-    assert capsys.readouterr().out == f"pykraft {version('pykraft')}\n"
+    assert capsys.readouterr().out == f"pykraft {version('pykraft')} ({build_line()})\n"
