@@ -8,6 +8,9 @@
 4. The audits (metadata log, partition logs, client histories), written side by side.
 5. OUT/summary.json (verdicts, first offending rows, what each audit looked at, the image) and OUT/report.html.
 Independent writes run from threads (tables.parallel): on small inputs most of a Spark job is driver latency.
+An input of one shuffle partition is read as one partition all along (tables.one_partition): each table or audit
+is then one stage, where joins, windows and groupings each cost a stage and a job (measured on the quickstart's
+directories: 140 Spark jobs and 212 tasks before, 82 and 85 after; the JVM's CPU 80 -> 64 s).
 """
 
 from __future__ import annotations
