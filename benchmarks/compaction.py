@@ -14,8 +14,13 @@ In one run and one directory:
    the last swap: MB/s of dirty log processed (Kafka's "MB of log processed in T seconds") and MB/s written, and
    the ratio to the yardstick (issue 27's goal: >= 40%), per phase (offset map, rewrite) too. The yardstick and
    the pass alternate `--rounds` times (medians printed, and each round's ratio).
+   The pass reads windows of up to 8 MiB where the dedupe buffer has room its map table leaves (the I/O buffer
+   otherwise) and keeps the mapped records' rows for the rewrite in that room too (storage/cleaner.py): the
+   yardstick keeps its 256 KiB chunks.
 4. Memory: a pass under tracemalloc with a `--memory-dedupe-mib` buffer small enough to fill: the peak Python
    memory of the pass and of its offset map against that buffer (the map is sized so that it stays within it).
+   And a pass with the `--dedupe-mib` buffer: its traced peak beyond the buffer's own allocation (the windows,
+   their columns and the kept rows, which use the part of the buffer the pass's table leaves untouched).
 5. Produce (unless --skip-produce): benchmarks/produce.py's setting (1 controller + 3 brokers, acks=all, RF 3,
    confluent-kafka, idempotent, 1 KiB records) with keyed records into one partition, twice on fresh clusters:
    cleanup.policy=delete, then cleanup.policy=compact with 8 MiB segments, so that each broker's cleaner cleans its
@@ -174,7 +179,22 @@ def throughput(base: str, dedupe_mib: int, spec: str) -> None:
           f"{stats.bytes_read / MIB:.1f} MiB in {clean_s:.2f} s ({stats.bytes_read / MIB / max(clean_s, 1e-9):.1f} "
           f"MB/s)")
     memory(root, ARGS.memory_dedupe_mib)
+    room_memory(root, dedupe_mib)
     shutil.rmtree(root)
+
+
+def room_memory(root: str, dedupe_mib: int) -> None:
+    work = root + "-room"
+    shutil.copytree(root, work)
+    omap = OffsetMap(dedupe_mib * MIB)
+    _, _, stats, peak = one_pass(work, omap, traced=True)
+    extra = peak - dedupe_mib * MIB
+    table = omap.table_bytes
+    room = dedupe_mib * MIB - table
+    print(f"memory ({dedupe_mib} MiB dedupe buffer, allocated whole, touched where used): pass peak {peak / MIB:.1f} "
+          f"MiB, {extra / MIB:.1f} MiB beyond the buffer (windows, columns, kept rows) against the "
+          f"{room / MIB:.1f} MiB its table (up to {table / MIB:.1f} MiB) leaves")
+    shutil.rmtree(work)
 
 
 def memory(root: str, dedupe_mib: int) -> None:
@@ -196,7 +216,7 @@ def memory(root: str, dedupe_mib: int) -> None:
     tracemalloc.stop()
     print(f"memory ({dedupe_mib} MiB dedupe buffer: {omap.max_entries:,} keys at most, this pass mapped "
           f"{omap.size:,}{' and filled it' if omap.full else ''}): pass peak {peak / MIB:.1f} MiB (map + "
-          f"{IO_BUFFER // 1024} KiB I/O buffers + one chunk's columns), a full map alone (filled {RUN_KEYS:,} keys "
+          f"{IO_BUFFER // 1024} KiB I/O buffers + one window's columns: no room left for more), a full map alone (filled {RUN_KEYS:,} keys "
           f"at a time, its temporaries included) {map_peak / MIB:.1f} MiB = "
           f"{map_peak / (dedupe_mib * MIB):.0%} of the buffer")
     shutil.rmtree(work)

@@ -106,18 +106,24 @@ def test_the_layers_are_a_dag() -> None:
     assert set(order[:1]) <= BOTTOM | {""}
 
 
-# The sub-folders of node/ and sim/ (issue 17's folder moves) are not a strict order yet: node/apis and node/hosts
-# import each other, as do sim/engine and sim/checks or sim/scenarios, sim/hosts and sim/scenarios. What is enforced
-# is the direct imports that no file makes today and that would tangle the roles further. (Each set lists what the
-# key may NOT import; "node/" means node's own top-level modules: serve.py and its helpers assemble the sub-folders.)
+# node/ is a strict stack (issue 28): each sub-folder may import only the ones below it. config (properties) <
+# runtime (the core task, listeners, the requests a node answers itself, commit waiters, authorization) < hosts (the
+# state owners: partitions, groups, transactions) < apis (request handlers over the hosts) < roles (a controller, a
+# broker or a combined node assembled from hosts and apis) < node's own top-level modules ("node/": serve.py and its
+# helpers). The sub-folders of sim/ are not a strict order yet (sim/engine and sim/checks or sim/scenarios,
+# sim/hosts and sim/scenarios import each other): what is enforced there is the direct imports that no file makes
+# today and that would tangle the roles further. (Each set lists what the key may NOT import.)
+NODE_STACK = ("node/config", "node/runtime", "node/hosts", "node/apis", "node/roles", "node/")
 SUBFOLDERS_MAY_NOT_IMPORT: dict[str, frozenset[str]] = {
-    "node/config": frozenset({"node/", "node/runtime", "node/hosts", "node/apis"}),  # properties only: the leaf
-    "node/runtime": frozenset({"node/", "node/hosts"}),  # drives the core; the hosts are built on it
-    "node/apis": frozenset({"node/", "node/runtime", "node/config"}),  # answer requests from what the host passes
-    "node/hosts": frozenset({"node/"}),
+    **{layer: frozenset(NODE_STACK[i + 1:]) for i, layer in enumerate(NODE_STACK)},
     "sim/engine": frozenset({"sim/hosts"}),  # the simulated raft node; the controller and broker hosts extend it
     "sim/scenarios": frozenset({"sim/checks"}),  # scenarios say what happens, checks judge it
 }
+
+
+def test_every_node_subfolder_is_on_the_stack() -> None:
+    folders = {f"node/{p.name}" for p in (SRC / "node").iterdir() if (p / "__init__.py").exists()}
+    assert folders | {"node/"} == set(NODE_STACK)
 
 
 def subfolder_of(parts: tuple[str, ...]) -> str:
@@ -143,14 +149,17 @@ def test_node_and_sim_subfolders_keep_their_roles() -> None:
 
 def test_the_subfolder_check_names_file_and_line(tmp_path: pathlib.Path, monkeypatch) -> None:
     fake = tmp_path / "pykraft"
-    for folder in ("node/config", "node/hosts", "sim/engine", "sim/hosts"):
+    for folder in ("node/config", "node/runtime", "node/hosts", "node/apis", "sim/engine", "sim/hosts"):
         (fake / folder).mkdir(parents=True)
     (fake / "node" / "config" / "props.py").write_text("import os\nfrom pykraft.node.hosts import fake_host\n")
+    (fake / "node" / "runtime" / "loop.py").write_text("if True:\n    from pykraft.node.apis.fake_api import f\n")
+    (fake / "node" / "apis" / "fake_api.py").write_text("from pykraft.node.hosts import fake_host\n")  # allowed
     (fake / "sim" / "engine" / "core.py").write_text("def f():\n    from ..hosts.fake_broker import B\n")
     (fake / "sim" / "hosts" / "fake_broker.py").write_text("from pykraft.sim.engine import core\n")  # allowed
     monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
     assert subfolder_offences(fake) == [
         "pykraft/node/config/props.py:2: node/config imports pykraft.node.hosts",
+        "pykraft/node/runtime/loop.py:2: node/runtime imports pykraft.node.apis.fake_api",
         "pykraft/sim/engine/core.py:2: sim/engine imports pykraft.sim.hosts.fake_broker",
     ]
 

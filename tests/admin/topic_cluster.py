@@ -14,7 +14,7 @@ from kio.static.primitive import i16, i64, u16
 
 from node.helpers import CLUSTER_ID, call, free_ports, make_config, wait_for
 from pykraft.controller.features import LATEST_METADATA_VERSION
-from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.roles.controller_host import ControllerHost, controller_runtime
 from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 

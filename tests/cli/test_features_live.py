@@ -12,7 +12,7 @@ import pytest_asyncio
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
-from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.roles.controller_host import ControllerHost, controller_runtime
 from pykraft.storage.format import FormatPlan, bootstrap_checkpoint_bytes
 
 # tests/ is on sys.path (pytest's rootdir-based import of the tests/<area> packages)

@@ -9,7 +9,7 @@ from kio.schema.delete_topics.v6 import request as dt
 from kio.schema.types import TopicName
 from kio.static.primitive import i32Timedelta
 
-from pykraft.node.apis.versions import to_request_version
+from pykraft.protocol.core_versions import to_request_version
 from pykraft.protocol.codec import encode_response
 from pykraft.protocol.errors import ErrorCode
 

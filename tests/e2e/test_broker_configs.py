@@ -19,7 +19,7 @@ from pykraft.node.local_cluster import LocalCluster
 
 from .helpers import FAST_TIMEOUTS, wait_for
 
-MAINTENANCE_S = 5.0  # the brokers' retention round (node/hosts/data_plane.py MAINTENANCE_INTERVAL_S)
+MAINTENANCE_S = 5.0  # the brokers' retention round (node/roles/data_plane.py MAINTENANCE_INTERVAL_S)
 STATIC = {"log.retention.hours": "168", "num.io.threads": "4", "ssl.keystore.password": "secret"}
 
 

@@ -8,7 +8,7 @@ import importlib
 
 from pykraft.controller.acl_model import AclOperation as Op
 from pykraft.controller.acl_model import ResourceType as Res
-from pykraft.node.apis.authz import Denied, Narrowed
+from pykraft.node.runtime.authz import Denied, Narrowed
 from pykraft.protocol.apis import response_class
 from pykraft.protocol.errors import ErrorCode
 

@@ -1,4 +1,4 @@
-"""Every authorization rule (node/apis/authz_rules.RULES) against every version of its API, with requests drawn from
+"""Every authorization rule (node/runtime/authz_rules.RULES) against every version of its API, with requests drawn from
 the schema: whatever the principal may or may not do, the check builds an answer of the request's own version that
 encodes (a refused part in the answer's own shape, never an exception that would close the client's connection),
 and a narrowed request stays a valid request of that version."""
@@ -19,8 +19,8 @@ from pykraft.controller.acl_model import ResourceType as Res
 from pykraft.controller.acl_model import StandardAcl, acl_to_record
 from pykraft.controller.authorizer import AuthorizerSettings
 from pykraft.net.server import ConnectionInfo
-from pykraft.node.apis.authz import Denied, Narrowed, RequestAuthorizer
-from pykraft.node.apis.authz_rules import RULES
+from pykraft.node.runtime.authz import Denied, Narrowed, RequestAuthorizer
+from pykraft.node.runtime.authz_rules import RULES
 from pykraft.protocol import headers
 from pykraft.protocol.apis import kio_knows, request_class, response_class
 from pykraft.protocol.codec import DecodedRequest, encode_request, encode_response_body
@@ -55,21 +55,12 @@ NONE = image()
 
 def served_ranges() -> dict[int, set[int]]:
     """Every (api, version) some listener of a controller, broker or combined node serves."""
-    from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS
-    from pykraft.node.apis.group_api import GROUP_APIS
-    from pykraft.node.apis.security_apis import ACL_WRITE_APIS, BROKER_SECURITY_APIS
-    from pykraft.node.hosts.controller_host import HOST_APIS, IMAGE_APIS
-    from pykraft.node.apis.txn_api import TXN_APIS
-    from pykraft.node.hosts.data_plane import DATA_PLANE_APIS
-    from pykraft.protocol.apis import NODE_RUNTIME_APIS
+    from pykraft.node.runtime.served_apis import COMBINED
 
     found: dict[int, set[int]] = {}
-    tables = [{int(k): (r.min_version, r.max_version) for k, r in NODE_RUNTIME_APIS}, HOST_APIS, IMAGE_APIS,
-              DATA_PLANE_APIS, GROUP_APIS, BROKER_SECURITY_APIS, ACL_WRITE_APIS, TXN_APIS, CONSUMER_GROUP_APIS,
-              {58: (0, 0)}]
-    for table in tables:
-        for key, (low, high) in table.items():
-            found.setdefault(int(key), set()).update(range(low, high + 1))
+    for registry in (COMBINED.listeners, COMBINED.broker_listeners):
+        for key, versions in registry:
+            found.setdefault(int(key), set()).update(range(versions.min_version, versions.max_version + 1))
     return found
 
 
@@ -114,7 +105,7 @@ def test_every_served_api_has_a_rule_of_its_own():
 
 
 def test_an_api_without_a_rule_needs_cluster_action():
-    from pykraft.node.apis.authz_rules import UNLISTED
+    from pykraft.node.runtime.authz_rules import UNLISTED
 
     rules = {key: rule for key, rule in RULES.items() if key != 65}  # DescribeTransactions unlisted
     request = request_class(65, 0)(transactional_ids=("tx",))

@@ -1,4 +1,4 @@
-"""The transaction APIs' authorization (node/apis/authz_txn.py) against Kafka's KafkaApis rules: which requests go to
+"""The transaction APIs' authorization (node/runtime/authz_txn.py) against Kafka's KafkaApis rules: which requests go to
 the handler, which are answered with which error where."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pykraft.controller.acl_model import ResourceType as Res
 from pykraft.controller.acl_model import StandardAcl, acl_to_record
 from pykraft.controller.authorizer import AuthorizerSettings
 from pykraft.net.server import ConnectionInfo
-from pykraft.node.apis.authz import Denied, Narrowed, RequestAuthorizer
-from pykraft.node.apis.authz_rules import RULES, UNLISTED
+from pykraft.node.runtime.authz import Denied, Narrowed, RequestAuthorizer
+from pykraft.node.runtime.authz_rules import RULES, UNLISTED
 from pykraft.protocol import headers
 from pykraft.protocol.apis import request_class, response_class
 from pykraft.protocol.codec import DecodedRequest

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS, ConsumerGroupApi
+from pykraft.node.apis.consumer_group_api import ConsumerGroupApi
+from pykraft.node.runtime.served_apis import CONSUMER_GROUP_APIS
 from pykraft.protocol.apis import ApiKey, request_class
 from pykraft.protocol.codec import encode_response
 from pykraft.protocol.errors import ErrorCode

@@ -23,7 +23,7 @@ from prometheus_client import generate_latest
 
 from pykraft.net.errors import ConnectionClosedError
 from pykraft.node.runtime import inbound
-from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.roles.controller_host import ControllerHost, controller_runtime
 from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_TOPIC

@@ -11,7 +11,7 @@ from kio.static.primitive import i16
 from pykraft.cli.quickstart import _value
 from pykraft.controller.controller import ControllerConfig
 from pykraft.controller.log_replay import may_be_metadata_record
-from pykraft.node.hosts.controller_host import ControllerHost
+from pykraft.node.roles.controller_host import ControllerHost
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records.metadata.errors import MetadataRecordError
 from pykraft.records.metadata.frame import decode_metadata_record, encode_metadata_record

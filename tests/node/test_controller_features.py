@@ -11,7 +11,7 @@ from kio.schema.update_features.v2 import request as uf_v2
 from kio.static.primitive import i8, i16
 
 from pykraft.admin.client import AdminClient
-from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.roles.controller_host import ControllerHost, controller_runtime
 from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.voter_change import KRaftVersionUpgradeError

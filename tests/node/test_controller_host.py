@@ -16,7 +16,7 @@ from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
 
 from pykraft.controller.controller import CREATE_TOPICS
 from pykraft.controller.features import LATEST_METADATA_VERSION
-from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime, read_bootstrap_records
+from pykraft.node.roles.controller_host import ControllerHost, controller_runtime, read_bootstrap_records
 from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch, iter_batches

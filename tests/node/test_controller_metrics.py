@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pykraft.controller.controller import CREATE_TOPICS
 from pykraft.controller.metrics import KAFKA_NAMES
-from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.roles.controller_host import ControllerHost, controller_runtime
 from pykraft.node.runtime.metric_stats import LATENCY_BUCKETS_S, Histogram as OurHistogram
 from pykraft.node.runtime.metrics import controller_metric_name
 from pykraft.node.runtime.runtime import NodeRuntime

@@ -8,7 +8,7 @@ from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeatur
 from kio.static.primitive import i8, i16
 
 from pykraft.controller.controller import BROKER_HEARTBEAT, BROKER_REGISTRATION, CREATE_TOPICS, UPDATE_FEATURES
-from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.roles.controller_host import ControllerHost, controller_runtime
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from pykraft.storage.files import SNAPSHOT_SUFFIX

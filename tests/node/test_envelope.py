@@ -1,4 +1,4 @@
-"""Envelope forwarding (node/apis/envelope.py): every request a broker forwards is one Kafka lets a controller take
+"""Envelope forwarding (node/runtime/envelope.py): every request a broker forwards is one Kafka lets a controller take
 in an Envelope (ApiKeys.forwardable), and it arrives with the client's principal and address."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 import datetime
 
 from pykraft.net.server import ConnectionInfo
-from pykraft.node.apis.envelope import FORWARDABLE, open_envelope, wrap
-from pykraft.node.hosts.broker_host import FORWARDED_APIS
-from pykraft.node.hosts.controller_host import HOST_APIS
+from pykraft.node.runtime.envelope import FORWARDABLE, open_envelope, wrap
+from pykraft.node.runtime.served_apis import CONTROLLER_HANDLED as HOST_APIS, FORWARDED_APIS
 from pykraft.protocol import headers
 from pykraft.protocol.apis import ApiKey, ApiRegistry, VersionRange, request_class
 from pykraft.protocol.codec import DecodedRequest

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 
 from pykraft.broker.group_coordinator import GroupConfig, GroupCoordinator
 from pykraft.broker.metadata_cache import MetadataCache
-from pykraft.node.apis.group_api import GROUP_APIS, GroupApi
+from pykraft.node.apis.group_api import GroupApi
+from pykraft.node.runtime.served_apis import GROUP_APIS
 from pykraft.node.hosts.group_host import GroupHost
 from pykraft.protocol.apis import ApiKey, request_class
 from pykraft.protocol.codec import encode_response

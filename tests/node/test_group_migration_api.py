@@ -131,7 +131,7 @@ def test_the_migration_policy_is_read_from_the_broker_settings_and_a_disabled_up
 
 
 def _classic_requests():
-    from pykraft.node.apis.group_api import GROUP_APIS
+    from pykraft.node.runtime.served_apis import GROUP_APIS
     keys = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT)
     return [(key, v) for key in keys for v in range(GROUP_APIS[key][0], GROUP_APIS[key][1] + 1)]
 

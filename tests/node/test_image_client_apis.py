@@ -22,8 +22,8 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64, u16
 
 from pykraft.controller.controller import CREATE_TOPICS
 from pykraft.controller.features import LATEST_METADATA_VERSION
-from pykraft.node.apis import client_apis
-from pykraft.node.hosts.controller_host import ControllerHost, controller_runtime
+from pykraft.node.runtime import client_apis
+from pykraft.node.roles.controller_host import ControllerHost, controller_runtime
 from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.config import METADATA_TOPIC

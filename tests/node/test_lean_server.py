@@ -12,7 +12,7 @@ import time
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from pykraft.node.hosts.controller_host import controller_runtime
+from pykraft.node.roles.controller_host import controller_runtime
 from pykraft.node.local_cluster import LocalCluster, free_ports
 from pykraft.protocol.errors import ErrorCode
 

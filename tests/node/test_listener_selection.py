@@ -1,5 +1,5 @@
 """Which endpoints Metadata, DescribeCluster and FindCoordinator name, by the listener a request came in on
-(node/apis/listeners.py): a broker listener names each broker on that listener and leaves out brokers without it,
+(node/runtime/listeners.py): a broker listener names each broker on that listener and leaves out brokers without it,
 as Kafka's KRaftMetadataCache; a controller listener keeps pykraft's controller bootstrap."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from kio.static.primitive import i8
 
 from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.controller.cluster import BrokerRegistration, Endpoint
-from pykraft.node.apis import client_apis, metadata_api
-from pykraft.node.apis.listeners import RequestListener, broker_endpoint, request_listener
+from pykraft.node.runtime import client_apis, metadata_api
+from pykraft.node.runtime.listeners import RequestListener, broker_endpoint, request_listener
 from pykraft.node.config.node_config import parse_config
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.voter_set import Endpoint as VoterEndpoint

@@ -177,3 +177,23 @@ def test_a_deleted_topics_counts_stay_in_the_totals():
     stats.retire("a")
     assert set(stats.topics) == {"b"} and stats.totals().bytes_in == 150
     assert stats.totals().failed_produce_requests == 1
+
+
+def test_every_raft_drop_counter_has_a_row_and_every_row_a_counter() -> None:
+    from pykraft.node.runtime.metrics import RAFT_CORE_COUNTERS
+
+    rows = {m.kafka.split("/")[1] for m in TABLE
+            if m.kafka.startswith("kafka.server:type=raft-metrics/") and m.kind == "counter"}
+    assert set(RAFT_CORE_COUNTERS) == rows - {"append-records", "fetch-records"}
+
+
+def test_metadata_apply_errors_count_undecodable_and_unreplayable_records() -> None:
+    from types import SimpleNamespace
+
+    from pykraft.node.runtime.broker_metrics import _metadata_families
+    from pykraft.node.runtime.metric_names import broker_metadata_name
+
+    broker = SimpleNamespace(last_applied_timestamp_ms=None, last_applied_offset=7, unloadable_records=0,
+                             undecodable_records=2, cache=SimpleNamespace(apply_errors=3))
+    values = {family.name: family.samples[0].value for family in _metadata_families(broker, 0)}
+    assert values[broker_metadata_name("metadata-apply-error-count")] == 5

@@ -10,7 +10,7 @@ from prometheus_client import generate_latest
 
 from pykraft.node.runtime.runtime import NodeRuntime
 from pykraft.node.runtime.state_machine import CountingStateMachine
-from pykraft.node.apis.versions import convert, to_core_request, to_request_version
+from pykraft.protocol.core_versions import convert, to_core_request, to_request_version
 from pykraft.protocol.apis import request_class
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import messages
@@ -66,8 +66,17 @@ async def test_metrics_follow_the_core(tmp_path):
         assert "kafka_server_raftmetrics_append_records_total 2.0" in text
         assert "kafka_server_raftmetrics_commit_latency_seconds_count 1.0" in text
         assert "kafka_server_raftmetrics_election_latency_seconds_count 1.0" in text
-        assert "pykraft_fsyncs_total" in text and "pykraft_raft_dropped_responses_total 0.0" in text
+        assert "pykraft_fsyncs_total" in text and "kafka_server_raftmetrics_dropped_responses_total 0.0" in text
         assert "kafka_raft_" not in text  # moved to kafka_server_raftmetrics_
+        # the core's drop counters, each read from where the core keeps it (a bump shows in the next scrape)
+        runtime.core.dropped_responses += 3
+        runtime.core.reconfig.failed_probes += 2
+        runtime.core.listener.skipped_snapshot_loads += 1
+        again = generate_latest(runtime.metrics.registry).decode()
+        assert "kafka_server_raftmetrics_dropped_responses_total 3.0" in again
+        assert "kafka_server_raftmetrics_failed_probes_total 2.0" in again
+        assert "kafka_server_raftmetrics_skipped_snapshot_loads_total 1.0" in again
+        assert "pykraft_raft_" not in again  # the drop counters carry their raft-metrics names only
         # the one write: a rate and a latency over Kafka's window, and the Produce counted per request
         assert float(_sample(text, "kafka_server_raftmetrics_append_records_rate")) > 0
         assert float(_sample(text, "kafka_server_raftmetrics_commit_latency_max")) >= 0

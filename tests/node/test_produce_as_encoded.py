@@ -1,4 +1,4 @@
-"""A produced batch appended as it arrived (node/apis/writes.py `plain_batches`, raft/accumulator.py
+"""A produced batch appended as it arrived (node/runtime/writes.py `plain_batches`, raft/accumulator.py
 `append_encoded`): the log holds exactly what the leader would have encoded itself, only plain batches take the
 path, anything malformed is still refused, and order and size limits are kept."""
 
@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from pykraft.node.apis.writes import _values, plain_batches
+from pykraft.node.runtime.writes import _values, plain_batches
 from pykraft.raft.accumulator import BatchAccumulator, RecordBatchTooLargeError
 from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
 from pykraft.records.compression import Compression

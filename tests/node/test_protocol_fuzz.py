@@ -34,10 +34,10 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
 
 from pykraft.broker.actions import BrokerState
-from pykraft.node.hosts.broker_host import broker_runtime
-from pykraft.node.hosts.combined_host import combined_runtime, host_parts
+from pykraft.node.roles.broker_host import broker_runtime
+from pykraft.node.roles.combined_host import combined_runtime, host_parts
 from pykraft.node.config.node_config import parse_config
-from pykraft.node.hosts.controller_host import controller_runtime
+from pykraft.node.roles.controller_host import controller_runtime
 from pykraft.protocol.apis import ApiKey, request_class
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode, ProtocolError

@@ -16,7 +16,7 @@ from kio.schema.list_partition_reassignments.v0 import request as list_req
 from kio.schema.types import BrokerId, TopicName
 
 from pykraft.node.config.node_config import parse_config
-from pykraft.node.hosts.controller_host import controller_runtime
+from pykraft.node.roles.controller_host import controller_runtime
 from pykraft.node.local_cluster import free_ports
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage.format import FormatRequest, format_directories

@@ -26,7 +26,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from pykraft.broker.actions import BrokerState
 from pykraft.node.config.node_config import parse_config
-from pykraft.node.hosts.combined_host import combined_runtime, host_parts
+from pykraft.node.roles.combined_host import combined_runtime, host_parts
 from pykraft.protocol.apis import ApiKey, request_class
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.errors import ProtocolError

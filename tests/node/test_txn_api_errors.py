@@ -3,7 +3,8 @@ PRODUCER_FENCED as the INVALID_PRODUCER_EPOCH older clients know."""
 
 from __future__ import annotations
 
-from pykraft.node.apis.txn_api import TXN_APIS, _older_fenced
+from pykraft.node.apis.txn_api import _older_fenced
+from pykraft.node.runtime.served_apis import TXN_APIS
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode as E
 

@@ -69,7 +69,7 @@ def test_error_message_is_set_where_the_response_has_one() -> None:
 
 # ---- per-item errors: every API and version a node serves (issue 12: ElectLeaders v0 could not be answered) ------
 def _served_pairs() -> list[tuple[ApiKey, int]]:
-    from pykraft.node.hosts.controller_host import HOST_APIS
+    from pykraft.node.runtime.served_apis import CONTROLLER_HANDLED as HOST_APIS
     from pykraft.protocol.apis import NODE_RUNTIME_APIS
 
     pairs = {(key, v) for key, versions in NODE_RUNTIME_APIS for v in range(versions.min_version,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kio.static.primitive import i16
 
 from pykraft.controller.log_replay import decode_value, metadata_records
-from pykraft.node.apis.writes import plain_batches
+from pykraft.node.runtime.writes import plain_batches
 from pykraft.records import BATCH_HEADER_SIZE, RecordBatch, RecordsError, SimpleRecord, encode_batch, iter_batches
 from pykraft.records.crc import crc32c
 from pykraft.records.metadata.frame import encode_metadata_record

@@ -135,7 +135,7 @@ def test_a_coordinator_that_loses_committed_offsets_on_failover_is_caught(monkey
     # A broker restarted (machine crash: its partition logs empty) acted on its previous incarnation's leaderships
     # from its stale metadata before its own fenced registration arrived: its ISR manager shrank a partition's ISR to
     # itself, it was then elected with an empty log and acknowledged records were lost (AckedRecordNotLost). Fixed:
-    # the ISR manager leads nothing before the partition logs are open (node/hosts/broker_host.py, sim/hosts/brokers.py).
+    # the ISR manager leads nothing before the partition logs are open (node/roles/broker_host.py, sim/hosts/brokers.py).
     ("data_broker_faults", 1), ("data_disk_loss", 2), ("data_delete_records", 2),
     # DeleteRecords left the leader's log start inside a batch; a follower restarted its log there and refused the
     # leader's whole batch forever (FollowerAppend). Fixed: an empty log starts at the batch's base, as Kafka's

@@ -136,8 +136,8 @@ def test_the_fast_path_writes_the_bytes_of_the_record_by_record_path(tmp_path, m
 
     scans: list[bool] = []
 
-    def counted(*args):
-        found = scan_chunk(*args)
+    def counted(*args, **kwargs):
+        found = scan_chunk(*args, **kwargs)
         scans.append(found is not None)
         return found
 

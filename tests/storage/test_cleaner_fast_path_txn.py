@@ -94,8 +94,8 @@ def test_the_fast_path_cleans_transactions_as_the_record_by_record_path(tmp_path
     scans: list[bool] = []
     real_scan = cleaner.scan_chunk
 
-    def counted(*args):
-        found = real_scan(*args)
+    def counted(*args, **kwargs):
+        found = real_scan(*args, **kwargs)
         scans.append(found is not None)
         return found
 

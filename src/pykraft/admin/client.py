@@ -311,7 +311,7 @@ class AdminClient:
 
     async def list_brokers(self) -> list[BrokerInfo]:
         """The registered brokers, fenced ones included (DescribeCluster v2), by id. A controller without
-        registered brokers answers with the controllers (see node/apis/client_apis.py), which are then listed
+        registered brokers answers with the controllers (see node/runtime/client_apis.py), which are then listed
         unfenced; a broker lists the brokers with an endpoint on the listener it was asked on."""
         response = await self._leader_call("DescribeCluster", topics.describe_brokers_request(),
                                            responses.simple_outcome)

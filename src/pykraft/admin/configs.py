@@ -48,10 +48,6 @@ class ConfigEntry:
     synonyms: tuple[ConfigSynonym, ...] = ()
     documentation: str | None = None
 
-    @property
-    def source_name(self) -> str:
-        return SOURCE_NAMES.get(self.source, "UNKNOWN")
-
 
 def node_for(kind: int, name: str) -> int | None:
     """The node id a request about this resource must go to, None for any node."""

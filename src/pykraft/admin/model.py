@@ -83,9 +83,6 @@ class QuorumInfo:
     def endpoints_of(self, node_id: int) -> tuple[Endpoint, ...]:
         return self.nodes.get(node_id, ())
 
-    def voter_keys(self) -> frozenset[ReplicaKey]:
-        return frozenset(v.key for v in self.voters)
-
     def voter_set(self) -> VoterSet:
         """The voters with their endpoints, as the reassignment planner wants them."""
         return VoterSet.of(

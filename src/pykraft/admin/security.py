@@ -43,10 +43,6 @@ def _top_level(response: Any) -> Outcome:
     return Outcome(error_code_of(response.error_code), getattr(response, "error_message", None))
 
 
-def _all_answered(_response: Any) -> Outcome:
-    return Outcome(ErrorCode.NONE)
-
-
 async def describe_acls(client: AdminClient, spec: FilterSpec) -> Any:
     kind, name, pattern, principal, host, operation, permission = spec
     message = describe_rq.DescribeAclsRequest(resource_type_filter=i8(kind), resource_name_filter=name,

@@ -253,12 +253,12 @@ class GroupCoordinator:
     # ---- Heartbeat, LeaveGroup ---------------------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, generation: int, now_ms: int) -> ErrorCode:
         group, member, error = self._known_member(group_id, member_id)
-        if member is None:
+        if member is None or group is None:  # (a member is found only in its group)
             return error
-        if generation != group.generation:  # type: ignore[union-attr]
+        if generation != group.generation:
             return ErrorCode.ILLEGAL_GENERATION
         member.session_deadline_ms = now_ms + member.session_timeout_ms
-        if group.state is GroupState.PREPARING_REBALANCE:  # type: ignore[union-attr]
+        if group.state is GroupState.PREPARING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
@@ -359,8 +359,10 @@ class GroupCoordinator:
 
     def offsets_deleted(self, group_id: str, partitions: list[tuple[str, int]]) -> None:
         group = self.groups.get(group_id)
-        for key in partitions if group is not None else ():
-            group.offsets.pop(key, None)  # type: ignore[union-attr]
+        if group is None:
+            return
+        for key in partitions:
+            group.offsets.pop(key, None)
 
     def delete_group(self, group_id: str) -> ErrorCode:
         group = self.groups.get(group_id)

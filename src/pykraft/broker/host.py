@@ -1,5 +1,5 @@
 """`BrokerComponents`: the sans-I/O host of the broker's pure parts (the lifecycle and the ISR manager), which the
-node (node/hosts/broker_host.py: asyncio tasks and timers, the connection pool) and the simulator
+node (node/roles/broker_host.py: asyncio tasks and timers, the connection pool) and the simulator
 (sim/hosts/brokers.py: scheduler events, simulated messages) both drive, as controller/host.py is for the
 controller.
 

@@ -50,9 +50,6 @@ class TopicCounters:
         for name in self.__slots__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
-    def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__slots__}
-
     def produce_failed(self, error: ErrorCode, size: int) -> None:
         """An append that failed with `error` (`size`: the bytes it carried)."""
         if error in TOO_LARGE:

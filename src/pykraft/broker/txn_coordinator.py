@@ -315,15 +315,6 @@ class TxnCoordinator:
         del self._marking[transactional_id]
         return TxnWrite(transactional_id, complete, Purpose.COMPLETE, self.epoch)
 
-    def pending_markers(self) -> list[MarkerSend]:
-        """Every marker still to deliver (after a load: transactions found in PrepareCommit/PrepareAbort)."""
-        found = []
-        for transactional_id in self._marking:
-            meta = self.txns[transactional_id]
-            found.append(MarkerSend(transactional_id, meta.producer_id, meta.producer_epoch,
-                                    meta.state is TxnState.PREPARE_COMMIT, self.epoch, frozenset(meta.partitions)))
-        return found
-
     # ---- loading, time -----------------------------------------------------------------------------------------
     def load(self, txns: dict[str, TxnMetadata], now_ms: int) -> list[MarkerSend | TxnWrite]:
         """The partition was read back: transactions left in PrepareCommit/PrepareAbort are completed (their

@@ -30,7 +30,3 @@ class PendingTxnOffsets:
 
     def is_pending(self, group_id: str, partition: TopicPartitionName) -> bool:
         return any(partition in groups.get(group_id, {}) for groups in self.by_producer.values())
-
-    def forget_group(self, group_id: str) -> None:
-        for groups in self.by_producer.values():
-            groups.pop(group_id, None)

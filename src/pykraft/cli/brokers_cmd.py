@@ -2,7 +2,7 @@
 
 pykraft's own tool (Kafka has no such command; kafka-broker-api-versions is the nearest). It sends DescribeCluster
 v2 with IncludeFencedBrokers to --bootstrap-server or --bootstrap-controller (metadata-quorum's connection flags).
-A controller of a quorum without registered brokers answers with its controllers (node/apis/client_apis.py), which
+A controller of a quorum without registered brokers answers with its controllers (node/runtime/client_apis.py), which
 are then listed; a broker lists the brokers reachable on the listener it was asked on.
 Failures are one stderr line, exit 1.
 """

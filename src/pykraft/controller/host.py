@@ -1,5 +1,5 @@
 """HostedController: the sans-I/O part of running a QuorumController on a raft quorum, shared by the node
-(node/hosts/controller_host.py: asyncio futures and timers) and the simulator (sim/hosts/controller_node.py: scheduler
+(node/roles/controller_host.py: asyncio futures and timers) and the simulator (sim/hosts/controller_node.py: scheduler
 events and simulated replies), the way the broker's pure parts live in broker/ and both hosts drive them.
 
 What is decided here, once for both hosts:

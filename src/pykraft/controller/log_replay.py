@@ -1,6 +1,6 @@
 """Metadata records out of the raft log, for every host of the image: the controller in a node process
-(node/hosts/controller_host.py) and in the simulator (sim/hosts/controller_node.py), and the broker
-(node/hosts/broker_host.py).
+(node/roles/controller_host.py) and in the simulator (sim/hosts/controller_node.py), and the broker
+(node/roles/broker_host.py).
 
 - `decode_value` / `metadata_records`: the metadata records of encoded batches, control batches skipped. A value
   that is not a metadata record (the quickstart's Produce values) is skipped and reported, never raised: the

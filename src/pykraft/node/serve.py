@@ -29,11 +29,11 @@ from pykraft.storage import StorageError
 
 from pykraft.node.config.node_config import ConfigError, load_config
 from pykraft.node.logs import configure_logging, logs_dir
-from pykraft.node.hosts.controller_host import controller_runtime
+from pykraft.node.roles.controller_host import controller_runtime
 from pykraft.node.runtime.runtime import NodeCloseError
 
 if TYPE_CHECKING:
-    from pykraft.node.hosts.broker_host import BrokerHost
+    from pykraft.node.roles.broker_host import BrokerHost
 
 PREFIX = "pykraft server: "
 FORCED_STOP_S = 10.0
@@ -159,10 +159,10 @@ def _runtime_for_roles(config):  # NodeConfig -> NodeRuntime
     if not config.is_broker:
         return controller_runtime(config)
     if config.is_controller:
-        from pykraft.node.hosts.combined_host import combined_runtime
+        from pykraft.node.roles.combined_host import combined_runtime
 
         return combined_runtime(config)
-    from pykraft.node.hosts.broker_host import broker_runtime
+    from pykraft.node.roles.broker_host import broker_runtime
 
     return broker_runtime(config)
 
@@ -170,7 +170,7 @@ def _runtime_for_roles(config):  # NodeConfig -> NodeRuntime
 def _broker_of(config, runtime) -> BrokerHost | None:  # NodeConfig, NodeRuntime
     if not config.is_broker:
         return None
-    from pykraft.node.hosts.combined_host import host_parts
+    from pykraft.node.roles.combined_host import host_parts
 
     return host_parts(runtime.state_machine)[1]
 

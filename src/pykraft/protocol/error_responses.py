@@ -254,7 +254,7 @@ def zero_value(field_obj: Field[Any]) -> Any:
     return _ZERO_BY_KAFKA_TYPE[kafka_type]
 
 
-# Public names of the builders above, for code that answers parts of a request with an error (node/apis/authz_*).
+# Public names of the builders above, for code that answers parts of a request with an error (node/runtime/authz_*).
 items = _items
 field_entity = _field_entity
 zero_entity = _zero_entity

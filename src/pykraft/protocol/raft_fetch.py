@@ -1,4 +1,4 @@
-"""A direct encoder for raft's own Fetch v17 (the version the core speaks between voters, node/apis/versions.py):
+"""A direct encoder for raft's own Fetch v17 (the version the core speaks between voters, protocol/core_versions.py):
 the FetchRequest a follower sends and the FetchResponse a leader answers, each a few struct calls instead of kio's
 generic Python writer (measured idle: 27 -> 3 us for the request, 25 -> 6 us for an answer with one batch). On the
 commit path every committed record crosses both.

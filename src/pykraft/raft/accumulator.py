@@ -55,7 +55,7 @@ class BatchAccumulator:
         """A batch of `record_count` data records a client encoded, appended as it is after everything buffered
         so far (order is kept): no record is decoded or encoded again, only the header's base offset, leader epoch
         and timestamps are rewritten (the append time, as `append` stamps its records) and the CRC computed again.
-        The caller has checked the batch (node/apis/writes.py): CRC, decodable records, offset deltas 0..n-1, every
+        The caller has checked the batch (node/runtime/writes.py): CRC, decodable records, offset deltas 0..n-1, every
         record at timestamp delta 0, no producer id, no compression. Returns the offset of its last record."""
         self.check_encoded_size(len(batch))
         self._complete_pending(now_ms)

@@ -1,5 +1,5 @@
 """Builders for the kio messages the core sends and answers with, at the one version per RPC the core speaks
-(`CORE_VERSIONS` in node/apis/versions.py)."""
+(`CORE_VERSIONS` in protocol/core_versions.py)."""
 
 from __future__ import annotations
 

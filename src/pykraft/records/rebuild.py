@@ -139,8 +139,9 @@ def rebuild_batch(batch: RecordBatch, body: bytes, kept: list[KeyedRecord], dele
                            [r[5] for r in kept], delete_horizon_ms)
 
 
-def rebuild_records(batch: RecordBatch, body: bytes | bytearray, offset_deltas: list[int], timestamp_deltas: list[int],
-                    tails: list[int], ends: list[int], delete_horizon_ms: int | None) -> bytes:
+def rebuild_records(batch: RecordBatch, body: bytes | bytearray | memoryview, offset_deltas: list[int],
+                    timestamp_deltas: list[int], tails: list[int], ends: list[int],
+                    delete_horizon_ms: int | None) -> bytes:
     """`rebuild_batch` from the kept records' columns: their offset and timestamp deltas, and where each one's key,
     value and headers lie in `body` (body[tail:end])."""
     assert offset_deltas, "an empty batch is written by empty_batch"

@@ -6,7 +6,10 @@ Where each record starts depends on the previous one's length, so the framing is
 - a batch whose records section splits into `count` records of one size (fixed-size keys and values: the usual
   case of a producer's batch) is framed at once: every record's length is decoded at its guessed place and must
   say exactly that size (so the guess is proven, not trusted);
-- any other batch is walked in Python, reading the record lengths only (the one per-record Python step left).
+- the other batches (records of varied sizes) are stepped through together, a numpy step per record index
+  (`_step_all`: each record's size from the two bytes at its head, every step checked at once afterwards);
+- a batch the steps refuse (a length of three bytes or more, or framing that does not hold) is walked in Python,
+  reading the record lengths only, which also decides whether it is malformed.
 Every other field is decoded with numpy at all records' positions at once (as pipeline/columnar.py does).
 
 The fields read are those of `rebuild.record_keys`, and a run is accepted only where `record_keys` accepts it with
@@ -54,7 +57,7 @@ class RecordColumns:
         return values
 
 
-def scan_records(raw: bytes, bodies: Sequence[tuple[int, int, int]]) -> RecordColumns | None:
+def scan_records(raw: bytes | memoryview, bodies: Sequence[tuple[int, int, int]]) -> RecordColumns | None:
     """The records of the batches whose records sections are raw[start:end], `count` records each ((start, end,
     count) per batch, uncompressed sections), or None (see the module docstring). `raw` may go on after the last
     section (the key hash reads whole words)."""
@@ -78,14 +81,15 @@ def every_record_keyed(section: bytes | memoryview, count: int) -> bool | None:
     return None if columns is None else bool((columns.key_length >= 0).all())
 
 
-def _frame(raw: bytes, buf: np.ndarray, bodies: Sequence[tuple[int, int, int]],
+def _frame(raw: bytes | memoryview, buf: np.ndarray, bodies: Sequence[tuple[int, int, int]],
            first: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """(start after the length, end) of every record. In rounds, over all batches at once: from each batch's first
     record not framed yet, guess where the following ones begin, check every guess (the length found at a guessed
     place must reach the next guessed place), and keep the records up to the first wrong guess. The guess is that
     they have that record's size, but for their offset delta: a producer numbers a batch's records 0, 1, 2... and
-    the delta's varint takes a byte more from 64 on, two from 8192. A batch still not framed after `_ROUNDS`, or
-    whose rounds frame few records, is walked."""
+    the delta's varint takes a byte more from 64 on, two from 8192. A batch whose first records do not look
+    alike (`_same_sizes`), or still not framed after `_ROUNDS`, or whose rounds frame few records, is stepped
+    through (`_step_all`), and walked where the steps fail."""
     total = int(first[-1])
     starts = np.empty(total, dtype=np.int64)
     ends = np.empty(total, dtype=np.int64)
@@ -93,6 +97,8 @@ def _frame(raw: bytes, buf: np.ndarray, bodies: Sequence[tuple[int, int, int]],
     position = np.array([start for start, _, _ in bodies], dtype=np.int64)  # where that record begins
     stop = np.array([end for _, end, _ in bodies], dtype=np.int64)
     active = np.flatnonzero(row < first[1:])
+    if len(active):  # batches of records of varied sizes go straight to the steps
+        active = active[_same_sizes(buf, len(raw), position[active], (first[1:] - row)[active])]
     for _ in range(_ROUNDS):
         if not len(active):
             break
@@ -122,12 +128,83 @@ def _frame(raw: bytes, buf: np.ndarray, bodies: Sequence[tuple[int, int, int]],
         position[active] = np.where(done, stop[active], heads[np.cumsum(left) - left + moved])
         going = ~done & (framed >= _FEW)
         active = active[going]
-    for b in np.flatnonzero(row < first[1:]).tolist():
+    rest = np.flatnonzero(row < first[1:])
+    if len(rest):
+        rest = _step_all(buf, rest, row, position, stop, first, starts, ends)
+    for b in rest.tolist():
         walked = _walk(raw, int(position[b]), int(stop[b]), int(first[b + 1] - row[b]))
         if walked is None:
             return None
         starts[row[b]:first[b + 1]], ends[row[b]:first[b + 1]] = walked
     return starts, ends
+
+
+def _same_sizes(buf: np.ndarray, limit: int, position: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per batch (from its first record): whether its first records look as `_frame`'s guess has them (each of
+    the first record's size, but for the offset delta's bytes). Only a hint: the rounds check every guess."""
+    n = np.minimum(counts, _FEW)
+    starts = np.cumsum(n) - n
+    owner = np.repeat(np.arange(len(n)), n)
+    index = np.arange(len(owner), dtype=np.int64) - starts[owner]
+    size, _ = _lengths(buf, position, limit)
+    found, _ = _lengths(buf, position[owner] + index * size[owner] + _delta_bytes(index), limit)
+    good = found == size[owner] + _delta_extra(index)
+    same: np.ndarray = np.minimum.reduceat(good, starts).astype(bool)
+    return same
+
+
+def _length_tables() -> tuple[np.ndarray, np.ndarray]:
+    """By the two bytes at a record's head (little-endian uint16): the record's whole size (0: not a one- or
+    two-byte varint of a possible length) and its length varint's size."""
+    word = np.arange(1 << 16, dtype=np.int64)
+    low, high = word & 0xFF, word >> 8
+    one = low < 0x80
+    zigzag = np.where(one, low, (low & 0x7F) | (high << 7))
+    size = 2 - one
+    good = ((zigzag & 1) == 0) & (zigzag >= 2 * _MIN_RECORD_LENGTH) & (one | (high < 0x80))
+    return np.where(good, size + (zigzag >> 1), 0), size
+
+
+_WHOLE, _LENGTH_SIZE = _length_tables()
+
+
+def _step_all(buf: np.ndarray, batches: np.ndarray, row: np.ndarray, position: np.ndarray, stop: np.ndarray,
+              first: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Frame the records of `batches` (records of varied sizes) one record of every batch per numpy step (a
+    step per record index, not a Python step per record): each record's size from the two bytes at its head
+    (`_WHOLE`), unchecked while stepping, then every step checked at once. Returns the batches where a check
+    failed (a length longer than two bytes, impossible, or past the batch, or records not ending with it), left
+    to `_walk`, which reads them again from their first record not framed (and refuses them, or frames them)."""
+    limit = len(buf) - 2
+    words = np.ndarray((limit + 1,), dtype="<u2", buffer=buf, strides=(1,))  # words[p]: bytes p and p + 1
+    at, last = row[batches], first[1:][batches]
+    counts = last - at
+    order = np.argsort(-counts, kind="stable")  # the batches still stepping are a prefix of this order
+    by_count = counts[order]
+    pos, base = position[batches][order].copy(), at[order]
+    stepping = (len(by_count) - np.searchsorted(by_count[::-1], np.arange(int(by_count[0])), side="right")).tolist()
+    for step, k in enumerate(stepping):
+        head = pos[:k]
+        np.minimum(head + _WHOLE[words[head]], limit, out=head)
+        ends[base[:k] + step] = head
+    owner = np.repeat(np.arange(len(batches)), counts)
+    firsts = np.cumsum(counts) - counts
+    rows = at[owner] + np.arange(len(owner)) - firsts[owner]
+    heads = np.empty(len(rows), dtype=np.int64)
+    heads[1:] = ends[rows[:-1]]
+    heads[firsts] = position[batches]
+    heads = np.minimum(heads, limit)
+    word = words[heads]
+    whole = _WHOLE[word]
+    stops = stop[batches]
+    bad = (whole == 0) | (heads + whole != ends[rows]) | (ends[rows] > stops[owner])
+    bad_batches = np.unique(owner[bad])
+    finished = np.ones(len(batches), dtype=bool)
+    finished[bad_batches] = False
+    finished &= ends[last - 1] == stops
+    starts[rows] = heads + _LENGTH_SIZE[word]
+    row[batches[finished]] = last[finished]
+    return batches[~finished]
 
 
 def _delta_bytes(n: np.ndarray) -> np.ndarray:
@@ -155,7 +232,7 @@ def _lengths(buf: np.ndarray, heads: np.ndarray, limit: int) -> tuple[np.ndarray
     return whole, size
 
 
-def _walk(raw: bytes, start: int, end: int, count: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _walk(raw: bytes | memoryview, start: int, end: int, count: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(start after the length, end) of each of a batch's records, walking their lengths; None as record_keys
     would refuse the framing (a length below 6, past the section, or records not ending with it)."""
     starts, ends = array("q"), array("q")

@@ -10,10 +10,14 @@ deletion aborts it (`CleanerHost.check_aborted`, called between chunks).
 Per record and per batch the rules are compaction_rules.py's. A batch whose records all stay (and needs no delete
 horizon) is copied as it is; one that loses records is rebuilt around the kept ones (records/rebuild.py); an
 emptied batch goes, unless it is an active producer's last or the round's last (then an empty batch stays).
-Reads are in chunks of the I/O buffer (grown to fit one larger batch), throttled by the shared `Throttler`. Each
-chunk goes through cleaner_chunks.py's numpy paths (the map's records, the filter), batch by batch only where a
-batch needs it; `fast=False` takes the record-by-record path everywhere (`filter_batch`: the reference the fast
-path is tested against, and what it falls back to for control batches, discarded ones and malformed chunks).
+Reads are in chunks of the I/O buffer (grown to fit one larger batch), throttled by the shared `Throttler`; on the
+fast path a chunk is a window of up to `_MAX_WINDOW` where the dedupe buffer has room the pass's map table leaves
+(`_window`), read into one reused buffer. Each chunk goes through cleaner_chunks.py's numpy paths (the map's
+records, the filter), batch by batch only where a batch needs it. The map's read keeps the rows of the records it
+mapped (cleaner_mapped.py, in the same room), so the rewrite reads again only the records of the batches that keep
+some but not all of theirs (and of the segments below the dirty section). `fast=False` takes the record-by-record
+path everywhere (`filter_batch`: the reference the fast path is tested against, and what it falls back to for
+control batches, discarded ones and malformed chunks).
 A broker runs passes in a child process (node/hosts/cleaner_child.py), so that decoding never holds its GIL.
 Without a working numpy (a platform with no wheel of it) every pass takes the record-by-record path over a
 `PlainOffsetMap` (offset_map.py): slower, the same segments.
@@ -33,18 +37,21 @@ from pykraft.records.rebuild import empty_batch, rebuild_batch, record_keys, rec
 from .cleaner_txns import Item, Verdict, marker_type, transaction_seam, verdict_of
 from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, TransactionSeam, batch_retention,
                                group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
-from .files import pread_exact, sync_data
-from .index import SegmentIndex
+from .key_hash import PAD_BYTES
 from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter
-from .segment_swap import CLEANED_SUFFIX, CleanedSegment
+from .cleaned_writer import CleanedWriter
+from .segment_swap import CleanedSegment
 from .txn_index import AbortedTxn
 
 if HAVE_NUMPY:
     import numpy as np
 
     from .cleaner_chunks import filter_scanned, kept_records, map_chunk, needs_rebuild, rebuilt_columns, scan_chunk
+    from .cleaner_mapped import ROW_BYTES, MappedRecords
 
 _PREFIX_SIZE = 12
+_MAX_WINDOW = 8 << 20  # a window beyond a segment's default size gains little more
+_ROW_BYTES = 160  # a record's columns and the scan's temporaries (record_scan.py, cleaner_chunks.py), about
 
 
 class CleaningAborted(Exception):
@@ -120,14 +127,25 @@ class Cleaner:
         self._sleep = sleep
         self._seam_factory = seam_factory
         self.fast = fast and HAVE_NUMPY and isinstance(offset_map, OffsetMap)
+        self._buffer = bytearray()
+        self._mapped: MappedRecords | None = None  # during a pass on the fast path
 
     # ---- the pass ----------------------------------------------------------------------------------------------
     def clean(self, task: CleanTask, host: CleanerHost) -> tuple[int, CleanerStats]:
         """Clean `task`'s log. Returns the first offset not cleaned (the next pass's first dirty offset) and the
         stats. Raises CleaningAborted, or OSError / RecordsError for a failure the owner reports."""
         stats = CleanerStats()
-        end = self._build_map(task, host, stats)
-        stats.map_done = time.monotonic()
+        try:
+            end = self._build_map(task, host, stats)
+            if self._mapped is not None:
+                assert isinstance(self.offset_map, OffsetMap)  # self.fast: the flat map
+                self._mapped.seal(self.offset_map)
+            stats.map_done = time.monotonic()
+            return self._rewrite(task, host, stats, end)
+        finally:
+            self._mapped = None
+
+    def _rewrite(self, task: CleanTask, host: CleanerHost, stats: CleanerStats, end: int) -> tuple[int, CleanerStats]:
         facts = [s.facts for s in task.segments if s.facts.base_offset < end]
         by_base = {s.facts.base_offset: s for s in task.segments}
         seam = self._seam_factory(task.aborted)
@@ -147,6 +165,8 @@ class Cleaner:
         full. Returns the end of what was mapped (latest mapped offset + 1)."""
         omap = self.offset_map
         omap.clear(task.first_uncleanable - task.first_dirty)  # no more keys than offsets
+        if self.fast:  # the rows kept for the rewrite take what the table leaves of the buffer
+            self._mapped = MappedRecords(self._room() // 2 // ROW_BYTES)  # half: the windows take a quarter
         dirty = segments_between([s.facts for s in task.segments], task.first_dirty, task.first_uncleanable)
         by_base = {s.facts.base_offset: s for s in task.segments}
         bounds = [s.base_offset for s in dirty[1:]] + [task.first_uncleanable]
@@ -165,7 +185,7 @@ class Cleaner:
         self.offset_map.update_latest_offset(upper - 1)  # across an offset gap to the next segment
         return False
 
-    def _map_chunk(self, chunk: bytes | bytearray, items: list[Item], start: int, seam: TransactionSeam,
+    def _map_chunk(self, chunk: memoryview, items: list[Item], start: int, seam: TransactionSeam,
                    stats: CleanerStats) -> bool:
         """Map one chunk's batches; True when the map filled up."""
         omap = self.offset_map
@@ -178,11 +198,11 @@ class Cleaner:
                 aborted[i] = True  # an aborted transaction's batch is never mapped
             else:
                 data.append(i)
-        scanned = scan_chunk(chunk, items, data) if self.fast and data else None
+        scanned = scan_chunk(chunk, items, data, padded=True) if self.fast and data else None
         full_at = -1
         if scanned is not None:
             assert isinstance(omap, OffsetMap)  # self.fast: the flat map
-            stop = map_chunk(omap, scanned, start)
+            stop = map_chunk(omap, scanned, start, self._mapped)
             full_at = len(items) if stop is None else data[stop]
         for i, (_, batch) in enumerate(items):
             count = batch.record_count
@@ -217,36 +237,46 @@ class Cleaner:
             writer.discard()
             raise
 
-    def _filter_chunk(self, chunk: bytes | bytearray, items: list[Item], task: CleanTask, seam: TransactionSeam,
+    def _filter_chunk(self, chunk: memoryview, items: list[Item], task: CleanTask, seam: TransactionSeam,
                       stats: CleanerStats) -> list[bytes | memoryview | None]:
         """What of each batch of the chunk goes into the cleaned segment (see `filter_batch`)."""
         verdicts = [verdict_of(batch, seam, task.now_ms) for _, batch in items]
         data = [i for i, (_, batch) in enumerate(items) if not batch.is_control and not verdicts[i].discard_records]
-        scanned = scan_chunk(chunk, items, data) if self.fast and data else None
-        if scanned is None:
-            return [self._filter(batch, task, verdict, stats) for (_, batch), verdict in zip(items, verdicts)]
         now = task.now_ms
-        tombstones_go = np.array([verdicts[i].horizon is not None and now >= verdicts[i].horizon  # type: ignore[operator]
-                                  for i in data], dtype=np.bool_)
-        assert isinstance(self.offset_map, OffsetMap)  # self.fast: the flat map
-        kept = kept_records(self.offset_map, scanned, tombstones_go)
-        rebuilt = rebuilt_columns(scanned, kept, [needs_rebuild(items[i][1], kept.counts[k], kept.null_values[k],
-                                                                verdicts[i]) for k, i in enumerate(data)])
-        scanned_index = {i: k for k, i in enumerate(data)}
+        mapped = self._mapped
+        known = {} if mapped is None else mapped.decide(items, data, verdicts, producers=task.producers,
+                                                        upper_bound=task.first_uncleanable, now_ms=now)
+        rest = [i for i in data if i not in known] if known else data
+        scanned = scan_chunk(chunk, items, rest, padded=True) if self.fast and rest else None
+        if scanned is None and rest:
+            return [self._filter(batch, task, verdict, stats) for (_, batch), verdict in zip(items, verdicts)]
+        if scanned is not None:
+            tombstones_go = np.array([verdicts[i].horizon is not None and now >= verdicts[i].horizon  # type: ignore[operator]
+                                      for i in rest], dtype=np.bool_)
+            assert isinstance(self.offset_map, OffsetMap)  # self.fast: the flat map
+            kept = kept_records(self.offset_map, scanned, tombstones_go)
+            rebuilt = rebuilt_columns(scanned, kept, [needs_rebuild(items[i][1], kept.counts[k], kept.null_values[k],
+                                                                    verdicts[i]) for k, i in enumerate(rest)])
+        scanned_index = {i: k for k, i in enumerate(rest)}
         found: list[bytes | memoryview | None] = []
         for i, (_, batch) in enumerate(items):
+            decided = known.get(i)
             k = scanned_index.get(i)
-            if k is None:
+            if decided is not None:
+                out, count = decided
+            elif k is not None and scanned is not None:
+                stats.invalid_messages += kept.invalid[k]
+                out = filter_scanned(batch, k, scanned, kept, rebuilt, verdicts[i], producers=task.producers,
+                                     upper_bound=task.first_uncleanable, now_ms=now,
+                                     delete_retention_ms=task.delete_retention_ms)
+                count = kept.counts[k]
+            else:
                 found.append(self._filter(batch, task, verdicts[i], stats))
                 continue
             stats.bytes_read += batch.size_in_bytes
             stats.messages_read += batch.record_count
-            stats.invalid_messages += kept.invalid[k]
-            out = filter_scanned(batch, k, scanned, kept, rebuilt, verdicts[i], producers=task.producers,
-                                 upper_bound=task.first_uncleanable, now_ms=now,
-                                 delete_retention_ms=task.delete_retention_ms)
             if out is not None:
-                stats.messages_written += kept.counts[k]
+                stats.messages_written += count
                 stats.bytes_written += len(out)
             found.append(out)
         return found
@@ -296,7 +326,7 @@ class Cleaner:
 
     # ---- reading -----------------------------------------------------------------------------------------------
     def _chunks(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int,
-                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[bytes | bytearray, list[Item]]]:
+                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[memoryview, list[Item]]]:
         """The whole batches of a segment from `position`, a chunk of the I/O buffer at a time (the chunk and
         each batch's position in it), each chunk throttled and checked for an abort."""
         end = source.facts.size
@@ -305,21 +335,25 @@ class Cleaner:
         except FileNotFoundError:
             raise CleaningAborted() from None
         try:
-            chunk_size = self.io_buffer_size
+            window = self._window()
+            chunk_size = window
             while position < end:
                 host.check_aborted(task.key)
-                chunk = pread_exact(fd, min(chunk_size, end - position), position)
-                if len(chunk) < _PREFIX_SIZE:
+                chunk = self._read(fd, min(chunk_size, end - position), position)
+                if len(chunk) < _PREFIX_SIZE + PAD_BYTES:
                     raise CleaningAborted()  # the file shrank under us: a truncation is on its way
                 items: list[Item] = []
-                whole = 0
-                for batch in iter_batches(chunk, verify_crc=False, allow_truncated_tail=True):
+                whole = cost = 0
+                for batch in iter_batches(chunk[:-PAD_BYTES], verify_crc=False, allow_truncated_tail=True):
+                    cost += batch.size_in_bytes + _ROW_BYTES * batch.record_count
+                    if items and cost > window:
+                        break  # the rest is read again with the next window
                     items.append((whole, batch))
                     whole += batch.size_in_bytes
                 if whole == 0:  # one batch larger than the buffer: read it whole (Kafka grows its buffers)
                     chunk_size = _PREFIX_SIZE + int.from_bytes(chunk[8:12], "big")
                     continue
-                chunk_size = self.io_buffer_size
+                chunk_size = window
                 yield chunk, items
                 position += whole
                 if mapping:
@@ -328,70 +362,39 @@ class Cleaner:
         finally:
             os.close(fd)
 
+    def _read(self, fd: int, size: int, position: int) -> memoryview:
+        """Up to `size` bytes at `position` (short at the end of the file), then `PAD_BYTES` zeros (the scan reads
+        whole words past a key): a view of the cleaner's read buffer, reused from window to window (a fresh buffer
+        of megabytes costs its page faults at each read). The views of one window are done with before the
+        next read."""
+        if len(self._buffer) < size + PAD_BYTES:
+            self._buffer = bytearray(size + PAD_BYTES)
+        view = memoryview(self._buffer)
+        done = 0
+        while done < size:
+            got = os.preadv(fd, [view[done:size]], position + done)
+            if got == 0:
+                break
+            done += got
+        view[done:done + PAD_BYTES] = bytes(PAD_BYTES)
+        return view[:done + PAD_BYTES]
+
+    def _window(self) -> int:
+        """The bytes read and decoded at once: the I/O buffer, or more on the fast path (each numpy step then
+        covers more records) where the dedupe buffer has room the pass's map table may not use (a pass over N
+        offsets grows its table to 4N slots at most, offset_map.py). A window's batches are cut so that their
+        bytes and their record columns (`_ROW_BYTES` a record) stay within it: with the map and the rows kept
+        (cleaner_mapped.py), a pass keeps within the dedupe buffer."""
+        return max(self.io_buffer_size, min(_MAX_WINDOW, self._room() // 4))
+
+    def _room(self) -> int:
+        """The bytes of the dedupe buffer this pass's map table leaves (0 off the fast path)."""
+        omap = self.offset_map
+        return omap.memory_bytes - omap.table_bytes if self.fast and isinstance(omap, OffsetMap) else 0
+
     def _throttle(self, amount: int) -> None:
         if amount <= 0:
             return
         pause = self.throttler.observe(amount, self._clock_ns())
         if pause > 0:
             self._sleep(pause)
-
-
-class CleanedWriter:
-    """Writes one cleaned segment under `.cleaned` names with Kafka's index entries (index.py)."""
-
-    def __init__(self, directory: str, base_offset: int, index_interval: int, buffer_size: int) -> None:
-        name = f"{base_offset:020d}"
-        self.directory, self.base_offset = directory, base_offset
-        paths = [os.path.join(directory, f"{name}{suffix}{CLEANED_SUFFIX}") for suffix in (".log", ".index",
-                                                                                         ".timeindex")]
-        for path in paths:  # Kafka's createNewCleanedSegment: a stale one from an aborted pass goes
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-        self.fd = os.open(paths[0], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        self.index = SegmentIndex(base_offset, paths[1], paths[2], index_interval)
-        self.index.open_files()
-        self._buffer = bytearray()
-        self._buffer_size = buffer_size
-        self.size = 0
-        self.next_offset = base_offset
-        self.first_timestamp = -1
-
-    def append(self, batch: bytes | memoryview) -> None:
-        view = memoryview(batch)
-        base = int.from_bytes(view[0:8], "big", signed=True)
-        length = int.from_bytes(view[8:12], "big")
-        last = base + int.from_bytes(view[23:27], "big", signed=True)
-        max_timestamp = int.from_bytes(view[35:43], "big", signed=True)
-        offset_entry, time_entry = self.index.observe(self.size, last, max_timestamp, length + _PREFIX_SIZE)
-        self.index.write(offset_entry, time_entry)
-        if self.size == 0:
-            self.first_timestamp = max_timestamp
-        self._buffer += view
-        self.size += len(view)
-        self.next_offset = last + 1
-        if len(self._buffer) >= self._buffer_size:
-            self._flush()
-
-    def _flush(self) -> None:
-        view = memoryview(self._buffer)
-        written = 0
-        while written < len(view):
-            written += os.pwrite(self.fd, view[written:], self.size - len(view) + written)
-        view.release()
-        self._buffer.clear()
-
-    def finish(self) -> CleanedSegment:
-        """Make the segment's records durable before any swap (Kafka's `cleaned.flush()`). Its indexes are not
-        synced: an open checks every index against the batches and rewrites a torn one (log_open.py), and the
-        fsyncs of two small files per group were a third of a pass's time on large records."""
-        self._flush()
-        self.index.write(b"", self.index.seal_entry())
-        sync_data(self.fd)
-        return CleanedSegment(self.directory, self.base_offset, self.fd, self.index, self.size, self.next_offset,
-                              self.first_timestamp)
-
-    def discard(self) -> None:
-        CleanedSegment(self.directory, self.base_offset, self.fd, self.index, self.size, self.next_offset,
-                       self.first_timestamp).discard()

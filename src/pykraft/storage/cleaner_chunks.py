@@ -27,6 +27,7 @@ from pykraft.records.record_scan import RecordColumns, scan_records
 
 from .cleaner_txns import Item, Verdict
 from .compaction_rules import BatchRetention, ProducerLast, batch_retention, needs_delete_horizon
+from .cleaner_mapped import MappedRecords
 from .key_hash import PAD_BYTES
 from .offset_map import OffsetMap
 
@@ -34,16 +35,19 @@ _PAD = bytes(PAD_BYTES)
 
 @dataclass(frozen=True, slots=True)
 class Scanned:
-    raw: bytes  # the chunk, then the decompressed records sections, then padding
+    raw: bytes | memoryview  # the chunk, then the decompressed records sections, then padding
     columns: RecordColumns
     offsets: np.ndarray  # each record's offset
     batch_of: np.ndarray  # each record's index among the scanned batches
 
 
-def scan_chunk(chunk: bytes | bytearray, items: Sequence[Item], wanted: Sequence[int]) -> Scanned | None:
+def scan_chunk(chunk: bytes | bytearray | memoryview, items: Sequence[Item], wanted: Sequence[int], *,
+               padded: bool = False) -> Scanned | None:
     """The records of `items[i]` for each i in `wanted` (data batches), or None: the record-by-record path
-    decides (and reports a malformed batch or a bad compressed section with its own error)."""
-    bodies, extra = [], []
+    decides (and reports a malformed batch or a bad compressed section with its own error). `padded`: the chunk
+    ends with `PAD_BYTES` past its batches (the cleaner's reads), used in place when no batch is compressed."""
+    bodies: list[tuple[int, int, int]] = []
+    extra: list[bytes] = []
     end = len(chunk)
     for i in wanted:
         position, batch = items[i]
@@ -58,7 +62,7 @@ def scan_chunk(chunk: bytes | bytearray, items: Sequence[Item], wanted: Sequence
         bodies.append((end, end + len(section), batch.record_count))
         extra.append(section)
         end += len(section)
-    raw = b"".join([chunk, *extra, _PAD])
+    raw = chunk if padded and not extra and isinstance(chunk, memoryview) else b"".join([chunk, *extra, _PAD])
     columns = scan_records(raw, bodies)
     if columns is None:
         return None
@@ -68,13 +72,17 @@ def scan_chunk(chunk: bytes | bytearray, items: Sequence[Item], wanted: Sequence
     return Scanned(raw, columns, bases[batch_of] + columns.offset_delta, batch_of)
 
 
-def map_chunk(omap: OffsetMap, scanned: Scanned, start: int) -> int | None:
-    """Put the keyed records at offsets >= `start` into the map. Returns None when all went in, else the index
-    (among the scanned batches) of the batch where the map was full."""
+def map_chunk(omap: OffsetMap, scanned: Scanned, start: int, kept: MappedRecords | None = None) -> int | None:
+    """Put the keyed records at offsets >= `start` into the map (and into `kept`, for the rewrite). Returns None
+    when all went in, else the index (among the scanned batches) of the batch where the map was full."""
     columns = scanned.columns
     rows = np.flatnonzero((columns.key_length >= 0) & (scanned.offsets >= start))
     high, low = omap.hasher.hash_keys(scanned.raw, columns.key_start[rows], columns.key_length[rows])
     mapped = omap.put_run(high, low, scanned.offsets[rows])
+    if kept is not None:
+        done = rows[:mapped]
+        offsets = scanned.offsets[done]
+        kept.add(offsets, offsets - columns.offset_delta[done], high[:mapped], low[:mapped], columns.null_value[done])
     return None if mapped == len(rows) else int(scanned.batch_of[rows[mapped]])
 
 

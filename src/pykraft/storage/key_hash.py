@@ -51,7 +51,7 @@ class KeyHasher:
             self._low_bytes = np.array(_LOW_BYTES, dtype=np.uint64)
 
     # ---- many keys -------------------------------------------------------------------------------------------
-    def hash_keys(self, raw: bytes | bytearray, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray,
+    def hash_keys(self, raw: bytes | bytearray | memoryview, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray,
                                                                                              np.ndarray]:
         """The hashes of the keys raw[start:start+length] (`raw` holds `PAD_BYTES` after its last key; `length`
         >= 0): (lanes 0-1, lanes 2-3) as two uint64 arrays."""

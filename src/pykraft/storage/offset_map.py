@@ -12,8 +12,10 @@ The table is a numpy array (slot = high hash word, low hash word, offset + 1; 0 
 on a run of keys at a time (`put_run`, `lookup`): probing is vectorised, so a chunk's records cost numpy steps, not
 Python steps. The probe sequence is double hashing for `_HASHED_PROBES` steps, then linear (which reaches every
 slot). A pass that cannot map more keys than the offsets of its dirty range (`clear(expected_keys)`) uses a
-smaller table (at most half full) than the buffer allows: zeroed pages are only touched where used, so a pass over
-few keys stays cheap; `slots`, `max_entries` and the utilization stay Kafka's, from the whole buffer.
+smaller table than the buffer allows: it starts at `_FIRST_TABLE` slots at most and doubles when 3/4 full, up to
+4 slots an expected key (`table_bytes`; the cleaner uses the rest of the buffer for its windows and the rows it
+keeps, cleaner.py): zeroed pages are only touched where used, and a pass over few keys probes a table that fits
+the caches; `slots`, `max_entries` and the utilization stay Kafka's, from the whole buffer.
 Where numpy does not import, `new_offset_map` gives a `PlainOffsetMap` (a dict) and the cleaner goes record by
 record.
 """
@@ -33,6 +35,7 @@ ENTRY_BYTES = 24  # Kafka's: the hash (16 bytes) and the offset (8 bytes)
 _HASHED_PROBES = 16
 _SHIFT = np.uint64(32) if HAVE_NUMPY else 32
 _MIN_TABLE = 16
+_FIRST_TABLE = 1 << 16  # slots (1.5 MiB) a pass over few keys starts with
 
 
 def new_offset_map(memory_bytes: int, load_factor: float = 0.9) -> OffsetMap | PlainOffsetMap:
@@ -59,13 +62,18 @@ class OffsetMap:
         self.hasher = KeyHasher(seed)
         self._buffer: np.ndarray | None = None  # allocated by the first clear (or use)
         self._table: np.ndarray | None = None  # the part of the buffer this pass works in
+        self._reserved = self.slots  # the slots it may grow to in this pass
         self.size = 0
         self.latest_offset = -1
 
     def clear(self, expected_keys: int | None = None) -> None:
         """Empty the map for a pass that maps at most `expected_keys` keys (None: any number)."""
         limit = self.max_entries if expected_keys is None else min(self.max_entries, max(expected_keys, 1))
-        self._use(self.slots if limit == self.max_entries else min(self.slots, max(2 * limit, _MIN_TABLE)))
+        bounded = limit < self.max_entries
+        # Start small and grow as keys come (`_grow`): a pass over many offsets of few keys (the usual log to
+        # compact) then probes a table that fits the processor's caches.
+        self._use(min(self.slots, max(2 * limit, _MIN_TABLE), _FIRST_TABLE) if bounded else self.slots)
+        self._reserved = min(self.slots, max(4 * limit, _MIN_TABLE)) if bounded else self.slots
         self.size = 0
         self.latest_offset = -1
 
@@ -85,6 +93,11 @@ class OffsetMap:
     def utilization(self) -> float:
         return self.size / self.slots
 
+    @property
+    def table_bytes(self) -> int:
+        """The most of the buffer this pass's table may take as it grows (the whole buffer before a clear)."""
+        return self.memory_bytes if self._table is None else self._reserved * ENTRY_BYTES
+
     def _ready(self) -> np.ndarray:
         if self._table is None:
             self.clear()
@@ -93,30 +106,41 @@ class OffsetMap:
 
     # ---- runs of keys ----------------------------------------------------------------------------------------
     def put_run(self, high: np.ndarray, low: np.ndarray, offsets: np.ndarray) -> int:
-        """Map the keys of a run of records (their hashes and offsets, in log order): later records of a key
-        replace earlier ones. Returns how many records were mapped: all of them, or fewer when the map filled
-        up first (Kafka's check before each keyed record: the record at the returned index found the map full)."""
+        """Map the keys of a run of records (their hashes and offsets, in log order: increasing, and above those
+        mapped before): later records of a key replace earlier ones. Returns how many records were mapped: all
+        of them, or fewer when the map filled up first (Kafka's check before each keyed record: the record at the
+        returned index found the map full)."""
         n = len(high)
         room = self.max_entries - self.size
         if n == 0 or room <= 0:
             return 0
-        order, first, ends = _groups(high, low)
-        where, found = self._probe(high[order[first]], low[order[first]])
-        if len(first) - int(np.count_nonzero(found)) >= room:  # the run's new keys may fill the map
-            new_firsts = np.sort(order[first[~found]])
-            if new_firsts[room - 1] + 1 < n:
-                mapped = int(new_firsts[room - 1]) + 1  # the map is full from the next record on
-                return self.put_run(high[:mapped], low[:mapped], offsets[:mapped])
-        self._store(high, low, offsets, (order, first, ends, where, found))
+        where, found = self._probe(high, low)  # every record: most keys of a run are mapped already
+        new = np.flatnonzero(~found)
+        if len(new):
+            order, first, ends = _groups(high[new], low[new])  # the run's new keys, sorted: few, once keys repeat
+            if len(first) >= room:  # the run's new keys may fill the map
+                new_firsts = np.sort(new[order[first]])
+                if new_firsts[room - 1] + 1 < n:
+                    mapped = int(new_firsts[room - 1]) + 1  # the map is full from the next record on
+                    return self.put_run(high[:mapped], low[:mapped], offsets[:mapped])
+        table = self._ready()
+        stored = offsets.astype(np.uint64) + np.uint64(1)
+        if len(new) < n:  # a key mapped before: its latest offset is the largest (log order)
+            np.maximum.at(table[:, 2], where[found], stored[found])
+        if len(new):
+            keys, last = new[order[first]], new[order[ends]]
+            if 4 * (self.size + len(keys)) > 3 * len(table) and len(table) < self.slots:
+                self._grow(len(keys))  # a table kept at most 3/4 full
+                where[keys], _ = self._probe(high[keys], low[keys])
+            self._insert(high[keys], low[keys], stored[last], where[keys])
+        self.latest_offset = max(self.latest_offset, int(offsets.max()))
         return n
 
-    def _store(self, high: np.ndarray, low: np.ndarray, offsets: np.ndarray, probed: tuple | None = None) -> None:
-        """Map each key of the run to its last offset in the run, however full the map is."""
-        if probed is None:
-            order, first, ends = _groups(high, low)
-            where, found = self._probe(high[order[first]], low[order[first]])
-        else:
-            order, first, ends, where, found = probed
+    def _store(self, high: np.ndarray, low: np.ndarray, offsets: np.ndarray) -> None:
+        """Map each key of the run to its last offset in the run, however full the map is (offsets in any order:
+        `put`)."""
+        order, first, ends = _groups(high, low)
+        where, found = self._probe(high[order[first]], low[order[first]])
         table = self._ready()
         stored = offsets[order[ends]].astype(np.uint64) + np.uint64(1)
         table[where[found], 2] = stored[found]
@@ -124,7 +148,7 @@ class OffsetMap:
         if new.any():
             keys = order[first[new]]
             if 4 * (self.size + len(keys)) > 3 * len(table) and len(table) < self.slots:
-                self._grow(len(keys))  # more keys than the pass expected (offsets out of its range)
+                self._grow(len(keys))  # a table kept at most 3/4 full
                 where[new], _ = self._probe(high[keys], low[keys])
             self._insert(high[keys], low[keys], stored[new], where[new])
         self.latest_offset = max(self.latest_offset, int(offsets.max()))
@@ -142,7 +166,7 @@ class OffsetMap:
         table = self._ready()
         size = len(table)
         position = (((high >> _SHIFT) * np.uint64(size)) >> _SHIFT).astype(np.int64)
-        rows = table[position]
+        rows = table.take(position, axis=0)  # take: a few times faster than table[position]
         empty = rows[:, 2] == 0
         match = (rows[:, 0] == high) & (rows[:, 1] == low)
         match &= ~empty
@@ -158,7 +182,7 @@ class OffsetMap:
             attempt += 1
             position += step if attempt < _HASHED_PROBES else 1
             position %= size
-            rows = table[position]
+            rows = table.take(position, axis=0)
             empty = rows[:, 2] == 0
             match = (rows[:, 0] == high) & (rows[:, 1] == low)
             match &= ~empty

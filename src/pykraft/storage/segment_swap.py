@@ -84,7 +84,7 @@ class CleanedSegment:
 
     def detach(self) -> CleanedFiles:
         """The segment to hand to another process (the broker, from a cleaner child): its files closed, its index
-        entries kept in memory. The log's bytes were made durable by the writer (cleaner.CleanedWriter.finish)."""
+        entries kept in memory. The log's bytes were made durable by the writer (cleaned_writer.CleanedWriter.finish)."""
         with _DISCARD_LOCK:
             fd, self.fd = self.fd, -1
         self.index.close()

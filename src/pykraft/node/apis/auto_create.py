@@ -19,14 +19,14 @@ from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.protocol.errors import ErrorCode
 
-from pykraft.node.apis import client_apis, metadata_api
-from pykraft.node.apis.envelope import on_behalf_of
-from pykraft.node.apis.listeners import request_listener
+from pykraft.node.runtime import client_apis, metadata_api
+from pykraft.node.runtime.envelope import on_behalf_of
+from pykraft.node.runtime.listeners import request_listener
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.hosts.broker_host import BrokerHost
+    from pykraft.node.apis.broker_view import BrokerView
 
 _log = logging.getLogger("pykraft.node.auto_create")
 CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
@@ -46,7 +46,7 @@ def settings(raw: Any) -> tuple[bool, int, int]:
     return enabled == "true", numbers[0], numbers[1]
 
 
-async def metadata(broker: BrokerHost, decoded: DecodedRequest) -> Any:
+async def metadata(broker: BrokerView, decoded: DecodedRequest) -> Any:
     message = decoded.message
     enabled, partitions, replication = settings(broker.data_plane.node_config.raw)
     created: set[str] = set()

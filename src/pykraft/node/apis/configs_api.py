@@ -22,7 +22,7 @@ from pykraft.controller.configs import alter_response_of
 from pykraft.controller.describe_configs import BROKER_LOGGER, NodeView, describe_configs
 from pykraft.protocol.errors import ErrorCode
 
-from pykraft.node.apis.versions import to_request_version
+from pykraft.protocol.core_versions import to_request_version
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest

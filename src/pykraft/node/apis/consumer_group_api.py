@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
 _log = logging.getLogger("pykraft.node.groups")
-CONSUMER_GROUP_APIS = {ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1), ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1)}
 GROUP_VERSION = "group.version"
 CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1 MemberType: the member uses the consumer protocol
 CLASSIC_MEMBER_TYPE = 0  # ... a classic member of a consumer group (online migration)
@@ -99,9 +98,10 @@ class ConsumerGroupApi:
             return HeartbeatResult(ErrorCode.UNSUPPORTED_VERSION)
         consumer = self.groups.consumer_of(m.group_id)
         classic = self.groups.coordinator_of(m.group_id)
-        if isinstance(consumer, ErrorCode) or isinstance(classic, ErrorCode):
-            error = consumer if isinstance(consumer, ErrorCode) else classic
-            return HeartbeatResult(error)  # type: ignore[arg-type]
+        if isinstance(consumer, ErrorCode):
+            return HeartbeatResult(consumer)
+        if isinstance(classic, ErrorCode):
+            return HeartbeatResult(classic)
         now = self.broker._now()
         upgraded = classic_conflict(classic, m.group_id)
         if upgraded is not None:

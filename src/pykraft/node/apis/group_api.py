@@ -1,4 +1,4 @@
-"""The classic group protocol's requests on a broker, at Kafka 4.x's version ranges (`GROUP_APIS`).
+"""The classic group protocol's requests on a broker, at Kafka 4.x's version ranges (`GROUP_APIS`, node/runtime/served_apis.py).
 
 FindCoordinator (GROUP keys; v4+ batched), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch
 (v8+ several groups), ListGroups, DescribeGroups, DeleteGroups. The first FindCoordinator creates
@@ -26,23 +26,17 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records.group_records import partition_for
 
 from pykraft.node.apis import consumer_group_api as consumer_groups
-from pykraft.node.apis.client_apis import registered_brokers
-from pykraft.node.apis.listeners import RequestListener, request_listener
+from pykraft.node.runtime.client_apis import registered_brokers
+from pykraft.node.runtime.listeners import RequestListener, request_listener
 from pykraft.node.hosts.group_host import OFFSETS_TOPIC, GroupHost
 from pykraft.node.apis.wire_build import make, response_namespace
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.hosts.broker_host import BrokerHost
+    from pykraft.node.apis.broker_view import BrokerView
 
 _log = logging.getLogger("pykraft.node.group_api")
-# Kafka 4.0's ranges (KIP-896 removed the oldest; DescribeGroups v6 is KIP-1043's); OffsetCommit/OffsetFetch v10
-# (topic ids, 4.1) are not served.
-GROUP_APIS = {ApiKey.FIND_COORDINATOR: (0, 6), ApiKey.JOIN_GROUP: (2, 9), ApiKey.SYNC_GROUP: (0, 5),
-              ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 5), ApiKey.OFFSET_COMMIT: (2, 9),
-              ApiKey.OFFSET_FETCH: (1, 9), ApiKey.LIST_GROUPS: (0, 5), ApiKey.DESCRIBE_GROUPS: (0, 6),
-              ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0)}
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
@@ -69,7 +63,7 @@ def offsets_topic_configs(raw: Any) -> dict[str, str]:
 
 
 class GroupApi:
-    def __init__(self, broker: BrokerHost, groups: GroupHost) -> None:
+    def __init__(self, broker: BrokerView, groups: GroupHost) -> None:
         self.broker = broker
         self.groups = groups
         self._creating: asyncio.Task[Any] | None = None
@@ -269,7 +263,8 @@ class GroupApi:
                 offsets[key] = OffsetEntry(int(p.committed_offset), int(getattr(p, "committed_leader_epoch", -1)),
                                            metadata, now)
         if error is ErrorCode.NONE and offsets:
-            error = await self.groups.commit_offsets(coordinator, m.group_id, offsets,  # type: ignore[arg-type]
+            assert not isinstance(coordinator, ErrorCode)  # (it would be the error)
+            error = await self.groups.commit_offsets(coordinator, m.group_id, offsets,
                                                      None if modern is None else modern[1].offsets)
         return make(ns.OffsetCommitResponse, topics=tuple(
             make(ns.OffsetCommitResponseTopic, name=t.name, partitions=tuple(
@@ -404,12 +399,13 @@ class GroupApi:
             ErrorCode.NONE if m.group_id in coordinator.groups or modern is not None else ErrorCode.GROUP_ID_NOT_FOUND)
         if error is not ErrorCode.NONE:
             return make(ns.OffsetDeleteResponse, error_code=error, topics=())
-        subscribed = (coordinator.subscribed_topics(m.group_id) if modern is None  # type: ignore[union-attr]
+        assert not isinstance(coordinator, ErrorCode)  # (it would be the error)
+        subscribed = (coordinator.subscribed_topics(m.group_id) if modern is None
                       else modern[1].subscribed_topic_names())
         deletable = [(t.name, int(p.partition_index)) for t in m.topics if t.name not in subscribed
                      for p in t.partitions]
         if deletable:
-            error = await self.groups.delete_offsets(coordinator, m.group_id, deletable,  # type: ignore[arg-type]
+            error = await self.groups.delete_offsets(coordinator, m.group_id, deletable,
                                                      None if modern is None else modern[1].offsets)
         if error is not ErrorCode.NONE:
             return make(ns.OffsetDeleteResponse, error_code=error, topics=())

@@ -2,7 +2,7 @@
 reassignment as KIP-642 designs it. This module is the I/O side; every decision is the raft core's
 (raft/handlers/reassign_voters.py), handed a `ReassignVotersRequest` on the core task like any raft request.
 
-`RaftQuorumReassignments` sits behind the controller's seam for these entries (node/hosts/reassignment_requests.py,
+`RaftQuorumReassignments` sits behind the controller's seam for these entries (node/roles/reassignment_requests.py,
 `QuorumReassignments`: the controller's handler splits the request, runs the partition entries on the controller and
 joins the answers): `alter(topics, timeout_ms, allow_replication_factor_change)` -> [(topic name, [partition
 answers])], `ongoing(requested)` -> [OngoingTopicReassignment]. Brokers forward both APIs to the active controller,

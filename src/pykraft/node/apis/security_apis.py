@@ -20,19 +20,14 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode
 
-from pykraft.node.apis.versions import to_request_version
+from pykraft.protocol.core_versions import to_request_version
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-__all__ = ["ACL_WRITE_APIS", "IMAGE_SECURITY_APIS", "SASL_APIS", "acl_writes", "security_handlers"]
+__all__ = ["ACL_WRITE_APIS", "acl_writes", "security_handlers"]
 
 Handler = Callable[["DecodedRequest"], Awaitable[Any]]
-# Served by every node: Kafka lists the SASL APIs on every listener, and answers DescribeAcls on brokers and
-# controllers alike.
-SASL_APIS = {ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
-IMAGE_SECURITY_APIS = {ApiKey.DESCRIBE_ACLS: (1, 3)}
-BROKER_SECURITY_APIS = {ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0)}
 # The controller's writes (HOST_APIS), forwarded by brokers.
 ACL_WRITE_APIS = {ApiKey.CREATE_ACLS: (1, 3), ApiKey.DELETE_ACLS: (1, 3), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0)}
 
@@ -44,7 +39,7 @@ def _illegal_sasl_state(decoded: DecodedRequest) -> Any:
 
 
 def security_handlers(image_of: Callable[[], Any], authorizer_enabled: bool, *, broker: bool) -> dict[int, Handler]:
-    """The handlers of SASL_APIS, IMAGE_SECURITY_APIS (and BROKER_SECURITY_APIS on a broker) over `image_of()`."""
+    """The handlers of served_apis.SASL_APIS, IMAGE_SECURITY_APIS (and BROKER_SECURITY_APIS on a broker) over `image_of()`."""
     async def sasl(decoded: DecodedRequest) -> Any:
         return _illegal_sasl_state(decoded)
 

@@ -1,4 +1,4 @@
-"""The transaction coordinator's requests on a broker (`TXN_APIS`), at Kafka 4.0's versions: InitProducerId with a
+"""The transaction coordinator's requests on a broker (`TXN_APIS`, node/runtime/served_apis.py), at Kafka 4.0's versions: InitProducerId with a
 transactional id, AddPartitionsToTxn (v0-3 from clients; v4-5 batched from partition leaders: VerifyOnly for KIP-890
 part 1 verification, else the implicit add of a transaction version 2 client's partition), AddOffsetsToTxn, EndTxn
 (v0-4; v5 is a transaction version 2 client's: the epoch is bumped and the answer names the id and epoch to use),
@@ -30,30 +30,27 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.records.group_records import partition_for
 
-from pykraft.node.apis.client_apis import registered_brokers
-from pykraft.node.apis.listeners import RequestListener
+from pykraft.node.runtime.client_apis import registered_brokers
+from pykraft.node.runtime.listeners import RequestListener
 from pykraft.node.apis.wire_build import make, response_namespace
 from pykraft.node.hosts.txn_host import TxnHost
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.hosts.broker_host import BrokerHost
+    from pykraft.node.apis.broker_view import BrokerView
 
 _log = logging.getLogger("pykraft.node.txn_api")
 # Kafka 4.0 advertises the transaction version 2 versions (EndTxn v5, TxnOffsetCommit v5, Produce v12) whatever
 # transaction.version is finalized: its clients use them only once it is 2, and a request's version says which rules
 # its client follows (EndTxn v5+ is TV_2, below TV_0, as KafkaApis.handleEndTxnRequest).
 TXN_V2_END_TXN_VERSION = 5
-TXN_APIS = {ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4), ApiKey.END_TXN: (0, 5),
-            ApiKey.WRITE_TXN_MARKERS: (1, 1), ApiKey.TXN_OFFSET_COMMIT: (0, 5),
-            ApiKey.DESCRIBE_TRANSACTIONS: (0, 0), ApiKey.LIST_TRANSACTIONS: (0, 2)}
 TRANSACTION_KEY_TYPE = 1
 CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-def leader_address(broker: BrokerHost, topic: str, index: int,
+def leader_address(broker: BrokerView, topic: str, index: int,
                    listener: RequestListener) -> tuple[ErrorCode, tuple[int, str, int] | None]:
     """The leader of `topic`-`index` as a coordinator answer: its endpoint on the request's listener."""
     cache = broker.cache
@@ -68,7 +65,7 @@ def leader_address(broker: BrokerHost, topic: str, index: int,
 
 
 class TxnApi:
-    def __init__(self, broker: BrokerHost, txns: TxnHost, offsets_partitions: Any, to_broker: Any) -> None:
+    def __init__(self, broker: BrokerView, txns: TxnHost, offsets_partitions: Any, to_broker: Any) -> None:
         self.broker = broker
         self.txns = txns
         self._offsets_partitions = offsets_partitions  # () -> partition count of __consumer_offsets, or None

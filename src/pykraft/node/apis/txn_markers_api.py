@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from pykraft.broker.partition_state import admit_produce
-from pykraft.broker.produce_rules import assign_offsets
+from pykraft.broker import txn_marker_append
+from pykraft.broker.partition_host import Replica
+from pykraft.broker.txn_marker_append import MarkerRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
-from pykraft.raft.log import InvalidAppendError
-from pykraft.records.txn_markers import encode_txn_marker_batch
 
 from pykraft.node.hosts.partitions import AppendResult, PartitionHost
 from pykraft.node.hosts.producer_recovery import record_marker
@@ -33,38 +31,12 @@ OFFSETS_TOPIC = "__consumer_offsets"
 OffsetsMarkerHook = Callable[[int, int, bool], None]  # (__consumer_offsets partition, producer id, commit)
 
 
-@dataclass(frozen=True, slots=True)
-class MarkerRequest:
-    producer_id: int
-    producer_epoch: int
-    commit: bool
-    coordinator_epoch: int
-    partitions: tuple[tuple[str, int], ...]
-
-
 def append_marker(host: PartitionHost, topic: str, partition: int, marker: MarkerRequest,
                   now_ms: int) -> AppendResult:
-    found = host.leader_replica(topic, partition)
-    if isinstance(found, ErrorCode):
-        return AppendResult(found)
-    replica, log, leading = found, found.log, found.leading
-    assert leading is not None
-    error = replica.producers.check_marker(marker.producer_id, marker.producer_epoch, marker.coordinator_epoch)
-    if error is ErrorCode.NONE:
-        error = admit_produce(-1, host.isr_size(replica), replica.settings.min_insync_replicas)
-    if error is not ErrorCode.NONE:
-        return AppendResult(error)
-    batch = bytearray(encode_txn_marker_batch(marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
-                                              marker.commit, timestamp_ms=now_ms))
-    base = log.end_offset()
-    assign_offsets(batch, base, replica.leader_epoch)
-    try:
-        log.append_as_leader(batch, replica.leader_epoch, keep=len(leading.replicas) > 1)
-    except InvalidAppendError as exc:  # a bug: the batch was built here
-        return AppendResult(ErrorCode.UNKNOWN_SERVER_ERROR, message=str(exc))
-    record_marker(replica, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, base, marker.commit,
-                  now_ms, log.active_segment_base())
-    return host.appended(replica, base, base, -1)
+    def bookkeeping(replica: Replica, base: int) -> None:  # the producer state and the `.txnindex` on disk
+        record_marker(replica, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, base,
+                      marker.commit, now_ms, replica.log.active_segment_base())
+    return txn_marker_append.append_marker(host, topic, partition, marker, now_ms, bookkeeping)
 
 
 async def append_markers(host: PartitionHost, markers: Iterable[MarkerRequest], now_ms: int,

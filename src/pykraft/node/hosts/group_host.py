@@ -38,6 +38,7 @@ from pykraft.broker.group_txn_offsets import encode_txn_batch
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import SimpleRecord, encode_batch
 from pykraft.records import consumer_group_records as cg_records
+from pykraft.broker import coordinator_lookup
 from pykraft.records.group_records import GroupKey, OffsetKey, encode_group_value, encode_key, partition_for
 
 if TYPE_CHECKING:
@@ -84,19 +85,10 @@ class GroupHost:
 
     # ---- which partition, and is it ours -----------------------------------------------------------------------
     def partition_count(self) -> int | None:
-        cache = self.host.cache
-        topic_id = cache.topic_id(OFFSETS_TOPIC)
-        info = None if topic_id is None else cache.replication.topics.get(topic_id)
-        return None if info is None else len(info.partitions)
+        return coordinator_lookup.partition_count(self.host.cache, OFFSETS_TOPIC)
 
     def coordinator_of(self, group_id: str) -> GroupCoordinator | ErrorCode:
-        count = self.partition_count()
-        if not count:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        partition = partition_for(group_id, count)
-        if partition in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return self.coordinators.get(partition, ErrorCode.NOT_COORDINATOR)
+        return coordinator_lookup.coordinator_for(group_id, self.partition_count(), self.loading, self.coordinators)
 
     def consumer_of(self, group_id: str) -> ConsumerCoordinator | ErrorCode:
         """The KIP-848 coordinator of the group's partition (loaded with the classic one)."""

@@ -75,7 +75,9 @@ class PartitionHost(PartitionCore):
 
     def log_config_for(self, topic: str) -> LogConfig:
         """`PartitionLogs`' config source: a new or recovered log rolls by its topic's settings."""
-        return self.topic_settings.log_config_for(topic)  # type: ignore[attr-defined]
+        settings = self.topic_settings
+        assert isinstance(settings, TopicSettingsCache)  # (_settings_cache made it)
+        return settings.log_config_for(topic)
 
     # ---- storage -----------------------------------------------------------------------------------------------
     def maintain(self, now_ms: int) -> None:

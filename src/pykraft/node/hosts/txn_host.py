@@ -25,7 +25,7 @@ from pykraft.broker.txn_settings import TRANSACTION_TOPIC, TxnSettings
 from pykraft.broker.txn_state import TxnMetadata, TxnState
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records import RecordsError, SimpleRecord, encode_batch, iter_batches
-from pykraft.records.group_records import partition_for
+from pykraft.broker import coordinator_lookup
 from pykraft.records.txn_log_records import (
     TxnLogValue, TxnRecordError, decode_txn_key, decode_txn_value, encode_txn_key, encode_txn_value,
 )
@@ -68,19 +68,10 @@ class TxnHost:
 
     # ---- which partition, and is it ours -----------------------------------------------------------------------
     def partition_count(self) -> int | None:
-        cache = self.host.cache
-        topic_id = cache.topic_id(TRANSACTION_TOPIC)
-        info = None if topic_id is None else cache.replication.topics.get(topic_id)
-        return None if info is None else len(info.partitions)
+        return coordinator_lookup.partition_count(self.host.cache, TRANSACTION_TOPIC)
 
     def coordinator_of(self, transactional_id: str) -> TxnCoordinator | ErrorCode:
-        count = self.partition_count()
-        if not count:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        partition = partition_for(transactional_id, count)
-        if partition in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return self.coordinators.get(partition, ErrorCode.NOT_COORDINATOR)
+        return coordinator_lookup.coordinator_for(transactional_id, self.partition_count(), self.loading, self.coordinators)
 
     def is_current(self, coordinator: TxnCoordinator) -> bool:
         return self.coordinators.get(coordinator.partition) is coordinator

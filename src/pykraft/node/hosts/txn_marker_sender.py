@@ -24,7 +24,7 @@ from kio.static.primitive import i16, i32
 from pykraft.broker.txn_coordinator import MarkerSend, TxnCoordinator, TxnWrite
 from pykraft.protocol.errors import ErrorCode
 
-from pykraft.node.apis.txn_markers_api import MarkerRequest
+from pykraft.broker.txn_marker_append import MarkerRequest
 
 if TYPE_CHECKING:
     from pykraft.broker.metadata_cache import MetadataCache

@@ -80,7 +80,8 @@ def _metadata_families(broker: Any, now_ms: int) -> Iterator[Any]:
               "last-applied-record-timestamp": -1 if stamp is None else stamp,
               "last-applied-record-lag-ms": -1 if stamp is None else max(0, now_ms - stamp),
               "metadata-load-error-count": broker.unloadable_records,
-              "metadata-apply-error-count": broker.undecodable_records}
+              # records that did not decode, and decoded records the image could not replay (MetadataCache)
+              "metadata-apply-error-count": broker.undecodable_records + broker.cache.apply_errors}
     for attribute, value in values.items():
         yield GaugeMetricFamily(broker_metadata_name(attribute), f"broker-metadata-metrics {attribute}", value=value)
 

@@ -67,12 +67,12 @@ class ClusterIdMismatchLog:
     def __init__(self, local_cluster_id: str, lookup: Lookup) -> None:
         self.local = local_cluster_id
         self._lookup = lookup
-        self._logged: set[tuple[str, object, object]] = set()
+        self._logged: set[tuple[object, ...]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
     def _first(self, *key: object) -> bool:
         fresh = key not in self._logged
-        self._logged.add(key)  # type: ignore[arg-type]
+        self._logged.add(key)
         return fresh
 
     def check_refusal(self, request: Any, response: Any) -> None:

@@ -11,9 +11,9 @@
 - Extra handlers (the controller's RPCs, later) plug in by api key.
 - A request whose handling raises (a bug, here or on the core task) is answered UNKNOWN_SERVER_ERROR, logged and
   counted (`_failed`, the containment boundary of every listener: handler_errors.py); the node goes on.
-- Authorization comes first (`handle`): the node's RequestAuthorizer (node/apis/authz.py) lets the request through,
+- Authorization comes first (`handle`): the node's RequestAuthorizer (node/runtime/authz.py) lets the request through,
   refuses it, or narrows it to what the principal may do and completes the answer. An Envelope (a request a broker
-  forwarded, node/apis/envelope.py) is opened here and its request handled the same way, as its client.
+  forwarded, node/runtime/envelope.py) is opened here and its request handled the same way, as its client.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ from pykraft.protocol.framing import FrameBody
 from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode, ProtocolError
 
-from pykraft.node.apis import client_apis, metadata_api, writes
-from pykraft.node.apis.authz import AuthorizerNotReadyError, Denied, Narrowed, RequestAuthorizer
-from pykraft.node.apis.envelope import envelope_answer, inner_answer_bytes, open_envelope
-from pykraft.node.apis.listeners import request_listener
-from pykraft.node.apis.versions import CORE_VERSIONS, to_core_request, to_request_version
+from pykraft.node.runtime import client_apis, metadata_api, writes
+from pykraft.node.runtime.authz import AuthorizerNotReadyError, Denied, Narrowed, RequestAuthorizer
+from pykraft.node.runtime.envelope import envelope_answer, inner_answer_bytes, open_envelope
+from pykraft.node.runtime.listeners import request_listener
+from pykraft.protocol.core_versions import CORE_VERSIONS, to_core_request, to_request_version
 
 if TYPE_CHECKING:
     from pykraft.node.runtime.runtime import NodeRuntime
@@ -66,8 +66,6 @@ class InboundHandler:
         self._broker_listeners = frozenset(runtime.config.broker_listener_names()) if broker_registry else frozenset()
         self.extra = dict(extra or {})
         self.bad_frames = 0
-        self.refused_versions = 0
-        self.requests = 0
 
     async def __call__(self, info: ConnectionInfo, payload: memoryview) -> bytes | memoryview | FrameBody | None:
         started = time.perf_counter()
@@ -83,9 +81,7 @@ class InboundHandler:
         # and keeps in its tail cache for the followers, instead of a copy of it.
         del payload
         if isinstance(decoded, RequestDecodeFailure):
-            self.refused_versions += 1
             return decoded.response[_SIZE_PREFIX:]
-        self.requests += 1
         stats = self.runtime.request_stats
         try:
             response = await self.handle(decoded)

@@ -201,6 +201,20 @@ TABLE: tuple[Metric, ...] = (
     _m(_RAFT + "fetch-records", "counter", "both", "records fetched as follower"),
     _m(_RAFT + "commit-latency", "histogram", "both", "the commit latencies behind -avg and -max"),
     _m(_RAFT + "election-latency", "histogram", "both", "the election latencies behind -avg and -max"),
+    # What the raft core counted and dropped or refused (pykraft's own attributes in Kafka's group: Kafka's raft
+    # client logs these cases and counts none of them).
+    *(_m(_RAFT + attribute, "counter", "both", help_) for attribute, help_ in (
+        ("dropped-responses", "peer responses to no request in flight (late, duplicated or unknown), dropped"),
+        ("bad-control-records", "control records in the log or a snapshot that did not decode, skipped"),
+        ("conflicting-leader-claims", "messages naming another leader of the epoch this node leads"),
+        ("rejected-snapshot-chunks", "FetchSnapshot answers that did not continue the download"),
+        ("unsupported-requests", "requests for APIs the raft core does not serve, counted and not answered"),
+        ("refused-epochs", "peer messages naming an epoch above the highest one accepted, ignored"),
+        ("leader-unreachable", "refused or reset connections to the leader a voter followed (hasten a pre-vote)"),
+        ("skipped-snapshot-loads", "snapshots the state machine was not given (an older one than it has)"),
+        ("ignored-api-versions", "late or unexpected ApiVersions answers to an add-voter probe, ignored"),
+        ("failed-probes", "add-voter probes of the new voter that failed"),
+    )),
     # ---- the controller (controllers only; the active one's figures are the cluster's) -------------------------
     _m("kafka.controller:type=ControllerEventManager,name=EventQueueTimeMs", "histogram", "controller",
        "time a controller event waited on the core task"),

@@ -17,9 +17,10 @@ What every node exports:
   `pykraft_bad_frames_total`, `pykraft_outbound_failures_total`, `pykraft_snapshots_total`,
   `pykraft_stale_wakeups_total`, `pykraft_request_handler_errors_total{api="ELECT_LEADERS"}` (requests and peer
   responses whose handling raised, contained at their boundary: handler_errors.py), and what the raft core counts
-  and drops (`pykraft_raft_dropped_responses_total`, ..._bad_control_records, ..._conflicting_leader_claims,
-  ..._rejected_snapshot_chunks, ..._unsupported_requests, ..._refused_epochs, ..._leader_unreachable,
-  ..._skipped_snapshot_loads).
+  and drops, in the raft-metrics group of metric_names.py (`kafka_server_raftmetrics_dropped_responses_total`,
+  ..._bad_control_records, ..._conflicting_leader_claims, ..._rejected_snapshot_chunks, ..._unsupported_requests,
+  ..._refused_epochs, ..._leader_unreachable, ..._skipped_snapshot_loads, ..._ignored_api_versions,
+  ..._failed_probes).
 A controller adds the KafkaController gauges (controller/metrics.py, plus the host's LastCommittedRecordOffset,
 LastAppliedRecord*, EventQueueOperations*Count, IsObserver), the ControllerEventManager histograms and the host's
 counters `pykraft_controller_*`. A broker adds BrokerTopicMetrics, ReplicaManager, ReplicaFetcherManager, Log and
@@ -50,15 +51,30 @@ from pykraft.node.runtime.metric_stats import EventQueueStats, Histogram, Window
 from pykraft.node.runtime.request_metrics import error_name
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from prometheus_client import CollectorRegistry
+
+    from pykraft.raft.client import RaftCore
 
     from pykraft.node.runtime.runtime import NodeRuntime
 
 __all__ = ["EventQueueStats", "NodeMetrics", "controller_metric_name", "prometheus_client"]
 STATES = ("leader", "candidate", "voted", "follower", "unattached", "observer", "prospective", "resigned")
-# What the raft core counts and drops (RaftCore attributes), exported as pykraft_raft_<name>_total.
-RAFT_CORE_COUNTERS = ("dropped_responses", "bad_control_records", "conflicting_leader_claims",
-                      "rejected_snapshot_chunks", "unsupported_requests", "refused_epochs", "leader_unreachable")
+# What the raft core counts and drops, by its raft-metrics attribute in metric_names.TABLE (exported as
+# kafka_server_raftmetrics_<attribute>_total).
+RAFT_CORE_COUNTERS: dict[str, Callable[[RaftCore], int]] = {
+    "dropped-responses": lambda core: core.dropped_responses,
+    "bad-control-records": lambda core: core.bad_control_records,
+    "conflicting-leader-claims": lambda core: core.conflicting_leader_claims,
+    "rejected-snapshot-chunks": lambda core: core.rejected_snapshot_chunks,
+    "unsupported-requests": lambda core: core.unsupported_requests,
+    "refused-epochs": lambda core: core.refused_epochs,
+    "leader-unreachable": lambda core: core.leader_unreachable,
+    "skipped-snapshot-loads": lambda core: core.listener.skipped_snapshot_loads,
+    "ignored-api-versions": lambda core: core.reconfig.ignored_api_versions,
+    "failed-probes": lambda core: core.reconfig.failed_probes,
+}
 
 
 def prometheus_client() -> ModuleType:
@@ -249,8 +265,8 @@ class NodeMetrics:
             "pykraft_outbound_failures": outbound.failures,
             "pykraft_snapshots": runtime.snapshots.snapshots_taken,
             "pykraft_stale_wakeups": runtime.stale_wakeups,
-            **{f"pykraft_raft_{name}": getattr(core, name) for name in RAFT_CORE_COUNTERS},
-            "pykraft_raft_skipped_snapshot_loads": core.listener.skipped_snapshot_loads,
+            **{raft_name(attribute).removesuffix("_total"): count(core)
+               for attribute, count in RAFT_CORE_COUNTERS.items()},
         }
         for key, value in counters.items():
             yield CounterMetricFamily(key, key.replace("_", " "), value=value)

@@ -31,7 +31,7 @@ from pykraft.protocol.error_responses import error_response_for
 from pykraft.protocol.errors import ErrorCode, ProtocolError
 from pykraft.raft.effects import Send
 
-from pykraft.node.apis.versions import to_request_version
+from pykraft.protocol.core_versions import to_request_version
 
 _log = logging.getLogger("pykraft.node")
 

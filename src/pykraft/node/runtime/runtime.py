@@ -25,18 +25,14 @@ import asyncio
 import logging
 import os
 import random
-import ssl
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from pykraft.net.commit_probe import PROBE
-from pykraft.net.errors import ConnectError, NetError
-from pykraft.net.pool import ConnectionPool
-from pykraft.net.sasl_client import SaslAuthenticationError
+from pykraft.net.errors import NetError
 from pykraft.net.server import FrameServer
-from pykraft.net.tls import client_context, server_context
 from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.accumulator import RecordBatchTooLargeError
@@ -58,10 +54,12 @@ from pykraft.node.runtime.outbound import Outbound, probe_fetch_offset
 from pykraft.node.config.preflight import check_listeners_bindable
 from pykraft.node.runtime.snapshots import SnapshotPolicy
 from pykraft.node.runtime.state_machine import CountingStateMachine, StateMachine
-from pykraft.node.runtime.security import client_sasl, listener_security, request_authorizer
+from pykraft.node.runtime.listening import NodeListeners
+from pykraft.node.runtime.peers import client_tls, peer_pools
+from pykraft.node.runtime.security import request_authorizer
 from pykraft.node.runtime.trace import TraceWriter
-from pykraft.node.apis.client_apis import image_of as client_image
-from pykraft.node.apis.writes import CommitWaiters, WriteFailed, produce_enabled
+from pykraft.node.runtime.client_apis import image_of as client_image
+from pykraft.node.runtime.writes import CommitWaiters, WriteFailed, produce_enabled
 
 _log = logging.getLogger("pykraft.node")
 
@@ -97,47 +95,6 @@ class NodeCloseError(Exception):
     """The node stopped, but flushing or closing its files failed (one line: what failed and why)."""
 
 
-class _TlsFailureLog:
-    """The outbound pool, logging every failed TLS handshake or SASL authentication at WARNING. Outbound logs
-    failures at DEBUG, since a peer that is down is routine; a peer that refuses our certificate or our password (or
-    offers a certificate we do not trust) is a misconfiguration the operator must see, as Kafka's NetworkClient logs
-    a failed authentication. Attempts are paced by the pool's reconnect backoff, so this is at most about one line
-    per peer per second."""
-
-    def __init__(self, pool: ConnectionPool) -> None:
-        self._pool = pool
-        self._last: BaseException | None = None  # callers sharing one connect attempt get the same exception
-
-    async def request(self, host: str, port: int, build: Callable[[int], bytes], *,
-                      timeout_ms: int) -> bytes | bytearray:
-        try:
-            return await self._pool.request(host, port, build, timeout_ms=timeout_ms)
-        except ConnectError as exc:
-            if exc is not self._last and _tls_failure(exc):
-                self._last = exc
-                _log.warning("TLS handshake with %s:%s failed: %s", host, port, " ".join(str(exc).split()))
-            elif exc is not self._last and isinstance(exc.__cause__, SaslAuthenticationError):
-                self._last = exc  # the message names the peer: "SASL authentication with host:port failed: ..."
-                _log.warning("%s", " ".join(str(exc).split()))
-            raise
-
-    def send_now(self, host: str, port: int, build: Callable[[int], bytes], *,
-                 timeout_ms: int) -> asyncio.Future[bytes | bytearray] | None:
-        return self._pool.send_now(host, port, build, timeout_ms=timeout_ms)  # a live connection: no handshake
-
-    async def close(self) -> None:
-        await self._pool.close()
-
-
-def _tls_failure(exc: BaseException | None) -> bool:
-    """Whether an SSL error or a TLS rejection (connection.py's wording) is anywhere in the cause chain."""
-    while exc is not None:
-        if isinstance(exc, ssl.SSLError) or "TLS handshake rejected" in str(exc):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
 class NodeRuntime:
     def __init__(self, config: Any, *, state_machine: StateMachine | None = None,
                  registry: ApiRegistry = NODE_RUNTIME_APIS, extra_handlers: Mapping[int, ExtraHandler] | None = None,
@@ -158,19 +115,13 @@ class NodeRuntime:
         self.storage: NodeStorage | None = None
         self.core: RaftCore = None  # type: ignore[assignment]  # set by start()
         self.cluster_id = ""
-        self.address: tuple[str, int] | None = None  # of the first listener: the raft channel on a controller
-        self.servers: list[FrameServer] = []
-        # A broker's client listeners are bound at start but serve only once the broker host says it caught up
-        # (`serve_broker_listeners`), as Kafka's BrokerServer enables request processing after its initial
-        # catch-up: before, its image would name no broker and no topic.
-        self._defer_broker_listeners = defer_broker_listeners
-        self._deferred: list[FrameServer] = []
-        self._deferred_for_acls: list[FrameServer] = []  # listeners not in early.start.listeners (controllers)
+        # A broker's client listeners are bound at start but serve only once the broker host says it caught up.
+        self.listeners = NodeListeners(config, defer_broker_listeners=defer_broker_listeners)
         self.waiters = CommitWaiters()
         self._inputs: deque[Input] = deque()
         self._wake = asyncio.Event()
         self._wakeup_ms = 0
-        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._pending: dict[Hashable, asyncio.Future[Any]] = {}  # the core's request refs
         self._next_ref = 0
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -207,9 +158,9 @@ class NodeRuntime:
         TLS files) after releasing whatever it had opened. The TLS files and the listener ports are checked before
         the storage is opened: a refused start changes nothing in the data directory."""
         config = self.config
-        self._tls = {listener.name: self._server_tls(listener.name) for listener in config.served_listeners()}
-        self._tls_client = self._client_tls()
-        self._tls_broker = self._client_tls(config.inter_broker_listener_name) if config.is_broker else None
+        self.listeners.load_tls()
+        self._tls_client = client_tls(config)
+        self._tls_broker = client_tls(config, config.inter_broker_listener_name) if config.is_broker else None
         check_listeners_bindable(config.served_listeners())
         self.storage = open_node_storage(config)
         try:
@@ -265,27 +216,12 @@ class NodeRuntime:
         self.snapshots = SnapshotPolicy(config.max_record_bytes_between_snapshots, config.max_snapshot_interval_ms,
                                         now, on_snapshot=self._on_snapshot)
         self.cluster_ids = ClusterIdMismatchLog(self.cluster_id, lambda h, p, m: self.outbound.forward(h, p, m))
-        client_tls = self._tls_client
-        # Two channels, as Kafka keeps the raft client's apart from the broker-to-controller one: a forwarded
-        # request or a heartbeat must not queue behind a Fetch long-poll (answers come in request order).
-        controller_sasl = client_sasl(config, config.controller_listener_name)
-        raft_pool, forward_pool = (ConnectionPool(ssl_context=client_tls, sasl=controller_sasl) for _ in range(2))
-        broker_tls = self._tls_broker
-        broker_pool_sasl = client_sasl(config, config.inter_broker_listener_name) if config.is_broker else None
-        broker_pool, coordinator_pool = ((ConnectionPool(ssl_context=broker_tls, sasl=broker_pool_sasl)
-                                          if config.is_broker else None) for _ in range(2))
-        secured = client_tls is not None or controller_sasl is not None  # failures worth a WARNING line
-        broker_secured = broker_tls is not None or broker_pool_sasl is not None
-
-        def broker_side(pool: ConnectionPool | None) -> Any:
-            return _TlsFailureLog(pool) if pool is not None and broker_secured else pool
-        self.outbound = Outbound(_TlsFailureLog(raft_pool) if secured else raft_pool,
-                                 timeout_ms=config.quorum.request_timeout_ms,
+        pools = peer_pools(config, self._tls_client, self._tls_broker)  # the channels: peers.py
+        self.outbound = Outbound(pools.raft, timeout_ms=config.quorum.request_timeout_ms,
                                  client_id=f"raft-client-{config.node_id}", deliver=self._deliver,
                                  on_answer=self.cluster_ids.check_answer, on_error=self.handler_errors.record,
-                                 forward_pool=_TlsFailureLog(forward_pool) if secured else forward_pool,
-                                 on_unreachable=self._peer_unreachable,
-                                 broker_pool=broker_side(broker_pool), coordinator_pool=broker_side(coordinator_pool))
+                                 forward_pool=pools.forward, on_unreachable=self._peer_unreachable,
+                                 broker_pool=pools.broker, coordinator_pool=pools.coordinator)
         self.runner = EffectRunner(self.lane, self.outbox, self)
         self.authorizer = request_authorizer(config, lambda: self.state_machine)
         self.inbound = InboundHandler(self, self.registry, self._extra, self._broker_registry, self.authorizer)
@@ -295,25 +231,7 @@ class NodeRuntime:
         self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"pykraft-core-{config.node_id}")
         # Every listener is served by the same handler: in combined mode the controller host answers controller
         # requests and the broker's forwarding takes over when this node is not the active controller.
-        broker_listeners = set(config.broker_listener_names()) if config.is_broker else set()
-        for listener in config.served_listeners():
-            server = FrameServer(self.inbound, ssl_context=self._tls[listener.name],
-                                 name=f"node-{config.node_id}-{listener.name}", listener_name=listener.name,
-                                 security=listener_security(config, listener.name, self._scram_credential))
-            self.servers.append(server)
-            deferred = self._defer_broker_listeners and listener.name in broker_listeners
-            waits = self._waits_for_acls(listener.name)
-            host = listener.host or "0.0.0.0"
-            try:
-                address = await server.start(host, listener.port, serving=not (deferred or waits))
-            except OSError as exc:  # one line naming the port and the setting, not "[Errno 98] ..." alone
-                raise NetError(f"cannot listen on {host}:{listener.port} (listener {listener.name}): "
-                               f"{(exc.strerror or str(exc)).lower()}") from None
-            if deferred:
-                self._deferred.append(server)
-            elif waits:
-                self._deferred_for_acls.append(server)
-            self.address = self.address or address
+        await self.listeners.start(self.inbound, self._scram_credential)
         if config.metrics_port is not None:
             try:
                 self.metrics.serve(config.metrics_port)
@@ -321,15 +239,18 @@ class NodeRuntime:
                 raise NetError(f"cannot serve metrics on port {config.metrics_port} (pykraft.metrics.port): "
                                f"{(exc.strerror or str(exc)).lower()}") from None
 
+    @property
+    def servers(self) -> list[FrameServer]:
+        return self.listeners.servers
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """The address of the first listener: the raft channel on a controller."""
+        return self.listeners.address
+
     async def serve_broker_listeners(self) -> None:
         """Open the broker's client listeners (bound at start, refusing connections until now); once only."""
-        deferred, self._deferred = self._deferred, []
-        for server in deferred:
-            await server.start_serving()
-        if deferred:
-            _log.info("broker %d serves clients on %s (caught up with the metadata log at offset %s)",
-                      self.config.node_id, ", ".join(s.listener_name or "?" for s in deferred),
-                      self.core.high_watermark)
+        await self.listeners.serve_broker_listeners(self.core.high_watermark)
 
     def _say_if_log_names_a_broker_a_voter(self) -> None:
         """A node without the controller role whose log names it a voter (a broker started on a controller's data,
@@ -342,43 +263,14 @@ class NodeRuntime:
                      "controller role: it will not vote or lead, only observe the quorum as a broker",
                      config.node_id, ",".join(sorted(config.process_roles)))
 
-    def _server_tls(self, listener_name: str) -> Any:
-        """The TLS context of a listener this process binds; None when that listener is not SSL or SASL_SSL. A
-        SASL_SSL listener asks for client certificates only with its own listener.name.<l>.ssl.client.auth (Kafka)."""
-        config, tls = self.config, self.config.tls
-        protocol = config.security_protocol(listener_name)
-        if tls is None or protocol not in ("SSL", "SASL_SSL"):
-            return None
-        required = (tls.client_auth_required if protocol == "SSL"
-                    else config.security.ssl_client_auth.get(listener_name, False))
-        return server_context(tls.cert_path, tls.key_path, tls.ca_path, require_client_cert=required)
-
-    def _client_tls(self, listener_name: str | None = None) -> Any:
-        """The TLS context for connections to `listener_name` (the controller listener this process fetches from
-        by default); None when it is neither SSL nor SASL_SSL."""
-        config, tls = self.config, self.config.tls
-        if tls is None or config.security_protocol(listener_name or config.controller_listener_name) not in (
-                "SSL", "SASL_SSL"):
-            return None
-        return client_context(tls.cert_path, tls.key_path, tls.ca_path)
-
     def _scram_credential(self, user: str, mechanism: int) -> Any:
         """A SCRAM credential of the node's metadata image (what its SASL/SCRAM listeners check passwords against)."""
         image = client_image(self.state_machine)
-        return None if image is None else image.scram.credential(user, mechanism)  # type: ignore[attr-defined]
-
-    def _waits_for_acls(self, listener_name: str) -> bool:
-        """A listener not in early.start.listeners opens once the authorizer loaded the ACLs (Kafka's authorizer
-        futures); by default the controller listeners start early."""
-        security = self.config.security
-        return security.authorizer and listener_name not in security.early_start_listeners and (
-            listener_name in self.config.controller_listener_names)
+        return None if image is None else image.scram.credential(user, mechanism)
 
     def acls_loaded(self) -> None:
         """The authorizer's initial load completed: open the listeners that waited for it (once)."""
-        deferred, self._deferred_for_acls = self._deferred_for_acls, []
-        for server in deferred:
-            asyncio.get_running_loop().create_task(server.start_serving())
+        self.listeners.acls_loaded()
 
     async def run_until_stopped(self) -> None:
         """Wait until the node stopped; raise what made it fail, else what made closing it fail (NodeCloseError)."""
@@ -669,7 +561,7 @@ class NodeRuntime:
     def respond(self, respond: Respond) -> None:
         if PROBE is not None and respond.ref in self._probe_fetches:
             PROBE.stamp("fetch_answer", *self._probe_fetches.pop(respond.ref))
-        future = self._pending.pop(respond.ref, None)  # type: ignore[call-overload]
+        future = self._pending.pop(respond.ref, None)
         if future is not None and not future.done():
             future.set_result(respond.response)
 

@@ -15,9 +15,9 @@ from pykraft.net.sasl_client import SaslClientConfig, random_nonce
 from pykraft.net.sasl_server import SaslServerConfig
 from pykraft.net.server import ListenerSecurity
 
-from pykraft.node.apis.authz import RequestAuthorizer
-from pykraft.node.apis.authz_rules import RULES, UNLISTED
-from pykraft.node.apis.client_apis import image_of
+from pykraft.node.runtime.authz import RequestAuthorizer
+from pykraft.node.runtime.authz_rules import RULES, UNLISTED
+from pykraft.node.runtime.client_apis import image_of
 
 __all__ = ["client_sasl", "listener_security", "request_authorizer"]
 

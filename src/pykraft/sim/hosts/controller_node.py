@@ -1,5 +1,5 @@
 """ControllerNode: a simulated voter that hosts a QuorumController through the same HostedController
-(controller/host.py) as node/hosts/controller_host.py; this module adds the simulator's events, waiters and checks.
+(controller/host.py) as node/roles/controller_host.py; this module adds the simulator's events, waiters and checks.
 
 - Every replica replays the committed records into its active-controller object (`controller`); the machine
   (metadata_machine.py) keeps a second, never-activated image fed only committed records for the invariants.

@@ -14,13 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pykraft.broker import txn_marker_append
 from pykraft.broker.partition_host import AppendResult, PartitionCore, Replica
-from pykraft.broker.partition_state import admit_produce
-from pykraft.broker.produce_rules import assign_offsets
 from pykraft.broker.producer_state import last_sequence
 from pykraft.protocol.errors import ErrorCode
-from pykraft.raft.log import InvalidAppendError
-from pykraft.records.txn_markers import decode_txn_marker, encode_txn_marker_batch, is_txn_marker_batch
+from pykraft.records.txn_markers import decode_txn_marker, is_txn_marker_batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,25 +53,8 @@ def observe_batch(replica: Replica, batch: Any) -> None:
 
 
 def append_marker(host: PartitionCore, request: MarkerRequest, now_ms: int) -> AppendResult:
-    found = host.leader_replica(request.topic, request.partition)
-    if isinstance(found, ErrorCode):
-        return AppendResult(found)
-    replica, log, leading = found, found.log, found.leading
-    assert leading is not None
-    error = replica.producers.check_marker(request.producer_id, request.producer_epoch, request.coordinator_epoch)
-    if error is ErrorCode.NONE:
-        error = admit_produce(-1, host.isr_size(replica), replica.settings.min_insync_replicas)
-    if error is not ErrorCode.NONE:
-        return AppendResult(error)
-    batch = bytearray(encode_txn_marker_batch(request.producer_id, request.producer_epoch, request.coordinator_epoch,
-                                              request.commit, timestamp_ms=now_ms))
-    base = log.end_offset()
-    assign_offsets(batch, base, replica.leader_epoch)
-    try:
-        log.append_as_leader(batch, replica.leader_epoch, keep=len(leading.replicas) > 1)
-    except InvalidAppendError as exc:  # a bug: the batch was built here
-        return AppendResult(ErrorCode.UNKNOWN_SERVER_ERROR, message=str(exc))
-    replica.verifying.pop(request.producer_id, None)
-    replica.producers.observe_marker(request.producer_id, request.producer_epoch, request.coordinator_epoch, base,
-                                     request.commit, now_ms)
-    return host.appended(replica, base, base, -1)
+    def bookkeeping(replica: Replica, base: int) -> None:  # the simulator derives the aborted index from the log
+        replica.verifying.pop(request.producer_id, None)
+        replica.producers.observe_marker(request.producer_id, request.producer_epoch, request.coordinator_epoch, base,
+                                         request.commit, now_ms)
+    return txn_marker_append.append_marker(host, request.topic, request.partition, request, now_ms, bookkeeping)

@@ -30,18 +30,13 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pykraft.controller.controller import (ALLOCATE_PRODUCER_IDS, ALTER_CONFIGS, ALTER_PARTITION,
-                                          ALTER_USER_SCRAM_CREDENTIALS, ASSIGN_REPLICAS_TO_DIRS, BROKER_HEARTBEAT,
-                                          BROKER_REGISTRATION, CONTROLLER_REGISTRATION, CREATE_ACLS,
-                                          CREATE_PARTITIONS, CREATE_TOPICS, DELETE_ACLS, DELETE_TOPICS,
-                                          ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, UNREGISTER_BROKER,
-                                          UPDATE_FEATURES, ControllerConfig, QuorumController)
+from pykraft.controller.controller import (CREATE_ACLS, DELETE_ACLS, INCREMENTAL_ALTER_CONFIGS, ControllerConfig,
+                                          QuorumController)
 from pykraft.controller.host import ControllerHostView, HostedController, Refusal, Written, error_reply
 from pykraft.controller.log_replay import metadata_records
-from pykraft.controller.reassignments import ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS
 from pykraft.controller.replication import ReplicationControl
 from pykraft.controller.result import ControllerResult, KRaftVersionUpgrade
-from pykraft.protocol.apis import NODE_RUNTIME_APIS, ApiKey, ApiRegistry
+from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.client import NotLeaderError
 from pykraft.raft.effects import Ready
@@ -53,14 +48,16 @@ from pykraft.records.metadata.frame import decode_metadata_record, encode_metada
 from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
+from pykraft.node.runtime import served_apis
 from pykraft.node.runtime.metrics import EventQueueStats
+from pykraft.node.runtime.served_apis import CONTROLLER_HANDLED
 from pykraft.node.apis.configs_api import describe_handler, node_view, with_logger_changes
 from pykraft.node.apis.quorum_reassign_api import RaftQuorumReassignments
-from pykraft.node.apis.security_apis import IMAGE_SECURITY_APIS, SASL_APIS, acl_writes, security_handlers
-from pykraft.node.hosts.controller_registration import ControllerRegistrar
-from pykraft.node.apis.versions import to_request_version
-from pykraft.node.apis.writes import WriteFailed
-from pykraft.node.hosts import reassignment_requests
+from pykraft.node.apis.security_apis import acl_writes, security_handlers
+from pykraft.node.roles.controller_registration import ControllerRegistrar
+from pykraft.protocol.core_versions import to_request_version
+from pykraft.node.runtime.writes import WriteFailed
+from pykraft.node.roles import reassignment_requests
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
@@ -71,19 +68,6 @@ _log = logging.getLogger("pykraft.node.controller")
 
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 MIN_TICK_DELAY_S = 0.001
-# Every API the controller's `handle` answers, with the versions kio has classes for.
-HOST_APIS: Mapping[int, tuple[int, int]] = {
-    CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ELECT_LEADERS: (0, 2), ALTER_PARTITION: (2, 3),
-    BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0), CONTROLLER_REGISTRATION: (0, 0),
-    UPDATE_FEATURES: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_CONFIGS: (0, 2), CREATE_PARTITIONS: (0, 3),
-    ALLOCATE_PRODUCER_IDS: (0, 0), ASSIGN_REPLICAS_TO_DIRS: (0, 0), ALTER_PARTITION_REASSIGNMENTS: (0, 1),
-    LIST_PARTITION_REASSIGNMENTS: (0, 0), CREATE_ACLS: (1, 3), DELETE_ACLS: (1, 3), ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
-}
-# Answered by any controller or broker from its own image, without the core task (Kafka's brokers and controllers
-# both serve DescribeConfigs and DescribeAcls from their metadata image), and the SASL APIs after authentication.
-IMAGE_APIS: Mapping[int, tuple[int, int]] = {int(ApiKey.DESCRIBE_CONFIGS): (1, 4),
-                                             **{int(k): v for k, v in (*IMAGE_SECURITY_APIS.items(),
-                                                                       *SASL_APIS.items())}}
 
 
 def authorizer_configured(static: Mapping[str, str]) -> bool:
@@ -92,16 +76,12 @@ def authorizer_configured(static: Mapping[str, str]) -> bool:
 
 
 def image_handlers(image_of: Any, node_id: int, static: Mapping[str, str], *, broker: bool = False) -> dict[int, Any]:
-    """Handlers of IMAGE_APIS reading `image_of()` (a QuorumController or a MetadataCache: `.configs`,
+    """Handlers of served_apis.IMAGE_APIS reading `image_of()` (a QuorumController or a MetadataCache: `.configs`,
     `.replication`, `.acls`, `.scram`) and this node's own config."""
     return {int(ApiKey.DESCRIBE_CONFIGS): describe_handler(image_of, node_view(node_id, static)),
             **security_handlers(image_of, authorizer_configured(static), broker=broker)}
 
 
-def with_image_apis(base: ApiRegistry) -> ApiRegistry:
-    for key, (low, high) in IMAGE_APIS.items():
-        base = base.with_range(ApiKey(key), low, high)
-    return base
 
 
 class BootstrapFileError(ValueError):
@@ -167,15 +147,15 @@ def controller_host(node_config: Any) -> ControllerHost:
 
 
 def hosted_runtime(node_config: Any, host: Any, **runtime_options: Any) -> NodeRuntime:
-    """A NodeRuntime with `host` as its state machine, serving the host's APIs (`registry`, `extra_handlers`)."""
+    """A NodeRuntime with `host` as its state machine, serving the host's APIs (`SERVED`, `extra_handlers`)."""
     from pykraft.node.runtime.runtime import NodeRuntime
 
-    broker_registry = getattr(host, "broker_registry", None)  # a combined node's broker listeners differ
+    served = host.SERVED  # the role's table (node/runtime/served_apis.py); a combined node's broker listeners differ
     # A host with a broker part opens the broker listeners once caught up (BrokerHost._on_state_changed).
     runtime_options.setdefault("defer_broker_listeners", node_config.is_broker)
-    runtime = NodeRuntime(node_config, state_machine=host, registry=host.registry(NODE_RUNTIME_APIS),
+    runtime = NodeRuntime(node_config, state_machine=host, registry=served.listeners,
                           extra_handlers=host.extra_handlers(), **runtime_options,
-                          broker_registry=None if broker_registry is None else broker_registry(NODE_RUNTIME_APIS))
+                          broker_registry=served.broker_listeners)
     host.bind(runtime)
     return runtime
 
@@ -216,12 +196,7 @@ class ControllerHost(ControllerHostView):
         runtime.controller_host = self  # what the metrics read, without importing the hosts
         runtime.observers.append(self._observe)
 
-    def registry(self, base: ApiRegistry) -> ApiRegistry:
-        """`base` plus every controller API `ApiKey` knows (see the module docstring for the others)."""
-        for key, (low, high) in HOST_APIS.items():
-            if key in ApiKey._value2member_map_:  # membership by value
-                base = base.with_range(ApiKey(key), low, high)
-        return with_image_apis(base).with_range(ApiKey.ENVELOPE, 0, 0)  # forwarded requests: the runtime opens them
+    SERVED = served_apis.CONTROLLER  # what its listeners serve; Envelope: forwarded requests, the runtime opens them
 
     def metadata_image(self) -> QuorumController:
         """The image Metadata and DescribeCluster answer from (client_apis.MetadataImage: `.cluster`,
@@ -231,7 +206,7 @@ class ControllerHost(ControllerHostView):
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
             return await self.answer(int(decoded.api_key), decoded.message)
-        handlers: dict[int, Any] = {key: handler for key in HOST_APIS if key in ApiKey._value2member_map_}
+        handlers: dict[int, Any] = {int(key): handler for key in CONTROLLER_HANDLED}
         handlers[INCREMENTAL_ALTER_CONFIGS] = with_logger_changes(handler, self.config.node_id)
         enabled = authorizer_configured(self.config.static_configs)
         for key in (CREATE_ACLS, DELETE_ACLS):
@@ -245,6 +220,11 @@ class ControllerHost(ControllerHostView):
         if special is not None:
             return await special(self, message)
         return await self.request(api_key, message)
+
+    def _bound(self) -> NodeRuntime:
+        """The runtime `bind` gave (a programmer error to need it before)."""
+        assert self.runtime is not None, "bind(runtime) first"
+        return self.runtime
 
     def _core(self) -> Any:
         return None if self.runtime is None else self.runtime.core
@@ -348,7 +328,7 @@ class ControllerHost(ControllerHostView):
             next_offset = leader.accumulator.next_offset  # the control batch took offsets
         waiter, ready = self._write(result, now, next_offset)
         if kraft_offset is not None and not result.records:
-            waiter = self.runtime.waiters.add(kraft_offset, leader.epoch)  # type: ignore[union-attr]
+            waiter = self._bound().waiters.add(kraft_offset, leader.epoch)
         accepted.set_result((result.response, waiter, next_offset))
         self._schedule_tick()
         return _merged(kraft_ready, ready)
@@ -358,7 +338,7 @@ class ControllerHost(ControllerHostView):
         FeatureLevelRecords of the same request are written, so a refusal leaves nothing behind (Kafka's
         QuorumController.updateFeatures order). Their batch follows the control batch, so waiting for the records'
         commit covers both; without records the answer waits for the control batch's offset."""
-        core = self.runtime.core  # type: ignore[union-attr]
+        core = self._bound().core
         offset, ready = core.upgrade_kraft_version(upgrade.version, now, upgrade.validate_only)
         self.controller.note_kraft_version(core.kraft_version())
         return offset, ready

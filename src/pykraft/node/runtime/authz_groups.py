@@ -27,8 +27,8 @@ from pykraft.protocol.apis import response_class
 from pykraft.protocol.error_responses import error_response_for, field_entity, items, zero_entity
 from pykraft.protocol.errors import ErrorCode
 
-from pykraft.node.apis.authz import Check, Denied, Narrowed, RequestAuthorizer
-from pykraft.node.apis.authz_data import Shape, every_partition, per_partition
+from pykraft.node.runtime.authz import Check, Denied, Narrowed, RequestAuthorizer
+from pykraft.node.runtime.authz_data import Shape, every_partition, per_partition
 
 __all__ = ["GROUP_RULES"]
 

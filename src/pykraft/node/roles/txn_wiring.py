@@ -18,7 +18,7 @@ from pykraft.node.hosts.txn_marker_sender import MarkerSender
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.hosts.broker_host import BrokerHost
+    from pykraft.node.roles.broker_host import BrokerHost
 
 
 def build_transactions(broker: BrokerHost) -> tuple[TxnHost, TxnApi]:

@@ -38,29 +38,29 @@ from pykraft.broker.metadata_cache import MetadataCache
 from pykraft.controller.cluster import Endpoint
 from pykraft.controller.features import DEFAULT_SUPPORTED_FEATURES
 from pykraft.controller.log_replay import metadata_records
-from pykraft.protocol.apis import ApiKey, ApiRegistry
+from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import RawSnapshotReader
 from pykraft.records.metadata.frame import encode_metadata_record
 from pykraft.storage import StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 
-from pykraft.node.apis.client_apis import controllers
+from pykraft.node.runtime.client_apis import controllers
 from pykraft.node.hosts.broker_log import error_name, log_isr_change, log_state_change
 from pykraft.node.apis.configs_api import with_logger_changes
 from pykraft.node.apis.quorum_reassign_api import forward_timeout_ms
-from pykraft.node.hosts.controller_host import HOST_APIS, error_reply, hosted_runtime, image_handlers, with_image_apis
-from pykraft.node.hosts.data_plane import DATA_PLANE_APIS, DataPlane
-from pykraft.node.apis.consumer_group_api import CONSUMER_GROUP_APIS, ConsumerGroupApi
-from pykraft.node.apis.group_api import GROUP_APIS, GroupApi, offsets_topic_settings
+from pykraft.node.roles.controller_host import error_reply, hosted_runtime, image_handlers
+from pykraft.node.roles.data_plane import DataPlane
+from pykraft.node.runtime import served_apis
+from pykraft.node.runtime.served_apis import FORWARDED_APIS
+from pykraft.node.apis.consumer_group_api import ConsumerGroupApi
+from pykraft.node.apis.group_api import GroupApi, offsets_topic_settings
 from pykraft.node.hosts.consumer_group_host import consumer_group_config
 from pykraft.node.hosts.group_host import GroupHost, group_config
 from pykraft.node.hosts.isr_trace import IsrViewTrace
-from pykraft.node.apis.envelope import envelope_error, unwrap_answer, wrap
-from pykraft.node.apis.security_apis import BROKER_SECURITY_APIS
-from pykraft.node.apis.txn_api import TXN_APIS
-from pykraft.node.hosts.txn_wiring import build_transactions, txn_handlers
-from pykraft.node.apis.versions import to_request_version
+from pykraft.node.runtime.envelope import envelope_error, unwrap_answer, wrap
+from pykraft.node.roles.txn_wiring import build_transactions, txn_handlers
+from pykraft.protocol.core_versions import to_request_version
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
@@ -71,16 +71,6 @@ _log = logging.getLogger("pykraft.node.broker")
 
 # Kafka's SecurityProtocol ids, as BrokerRegistration carries them.
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADERS, ApiKey.UPDATE_FEATURES,
-                  ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS,
-                  ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
-                  ApiKey.UNREGISTER_BROKER, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
-                  ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
-# The RPCs Kafka serves on controller listeners only (their schemas' "listeners": ["controller"]): a broker listener
-# does not offer them, so a broker never takes part in an election or a voter change on a peer's behalf.
-CONTROLLER_ONLY_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT,
-                        ApiKey.UPDATE_RAFT_VOTER, ApiKey.ALTER_PARTITION, ApiKey.BROKER_REGISTRATION,
-                        ApiKey.BROKER_HEARTBEAT, ApiKey.CONTROLLER_REGISTRATION)
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 60.0
 MIN_TIMER_DELAY_S = 0.001
 
@@ -180,16 +170,7 @@ class BrokerHost:
     def metadata_image(self) -> MetadataCache:
         return self.cache
 
-    def registry(self, base: ApiRegistry) -> ApiRegistry:
-        for key in CONTROLLER_ONLY_APIS:
-            base = base.without(key)
-        for key in FORWARDED_APIS:
-            low, high = HOST_APIS[key]
-            base = base.with_range(key, low, high)
-        for key, (low, high) in (*DATA_PLANE_APIS.items(), *GROUP_APIS.items(), *CONSUMER_GROUP_APIS.items(),
-                                 *TXN_APIS.items(), *BROKER_SECURITY_APIS.items()):
-            base = base.with_range(key, low, high)
-        return with_image_apis(base)
+    SERVED = served_apis.BROKER
 
     def extra_handlers(self) -> dict[int, Any]:
         async def handler(decoded: DecodedRequest) -> Any:
@@ -335,15 +316,15 @@ class BrokerHost:
         address = self._controller_address()
         response = None
         if address is not None:
-            response = await self.runtime.outbound.forward(address[0], address[1], send.request)  # type: ignore[union-attr]
+            response = await self._bound().outbound.forward(address[0], address[1], send.request)
         component = self._component(name)
         if response is None:
             _log.debug("%s: %s to the controller at %s got no answer", name, type(send.request).__name__, address)
             self._run(name, component.handle_failure(send.request_id, self._now()))
             return
+        assert address is not None  # (an answer came from it)
         error = int(getattr(response, "error_code", 0))
         if error:
-            assert address is not None  # (an answer came from it)
             # NOT_CONTROLLER is what a controller failover looks like from here: expected, the next send finds the
             # new one (the raft and controller lines say who it is)
             _log.log(logging.DEBUG if error == ErrorCode.NOT_CONTROLLER else logging.INFO,
@@ -354,12 +335,12 @@ class BrokerHost:
             ready = component.handle_response(send.request_id, response, self._now())
         except Exception as exc:  # a bug met by this one answer: as if it never came (contained)
             request = send.request
-            self.runtime.handler_errors.record(int(request.__api_key__), int(request.__version__), exc,  # type: ignore[union-attr]
+            self._bound().handler_errors.record(int(request.__api_key__), int(request.__version__), exc,
                                                f"response from the controller at {address}")
             ready = component.handle_failure(send.request_id, self._now())
         if self.lifecycle.registered and not registered:
             _log.info("[BrokerLifecycleManager id=%d] Registered with the controller at %s:%s: broker epoch %d",
-                      self.node_id, *address, self.lifecycle.broker_epoch)  # type: ignore[misc]
+                      self.node_id, *address, self.lifecycle.broker_epoch)
         self._run(name, ready)
 
     def _send_done(self, task: asyncio.Task[None]) -> None:
@@ -448,7 +429,7 @@ class BrokerHost:
         address = self._controller_address()
         answer = None
         if address is not None:
-            answer = await self.runtime.outbound.forward(  # type: ignore[union-attr]
+            answer = await self._bound().outbound.forward(
                 address[0], address[1], wrap(decoded), forward_timeout_ms(message))
         response = None if answer is None else unwrap_answer(decoded, answer)
         if response is None:
@@ -458,6 +439,11 @@ class BrokerHost:
                     else f"the active controller refused the forwarded request: {error.name}")
             return to_request_version(error_reply(api_key, message, error, text), int(message.__version__))
         return response
+
+    def _bound(self) -> NodeRuntime:
+        """The runtime `bind` gave (a programmer error to need it before)."""
+        assert self.runtime is not None, "bind(runtime) first"
+        return self.runtime
 
     def _now(self) -> int:
         assert self.runtime is not None

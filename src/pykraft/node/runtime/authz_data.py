@@ -26,7 +26,7 @@ from pykraft.protocol.apis import response_class
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.error_responses import field_entity, items, zero_entity
 
-from pykraft.node.apis.authz import Check, Denied, Narrowed, RequestAuthorizer
+from pykraft.node.runtime.authz import Check, Denied, Narrowed, RequestAuthorizer
 
 __all__ = ["DATA_RULES"]
 

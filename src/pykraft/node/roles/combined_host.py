@@ -4,8 +4,8 @@ both state machines.
 The controller host and the broker host each replay the committed log (each into its own image: the controller's
 may run ahead with its own uncommitted writes, the broker's cache is committed records only, and Metadata answers
 from the latter). Snapshots are the controller's. The runtime binds the controller listener and the broker
-listeners with one request handler, each kind of listener serving its own APIs as in Kafka (`registry`,
-`broker_registry`: a broker listener offers no controller RPC, a controller listener no data plane):
+listeners with one request handler, each kind of listener serving its own APIs as in Kafka (`SERVED`,
+node/runtime/served_apis.py: a broker listener offers no controller RPC, a controller listener no data plane):
 - the controller's RPCs (BrokerRegistration, BrokerHeartbeat, AlterPartition, ...) go to the controller host, which
   answers NOT_CONTROLLER unless this node is the active controller;
 - the requests a broker forwards (CreateTopics, DeleteTopics, ElectLeaders, UpdateFeatures) are handled here when
@@ -19,12 +19,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pykraft.broker.metadata_cache import MetadataCache
-from pykraft.protocol.apis import ApiKey, ApiRegistry
+from pykraft.protocol.apis import ApiKey
 from pykraft.raft.log import RawSnapshotReader
 
 from pykraft.node.apis.configs_api import with_logger_changes
-from pykraft.node.hosts.broker_host import FORWARDED_APIS, BrokerHost, broker_host
-from pykraft.node.hosts.controller_host import ControllerHost, controller_host, hosted_runtime
+from pykraft.node.roles.broker_host import BrokerHost, broker_host
+from pykraft.node.runtime import served_apis
+from pykraft.node.runtime.served_apis import FORWARDED_APIS
+from pykraft.node.roles.controller_host import ControllerHost, controller_host, hosted_runtime
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
@@ -63,13 +65,7 @@ class CombinedHost:
         """The controller's replay or the broker's caught up: the ACLs are in the image."""
         return self.controller.acls_loaded or self.broker.acls_loaded
 
-    def registry(self, base: ApiRegistry) -> ApiRegistry:
-        """The controller listener's APIs: a controller-only node's."""
-        return self.controller.registry(base)
-
-    def broker_registry(self, base: ApiRegistry) -> ApiRegistry:
-        """The broker listeners' APIs: a broker-only node's (the runtime serves each kind of listener its own)."""
-        return self.broker.registry(base)
+    SERVED = served_apis.COMBINED  # its controller listener the controller's table, its broker listeners the broker's
 
     def extra_handlers(self) -> dict[int, Any]:
         handlers = self.controller.extra_handlers()

@@ -38,7 +38,7 @@ from pykraft.node.apis import (
     producers_api,
     topic_partitions_api,
 )
-from pykraft.node.apis.listeners import listener_name
+from pykraft.node.runtime.listeners import listener_name
 from pykraft.node.apis.producer_id_api import ProducerIdBlocks, init_producer_id
 from pykraft.node.runtime.allocator import tune_for_large_frames
 from pykraft.node.runtime.flusher import thread_runner
@@ -51,13 +51,9 @@ from pykraft.node.hosts.replica_move import ReplicaMover
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest
 
-    from pykraft.node.hosts.broker_host import BrokerHost
+    from pykraft.node.roles.broker_host import BrokerHost
 
 _log = logging.getLogger("pykraft.node.data_plane")
-DATA_PLANE_APIS = {ApiKey.PRODUCE: (3, 12), ApiKey.FETCH: (4, 18), ApiKey.LIST_OFFSETS: (1, 10),
-                   ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4), ApiKey.INIT_PRODUCER_ID: (0, 5),
-                   ApiKey.DELETE_RECORDS: (0, 2), ApiKey.DESCRIBE_LOG_DIRS: (1, 4), ApiKey.DESCRIBE_PRODUCERS: (0, 0),
-                   ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0), ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2)}
 MAINTENANCE_INTERVAL_S = 5.0
 
 
@@ -243,7 +239,7 @@ class DataPlane:
     def handlers(self) -> dict[int, Any]:
         async def produce(decoded: DecodedRequest) -> Any:
             if produce_api.names_metadata_topic(decoded.message):
-                return await self.broker.runtime.inbound.produce_metadata(decoded)  # type: ignore[union-attr]
+                return await self.broker._bound().inbound.produce_metadata(decoded)
             try:
                 return await produce_api.produce(self.host, decoded.message, self.verifier, self.adder)
             except Exception:
@@ -252,7 +248,7 @@ class DataPlane:
 
         async def fetch(decoded: DecodedRequest) -> Any:
             if fetch_api.names_metadata_topic(decoded.message):
-                return await self.broker.runtime.inbound.answer_on_core(decoded)  # type: ignore[union-attr]
+                return await self.broker._bound().inbound.answer_on_core(decoded)
             try:
                 return await fetch_api.fetch(self.host, decoded.message, self.broker._now)
             except Exception:

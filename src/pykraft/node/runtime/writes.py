@@ -1,6 +1,6 @@
 """Client writes through the runtime: Produce to `__cluster_metadata`, and the commit waiters every write uses.
 
-UpdateFeatures is not here: the controller host answers it (node/hosts/controller_host.py), with the controller's rules
+UpdateFeatures is not here: the controller host answers it (node/roles/controller_host.py), with the controller's rules
 for metadata.version and the raft core for kraft.version. A write appends on the leader and answers only once the
 high watermark has passed what it wrote (`CommitWaiters`), or fails with NOT_LEADER_OR_FOLLOWER when this node stops
 leading the epoch it wrote in first (Kafka's appendPurgatory completes exceptionally on resignation). Produce is off unless the config has

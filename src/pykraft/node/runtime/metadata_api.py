@@ -35,7 +35,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
 from pykraft.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID
 
-from pykraft.node.apis.client_apis import (
+from pykraft.node.runtime.client_apis import (
     INTERNAL_TOPICS,
     NO_LEADER,
     MetadataImage,
@@ -45,8 +45,8 @@ from pykraft.node.apis.client_apis import (
     registered_brokers,
     response_namespace,
 )
-from pykraft.node.apis.listeners import CONTROLLER_LISTENER, RequestListener, broker_endpoint
-from pykraft.node.apis.versions import to_request_version
+from pykraft.node.runtime.listeners import CONTROLLER_LISTENER, RequestListener, broker_endpoint
+from pykraft.protocol.core_versions import to_request_version
 
 if TYPE_CHECKING:
     from pykraft.controller.cluster import ClusterControl

@@ -25,12 +25,12 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.throttle import ZERO_THROTTLE
 
-from pykraft.node.apis.versions import to_request_version
+from pykraft.protocol.core_versions import to_request_version
 
 alter_response = schema_module("kio.schema.alter_partition_reassignments.v1.response")
 
 if TYPE_CHECKING:
-    from pykraft.node.hosts.controller_host import ControllerHost
+    from pykraft.node.roles.controller_host import ControllerHost
 
 ALTER_VERSION = 1  # the version the controller's answers are merged at, then lowered to the request's
 

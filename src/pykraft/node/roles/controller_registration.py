@@ -26,10 +26,10 @@ from pykraft.controller.features import DEFAULT_SUPPORTED_FEATURES
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.lazy_schema import schema_module
 
-from pykraft.node.apis.client_apis import controllers
+from pykraft.node.runtime.client_apis import controllers
 
 if TYPE_CHECKING:
-    from pykraft.node.hosts.controller_host import ControllerHost
+    from pykraft.node.roles.controller_host import ControllerHost
 
 _log = logging.getLogger("pykraft.node.controller")
 registration_req = schema_module("kio.schema.controller_registration.v0.request")

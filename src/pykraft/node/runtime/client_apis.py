@@ -39,8 +39,8 @@ from pykraft.protocol.apis import ApiKey, ApiRegistry, VersionRange, response_cl
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
 
-from pykraft.node.apis.listeners import CONTROLLER_LISTENER, RequestListener, broker_endpoint
-from pykraft.node.apis.versions import to_request_version
+from pykraft.node.runtime.listeners import CONTROLLER_LISTENER, RequestListener, broker_endpoint
+from pykraft.protocol.core_versions import to_request_version
 
 if TYPE_CHECKING:
     from pykraft.controller.cluster import BrokerRegistration, ClusterControl
@@ -64,6 +64,7 @@ class MetadataImage(Protocol):
     cluster: ClusterControl
     replication: ReplicationControl
     features: FeatureControl
+    scram: Any  # the SCRAM credentials (controller/scram.py), what SASL/SCRAM listeners check passwords against
 
 
 def image_of(state_machine: Any) -> MetadataImage | None:

@@ -28,10 +28,10 @@ from pykraft.protocol.apis import ApiKey, response_class
 from pykraft.protocol.error_responses import error_response_for, field_entity, items, zero_entity
 from pykraft.protocol.errors import ErrorCode
 
-from pykraft.node.apis.authz import Check, Denied, Narrowed, RequestAuthorizer, Rule
-from pykraft.node.apis.authz_data import DATA_RULES
-from pykraft.node.apis.authz_groups import GROUP_RULES
-from pykraft.node.apis.authz_txn import TXN_RULES
+from pykraft.node.runtime.authz import Check, Denied, Narrowed, RequestAuthorizer, Rule
+from pykraft.node.runtime.authz_data import DATA_RULES
+from pykraft.node.runtime.authz_groups import GROUP_RULES
+from pykraft.node.runtime.authz_txn import TXN_RULES
 
 __all__ = ["RULES", "UNLISTED"]
 
