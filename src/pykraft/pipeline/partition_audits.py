@@ -122,10 +122,11 @@ def audit_idempotence(results: Results, user: DataFrame) -> None:
 
 
 def audit_acknowledged(tables: Tables, results: Results, user: DataFrame, extents: DataFrame,
-                       refs: DataFrame, outcomes: DataFrame) -> None:
+                       refs: DataFrame, outcomes: DataFrame) -> list[DataFrame]:
+    """Returns the frames it persisted (the caller unpersists them once written)."""
     if tables.produced is None:
-        return
-    produced = tables.produced
+        return []
+    produced = tables.produced.persist()  # read four times below: parse the client histories' JSON once
     aborted = outcomes.filter(F.col("txn_outcome") == "ABORT").select(*REPLICA, "offset")
     sent_topics = produced.select("cluster_id", "topic").distinct()
     rows = (user.filter(~F.col("is_control") & F.col("value").isNotNull())
@@ -160,13 +161,16 @@ def audit_acknowledged(tables: Tables, results: Results, user: DataFrame, extent
     phantom = (counted.filter(F.col("sent").isNull())
                .select(F.lit("phantom").alias("kind"), *REPLICA, "offset", "file", "position", "value_digest",
                        F.lit("in the log, sent by no producer").alias("detail")))
-    offending = lost.unionByName(duplicated).unionByName(phantom)
+    # Persisted: the audit and the per-topic figures below are written from the same rows (two writes would
+    # otherwise compute every join above twice).
+    offending = lost.unionByName(duplicated).unionByName(phantom).persist()
     results.audits["acknowledged"] = offending
     outcomes = produced.groupBy("cluster_id", "topic").agg(
         F.sum((F.col("outcome") == "acked").cast("long")).alias("acked"),
         F.sum((F.col("outcome") != "acked").cast("long")).alias("failed"))
     found = offending.groupBy("cluster_id", "topic").pivot("kind", ["lost", "duplicated", "phantom"]).count()
     results.tables["acknowledged_history"] = outcomes.join(found, ["cluster_id", "topic"], "left").fillna(0)
+    return [produced, offending]
 
 
 def _not_aborted(tables: Tables, missing: DataFrame, aborted: DataFrame) -> DataFrame:
@@ -256,13 +260,17 @@ def log_audits(tables: Tables, results: Results) -> None:
     audit_idempotence(results, partition_records(tables))
 
 
-def image_audits(tables: Tables, results: Results) -> None:
-    """The partition-log audits that read the replay's image (leaders, ISRs) or broker history."""
-    user = partition_records(tables)
-    extents = replica_extents(user)
-    refs = reference_replicas(extents, results.tables["image_partitions"])
-    outcomes = txn_outcomes(user)
+def image_audits(tables: Tables, results: Results) -> list[DataFrame]:
+    """The partition-log audits that read the replay's image (leaders, ISRs) or broker history. The frames every
+    audit shares (the partition records, each replica's extent, the reference replicas, the transactions'
+    outcomes) are persisted: each audit's write would otherwise scan and shuffle them again. Returned so that the
+    caller unpersists them once the audits are written."""
+    user = partition_records(tables).persist()
+    extents = replica_extents(user).persist()
+    refs = reference_replicas(extents, results.tables["image_partitions"]).persist()
+    outcomes = txn_outcomes(user).persist()
     audit_partition_replicas(tables, results, user, extents, refs)
-    audit_acknowledged(tables, results, user, extents, refs, outcomes)
+    persisted = audit_acknowledged(tables, results, user, extents, refs, outcomes)
     audit_consumer_groups(results, user, refs, outcomes)
     audit_kip841_brokers(tables, results)
+    return [user, extents, refs, outcomes, *persisted]

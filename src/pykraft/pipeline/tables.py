@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,16 @@ class Tables:
     produced: DataFrame | None  # what producers were told
     checkpoints: DataFrame
     aborted: DataFrame  # aborted transactions from the .txnindex files
+
+
+def one_partition(tables: Tables) -> Tables:
+    """Every input table as one partition, for inputs that fit one shuffle partition anyway. A query over frames
+    that all have one partition needs no shuffle: a join, a window or a grouping of one partition is already
+    clustered by any key, so each table or audit written is one stage instead of a stage (and, under adaptive
+    execution, a job) per join, window and grouping; on small inputs those stages' scheduling is most of the work.
+    Only the partitioning changes, never a row."""
+    frames: list[DataFrame | None] = [getattr(tables, f.name) for f in fields(tables)]
+    return Tables(*(None if frame is None else frame.coalesce(1) for frame in frames))  # type: ignore[arg-type]
 
 
 def parallel(*jobs: Callable[[], Any]) -> list[Any]:
