@@ -151,7 +151,7 @@ class SimNode:
         if self.status is Status.UP:
             self._input(lambda core: core.poll(self.now()))
 
-    def wipe(self, auto_join: bool = True) -> None:
+    def wipe(self, *, auto_join: bool) -> None:
         """Disk replacement: the node must be down; it comes back with an empty disk and a new directory id."""
         assert self.status in (Status.DOWN, Status.FAILED)
         self.disk.wipe(self.world.new_directory_id())

@@ -126,8 +126,8 @@ class BrokerNode(SimNode):
         super().kill(torn_probability)
         self.partition_logs.crash(self.rng)
 
-    def wipe(self, auto_join: bool = True) -> None:
-        super().wipe(auto_join)
+    def wipe(self, *, auto_join: bool) -> None:
+        super().wipe(auto_join=auto_join)
         self.partition_logs.wipe()
         data_checker = getattr(self.world, "data_checker", None)
         if data_checker is not None:
