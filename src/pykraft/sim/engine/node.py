@@ -61,6 +61,10 @@ class Status(enum.Enum):
 
 
 class SimNode:
+    # Whether the node's raft replica may vote or stand (LocalReplica.can_become_voter): a broker-only process
+    # never may, as the real node's `is_controller` (node/config/node_config.py).
+    CAN_BECOME_VOTER: ClassVar[bool] = True
+
     def __init__(self, world: World, node_id: int, disk: SimDisk, config: QuorumConfig,
                  bootstrap: tuple[Endpoint, ...], clock: NodeClock) -> None:
         self.world = world
@@ -95,7 +99,8 @@ class SimNode:
         self.world.network.bump(self.node_id)
         local = LocalReplica(node_id=self.node_id, directory_id=self.disk.directory_id,
                              endpoints=endpoints_of(self.node_id), supported_kraft=SupportedVersionRange(0, 1),
-                             cluster_id=CLUSTER_ID, bootstrap_servers=self.bootstrap)
+                             cluster_id=CLUSTER_ID, bootstrap_servers=self.bootstrap,
+                             can_become_voter=self.CAN_BECOME_VOTER)
         core_rng = random.Random(self.rng.getrandbits(64))
         self.core = RaftCore(local, self.config, self.disk.log, core_rng)
         self.machine = self.new_machine()

@@ -56,6 +56,8 @@ class BrokerSettings:
 
 
 class BrokerNode(SimNode):
+    CAN_BECOME_VOTER = False
+
     def __init__(self, *args: Any, settings: BrokerSettings, **kwargs: Any) -> None:
         self.settings = settings
         self.partition_logs = SimPartitionLogs()  # on the broker's disk: they outlive its processes
