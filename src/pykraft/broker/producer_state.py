@@ -24,10 +24,14 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pykraft.protocol.errors import ErrorCode
 
 from .producer_snapshot import ProducerSnapshotEntry
+
+if TYPE_CHECKING:
+    from pykraft.records.batch import RecordBatch
 
 RECENT_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN (= max.in.flight for idempotence)
 _SEQ_MOD = 1 << 31
@@ -96,6 +100,12 @@ class ProducerStates:
         if not known.recent or first_seq == (known.recent[-1].last_sequence + 1) % _SEQ_MOD:
             return SequenceCheck()
         return SequenceCheck(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+
+    def observe_batch(self, batch: RecordBatch) -> None:
+        """`observe` of a data batch read from the log (a follower's append, a replay): its header's fields."""
+        self.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                     last_sequence(batch.base_sequence, batch.last_offset_delta), batch.base_offset,
+                     batch.last_offset, batch.max_timestamp, transactional=batch.is_transactional)
 
     def observe(self, producer_id: int, epoch: int, first_seq: int, last_seq: int, base_offset: int,
                 last_offset: int, timestamp: int = -1, transactional: bool = False) -> None:

@@ -27,7 +27,6 @@ from pykraft.broker.producer_snapshot import (
     decode_producer_snapshot,
     encode_producer_snapshot,
 )
-from pykraft.broker.producer_state import last_sequence
 from pykraft.records import RecordsError, iter_batches
 from pykraft.records.batch import RecordBatch
 from pykraft.records.txn_markers import decode_txn_marker, is_txn_marker_batch
@@ -116,9 +115,7 @@ def observe_batch(replica: Replica, batch: RecordBatch) -> None:
     and for a marker the completed transaction (an aborted one into the `.txnindex` of its segment)."""
     producers = replica.producers
     if not is_txn_marker_batch(batch):
-        producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                          last_sequence(batch.base_sequence, batch.last_offset_delta), batch.base_offset,
-                          batch.last_offset, batch.max_timestamp, transactional=batch.is_transactional)
+        producers.observe_batch(batch)
         return
     try:
         marker = decode_txn_marker(batch)

@@ -16,7 +16,6 @@ from typing import Any
 
 from pykraft.broker import txn_marker_append
 from pykraft.broker.partition_host import AppendResult, PartitionCore, Replica
-from pykraft.broker.producer_state import last_sequence
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.txn_markers import decode_txn_marker, is_txn_marker_batch
 
@@ -42,9 +41,7 @@ class MarkerResponse:
 def observe_batch(replica: Replica, batch: Any) -> None:
     producers = replica.producers
     if not is_txn_marker_batch(batch):
-        producers.observe(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                          last_sequence(batch.base_sequence, batch.last_offset_delta), batch.base_offset,
-                          batch.last_offset, batch.max_timestamp, transactional=batch.is_transactional)
+        producers.observe_batch(batch)
         return
     marker = decode_txn_marker(batch)
     replica.verifying.pop(batch.producer_id, None)
