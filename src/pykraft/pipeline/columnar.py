@@ -52,15 +52,15 @@ def binary_column(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> pa.
     present = length >= 0
     if not present.any():  # no key at all (metadata records, most producers' records): nothing to copy
         return pa.nulls(count, pa.binary())
-    bounds = np.empty(2 * count, dtype=np.int64)
-    bounds[0::2] = start
-    bounds[1::2] = start + np.where(present, length, 0)
-    lo, hi = int(bounds[0]), int(bounds[-1])
-    offsets = bounds - lo
-    if (np.diff(offsets) < 0).any() or hi - lo > np.iinfo(np.int32).max:
+    end = start + np.maximum(length, 0)
+    lo, hi = int(start[0]), int(end[-1])
+    if hi - lo > np.iinfo(np.int32).max or (start[1:] < end[:-1]).any():
         raise ValueError("binary_column: ranges out of order, overlapping or over 2 GiB")
+    bounds = np.empty(2 * count, dtype=np.int32)  # the spans' offsets, made in Arrow's type at once
+    np.subtract(start, lo, out=bounds[0::2], casting="unsafe")  # unsafe: within int32, checked above
+    np.subtract(end, lo, out=bounds[1::2], casting="unsafe")
     spans = pa.BinaryArray.from_buffers(pa.binary(), 2 * count - 1,
-                                        [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(buf[lo:hi])])
+                                        [None, pa.py_buffer(bounds), pa.py_buffer(buf[lo:hi])])
     rows = np.arange(0, 2 * count, 2, dtype=np.int32)
     return spans.take(pa.array(rows, mask=None if present.all() else ~present))
 
