@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-import pykraft.controller.controller  # noqa: F401 - imports every controller module that names lazy schemas
+import pykraft.controller.controller  # imports every controller module that names lazy schemas
 import pykraft.node.roles.broker_host  # noqa: F401 - and the broker's (transactions, producer ids, directories)
 from pykraft.protocol.lazy_schema import NAMED, LazySchemaModule, schema_module
 
