@@ -125,10 +125,6 @@ class NodeRuntime:
         return self.task.failure
 
     @property
-    def close_failure(self) -> NodeCloseError | None:
-        return self.shutdown.close_failure
-
-    @property
     def waiters(self) -> CommitWaiters:
         """The leader's commit waiters (leader_appends.py): a host waits on them for its own writes."""
         return self.appends.waiters
@@ -258,8 +254,8 @@ class NodeRuntime:
         await self.shutdown.stopped.wait()
         if self.failure is not None:
             raise self.failure
-        if self.close_failure is not None:
-            raise self.close_failure
+        if self.shutdown.close_failure is not None:
+            raise self.shutdown.close_failure
 
     async def stop(self, graceful: bool = True, timeout_ms: int = SHUTDOWN_TIMEOUT_MS) -> None:
         """Resign gracefully (wait for ShutdownComplete or the timeout), then flush and close everything
@@ -282,7 +278,7 @@ class NodeRuntime:
         self.trace.event(self.clock(), "snapshot_taken", offset=snapshot_id.offset, epoch=snapshot_id.epoch,
                          bytes=size)
 
-    # ---- the ways in: inputs to the core task ------------------------------------------------------------------
+    # ---- the ways in: inputs to the core task (a leader's writes go through `appends`: leader_appends.py) ----------
     def submit(self, fn: Input) -> None:
         """Run `fn(now_ms)` on the core task (the state machine's way in, e.g. the controller host); a Ready it
         returns is carried out like the core's own. Ignored once the node is stopping."""
@@ -297,11 +293,3 @@ class NodeRuntime:
     async def core_request(self, request: Any) -> Any | None:
         """Hand a raft request to the core; the answer, or None if the node stopped first (raft_rpcs.py)."""
         return await self.rpcs.request(request)
-
-    async def append_committed(self, values: list[bytes]) -> int:
-        """Append on the leader and wait until committed; the base offset. Raises WriteFailed."""
-        return await self.appends.append_committed(values)
-
-    async def append_encoded_committed(self, batches: list[tuple[memoryview, int]]) -> int:
-        """`append_committed` for (batch, record count) pairs a client encoded, appended as they are."""
-        return await self.appends.append_encoded_committed(batches)
