@@ -30,7 +30,7 @@ from pykraft.storage import StorageError
 from pykraft.node.config.node_config import ConfigError, load_config
 from pykraft.node.logs import configure_logging, logs_dir
 from pykraft.node.roles.controller_host import controller_runtime
-from pykraft.node.runtime.closing import NodeCloseError
+from pykraft.node.runtime.runtime import NodeCloseError
 
 if TYPE_CHECKING:
     from pykraft.node.roles.broker_host import BrokerHost
