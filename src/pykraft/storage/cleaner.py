@@ -177,15 +177,15 @@ class Cleaner:
 
     def _map_segment(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int, upper: int,
                      seam: TransactionSeam, stats: CleanerStats) -> bool:
-        for chunk, items in self._chunks(task, host, source, position, stats, mapping=True):
-            if self._map_chunk(chunk, items, task.first_dirty, seam, stats):
+        for chunk, items, at in self._chunks(task, host, source, position, stats, mapping=True):
+            if self._map_chunk(chunk, items, at, task.first_dirty, seam, stats):
                 return True
         self.offset_map.update_latest_offset(upper - 1)  # across an offset gap to the next segment
         return False
 
-    def _map_chunk(self, chunk: memoryview, items: list[Item], start: int, seam: TransactionSeam,
-                   stats: CleanerStats) -> bool:
-        """Map one chunk's batches; True when the map filled up."""
+    def _map_chunk(self, chunk: memoryview, items: list[Item], chunk_position: int, start: int,
+                   seam: TransactionSeam, stats: CleanerStats) -> bool:
+        """Map one chunk's batches (read at `chunk_position` of its segment); True when the map filled up."""
         omap = self.offset_map
         aborted = [False] * len(items)  # the seam's answers, asked in log order before any record is mapped
         data = []
@@ -200,7 +200,7 @@ class Cleaner:
         full_at = -1
         if scanned is not None:
             assert isinstance(omap, OffsetMap)  # self.fast: the flat map
-            stop = map_chunk(omap, scanned, start, self._mapped)
+            stop = map_chunk(omap, scanned, start, self._mapped, chunk_position)
             full_at = len(items) if stop is None else data[stop]
         for i, (_, batch) in enumerate(items):
             count = batch.record_count
@@ -223,9 +223,9 @@ class Cleaner:
         writer = CleanedWriter(task.directory, group[0].facts.base_offset, task.index_interval, self.io_buffer_size)
         try:
             for source in group:
-                for chunk, items in self._chunks(task, host, source, 0, stats, mapping=False):
+                for chunk, items, at in self._chunks(task, host, source, 0, stats, mapping=False):
                     written = 0
-                    for out in self._filter_chunk(chunk, items, task, seam, stats):
+                    for out in self._filter_chunk(chunk, items, task, seam, stats, at):
                         if out is not None:
                             writer.append(out)
                             written += len(out)
@@ -236,14 +236,17 @@ class Cleaner:
             raise
 
     def _filter_chunk(self, chunk: memoryview, items: list[Item], task: CleanTask, seam: TransactionSeam,
-                      stats: CleanerStats) -> list[bytes | memoryview | None]:
-        """What of each batch of the chunk goes into the cleaned segment (see `filter_batch`)."""
+                      stats: CleanerStats, chunk_position: int = 0) -> list[bytes | memoryview | None]:
+        """What of each batch of the chunk (read at `chunk_position` of its segment) goes into the cleaned
+        segment (see `filter_batch`)."""
         verdicts = [verdict_of(batch, seam, task.now_ms) for _, batch in items]
         data = [i for i, (_, batch) in enumerate(items) if not batch.is_control and not verdicts[i].discard_records]
         now = task.now_ms
         mapped = self._mapped
         known = {} if mapped is None else mapped.decide(items, data, verdicts, producers=task.producers,
-                                                        upper_bound=task.first_uncleanable, now_ms=now)
+                                                        upper_bound=task.first_uncleanable, now_ms=now, chunk=chunk,
+                                                        chunk_position=chunk_position,
+                                                        delete_retention_ms=task.delete_retention_ms)
         rest = [i for i in data if i not in known] if known else data
         scanned = scan_chunk(chunk, items, rest, padded=True) if self.fast and rest else None
         if scanned is None and rest:
@@ -324,9 +327,9 @@ class Cleaner:
 
     # ---- reading -----------------------------------------------------------------------------------------------
     def _chunks(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int,
-                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[memoryview, list[Item]]]:
-        """The whole batches of a segment from `position`, a chunk of the I/O buffer at a time (the chunk and
-        each batch's position in it), each chunk throttled and checked for an abort."""
+                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[memoryview, list[Item], int]]:
+        """The whole batches of a segment from `position`, a chunk of the I/O buffer at a time (the chunk, each
+        batch's position in it, and the chunk's in the file), each chunk throttled and checked for an abort."""
         end = source.facts.size
         try:
             fd = os.open(source.path, os.O_RDONLY)
@@ -352,7 +355,7 @@ class Cleaner:
                     chunk_size = _PREFIX_SIZE + int.from_bytes(chunk[8:12], "big")
                     continue
                 chunk_size = window
-                yield chunk, items
+                yield chunk, items, position
                 position += whole
                 if mapping:
                     stats.map_bytes_read += whole
