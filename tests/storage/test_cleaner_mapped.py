@@ -96,7 +96,7 @@ def test_rows_whose_offsets_do_not_increase_decide_nothing() -> None:
         omap.clear()
         omap.put_run(columns[2], columns[3], columns[0])
         rows = MappedRecords(100)
-        rows.add(*columns)
+        rows.add(columns[0], columns[1], columns[4])
         rows.seal(omap)
         found = rows.decide([(0, batch)], [0], verdicts, producers={}, upper_bound=100, now_ms=0)
         assert (found == {0: (batch.buffer, 3)}) if answered else found == {}
@@ -107,7 +107,7 @@ def test_rows_past_the_limit_are_not_kept() -> None:
     first, _ = _rows([1, 2, 3], 1)
     second, _ = _rows([4, 5, 6], 4)
     third, _ = _rows([7], 7)
-    rows.add(*first)
-    rows.add(*second)  # would make 6 rows: refused, and nothing after it is kept either
-    rows.add(*third)
+    rows.add(first[0], first[1], first[4])
+    rows.add(second[0], second[1], second[4])  # would make 6 rows: refused, and nothing after it is kept either
+    rows.add(third[0], third[1], third[4])
     assert rows.rows == 3

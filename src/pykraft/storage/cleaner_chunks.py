@@ -87,8 +87,7 @@ def map_chunk(omap: OffsetMap, scanned: Scanned, start: int, kept: MappedRecords
         in_file = columns.tail[done] < scanned.chunk_bytes  # else in a decompressed section: -1, no place
         places = [np.where(in_file, column[done] + chunk_position, -1)
                   for column in (columns.start, columns.tail, columns.end)]
-        kept.add(offsets, offsets - columns.offset_delta[done], high[:mapped], low[:mapped], columns.null_value[done],
-                 *places)
+        kept.add(offsets, offsets - columns.offset_delta[done], columns.null_value[done], *places)
     return None if mapped == len(rows) else int(scanned.batch_of[rows[mapped]])
 
 

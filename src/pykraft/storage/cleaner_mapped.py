@@ -4,7 +4,7 @@ hashed again (the cleaner's fast path).
 
 Kafka's cleaner reads the dirty section twice: once to build the map, once to rewrite it, decoding every record
 both times. Here the map's read keeps, for each keyed record it mapped, its offset, the base offset of its batch,
-its key's hash, whether its value is null, and where in its segment file it lies (the start of its attributes,
+whether its value is null, and where in its segment file it lies (the start of its attributes,
 of its key, and its end; -1 for a compressed batch's records, which lie in its decompressed section) (`add`, from
 cleaner_chunks.map_chunk). Once the map is complete the records that are their key's latest are the ones at the
 offsets the map holds (`seal`: no key is looked up again). In the rewrite, a data batch all of whose records are
@@ -15,9 +15,9 @@ is `compaction_rules.retain_record`'s, as in `cleaner_chunks.kept_records`: the 
 same tombstone rule; tests/storage/test_cleaner_fast_path*.py and test_cleaner_mapped.py clean the same logs this
 way and record by record.
 
-Memory: 57 bytes a row while mapping (`ROW_BYTES` with the concatenation's temporaries, one column at a time),
-41 after `seal` plus 24 a kept record, at most `limit` rows (half the part of the dedupe buffer the pass's map
-table leaves): rows beyond it are not kept and their batches are read again, as without this.
+Memory: 41 bytes a row while mapping (`ROW_BYTES` with the concatenation's temporaries), 16 after `seal` plus 33
+a record that stays, at most `limit` rows (half the part of the dedupe buffer the pass's map table leaves): rows
+beyond it are not kept and their batches are read again, as without this.
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ from .compaction_rules import BatchRetention, ProducerLast, batch_retention, nee
 from .key_hash import np  # loaded at first use (records/lazy_numpy.py); imported only where numpy exists
 from .offset_map import OffsetMap
 
-ROW_BYTES = 72  # a row while mapping (57 bytes) and the concatenation's temporaries, about
-_COLUMNS = 8  # offsets, bases, high, low, null, start, tail, end
+ROW_BYTES = 64  # a row while mapping (41 bytes) and the concatenation's temporaries, about
 _LONG_VARINT_BYTES = 9
 Decided = dict[int, tuple[bytes | memoryview | None, int]]
 
@@ -42,54 +41,53 @@ class MappedRecords:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.rows = 0
-        self._parts: list[list[np.ndarray]] = [[] for _ in range(_COLUMNS)]
+        self._parts: list[tuple[np.ndarray, ...]] = []  # per window: offsets, bases, null, start, tail, end
+        self._increasing = True
         self.offsets = np.zeros(0, dtype=np.int64)
         self.bases = np.zeros(0, dtype=np.int64)
-        self._stays = np.zeros(1, dtype=np.int64)  # cumulative counts of the rows that stay
-        self._live = np.zeros(1, dtype=np.int64)  # ... of those, value not null
-        self._null = np.zeros(1, dtype=np.int64)  # ... and value null (a tombstone, until its horizon)
+        self._stay_rows = np.zeros(0, dtype=np.int64)  # the rows that are their key's latest (increasing)
+        self._nulls = np.zeros(1, dtype=np.int64)  # cumulative count of null values among them
         self._kept: tuple[np.ndarray, ...] = ()  # per row that stays: null, start, tail, end (file positions)
-        self._stay_rows = np.zeros(0, dtype=np.int64)  # the rows that stay
         self.sealed = False
 
-    def add(self, offsets: np.ndarray, bases: np.ndarray, high: np.ndarray, low: np.ndarray, null: np.ndarray,
-            start: np.ndarray | None = None, tail: np.ndarray | None = None, end: np.ndarray | None = None) -> None:
+    def add(self, offsets: np.ndarray, bases: np.ndarray, null: np.ndarray, start: np.ndarray | None = None,
+            tail: np.ndarray | None = None, end: np.ndarray | None = None) -> None:
         """Keep a window's mapped records (log order), and where each lies in its segment file (None, or -1 for a
-        row: unknown, its batch is not rebuilt from the rows); past `limit`, none more is kept."""
+        row: unknown, its batch is not rebuilt from the rows); past `limit`, none more is kept. Offsets that do
+        not increase (a malformed batch) make the whole set unusable: every batch is then read again."""
         if self.rows + len(offsets) > self.limit:
             self.limit = self.rows  # a later, smaller window must not leave a hole
             return
+        if not len(offsets):
+            return
+        previous = int(self._parts[-1][0][-1]) if self._parts else -1
+        self._increasing = self._increasing and int(offsets[0]) > previous and bool((offsets[1:] > offsets[:-1]).all())
         unknown = np.full(len(offsets), -1, dtype=np.int64)
-        for column, values in zip(self._parts, (offsets, bases, high, low, null, *(unknown if v is None else v
-                                                                               for v in (start, tail, end)))):
-            column.append(values)
+        self._parts.append((offsets, bases, null, *(unknown if v is None else v for v in (start, tail, end))))
         self.rows += len(offsets)
 
     def seal(self, omap: OffsetMap) -> None:
         """The map is complete: the rows that are their key's latest are those at the offsets it maps (a record's
-        offset is its own; the key at that offset is mapped to it). Rows whose offsets do not increase (a
-        malformed batch) make the whole set unusable: every batch is then read again."""
-        if not self._parts[0]:
+        offset is its own, and the key at that offset is mapped to it): no key is looked up again. Only the
+        offsets and base offsets of every row stay, and the places of the rows that stay."""
+        parts, self._parts = self._parts, []
+        if not parts or not self._increasing:
             return
-        columns = []
-        for parts in self._parts:  # one column at a time: the parts go as their concatenation comes
-            columns.append(np.concatenate(parts))
-            parts.clear()
-        offsets, bases, _, _, null, start, tail, end = columns
-        del columns
-        if not len(offsets) or not (np.diff(offsets) > 0).all():
-            return
+        offsets = np.concatenate([part[0] for part in parts])
         latest = np.sort(omap.mapped_offsets())
         at = np.minimum(np.searchsorted(offsets, latest), len(offsets) - 1)
-        stays = np.zeros(len(offsets), dtype=bool)
-        stays[at[offsets[at] == latest]] = True
-        self.offsets, self.bases = offsets, bases
-        self._stays = np.concatenate(([0], np.cumsum(stays, dtype=np.int64)))
-        self._live = np.concatenate(([0], np.cumsum(stays & ~null, dtype=np.int64)))
-        self._null = np.concatenate(([0], np.cumsum(stays & null, dtype=np.int64)))
-        rows = np.flatnonzero(stays)
-        self._kept = (null[rows], start[rows], tail[rows], end[rows])
+        rows = at[offsets[at] == latest]
+        ends = np.cumsum([len(part[0]) for part in parts])
+        cut = np.searchsorted(rows, ends).tolist()  # the rows that stay, by window: rows[cut[w-1]:cut[w]]
+        kept = []
+        for column in range(2, 6):  # a gather per window: no concatenation of whole columns
+            kept.append(np.concatenate([part[column][rows[a:b] - (end - len(part[0]))]
+                                        for part, a, b, end in zip(parts, [0] + cut[:-1], cut, ends.tolist())]))
+        self.offsets = offsets
+        self.bases = np.concatenate([part[1] for part in parts])
         self._stay_rows = rows
+        self._nulls = np.concatenate(([0], np.cumsum(kept[0], dtype=np.int64)))
+        self._kept = tuple(kept)
         self.sealed = True
 
     def decide(self, items: Sequence[Item], data: Sequence[int], verdicts: Sequence[Verdict], *,
@@ -110,8 +108,10 @@ class MappedRecords:
         covered = (hi - lo == count) & (count > 0)
         top = len(self.offsets) - 1
         covered &= (self.bases[np.minimum(lo, top)] == base) & (self.bases[np.minimum(hi - 1, top)] == base)
-        live = (self._live[hi] - self._live[lo]).tolist()
-        null = (self._null[hi] - self._null[lo]).tolist()
+        first, stop = np.searchsorted(self._stay_rows, lo), np.searchsorted(self._stay_rows, hi)
+        nulls_in = self._nulls[stop] - self._nulls[first]
+        live = (stop - first - nulls_in).tolist()
+        null = nulls_in.tolist()
         found: Decided = {}
         partial: list[tuple[int, int, int | None, bool]] = []  # see _rebuild
         for k in np.flatnonzero(covered).tolist():
@@ -133,17 +133,18 @@ class MappedRecords:
                 partial.append((k, kept, now_ms + delete_retention_ms if set_horizon else horizon, tombstones_go))
         if partial:
             assert chunk is not None
-            self._rebuild(found, partial, data, batches, lo, hi, chunk, chunk_position)
+            self._rebuild(found, partial, data, batches, first, stop, chunk, chunk_position)
         return found
 
     def _rebuild(self, found: Decided, partial: list[tuple[int, int, int | None, bool]], data: Sequence[int],
-                 batches: list, lo: np.ndarray, hi: np.ndarray, chunk: memoryview, chunk_position: int) -> None:
+                 batches: list, first_kept: np.ndarray, stop_kept: np.ndarray, chunk: memoryview,
+                 chunk_position: int) -> None:
         """Rebuild the batches of `partial` ((k, records kept, horizon written, whether its tombstones go)) from the
         places of their kept records in `chunk`, all the chunk's at once (a gather and a `tolist` per column, then
         a slice per batch). A batch with a row of unknown place (compressed) is left to the scan."""
         ks = np.array([p[0] for p in partial], dtype=np.int64)
-        first = self._stays[lo[ks]]
-        sizes = self._stays[hi[ks]] - first
+        first = first_kept[ks]
+        sizes = stop_kept[ks] - first
         owner = np.repeat(np.arange(len(ks)), sizes)
         rows = first[owner] + np.arange(len(owner), dtype=np.int64) - (np.cumsum(sizes) - sizes)[owner]
         null, start, tail, end = (column[rows] for column in self._kept)
