@@ -46,6 +46,7 @@ from .txn_index import AbortedTxn
 if HAVE_NUMPY:
     from .cleaner_chunks import filter_scanned, kept_records, map_chunk, needs_rebuild, rebuilt_columns, scan_chunk
     from .cleaner_mapped import ROW_BYTES, MappedRecords
+    from .cleaner_skips import DroppedBatches
 
 _PREFIX_SIZE = 12
 _MAX_WINDOW = 8 << 20  # a window beyond a segment's default size gains little more
@@ -127,6 +128,7 @@ class Cleaner:
         self.fast = fast and HAVE_NUMPY and isinstance(offset_map, OffsetMap)
         self._buffer = bytearray()
         self._mapped: MappedRecords | None = None  # during a pass on the fast path
+        self._dropped: DroppedBatches | None = None  # ditto: the batches the rewrite need not read
 
     # ---- the pass ----------------------------------------------------------------------------------------------
     def clean(self, task: CleanTask, host: CleanerHost) -> tuple[int, CleanerStats]:
@@ -135,13 +137,17 @@ class Cleaner:
         stats = CleanerStats()
         try:
             end = self._build_map(task, host, stats)
-            if self._mapped is not None:
+            mapped, dropped = self._mapped, self._dropped
+            if mapped is not None and dropped is not None:
                 assert isinstance(self.offset_map, OffsetMap)  # self.fast: the flat map
-                self._mapped.seal(self.offset_map)
+                mapped.seal(self.offset_map)
+                if mapped.sealed:
+                    dropped.seal(mapped.offsets, mapped.bases, mapped.stay_rows, producers=task.producers,
+                                 upper_bound=task.first_uncleanable)
             stats.map_done = time.monotonic()
             return self._rewrite(task, host, stats, end)
         finally:
-            self._mapped = None
+            self._mapped = self._dropped = None
 
     def _rewrite(self, task: CleanTask, host: CleanerHost, stats: CleanerStats, end: int) -> tuple[int, CleanerStats]:
         facts = [s.facts for s in task.segments if s.facts.base_offset < end]
@@ -165,6 +171,7 @@ class Cleaner:
         omap.clear(task.first_uncleanable - task.first_dirty)  # no more keys than offsets
         if self.fast:  # the rows kept for the rewrite take what the table leaves of the buffer
             self._mapped = MappedRecords(self._room() // 2 // ROW_BYTES)  # half: the windows take a quarter
+            self._dropped = DroppedBatches()
         dirty = segments_between([s.facts for s in task.segments], task.first_dirty, task.first_uncleanable)
         by_base = {s.facts.base_offset: s for s in task.segments}
         bounds = [s.base_offset for s in dirty[1:]] + [task.first_uncleanable]
@@ -178,14 +185,15 @@ class Cleaner:
     def _map_segment(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int, upper: int,
                      seam: TransactionSeam, stats: CleanerStats) -> bool:
         for chunk, items, at in self._chunks(task, host, source, position, stats, mapping=True):
-            if self._map_chunk(chunk, items, at, task.first_dirty, seam, stats):
+            if self._map_chunk(chunk, items, at, task.first_dirty, seam, stats, source.facts.base_offset):
                 return True
         self.offset_map.update_latest_offset(upper - 1)  # across an offset gap to the next segment
         return False
 
     def _map_chunk(self, chunk: memoryview, items: list[Item], chunk_position: int, start: int,
-                   seam: TransactionSeam, stats: CleanerStats) -> bool:
-        """Map one chunk's batches (read at `chunk_position` of its segment); True when the map filled up."""
+                   seam: TransactionSeam, stats: CleanerStats, segment: int = -1) -> bool:
+        """Map one chunk's batches (read at `chunk_position` of the segment at `segment`); True when the map
+        filled up."""
         omap = self.offset_map
         aborted = [False] * len(items)  # the seam's answers, asked in log order before any record is mapped
         data = []
@@ -202,6 +210,9 @@ class Cleaner:
             assert isinstance(omap, OffsetMap)  # self.fast: the flat map
             stop = map_chunk(omap, scanned, start, self._mapped, chunk_position)
             full_at = len(items) if stop is None else data[stop]
+            noted = data if stop is None else data[:stop]
+            if self._dropped is not None and self._mapped is not None and self._mapped.reserve(len(noted)):
+                self._dropped.note(segment, chunk_position, items, noted)
         for i, (_, batch) in enumerate(items):
             count = batch.record_count
             if batch.is_control:
@@ -329,8 +340,12 @@ class Cleaner:
     def _chunks(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int,
                 stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[memoryview, list[Item], int]]:
         """The whole batches of a segment from `position`, a chunk of the I/O buffer at a time (the chunk, each
-        batch's position in it, and the chunk's in the file), each chunk throttled and checked for an abort."""
+        batch's position in it, and the chunk's in the file), each chunk throttled and checked for an abort. The
+        rewrite neither reads nor yields the runs of batches the map's read found dropped whole
+        (cleaner_skips.py): they count as processed."""
         end = source.facts.size
+        dropped = None if mapping else self._dropped
+        segment = source.facts.base_offset
         try:
             fd = os.open(source.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -340,7 +355,16 @@ class Cleaner:
             chunk_size = window
             while position < end:
                 host.check_aborted(task.key)
-                chunk = self._read(fd, min(chunk_size, end - position), position)
+                limit = end
+                if dropped is not None:
+                    after, skipped, records = dropped.skip(segment, position)
+                    if after > position:
+                        stats.bytes_read += skipped
+                        stats.messages_read += records
+                        position = after
+                        continue
+                    limit = min(end, dropped.next_run(segment, position) or end)
+                chunk = self._read(fd, min(chunk_size, limit - position), position)
                 if len(chunk) < _PREFIX_SIZE + PAD_BYTES:
                     raise CleaningAborted()  # the file shrank under us: a truncation is on its way
                 items: list[Item] = []

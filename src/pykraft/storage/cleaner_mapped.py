@@ -45,7 +45,7 @@ class MappedRecords:
         self._increasing = True
         self.offsets = np.zeros(0, dtype=np.int64)
         self.bases = np.zeros(0, dtype=np.int64)
-        self._stay_rows = np.zeros(0, dtype=np.int64)  # the rows that are their key's latest (increasing)
+        self.stay_rows = np.zeros(0, dtype=np.int64)  # the rows that are their key's latest (increasing)
         self._nulls = np.zeros(1, dtype=np.int64)  # cumulative count of null values among them
         self._kept: tuple[np.ndarray, ...] = ()  # per row that stays: null, start, tail, end (file positions)
         self.sealed = False
@@ -66,6 +66,14 @@ class MappedRecords:
         self._parts.append((offsets, bases, null, *(unknown if v is None else v for v in (start, tail, end))))
         self.rows += len(offsets)
 
+    def reserve(self, rows: int) -> bool:
+        """Count `rows` more of `ROW_BYTES` against the limit (cleaner_skips.py's batches): False past it."""
+        if self.rows + rows > self.limit:
+            self.limit = self.rows
+            return False
+        self.rows += rows
+        return True
+
     def seal(self, omap: OffsetMap) -> None:
         """The map is complete: the rows that are their key's latest are those at the offsets it maps (a record's
         offset is its own, and the key at that offset is mapped to it): no key is looked up again. Only the
@@ -85,7 +93,7 @@ class MappedRecords:
                                         for part, a, b, end in zip(parts, [0] + cut[:-1], cut, ends.tolist())]))
         self.offsets = offsets
         self.bases = np.concatenate([part[1] for part in parts])
-        self._stay_rows = rows
+        self.stay_rows = rows
         self._nulls = np.concatenate(([0], np.cumsum(kept[0], dtype=np.int64)))
         self._kept = tuple(kept)
         self.sealed = True
@@ -108,7 +116,7 @@ class MappedRecords:
         covered = (hi - lo == count) & (count > 0)
         top = len(self.offsets) - 1
         covered &= (self.bases[np.minimum(lo, top)] == base) & (self.bases[np.minimum(hi - 1, top)] == base)
-        first, stop = np.searchsorted(self._stay_rows, lo), np.searchsorted(self._stay_rows, hi)
+        first, stop = np.searchsorted(self.stay_rows, lo), np.searchsorted(self.stay_rows, hi)
         nulls_in = self._nulls[stop] - self._nulls[first]
         live = (stop - first - nulls_in).tolist()
         null = nulls_in.tolist()
@@ -158,7 +166,7 @@ class MappedRecords:
         buf = np.frombuffer(chunk, dtype=np.uint8)
         stamps, _ = varints(buf, start[keep] - chunk_position + 1, _LONG_VARINT_BYTES)
         assert stamps is not None  # the scan that mapped these records read them
-        at = self._stay_rows[rows]
+        at = self.stay_rows[rows]
         deltas = (self.offsets[at] - self.bases[at]).tolist()
         stamp_list = stamps.tolist()
         tails, ends = (tail[keep] - chunk_position).tolist(), (end[keep] - chunk_position).tolist()

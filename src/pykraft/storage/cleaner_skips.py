@@ -1,0 +1,119 @@
+"""The batches of a pass's rewrite that are dropped whole, known from the map's read, so that the rewrite never
+reads them (the cleaner's fast path; Kafka's cleaner reads and decodes every batch twice).
+
+While mapping, the cleaner notes each data batch it scanned: its segment, its place and size in the file, its
+offsets, record count, producer and whether it is transactional (`note`). Once the map is complete
+(`seal`, with the rows cleaner_mapped.MappedRecords kept), a batch is known to be dropped whole when every one
+of its records was mapped (none keyless, none below the dirty section), none of them is its key's latest, it
+is not transactional (the transaction seam has nothing to learn from it: cleaner_txns.py only follows
+transactional batches and markers, and the aborted transactions it reaches by offset are reached by the next
+batch it is shown), and Kafka's `checkBatchRetention` would not keep it empty (an active producer's last batch,
+the round's last offset). Exactly the batches for which `MappedRecords.decide` answers None and the
+record-by-record path writes nothing: tests/storage/test_cleaner_mapped.py and test_cleaner_fast_path*.py clean
+the same logs both ways.
+
+The rewrite asks, at each place it is about to read in a segment, whether a run of such batches starts there
+(`skip`: where the run ends, its bytes and records, counted as processed), and otherwise where the next run
+starts (`next_run`), so that a read stops before it. Memory: 57 bytes a batch noted (cleaner.py counts it
+against the rows' room).
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+
+from .cleaner_txns import Item
+from .compaction_rules import ProducerLast
+from .key_hash import np  # loaded at first use (records/lazy_numpy.py); imported only where numpy exists
+
+BATCH_BYTES = 56  # position, size, base and last offsets, count, producer id, transactional: 8 bytes each
+_FIELDS = 7
+
+
+class _Runs:
+    """One segment's runs of batches dropped whole: Python lists (a bisect per question costs less than numpy
+    calls on scalars)."""
+
+    def __init__(self, starts: list[int], ends: list[int], sizes: list[int], counts: list[int]) -> None:
+        self.starts, self.ends, self.sizes, self.counts = starts, ends, sizes, counts
+
+
+class DroppedBatches:
+    def __init__(self) -> None:
+        self._noted: dict[int, list[array]] = {}  # segment base offset -> an array per field
+        self._runs: dict[int, _Runs] = {}
+        self.batches = 0
+
+    def note(self, segment: int, chunk_position: int, items: Sequence[Item], indices: Sequence[int]) -> None:
+        """The data batches `items[i]` (i in `indices`, log order) of a chunk read at `chunk_position`."""
+        fields = self._noted.get(segment)
+        if fields is None:
+            fields = self._noted[segment] = [array("q") for _ in range(_FIELDS)]
+        position, size, base, last, count, producer, transactional = fields
+        for i in indices:
+            at, batch = items[i]
+            position.append(chunk_position + at)
+            size.append(batch.length + 12)
+            base.append(batch.base_offset)
+            last.append(batch.base_offset + batch.last_offset_delta)
+            count.append(batch.record_count)
+            producer.append(batch.producer_id)
+            transactional.append(batch.attributes & 0x10)
+        self.batches += len(indices)
+
+    def seal(self, offsets: np.ndarray, bases: np.ndarray, stay_rows: np.ndarray, *,
+             producers: Mapping[int, ProducerLast], upper_bound: int) -> None:
+        """Find the runs of batches dropped whole, from the map's rows (their offsets and base offsets, log order,
+        and which of them stay)."""
+        noted, self._noted = self._noted, {}
+        for segment, fields in noted.items():
+            position, size, base, last, count, producer, transactional = (np.frombuffer(f, dtype=np.int64)
+                                                                         for f in fields)
+            if not len(offsets) or not len(position):
+                continue
+            lo = np.searchsorted(offsets, base, side="left")
+            hi = np.searchsorted(offsets, last, side="right")
+            top = len(offsets) - 1
+            dropped = (hi - lo == count) & (count > 0) & (transactional == 0) & (last + 1 != upper_bound)
+            dropped &= (bases[np.minimum(lo, top)] == base) & (bases[np.minimum(hi - 1, top)] == base)
+            dropped &= np.searchsorted(stay_rows, lo) == np.searchsorted(stay_rows, hi)
+            if producers:
+                active = np.flatnonzero(dropped & np.isin(producer, np.array(list(producers), dtype=np.int64)))
+                for k in active.tolist():
+                    if producers[int(producer[k])].last_data_offset == int(last[k]):
+                        dropped[k] = False  # the producer's last batch: kept empty
+            self._runs[segment] = _runs(position, size, count, dropped)
+
+    def skip(self, segment: int, position: int) -> tuple[int, int, int]:
+        """(where the run of dropped batches starting at `position` ends, its bytes, its records), or
+        (`position`, 0, 0) when none starts there."""
+        runs = self._runs.get(segment)
+        if runs is None:
+            return position, 0, 0
+        k = bisect_left(runs.starts, position)
+        if k == len(runs.starts) or runs.starts[k] != position:
+            return position, 0, 0
+        return runs.ends[k], runs.sizes[k], runs.counts[k]
+
+    def next_run(self, segment: int, position: int) -> int | None:
+        """Where the next run of dropped batches after `position` starts (None: no more in the segment)."""
+        runs = self._runs.get(segment)
+        if runs is None:
+            return None
+        k = bisect_left(runs.starts, position + 1)
+        return runs.starts[k] if k < len(runs.starts) else None
+
+
+def _runs(position: np.ndarray, size: np.ndarray, count: np.ndarray, dropped: np.ndarray) -> _Runs:
+    """Group consecutive dropped batches that touch in the file into runs."""
+    follows = np.zeros(len(position), dtype=bool)
+    follows[1:] = dropped[:-1] & (position[1:] == position[:-1] + size[:-1])
+    first = np.flatnonzero(dropped & ~follows)  # each run's first batch
+    member = np.flatnonzero(dropped)
+    run_of = np.searchsorted(first, member, side="right") - 1
+    sizes = np.bincount(run_of, weights=size[member], minlength=len(first)).astype(np.int64)
+    counts = np.bincount(run_of, weights=count[member], minlength=len(first)).astype(np.int64)
+    starts = position[first]
+    return _Runs(starts.tolist(), (starts + sizes).tolist(), sizes.tolist(), counts.tolist())
