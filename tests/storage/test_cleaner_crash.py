@@ -12,6 +12,7 @@ import pytest
 from pykraft.storage.cleaner import Cleaner, CleanedWriter
 from pykraft.storage.cleaner_manager import CleanableLog, CleanerManager, CompactionSettings
 from pykraft.storage.offset_map import OffsetMap, Throttler
+from pykraft.storage import segment_swap
 from pykraft.storage.segment_swap import no_fault
 
 from .cleaner_helpers import KEY, latest_per_key, new_log, put, records, reopen
@@ -90,12 +91,24 @@ def _check_recovered(root: str, before: list) -> None:
     again.close()
 
 
-def test_every_step_of_every_swap_is_a_crash_point(tmp_path) -> None:
+@pytest.mark.parametrize("killed", [False, True])
+def test_every_step_of_every_swap_is_a_crash_point(tmp_path, monkeypatch, killed: bool) -> None:
+    """`killed`: the process dies with its files as they are (the next group's `.cleaned` files, written before
+    this swap: cleaned_swaps.py), instead of the pass discarding what it wrote on its way out."""
+    if killed:
+        def close_only(self) -> None:
+            if self.fd >= 0:
+                fd, self.fd = self.fd, -1
+                self.index.close()
+                os.close(fd)
+
+        monkeypatch.setattr(segment_swap.CleanedSegment, "discard", close_only)
     steps = _steps(tmp_path)
     assert steps.count("swap.log") >= 2  # several groups, each a swap
     assert {"swap.index", "swap.timeindex", "swap-synced", "deleted-removed", "renamed.log", "renamed.index",
             "renamed.timeindex"} <= set(steps)
     assert sum(s.startswith("deleted-renamed:") for s in steps) > steps.count("swap.log")  # groups of segments
+    left_cleaned = 0
     for k, step in enumerate(steps):
         root = str(tmp_path / f"crash-{k}")
         calls = iter(range(len(steps)))
@@ -105,7 +118,12 @@ def test_every_step_of_every_swap_is_a_crash_point(tmp_path) -> None:
                 raise Crash(name)
 
         before, _ = _run(root, fault)
+        directory = os.path.join(root, f"{KEY[0]}-{KEY[1]}")
+        names = os.listdir(directory)
+        swapping = [n[:20] for n in names if n.endswith(".swap")]
+        left_cleaned += bool(swapping) and any(n.endswith(".cleaned") and n[:20] > max(swapping) for n in names)
         _check_recovered(root, before)
+    assert (left_cleaned > 0) == killed  # the next group's .cleaned files above a swap under way
 
 
 def test_a_crash_while_writing_the_cleaned_segment_leaves_the_log_as_it_was(tmp_path) -> None:

@@ -39,6 +39,7 @@ from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, Trans
                                group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
 from .key_hash import PAD_BYTES, np  # np: loaded at first use (records/lazy_numpy.py)
 from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter, Throttler
+from .cleaned_swaps import CleanedSwaps
 from .cleaned_writer import CleanedWriter
 from .segment_swap import CleanedSegment
 from .txn_index import AbortedTxn
@@ -153,13 +154,19 @@ class Cleaner:
         facts = [s.facts for s in task.segments if s.facts.base_offset < end]
         by_base = {s.facts.base_offset: s for s in task.segments}
         seam = self._seam_factory(task.aborted)
-        for group in group_segments_by_size(facts, task.segment_bytes, task.max_index_bytes, task.first_uncleanable):
-            kept_before = len(getattr(seam, "kept_aborted", ()))
-            cleaned = self._clean_group(task, host, [by_base[f.base_offset] for f in group], seam, stats)
-            # The aborted transactions whose markers this group kept (their batches went): its .txnindex.
-            cleaned.aborted = tuple(getattr(seam, "kept_aborted", ())[kept_before:])
-            if not host.swap(task, cleaned, [f.base_offset for f in group]):
-                raise CleaningAborted()
+        swaps = CleanedSwaps(lambda cleaned, bases: host.swap(task, cleaned, bases), CleaningAborted)
+        try:
+            for group in group_segments_by_size(facts, task.segment_bytes, task.max_index_bytes,
+                                                task.first_uncleanable):
+                kept_before = len(getattr(seam, "kept_aborted", ()))
+                cleaned = self._clean_group(task, host, [by_base[f.base_offset] for f in group], seam, stats)
+                # The aborted transactions whose markers this group kept (their batches went): its .txnindex.
+                cleaned.aborted = tuple(getattr(seam, "kept_aborted", ())[kept_before:])
+                swaps.add(cleaned, [f.base_offset for f in group])  # synced meanwhile, swapped after the next
+            swaps.finish()
+        except BaseException:
+            swaps.discard()
+            raise
         stats.buffer_utilization = self.offset_map.utilization
         stats.end = time.monotonic()
         return end, stats
@@ -212,7 +219,7 @@ class Cleaner:
             full_at = len(items) if stop is None else data[stop]
             noted = data if stop is None else data[:stop]
             if self._dropped is not None and self._mapped is not None and self._mapped.reserve(len(noted)):
-                self._dropped.note(segment, chunk_position, items, noted)
+                self._dropped.note(segment, chunk_position, chunk, [items[i][0] for i in noted])
         for i, (_, batch) in enumerate(items):
             count = batch.record_count
             if batch.is_control:
@@ -241,7 +248,7 @@ class Cleaner:
                             writer.append(out)
                             written += len(out)
                     self._throttle(written)
-            return writer.finish()
+            return writer.finish(sync=False)  # cleaned_swaps.py syncs it while the next group is rewritten
         except BaseException:
             writer.discard()
             raise

@@ -20,16 +20,23 @@ against the rows' room).
 
 from __future__ import annotations
 
-from array import array
+import functools
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 
-from .cleaner_txns import Item
 from .compaction_rules import ProducerLast
 from .key_hash import np  # loaded at first use (records/lazy_numpy.py); imported only where numpy exists
 
 BATCH_BYTES = 56  # position, size, base and last offsets, count, producer id, transactional: 8 bytes each
-_FIELDS = 7
+
+
+@functools.cache
+def _header_type() -> np.dtype:
+    """A record batch's header (records/batch.py), big-endian, 61 bytes (made at first use: numpy loads late)."""
+    return np.dtype([("base_offset", ">i8"), ("length", ">i4"), ("partition_leader_epoch", ">i4"), ("magic", "i1"),
+                     ("crc", ">u4"), ("attributes", ">i2"), ("last_offset_delta", ">i4"), ("base_timestamp", ">i8"),
+                     ("max_timestamp", ">i8"), ("producer_id", ">i8"), ("producer_epoch", ">i2"),
+                     ("base_sequence", ">i4"), ("record_count", ">i4")])
 
 
 class _Runs:
@@ -42,26 +49,25 @@ class _Runs:
 
 class DroppedBatches:
     def __init__(self) -> None:
-        self._noted: dict[int, list[array]] = {}  # segment base offset -> an array per field
+        self._noted: dict[int, list[tuple[np.ndarray, ...]]] = {}  # segment base offset -> per chunk, its fields
         self._runs: dict[int, _Runs] = {}
         self.batches = 0
 
-    def note(self, segment: int, chunk_position: int, items: Sequence[Item], indices: Sequence[int]) -> None:
-        """The data batches `items[i]` (i in `indices`, log order) of a chunk read at `chunk_position`."""
-        fields = self._noted.get(segment)
-        if fields is None:
-            fields = self._noted[segment] = [array("q") for _ in range(_FIELDS)]
-        position, size, base, last, count, producer, transactional = fields
-        for i in indices:
-            at, batch = items[i]
-            position.append(chunk_position + at)
-            size.append(batch.length + 12)
-            base.append(batch.base_offset)
-            last.append(batch.base_offset + batch.last_offset_delta)
-            count.append(batch.record_count)
-            producer.append(batch.producer_id)
-            transactional.append(batch.attributes & 0x10)
-        self.batches += len(indices)
+    def note(self, segment: int, chunk_position: int, chunk: memoryview, positions: Sequence[int]) -> None:
+        """The data batches at `positions` (log order) of a chunk read at `chunk_position`: their header fields,
+        read from the chunk all at once."""
+        if not positions:
+            return
+        at = np.array(positions, dtype=np.int64)
+        header_type = _header_type()
+        rows = np.frombuffer(chunk, dtype=np.uint8)[at[:, None] + np.arange(header_type.itemsize)]
+        header = rows.view(header_type).ravel()
+        base = header["base_offset"].astype(np.int64)
+        self._noted.setdefault(segment, []).append((
+            at + chunk_position, header["length"].astype(np.int64) + 12, base,
+            base + header["last_offset_delta"], header["record_count"].astype(np.int64),
+            header["producer_id"].astype(np.int64), (header["attributes"] & 0x10).astype(np.int64)))
+        self.batches += len(at)
 
     def seal(self, offsets: np.ndarray, bases: np.ndarray, stay_rows: np.ndarray, *,
              producers: Mapping[int, ProducerLast], upper_bound: int) -> None:
@@ -69,8 +75,8 @@ class DroppedBatches:
         and which of them stay)."""
         noted, self._noted = self._noted, {}
         for segment, fields in noted.items():
-            position, size, base, last, count, producer, transactional = (np.frombuffer(f, dtype=np.int64)
-                                                                         for f in fields)
+            position, size, base, last, count, producer, transactional = (np.concatenate(column)
+                                                                         for column in zip(*fields))
             if not len(offsets) or not len(position):
                 continue
             lo = np.searchsorted(offsets, base, side="left")
