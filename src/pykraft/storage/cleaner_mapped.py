@@ -10,7 +10,7 @@ cleaner_chunks.map_chunk). Once the map is complete the records that are their k
 offsets the map holds (`seal`: no key is looked up again). In the rewrite, a data batch all of whose records are
 among them (`decide`) gets Kafka's decision from those rows: kept whole (its bytes), emptied (an empty batch or
 nothing, compaction_rules.batch_retention), or rebuilt around its kept records from their places in the chunk the
-rewrite read (records/rebuild.rebuild_records; a compressed batch is left to the scan). The decision per record
+rewrite read (records/rebuild_many.py; a compressed batch is left to the scan). The decision per record
 is `compaction_rules.retain_record`'s, as in `cleaner_chunks.kept_records`: the same map, the same offsets, the
 same tombstone rule; tests/storage/test_cleaner_fast_path*.py and test_cleaner_mapped.py clean the same logs this
 way and record by record.
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pykraft.records.rebuild import empty_batch, rebuild_records
+from pykraft.records.rebuild import empty_batch
+from pykraft.records.rebuild_many import rebuild_many
 from pykraft.records.record_scan import varints
 
 from .cleaner_txns import Item, Verdict
@@ -148,8 +149,8 @@ class MappedRecords:
                  batches: list, first_kept: np.ndarray, stop_kept: np.ndarray, chunk: memoryview,
                  chunk_position: int) -> None:
         """Rebuild the batches of `partial` ((k, records kept, horizon written, whether its tombstones go)) from the
-        places of their kept records in `chunk`, all the chunk's at once (a gather and a `tolist` per column, then
-        a slice per batch). A batch with a row of unknown place (compressed) is left to the scan."""
+        places of their kept records in `chunk`, all the chunk's at once (records/rebuild_many.py). A batch with a
+        row of unknown place (compressed) is left to the scan."""
         ks = np.array([p[0] for p in partial], dtype=np.int64)
         first = first_kept[ks]
         sizes = stop_kept[ks] - first
@@ -161,20 +162,18 @@ class MappedRecords:
         unknown = np.zeros(len(ks), dtype=bool)
         unknown[owner[start < 0]] = True
         keep &= ~unknown[owner]
-        rows = rows[keep]
-        owner = owner[keep]
-        buf = np.frombuffer(chunk, dtype=np.uint8)
-        stamps, _ = varints(buf, start[keep] - chunk_position + 1, _LONG_VARINT_BYTES)
+        known = np.flatnonzero(~unknown)
+        if not len(known):
+            return
+        renumber = np.cumsum(~unknown) - 1  # batch j -> its place among the batches rebuilt here
+        rows, owner = rows[keep], renumber[owner[keep]]
+        stamps, _ = varints(np.frombuffer(chunk, dtype=np.uint8), start[keep] - chunk_position + 1,
+                            _LONG_VARINT_BYTES)
         assert stamps is not None  # the scan that mapped these records read them
         at = self.stay_rows[rows]
-        deltas = (self.offsets[at] - self.bases[at]).tolist()
-        stamp_list = stamps.tolist()
-        tails, ends = (tail[keep] - chunk_position).tolist(), (end[keep] - chunk_position).tolist()
-        bounds = np.searchsorted(owner, np.arange(len(ks) + 1)).tolist()
-        for j, (k, kept, horizon, _) in enumerate(partial):
-            if unknown[j]:
-                continue
-            a, b = bounds[j], bounds[j + 1]
-            assert b - a == kept, "the rows that stay are the records kept"
-            found[data[k]] = (rebuild_records(batches[k], chunk, deltas[a:b], stamp_list[a:b], tails[a:b],
-                                              ends[a:b], horizon), kept)
+        chosen = [partial[j] for j in known.tolist()]
+        rebuilt = rebuild_many([batches[k] for k, _, _, _ in chosen], [horizon for _, _, horizon, _ in chosen], chunk,
+                               owner, self.offsets[at] - self.bases[at], stamps, tail[keep] - chunk_position,
+                               end[keep] - chunk_position)
+        for (k, kept, _, _), out in zip(chosen, rebuilt):
+            found[data[k]] = (out, kept)
