@@ -6,7 +6,7 @@ and headers lie in `raw`), grouped by batch in batch order. Each new record is i
 byte (0, as Kafka writes it), the zig-zag varints of its new timestamp delta and of its offset delta, and its key,
 value and headers copied; the timestamps are rebased on the delete horizon when one is set, else on the first kept
 record's timestamp, and a log-append-time batch gives every record its max timestamp (`rebuild_records`). The
-varints are written a byte position at a time over all records, the copied bytes in one gather. Only uncompressed
+varints are written a byte position at a time over all records, the copied bytes a slice per record. Only uncompressed
 batches: a compressed one is rebuilt by `rebuild_records`. Each batch's header and CRC-32C are then written in turn.
 """
 
@@ -84,13 +84,22 @@ def rebuild_many(batches: Sequence[RecordBatch], horizons: Sequence[int | None],
     at += ts_size
     _put_varints(out, at, od_zz, od_size)
     at += od_size
-    total = int(body.sum())
-    step = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(body) - body, body)
-    out[np.repeat(at, body) + step] = np.frombuffer(raw, dtype=np.uint8)[np.repeat(tail, body) + step]
+    _copy(out, raw, at.tolist(), tail.tolist(), end.tolist())
     top = np.maximum.reduceat(stamps, first)
     top = np.where(log_append, max_ts, top)
     return _headers(batches, out, batch_at.tolist(), new_base.tolist(), has_horizon.tolist(), top.tolist(),
                     counts.tolist())
+
+
+def _copy(out: np.ndarray, raw: bytes | bytearray | memoryview, at: list[int], tail: list[int],
+          end: list[int]) -> None:
+    """Each record's key, value and headers into its place: a slice copy each (a gather of every byte would take
+    index arrays eight times the bytes copied)."""
+    target, source = memoryview(out.data), memoryview(raw)
+    if source.format != "B":
+        source = source.cast("B")
+    for place, first, last in zip(at, tail, end):
+        target[place:place + last - first] = source[first:last]
 
 
 def _headers(batches: Sequence[RecordBatch], out: np.ndarray, batch_at: list[int], new_base: list[int],

@@ -51,6 +51,7 @@ if HAVE_NUMPY:
 
 _PREFIX_SIZE = 12
 _MAX_WINDOW = 8 << 20  # a window beyond a segment's default size gains little more
+_SKIP_SHARE = 16  # the rewrite skips runs of dropped batches of a sixteenth of a window at least (cleaner_skips.py)
 _ROW_BYTES = 160  # a record's columns and the scan's temporaries (record_scan.py, cleaner_chunks.py), about
 
 
@@ -144,7 +145,7 @@ class Cleaner:
                 mapped.seal(self.offset_map)
                 if mapped.sealed:
                     dropped.seal(mapped.offsets, mapped.bases, mapped.stay_rows, producers=task.producers,
-                                 upper_bound=task.first_uncleanable)
+                                 upper_bound=task.first_uncleanable, min_run_bytes=self._window() // _SKIP_SHARE)
             stats.map_done = time.monotonic()
             return self._rewrite(task, host, stats, end)
         finally:

@@ -70,9 +70,10 @@ class DroppedBatches:
         self.batches += len(at)
 
     def seal(self, offsets: np.ndarray, bases: np.ndarray, stay_rows: np.ndarray, *,
-             producers: Mapping[int, ProducerLast], upper_bound: int) -> None:
+             producers: Mapping[int, ProducerLast], upper_bound: int, min_run_bytes: int = 0) -> None:
         """Find the runs of batches dropped whole, from the map's rows (their offsets and base offsets, log order,
-        and which of them stay)."""
+        and which of them stay), of `min_run_bytes` at least: a shorter run costs less read with its neighbours
+        (and decided by MappedRecords.decide) than a read and a chunk's numpy steps of its own."""
         noted, self._noted = self._noted, {}
         for segment, fields in noted.items():
             position, size, base, last, count, producer, transactional = (np.concatenate(column)
@@ -90,7 +91,7 @@ class DroppedBatches:
                 for k in active.tolist():
                     if producers[int(producer[k])].last_data_offset == int(last[k]):
                         dropped[k] = False  # the producer's last batch: kept empty
-            self._runs[segment] = _runs(position, size, count, dropped)
+            self._runs[segment] = _runs(position, size, count, dropped, min_run_bytes)
 
     def skip(self, segment: int, position: int) -> tuple[int, int, int]:
         """(where the run of dropped batches starting at `position` ends, its bytes, its records), or
@@ -112,8 +113,8 @@ class DroppedBatches:
         return runs.starts[k] if k < len(runs.starts) else None
 
 
-def _runs(position: np.ndarray, size: np.ndarray, count: np.ndarray, dropped: np.ndarray) -> _Runs:
-    """Group consecutive dropped batches that touch in the file into runs."""
+def _runs(position: np.ndarray, size: np.ndarray, count: np.ndarray, dropped: np.ndarray, min_bytes: int) -> _Runs:
+    """Group consecutive dropped batches that touch in the file into runs; those of `min_bytes` at least."""
     follows = np.zeros(len(position), dtype=bool)
     follows[1:] = dropped[:-1] & (position[1:] == position[:-1] + size[:-1])
     first = np.flatnonzero(dropped & ~follows)  # each run's first batch
@@ -121,5 +122,6 @@ def _runs(position: np.ndarray, size: np.ndarray, count: np.ndarray, dropped: np
     run_of = np.searchsorted(first, member, side="right") - 1
     sizes = np.bincount(run_of, weights=size[member], minlength=len(first)).astype(np.int64)
     counts = np.bincount(run_of, weights=count[member], minlength=len(first)).astype(np.int64)
-    starts = position[first]
+    long = sizes >= min_bytes
+    starts, sizes, counts = position[first][long], sizes[long], counts[long]
     return _Runs(starts.tolist(), (starts + sizes).tolist(), sizes.tolist(), counts.tolist())
