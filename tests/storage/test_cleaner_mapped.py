@@ -13,7 +13,7 @@ import random
 import numpy as np
 
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
-from pykraft.storage import cleaner_mapped, cleaner_skips
+from pykraft.storage import cleaner, cleaner_mapped, cleaner_skips
 from pykraft.storage.cleaner_mapped import MappedRecords
 from pykraft.storage.cleaner_skips import DroppedBatches
 from pykraft.storage.cleaner_txns import Verdict
@@ -64,6 +64,7 @@ def test_batches_decided_from_the_map_rows_are_written_as_record_by_record(tmp_p
         return found
 
     monkeypatch.setattr(cleaner_skips.DroppedBatches, "skip", skip)
+    monkeypatch.setattr(cleaner, "_SKIP_SHARE", 1 << 40)  # every run skipped, however short
     roots = {True: str(tmp_path / "fast"), False: str(tmp_path / "slow")}
     for root in roots.values():
         new_log(root, CONFIG).close()
@@ -121,3 +122,17 @@ def test_rows_past_the_limit_are_not_kept() -> None:
     rows.add(second[0], second[1], second[4])  # would make 6 rows: refused, and nothing after it is kept either
     rows.add(third[0], third[1], third[4])
     assert rows.rows == 3
+
+
+def test_runs_of_dropped_batches_touching_in_the_file_are_skipped_from_a_minimum_size() -> None:
+    position = np.array([0, 100, 200, 300, 450, 500, 600], dtype=np.int64)
+    size = np.array([100, 100, 100, 150, 50, 100, 100], dtype=np.int64)
+    count = np.arange(1, 8, dtype=np.int64)
+    dropped = np.array([True, True, False, True, True, False, True])
+    runs = cleaner_skips._runs(position, size, count, dropped, 0)
+    assert (runs.starts, runs.ends, runs.counts) == ([0, 300, 600], [200, 500, 700], [3, 9, 7])
+    runs = cleaner_skips._runs(position, size, count, dropped, 200)
+    assert (runs.starts, runs.ends) == ([0, 300], [200, 500])
+    gap = position.copy()
+    gap[1] = 150  # not touching the batch before it: a run of its own
+    assert cleaner_skips._runs(gap, size, count, dropped, 0).starts == [0, 150, 300, 600]
