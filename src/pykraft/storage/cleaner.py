@@ -14,8 +14,12 @@ Reads are in chunks of the I/O buffer (grown to fit one larger batch), throttled
 fast path a chunk is a window of up to `_MAX_WINDOW` where the dedupe buffer has room the pass's map table leaves
 (`_window`), read into one reused buffer. Each chunk goes through cleaner_chunks.py's numpy paths (the map's
 records, the filter), batch by batch only where a batch needs it. The map's read keeps the rows of the records it
-mapped (cleaner_mapped.py, in the same room), so the rewrite reads again only the records of the batches that keep
-some but not all of theirs (and of the segments below the dirty section). `fast=False` takes the record-by-record
+mapped, with their places in the segment files (cleaner_mapped.py, in the same room), and the header fields of the
+batches it mapped (cleaner_skips.py): the rewrite does not read the long runs of batches dropped whole, decides the
+others from the rows and rebuilds those that keep some records from the rows' places (records/rebuild_many.py),
+and scans again only the batches the rows do not cover (segments below the dirty section, compressed batches kept
+in part, batches past a full map). Each cleaned segment is fsynced while the next group is rewritten, and swapped
+in after (cleaned_swaps.py). `fast=False` takes the record-by-record
 path everywhere (`filter_batch`: the reference the fast path is tested against, and what it falls back to for
 control batches, discarded ones and malformed chunks).
 A broker runs passes in a child process (node/hosts/cleaner_child.py), so that decoding never holds its GIL.
@@ -27,22 +31,21 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from pykraft.records import RecordBatch, iter_batches
 from pykraft.records.rebuild import empty_batch, rebuild_batch, record_keys, records_section
 
 from .cleaner_txns import Item, Verdict, marker_type, transaction_seam, verdict_of
-from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, TransactionSeam, batch_retention,
+from .compaction_rules import (BatchRetention, TransactionSeam, batch_retention,
                                group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
 from .key_hash import PAD_BYTES, np  # np: loaded at first use (records/lazy_numpy.py)
 from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter, Throttler
 from .cleaned_swaps import CleanedSwaps
 from .cleaned_writer import CleanedWriter
+from .cleaner_task import CleanerHost, CleanerStats, CleaningAborted, CleanTask, SourceSegment
 from .segment_swap import CleanedSegment
-from .txn_index import AbortedTxn
 
 if HAVE_NUMPY:
     from .cleaner_chunks import filter_scanned, kept_records, map_chunk, needs_rebuild, rebuilt_columns, scan_chunk
@@ -53,68 +56,6 @@ _PREFIX_SIZE = 12
 _MAX_WINDOW = 8 << 20  # a window beyond a segment's default size gains little more
 _SKIP_SHARE = 16  # the rewrite skips runs of dropped batches of a sixteenth of a window at least (cleaner_skips.py)
 _ROW_BYTES = 160  # a record's columns and the scan's temporaries (record_scan.py, cleaner_chunks.py), about
-
-
-class CleaningAborted(Exception):
-    """The log was truncated, deleted or paused during the pass: stop, swap nothing more."""
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSegment:
-    facts: SegmentFacts
-    path: str
-
-
-@dataclass(frozen=True, slots=True)
-class CleanTask:
-    """What a pass needs of one log, captured by its owner (cleaner_manager.py)."""
-
-    key: tuple[str, int]
-    log_dir: str
-    directory: str
-    segments: tuple[SourceSegment, ...]  # the sealed segments below `first_uncleanable`, oldest first
-    first_dirty: int
-    first_uncleanable: int
-    dirty_position: int  # byte position in the segment holding `first_dirty` where its mapping starts
-    delete_retention_ms: int
-    segment_bytes: int
-    max_index_bytes: int
-    index_interval: int
-    producers: Mapping[int, ProducerLast]
-    now_ms: int
-    layout_version: int
-    aborted: tuple[AbortedTxn, ...] = ()  # the aborted transactions overlapping the cleanable range (.txnindex)
-
-
-@dataclass(slots=True)
-class CleanerStats:
-    """Kafka's CleanerStats (times from the monotonic clock, in seconds)."""
-
-    start: float = field(default_factory=time.monotonic)
-    map_done: float = -1.0
-    end: float = -1.0
-    bytes_read: int = 0
-    bytes_written: int = 0
-    map_bytes_read: int = 0
-    map_messages_read: int = 0
-    messages_read: int = 0
-    messages_written: int = 0
-    invalid_messages: int = 0
-    buffer_utilization: float = 0.0
-
-    @property
-    def elapsed_s(self) -> float:
-        return max(self.end - self.start, 0.0)
-
-    @property
-    def map_elapsed_s(self) -> float:
-        return max(self.map_done - self.start, 0.0)
-
-
-class CleanerHost(Protocol):
-    def check_aborted(self, key: tuple[str, int]) -> None: ...  # raises CleaningAborted
-
-    def swap(self, task: CleanTask, cleaned: CleanedSegment, old_bases: list[int]) -> bool: ...
 
 
 class Cleaner:
