@@ -162,6 +162,12 @@ class Cleaner:
             noted = data if stop is None else data[:stop]
             if self._dropped is not None and self._mapped is not None and self._mapped.reserve(len(noted)):
                 self._dropped.note(segment, chunk_position, chunk, [items[i][0] for i in noted])
+            if stop is None and len(data) == len(items):  # the usual chunk: every batch a data batch, all mapped
+                stats.map_messages_read += sum(batch.record_count for _, batch in items)
+                last = max(batch.last_offset for _, batch in items)
+                if last >= start:
+                    omap.update_latest_offset(last)
+                return False
         for i, (_, batch) in enumerate(items):
             count = batch.record_count
             if batch.is_control:
