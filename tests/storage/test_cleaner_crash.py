@@ -259,3 +259,31 @@ def test_renames_left_unsynced_by_a_pass_are_synced_before_the_next_pass_of_the_
     assert manager.plan([CleanableLog(KEY, root, log, SETTINGS)], 10_000) is not None
     assert synced == [log.directory]
     log.close()
+
+
+def test_a_failed_fsync_of_a_cleaned_segment_fails_the_pass_and_swaps_nothing_more(tmp_path, monkeypatch) -> None:
+    """The fsync runs on the pass's sync thread (cleaned_swaps.py): its error reaches the pass before that segment's
+    swap, the segment and the next one written meanwhile go, the swaps before it stay."""
+    from pykraft.storage import cleaned_swaps
+
+    calls: list[int] = []
+
+    def failing(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(cleaned_swaps, "sync_data", failing)
+    root = str(tmp_path)
+    log = _build(root)
+    before = records(log)
+    manager = CleanerManager([root])
+    task = manager.plan([CleanableLog(KEY, root, log, SETTINGS)], 10_000)
+    steps: list[str] = []
+    with pytest.raises(OSError, match="Input/output error"):
+        Cleaner(OffsetMap(1 << 20), 4096, Throttler(float("inf"), 0)).clean(task, _Host(manager, log, steps.append))
+    assert steps.count("swap.log") == 1  # the first group only
+    assert not [n for n in os.listdir(log.directory) if n.endswith(TEMPORARY)]
+    after = records(log)
+    assert latest_per_key(after) == latest_per_key(before) and set(after) <= set(before)
+    log.close()

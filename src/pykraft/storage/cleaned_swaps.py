@@ -1,5 +1,5 @@
 """A pass's cleaned segments made durable and swapped in, one group behind the rewrite: each segment's fsync runs
-on a helper thread while the pass rewrites the next group (an fsync waits on the disk without holding the GIL),
+on a helper thread (one a pass) while the pass rewrites the next group (an fsync waits on the disk without holding the GIL),
 and its swap (segment_swap.py, by the log's owner) waits for that fsync.
 
 Kafka flushes each cleaned segment and replaces the old segments before it cleans the next group. Here the next
@@ -11,6 +11,7 @@ keep their order, a swap never happens before its segment's bytes are on disk, a
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
 
@@ -19,23 +20,48 @@ from .segment_swap import CleanedSegment
 
 
 class _Sync:
-    """An fsync of one cleaned segment on its own thread."""
+    """One cleaned segment's fsync, done by the pass's sync thread."""
 
-    def __init__(self, cleaned: CleanedSegment) -> None:
+    def __init__(self) -> None:
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(cleaned.fd,), name="cleaned-fsync", daemon=True)
-        self._thread.start()
-
-    def _run(self, fd: int) -> None:
-        try:
-            sync_data(fd)
-        except BaseException as exc:  # handed to the pass by `wait`
-            self.error = exc
+        self.done = threading.Event()
 
     def wait(self) -> None:
-        self._thread.join()
+        self.done.wait()
         if self.error is not None:
             raise self.error
+
+
+class _Syncer:
+    """The pass's sync thread, started with its first segment (a thread start waits for a core: one a pass, not one
+    a group), fed in order, ended by `close`."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[int, _Sync] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, fd: int) -> _Sync:
+        job = _Sync()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="cleaned-fsync", daemon=True)
+            self._thread.start()
+        self._jobs.put((fd, job))
+        return job
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread = None
+
+    def _run(self) -> None:
+        while (item := self._jobs.get()) is not None:
+            fd, job = item
+            try:
+                sync_data(fd)
+            except BaseException as exc:  # handed to the pass by `wait`
+                job.error = exc
+            finally:
+                job.done.set()
 
 
 class CleanedSwaps:
@@ -45,10 +71,11 @@ class CleanedSwaps:
         self._swap = swap
         self._aborted = aborted
         self._pending: tuple[CleanedSegment, list[int], _Sync] | None = None
+        self._syncer = _Syncer()
 
     def add(self, cleaned: CleanedSegment, old_bases: list[int]) -> None:
         """Start making `cleaned` durable, and swap in the previous segment (once its fsync is done)."""
-        sync = _Sync(cleaned)
+        sync = self._syncer.submit(cleaned.fd)
         try:
             self._swap_pending()
         except BaseException:
@@ -57,13 +84,17 @@ class CleanedSwaps:
         self._pending = (cleaned, old_bases, sync)
 
     def finish(self) -> None:
-        self._swap_pending()
+        try:
+            self._swap_pending()
+        finally:
+            self._syncer.close()
 
     def discard(self) -> None:
         """The pass failed: the segment still waiting goes."""
         pending, self._pending = self._pending, None
         if pending is not None:
             _discard(pending[0], pending[2])
+        self._syncer.close()
 
     def _swap_pending(self) -> None:
         pending, self._pending = self._pending, None
