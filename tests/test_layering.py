@@ -9,6 +9,7 @@ one file that needs them and why; any other file of that package making the same
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import subprocess
 import sys
@@ -43,6 +44,19 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 }
 
 
+def parsed(path: pathlib.Path) -> ast.Module:
+    """The file's syntax tree; the five walks below share one parse of each of the ~500 files (a file planted by a
+    self-test is a new path, or a new size and time, so it is parsed afresh)."""
+    status = path.stat()
+    return _parse(str(path), status.st_mtime_ns, status.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _parse(path: str, mtime_ns: int, size: int) -> ast.Module:
+    del mtime_ns, size  # part of the cache key only
+    return ast.parse(pathlib.Path(path).read_text(), path)
+
+
 def package_of(path: pathlib.Path) -> str:
     parts = path.relative_to(SRC).parts
     return parts[0] if len(parts) > 1 else ""
@@ -53,7 +67,7 @@ def imported_modules(path: pathlib.Path) -> list[tuple[int, str]]:
     relative = path.relative_to(SRC.parent).with_suffix("").parts  # ("pykraft", "sim", "node")
     package = relative[:-1] if relative[-1] != "__init__" else relative[:-1]
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -196,7 +210,7 @@ def eager_imports(path: pathlib.Path, in_functions: bool = False) -> set[str]:
                     package[:len(package) - (node.level - 1)] + ([node.module] if node.module else []))
                 submodules = {f"{base}.{alias.name}" for alias in node.names}
                 found.update(submodules & MODULES.keys() or {base})
-    visit(ast.parse(path.read_text()).body)
+    visit(parsed(path).body)
     return {name for name in found if name in MODULES}
 
 

@@ -47,11 +47,12 @@ def host(runtime: NodeRuntime) -> ControllerHost:
 
 @contextlib.asynccontextmanager
 async def controller_with_brokers(tmp_path, brokers: Sequence[int] = (1, 2, 3), fenced: Sequence[int] = (),
-                                  racks: dict[int, str] | None = None) -> AsyncIterator[tuple[int, NodeRuntime]]:
+                                  racks: dict[int, str] | None = None,
+                                  extra: str = "") -> AsyncIterator[tuple[int, NodeRuntime]]:
     """Yields (port, runtime): every broker registered and unfenced, then those in `fenced` fenced again.
     (Broker ids may equal the controller's id: registrations are a separate namespace.)"""
     port = free_ports(1)[0]
-    runtime = controller_runtime(make_config(tmp_path, CONTROLLER, {CONTROLLER: port}))
+    runtime = controller_runtime(make_config(tmp_path, CONTROLLER, {CONTROLLER: port}, extra=extra))
     await runtime.start()
     try:
         await wait_for(lambda: host(runtime).controller.active and bool(host(runtime).controller.features.finalized))

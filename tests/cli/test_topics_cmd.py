@@ -38,7 +38,10 @@ class Cluster:
     async def _main(self) -> None:
         self.loop, self.stop = asyncio.get_running_loop(), asyncio.Event()
         try:
-            async with controller_with_brokers(self.tmp_path, brokers=(1, 2, 3, 4), racks={1: "r1"}) as (port, rt):
+            # The brokers heartbeat once: a session of Kafka's 9 s default expired under load before the module's
+            # last test ("All brokers are currently fenced"), so it outlasts the module; fence() fences explicitly.
+            async with controller_with_brokers(self.tmp_path, brokers=(1, 2, 3, 4), racks={1: "r1"},
+                                               extra="broker.session.timeout.ms=3600000") as (port, rt):
                 self.port, self.runtime = port, rt
                 self.ready.set()
                 await self.stop.wait()

@@ -87,6 +87,6 @@ async def wait_for(predicate, *, timeout_s: float = 10.0, interval_s: float = 0.
 
 
 def leader_of(runtimes: list[NodeRuntime]) -> NodeRuntime | None:
-    leaders = [r for r in runtimes if r.core is not None and r.core.leader_state() is not None
+    leaders = [r for r in runtimes if r.started_core is not None and r.core.leader_state() is not None
                and r.core.high_watermark is not None]
     return leaders[0] if len(leaders) == 1 else None

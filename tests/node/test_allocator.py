@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from pykraft.node.runtime.allocator import tune_for_large_frames
+from pykraft.node.runtime.allocator import release_free_heap, tune_for_large_frames
 
 _PROBE = """
 import os, sys
-from pykraft.node.runtime.allocator import tune_for_large_frames
+from pykraft.node.runtime.allocator import release_free_heap, tune_for_large_frames
 print(tune_for_large_frames())
 def faults():
     return int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[7])
@@ -54,3 +54,26 @@ def test_nothing_is_set_off_glibc(monkeypatch, confstr) -> None:
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     monkeypatch.setattr(os, "confstr", confstr)
     assert tune_for_large_frames() is False
+
+
+_RELEASE = """
+from pykraft.node.runtime.allocator import release_free_heap, tune_for_large_frames
+def rss_kib():
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS:")).split()[1])
+tune_for_large_frames()
+blocks = [bytearray(1 << 20) for _ in range(32)]  # 32 MiB in the heap (under the 64 MiB trim threshold)...
+del blocks  # ...freed: the high threshold keeps the pages
+held = rss_kib()
+print(release_free_heap(), held - rss_kib())
+"""
+
+
+def test_release_gives_freed_heap_back_that_the_trim_threshold_keeps() -> None:
+    out = subprocess.run([sys.executable, "-c", _RELEASE], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "True"
+    assert int(out[1]) > 16 * 1024  # KiB: most of the 32 MiB freed went back to the kernel
+
+
+def test_release_does_nothing_off_glibc(monkeypatch) -> None:
+    monkeypatch.setattr(os, "confstr", lambda name: None)
+    assert release_free_heap() is False

@@ -129,7 +129,7 @@ async def test_a_peer_response_that_raises_in_the_core_task_is_counted_and_dropp
     async with active_controller(tmp_path) as (runtime, port):
         monkeypatch.setattr(runtime.core, "handle_response", raising(ValueError("a response handler bug")))
         response = DescribeQuorumResponse(error_code=ErrorCode.NONE, error_message=None, topics=(), nodes=())
-        runtime._deliver(2, 99, response)  # as the outbound exchange hands a peer's answer in
+        runtime.rpcs.deliver(2, 99, response)  # as the outbound exchange hands a peer's answer in
         await wait_for(lambda: runtime.handler_errors.total == 1)
         assert scraped_errors(runtime, "DESCRIBE_QUORUM") == 1.0
         monkeypatch.undo()

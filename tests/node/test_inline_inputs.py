@@ -1,4 +1,4 @@
-"""An input submitted while the core task is parked with nothing queued runs at once, in the caller (runtime.py
+"""An input submitted while the core task is parked with nothing queued runs at once, in the caller (core_task.py
 `_run_inline`); inputs it submits are queued, in order, for the task; a failure still fails the node."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ async def _idle_leader(tmp_path) -> AsyncIterator[NodeRuntime]:
     await runtime.start()
     try:
         await wait_for(lambda: leader_of([runtime]) is not None)
-        await wait_for(lambda: runtime._parked_until_ms is not None)  # the core task waits for input
+        await wait_for(lambda: runtime.task.parked_until_ms is not None)  # the core task waits for input
         yield runtime
     finally:
         await runtime.stop()
@@ -46,7 +46,7 @@ async def test_an_input_to_a_parked_core_runs_before_submit_returns(tmp_path):
 async def test_an_input_queued_behind_others_keeps_its_place(tmp_path):
     async with _idle_leader(tmp_path) as runtime:
         ran: list[int] = []
-        runtime._inputs.append(lambda now: ran.append(1))  # queued, the task not yet run
+        runtime.task.inputs.append(lambda now: ran.append(1))  # queued, the task not yet run
         runtime.submit(lambda now: ran.append(2))
         assert ran == []  # not run ahead of the queued one
         await wait_for(lambda: ran == [1, 2])
@@ -61,4 +61,4 @@ async def test_an_inline_input_that_raises_fails_the_core_task(tmp_path):
         runtime.submit(broken)  # the caller is not the one to fail
         await wait_for(lambda: runtime.failure is not None)
         assert isinstance(runtime.failure, RuntimeError)
-        await asyncio.wait_for(runtime._stopped.wait(), 30)
+        await asyncio.wait_for(runtime.shutdown.stopped.wait(), 30)

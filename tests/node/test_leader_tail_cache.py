@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pykraft.node.runtime.runtime import NodeRuntime, release_read
+from pykraft.node.runtime.effects import release_read
+from pykraft.node.runtime.runtime import NodeRuntime
 
 from .helpers import free_ports, leader_of, make_config, wait_for
 

@@ -69,7 +69,8 @@ def loaded_modules(process: subprocess.Popen) -> list[str]:
     process.stdin.write("now\n")
     process.stdin.flush()
     report = line_with("LOADED ", process)
-    return json.loads(report[report.index("LOADED ") + len("LOADED "):])
+    # raw_decode: the print's newline is a write of its own, and a log line of the server can come before it
+    return json.JSONDecoder().raw_decode(report[report.index("LOADED ") + len("LOADED "):])[0]
 
 
 def version_table(answer) -> list[tuple[int, int, int]]:

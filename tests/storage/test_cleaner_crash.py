@@ -12,6 +12,8 @@ import pytest
 from pykraft.storage.cleaner import Cleaner, CleanedWriter
 from pykraft.storage.cleaner_manager import CleanableLog, CleanerManager, CompactionSettings
 from pykraft.storage.offset_map import OffsetMap, Throttler
+from pykraft.storage import segment_swap
+from pykraft.storage.segment_swap import no_fault
 
 from .cleaner_helpers import KEY, latest_per_key, new_log, put, records, reopen
 
@@ -89,12 +91,24 @@ def _check_recovered(root: str, before: list) -> None:
     again.close()
 
 
-def test_every_step_of_every_swap_is_a_crash_point(tmp_path) -> None:
+@pytest.mark.parametrize("killed", [False, True])
+def test_every_step_of_every_swap_is_a_crash_point(tmp_path, monkeypatch, killed: bool) -> None:
+    """`killed`: the process dies with its files as they are (the next group's `.cleaned` files, written before
+    this swap: cleaned_swaps.py), instead of the pass discarding what it wrote on its way out."""
+    if killed:
+        def close_only(self) -> None:
+            if self.fd >= 0:
+                fd, self.fd = self.fd, -1
+                self.index.close()
+                os.close(fd)
+
+        monkeypatch.setattr(segment_swap.CleanedSegment, "discard", close_only)
     steps = _steps(tmp_path)
     assert steps.count("swap.log") >= 2  # several groups, each a swap
     assert {"swap.index", "swap.timeindex", "swap-synced", "deleted-removed", "renamed.log", "renamed.index",
-            "renamed.timeindex", "renamed-synced"} <= set(steps)
+            "renamed.timeindex"} <= set(steps)
     assert sum(s.startswith("deleted-renamed:") for s in steps) > steps.count("swap.log")  # groups of segments
+    left_cleaned = 0
     for k, step in enumerate(steps):
         root = str(tmp_path / f"crash-{k}")
         calls = iter(range(len(steps)))
@@ -104,7 +118,12 @@ def test_every_step_of_every_swap_is_a_crash_point(tmp_path) -> None:
                 raise Crash(name)
 
         before, _ = _run(root, fault)
+        directory = os.path.join(root, f"{KEY[0]}-{KEY[1]}")
+        names = os.listdir(directory)
+        swapping = [n[:20] for n in names if n.endswith(".swap")]
+        left_cleaned += bool(swapping) and any(n.endswith(".cleaned") and n[:20] > max(swapping) for n in names)
         _check_recovered(root, before)
+    assert (left_cleaned > 0) == killed  # the next group's .cleaned files above a swap under way
 
 
 def test_a_crash_while_writing_the_cleaned_segment_leaves_the_log_as_it_was(tmp_path) -> None:
@@ -192,4 +211,79 @@ def test_deleted_files_left_by_a_crash_are_removed(tmp_path, stray: str) -> None
         f.write(b"old bytes")
     log, report = reopen(root)
     assert records(log) == before and report.removed_files == (f"{12345:020d}{stray}",)
+    log.close()
+
+
+def test_a_pass_syncs_the_directory_once_a_swap_and_once_at_its_end(tmp_path, monkeypatch) -> None:
+    """Step 1's sync of each swap comes before any old file goes (and covers the previous swap's final renames);
+    the last swap's renames are synced when the pass is done, before the checkpoint moves: one sync a group and
+    one a pass, where there were two a group."""
+    from pykraft.storage import cleaner_manager, segment_swap
+
+    events: list[str] = []
+    for module in (segment_swap, cleaner_manager):
+        monkeypatch.setattr(module, "sync_dir", lambda path: events.append("sync"))
+    root = str(tmp_path)
+    log = _build(root)
+    manager = CleanerManager([root])
+    task = manager.plan([CleanableLog(KEY, root, log, SETTINGS)], 10_000)
+    cleaner = Cleaner(OffsetMap(1 << 20), 4096, Throttler(float("inf"), 0))
+    end, _ = cleaner.clean(task, _Host(manager, log, events.append))
+    assert events[-1] == "renamed.timeindex"  # the last swap's renames wait for the end of the pass
+    manager.done(task, end)
+    swaps = events.count("swap.log")
+    assert swaps >= 2 and events.count("sync") == swaps + 1 and events[-1] == "sync"
+    for k, step in enumerate(events):
+        if step.startswith("deleted-renamed:"):
+            assert events[events.index("swap.timeindex", max(i for i in range(k) if events[i] == "swap.log")):k
+                          ].count("sync") == 1  # this swap's files were .swap on disk before an old one went
+    log.close()
+
+
+def test_renames_left_unsynced_by_a_pass_are_synced_before_the_next_pass_of_the_log(tmp_path, monkeypatch) -> None:
+    from pykraft.storage import cleaner_manager
+
+    synced: list[str] = []
+    root = str(tmp_path)
+    log = _build(root)
+    manager = CleanerManager([root])
+    task = manager.plan([CleanableLog(KEY, root, log, SETTINGS)], 10_000)
+    Cleaner(OffsetMap(1 << 20), 4096, Throttler(float("inf"), 0)).clean(task, _Host(manager, log, no_fault))
+    with manager._lock:  # the pass ends without `done` (its thread died): only the next plan can sync
+        manager._states.clear()
+    monkeypatch.setattr(cleaner_manager, "sync_dir", synced.append)
+    for r in range(3):
+        put(log, f"k{r}", f"new-{r}", 2000)
+    log.roll()
+    log.update_high_watermark(log.end_offset())
+    assert manager.plan([CleanableLog(KEY, root, log, SETTINGS)], 10_000) is not None
+    assert synced == [log.directory]
+    log.close()
+
+
+def test_a_failed_fsync_of_a_cleaned_segment_fails_the_pass_and_swaps_nothing_more(tmp_path, monkeypatch) -> None:
+    """The fsync runs on the pass's sync thread (cleaned_swaps.py): its error reaches the pass before that segment's
+    swap, the segment and the next one written meanwhile go, the swaps before it stay."""
+    from pykraft.storage import cleaned_swaps
+
+    calls: list[int] = []
+
+    def failing(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(cleaned_swaps, "sync_data", failing)
+    root = str(tmp_path)
+    log = _build(root)
+    before = records(log)
+    manager = CleanerManager([root])
+    task = manager.plan([CleanableLog(KEY, root, log, SETTINGS)], 10_000)
+    steps: list[str] = []
+    with pytest.raises(OSError, match="Input/output error"):
+        Cleaner(OffsetMap(1 << 20), 4096, Throttler(float("inf"), 0)).clean(task, _Host(manager, log, steps.append))
+    assert steps.count("swap.log") == 1  # the first group only
+    assert not [n for n in os.listdir(log.directory) if n.endswith(TEMPORARY)]
+    after = records(log)
+    assert latest_per_key(after) == latest_per_key(before) and set(after) <= set(before)
     log.close()

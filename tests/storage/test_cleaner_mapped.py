@@ -1,5 +1,6 @@
-"""The rows the offset map's read keeps for the rewrite (storage/cleaner_mapped.py): a batch that keeps all of its
-records, or none, is decided from them without its records being read again, and the cleaned segments are still
+"""The rows the offset map's read keeps for the rewrite (storage/cleaner_mapped.py): a batch is decided from them
+(kept whole, dropped, emptied, or rebuilt around its kept records from their places in the segment) without its
+records being scanned or their keys hashed again, and the cleaned segments are still
 byte for byte those of the record-by-record path (tombstones and their delete horizons, idempotent producers' last
 batches kept empty, keyless records, batches the map only partly took). And the rows are refused where they could
 mislead: offsets that do not increase, more rows than the room the map table leaves."""
@@ -12,8 +13,9 @@ import random
 import numpy as np
 
 from pykraft.records import SimpleRecord, encode_batch, iter_batches
-from pykraft.storage import cleaner_mapped
+from pykraft.storage import cleaner, cleaner_mapped, cleaner_skips
 from pykraft.storage.cleaner_mapped import MappedRecords
+from pykraft.storage.cleaner_skips import DroppedBatches
 from pykraft.storage.cleaner_txns import Verdict
 from pykraft.storage.compaction_rules import ProducerLast
 from pykraft.storage.offset_map import ENTRY_BYTES, OffsetMap
@@ -48,11 +50,21 @@ def test_batches_decided_from_the_map_rows_are_written_as_record_by_record(tmp_p
 
     def counted(self, *args, **kwargs):
         found = real(self, *args, **kwargs)
-        answered.extend(0 if out is None else 1 if out is args[0][i][1].buffer else 2
-                        for i, (out, _) in found.items())
+        answered.extend(0 if out is None else 1 if out is args[0][i][1].buffer else 2 if not count else 3
+                        for i, (out, count) in found.items())
         return found
 
     monkeypatch.setattr(cleaner_mapped.MappedRecords, "decide", counted)
+    real_skip = DroppedBatches.skip
+
+    def skip(self, segment: int, position: int) -> tuple[int, int, int]:
+        found = real_skip(self, segment, position)
+        if found[0] > position:
+            answered.append(4)
+        return found
+
+    monkeypatch.setattr(cleaner_skips.DroppedBatches, "skip", skip)
+    monkeypatch.setattr(cleaner, "_SKIP_SHARE", 1 << 40)  # every run skipped, however short
     roots = {True: str(tmp_path / "fast"), False: str(tmp_path / "slow")}
     for root in roots.values():
         new_log(root, CONFIG).close()
@@ -73,7 +85,8 @@ def test_batches_decided_from_the_map_rows_are_written_as_record_by_record(tmp_p
             results[fast] = _clean(root, fast, now, 1 << 20, producers)
         assert results[True] == results[False]
         assert _files(directories[True]) == _files(directories[False])
-    assert min(answered.count(0), answered.count(1), answered.count(2)) > 0  # dropped, kept whole, emptied
+    # kept whole, emptied, rebuilt from the rows' places in the rewrite's chunk, runs of dropped batches not read
+    assert min(answered.count(1), answered.count(2), answered.count(3), answered.count(4)) > 0
 
 
 def _rows(offsets: list[int], base: int) -> tuple[np.ndarray, ...]:
@@ -94,7 +107,7 @@ def test_rows_whose_offsets_do_not_increase_decide_nothing() -> None:
         omap.clear()
         omap.put_run(columns[2], columns[3], columns[0])
         rows = MappedRecords(100)
-        rows.add(*columns)
+        rows.add(columns[0], columns[1], columns[4])
         rows.seal(omap)
         found = rows.decide([(0, batch)], [0], verdicts, producers={}, upper_bound=100, now_ms=0)
         assert (found == {0: (batch.buffer, 3)}) if answered else found == {}
@@ -105,7 +118,21 @@ def test_rows_past_the_limit_are_not_kept() -> None:
     first, _ = _rows([1, 2, 3], 1)
     second, _ = _rows([4, 5, 6], 4)
     third, _ = _rows([7], 7)
-    rows.add(*first)
-    rows.add(*second)  # would make 6 rows: refused, and nothing after it is kept either
-    rows.add(*third)
+    rows.add(first[0], first[1], first[4])
+    rows.add(second[0], second[1], second[4])  # would make 6 rows: refused, and nothing after it is kept either
+    rows.add(third[0], third[1], third[4])
     assert rows.rows == 3
+
+
+def test_runs_of_dropped_batches_touching_in_the_file_are_skipped_from_a_minimum_size() -> None:
+    position = np.array([0, 100, 200, 300, 450, 500, 600], dtype=np.int64)
+    size = np.array([100, 100, 100, 150, 50, 100, 100], dtype=np.int64)
+    count = np.arange(1, 8, dtype=np.int64)
+    dropped = np.array([True, True, False, True, True, False, True])
+    runs = cleaner_skips._runs(position, size, count, dropped, 0)
+    assert (runs.starts, runs.ends, runs.counts) == ([0, 300, 600], [200, 500, 700], [3, 9, 7])
+    runs = cleaner_skips._runs(position, size, count, dropped, 200)
+    assert (runs.starts, runs.ends) == ([0, 300], [200, 500])
+    gap = position.copy()
+    gap[1] = 150  # not touching the batch before it: a run of its own
+    assert cleaner_skips._runs(gap, size, count, dropped, 0).starts == [0, 150, 300, 600]

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 
@@ -86,6 +85,8 @@ def broker_definition(name: str) -> ConfigDef | None:
 
 def did_you_mean(name: str, known: Iterable[str]) -> str | None:
     """The known key closest to a misspelt `name` (a typo: `min.insync.replica`), or None."""
+    import difflib  # here: a server imports this module; only a misspelt key needs difflib (issue 34: idle RSS)
+
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
     return close[0] if close else None
 

@@ -4,11 +4,17 @@ the batches go from the segment file's pages to the socket, never through a Pyth
 regions alike, are written by one `os.writev`, so the kernel copies the records once, from the page cache into the
 socket, as it must for any send.
 
-Why not `os.sendfile`: measured on this project's machine (loopback, uvloop, 1 MiB answers, the server's CPU per MB
-over a few alternating runs at load ~13): sendfile 0.35-0.44 ms, pread + write (the copying path) 0.25-0.29, this
-module's mmap + writev 0.20-0.32 (mostly ~0.24). Loopback TCP gains nothing from sendfile's page references (the
-receiver copies either way) and pays its splice; a copy from mapped pages costs what a copy from a buffer does, and
-the pread into that buffer is saved.
+Why not `os.sendfile` (Kafka's `transferTo`): measured on this project's machine (loopback, uvloop, 1 MiB answers, the
+server's CPU per MB over a few alternating runs at load ~13): sendfile 0.35-0.44 ms, pread + write (the copying path)
+0.25-0.29, this module's mmap + writev 0.20-0.32 (mostly ~0.24). Loopback TCP gains nothing from sendfile's page
+references (the receiver copies either way) and pays its splice; a copy from mapped pages costs what a copy from a
+buffer does, and the pread into that buffer is saved. Measured again for issue 34 inside the broker, the two ways
+switched between rounds on one broker serving benchmarks/fetch.py's reader (CPU from the process's CPU-time clock,
+load 8-14, three A/B runs): sendfile (header by writev, the batches by sendfile, the trailing tags by writev) 0.56-0.65
+ms/MB of broker CPU and 800-920 MB/s, this module 0.39-0.44 ms/MB and 1,000-1,280 MB/s (medians); corking the three
+writes (TCP_CORK) did not help (0.58-0.70). In a bare process sendfile is bimodal here: 0.07-0.12 ms/MB in some runs,
+0.33-0.39 in others (the wake-ups of a reader on the other core; this VM's inter-processor interrupts are costly),
+where mmap + writev stays at 0.18-0.22.
 
 Direct writes go to the socket itself, so they may only happen while the transport has nothing queued: bytes queued
 in the transport would otherwise go out after bytes written directly, out of order. uvloop queues even a small write

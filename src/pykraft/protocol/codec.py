@@ -54,7 +54,7 @@ from pykraft.protocol.errors import (
 )
 from pykraft.protocol.framing import SIZE_PREFIX_BYTES, FileRegion, FrameBody, Part, check_frame_size
 from pykraft.protocol.borrowed_records import put_back
-from pykraft.protocol.wire_check import Guard, LiftingEdits, WireFormatError, guard_for, kio_input
+from pykraft.protocol.wire_check import Guard, LiftingEdits, WireFormatError, kio_input, lazy_guard_for
 
 __all__ = [
     "DecodedRequest",
@@ -125,12 +125,18 @@ def _reader(entity_type: type) -> Callable[[Any, int], tuple[Any, int]]:
 
 @cache
 def _guard(entity_type: type) -> Guard:
-    """The walk of one request or response class, knowing the tags of every version kio has of it."""
+    """The walk of one request or response class. The tags of every version kio has of it are looked up only when
+    a message carries a tag its version does not know (wire_check.DeferredTagRules): an idle node does not hold
+    the other versions' modules."""
     kio_class: Any = entity_type
     is_request = kio_class.__type__ is EntityType.request
     load = kio.index.load_request_schema if is_request else kio.index.load_response_schema
     key = int(kio_class.__api_key__)
-    return guard_for(entity_type, tuple(load(key, version) for version in schema_name_map[api_key_map[key]]))
+
+    def family() -> tuple[type, ...]:
+        return tuple(load(key, version) for version in schema_name_map[api_key_map[key]])
+
+    return lazy_guard_for(entity_type, family)
 
 
 def _byte_view(frame: bytes | bytearray | memoryview) -> memoryview:

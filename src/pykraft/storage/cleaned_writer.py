@@ -65,13 +65,15 @@ class CleanedWriter:
         self._offset_entries.clear()
         self._time_entries.clear()
 
-    def finish(self) -> CleanedSegment:
-        """Make the segment's records durable before any swap (Kafka's `cleaned.flush()`). Its indexes are not
-        synced: an open checks every index against the batches and rewrites a torn one (log_open.py), and the
-        fsyncs of two small files per group were a third of a pass's time on large records."""
+    def finish(self, sync: bool = True) -> CleanedSegment:
+        """Make the segment's records durable before any swap (Kafka's `cleaned.flush()`; `sync=False`: the
+        caller does, cleaned_swaps.py). Its indexes are not synced: an open checks every index against the
+        batches and rewrites a torn one (log_open.py), and the fsyncs of two small files per group were a third of
+        a pass's time on large records."""
         self._flush()
         self.index.write(b"", self.index.seal_entry())
-        sync_data(self.fd)
+        if sync:
+            sync_data(self.fd)
         return CleanedSegment(self.directory, self.base_offset, self.fd, self.index, self.size, self.next_offset,
                               self.first_timestamp)
 

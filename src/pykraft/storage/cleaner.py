@@ -14,8 +14,12 @@ Reads are in chunks of the I/O buffer (grown to fit one larger batch), throttled
 fast path a chunk is a window of up to `_MAX_WINDOW` where the dedupe buffer has room the pass's map table leaves
 (`_window`), read into one reused buffer. Each chunk goes through cleaner_chunks.py's numpy paths (the map's
 records, the filter), batch by batch only where a batch needs it. The map's read keeps the rows of the records it
-mapped (cleaner_mapped.py, in the same room), so the rewrite reads again only the records of the batches that keep
-some but not all of theirs (and of the segments below the dirty section). `fast=False` takes the record-by-record
+mapped, with their places in the segment files (cleaner_mapped.py, in the same room), and the header fields of the
+batches it mapped (cleaner_skips.py): the rewrite does not read the long runs of batches dropped whole, decides the
+others from the rows and rebuilds those that keep some records from the rows' places (records/rebuild_many.py),
+and scans again only the batches the rows do not cover (segments below the dirty section, compressed batches kept
+in part, batches past a full map). Each cleaned segment is fsynced while the next group is rewritten, and swapped
+in after (cleaned_swaps.py). `fast=False` takes the record-by-record
 path everywhere (`filter_batch`: the reference the fast path is tested against, and what it falls back to for
 control batches, discarded ones and malformed chunks).
 A broker runs passes in a child process (node/hosts/cleaner_child.py), so that decoding never holds its GIL.
@@ -27,91 +31,31 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from pykraft.records import RecordBatch, iter_batches
 from pykraft.records.rebuild import empty_batch, rebuild_batch, record_keys, records_section
 
 from .cleaner_txns import Item, Verdict, marker_type, transaction_seam, verdict_of
-from .compaction_rules import (BatchRetention, ProducerLast, SegmentFacts, TransactionSeam, batch_retention,
+from .compaction_rules import (BatchRetention, TransactionSeam, batch_retention,
                                group_segments_by_size, needs_delete_horizon, retained_records, segments_between)
 from .key_hash import PAD_BYTES, np  # np: loaded at first use (records/lazy_numpy.py)
 from .offset_map import HAVE_NUMPY, OffsetMap, PlainOffsetMap, RateLimiter, Throttler
+from .cleaned_swaps import CleanedSwaps
 from .cleaned_writer import CleanedWriter
+from .cleaner_task import CleanerHost, CleanerStats, CleaningAborted, CleanTask, SourceSegment
 from .segment_swap import CleanedSegment
-from .txn_index import AbortedTxn
 
 if HAVE_NUMPY:
     from .cleaner_chunks import filter_scanned, kept_records, map_chunk, needs_rebuild, rebuilt_columns, scan_chunk
     from .cleaner_mapped import ROW_BYTES, MappedRecords
+    from .cleaner_skips import DroppedBatches
 
 _PREFIX_SIZE = 12
 _MAX_WINDOW = 8 << 20  # a window beyond a segment's default size gains little more
+_SKIP_SHARE = 16  # the rewrite skips runs of dropped batches of a sixteenth of a window at least (cleaner_skips.py)
 _ROW_BYTES = 160  # a record's columns and the scan's temporaries (record_scan.py, cleaner_chunks.py), about
-
-
-class CleaningAborted(Exception):
-    """The log was truncated, deleted or paused during the pass: stop, swap nothing more."""
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSegment:
-    facts: SegmentFacts
-    path: str
-
-
-@dataclass(frozen=True, slots=True)
-class CleanTask:
-    """What a pass needs of one log, captured by its owner (cleaner_manager.py)."""
-
-    key: tuple[str, int]
-    log_dir: str
-    directory: str
-    segments: tuple[SourceSegment, ...]  # the sealed segments below `first_uncleanable`, oldest first
-    first_dirty: int
-    first_uncleanable: int
-    dirty_position: int  # byte position in the segment holding `first_dirty` where its mapping starts
-    delete_retention_ms: int
-    segment_bytes: int
-    max_index_bytes: int
-    index_interval: int
-    producers: Mapping[int, ProducerLast]
-    now_ms: int
-    layout_version: int
-    aborted: tuple[AbortedTxn, ...] = ()  # the aborted transactions overlapping the cleanable range (.txnindex)
-
-
-@dataclass(slots=True)
-class CleanerStats:
-    """Kafka's CleanerStats (times from the monotonic clock, in seconds)."""
-
-    start: float = field(default_factory=time.monotonic)
-    map_done: float = -1.0
-    end: float = -1.0
-    bytes_read: int = 0
-    bytes_written: int = 0
-    map_bytes_read: int = 0
-    map_messages_read: int = 0
-    messages_read: int = 0
-    messages_written: int = 0
-    invalid_messages: int = 0
-    buffer_utilization: float = 0.0
-
-    @property
-    def elapsed_s(self) -> float:
-        return max(self.end - self.start, 0.0)
-
-    @property
-    def map_elapsed_s(self) -> float:
-        return max(self.map_done - self.start, 0.0)
-
-
-class CleanerHost(Protocol):
-    def check_aborted(self, key: tuple[str, int]) -> None: ...  # raises CleaningAborted
-
-    def swap(self, task: CleanTask, cleaned: CleanedSegment, old_bases: list[int]) -> bool: ...
 
 
 class Cleaner:
@@ -127,6 +71,7 @@ class Cleaner:
         self.fast = fast and HAVE_NUMPY and isinstance(offset_map, OffsetMap)
         self._buffer = bytearray()
         self._mapped: MappedRecords | None = None  # during a pass on the fast path
+        self._dropped: DroppedBatches | None = None  # ditto: the batches the rewrite need not read
 
     # ---- the pass ----------------------------------------------------------------------------------------------
     def clean(self, task: CleanTask, host: CleanerHost) -> tuple[int, CleanerStats]:
@@ -135,25 +80,35 @@ class Cleaner:
         stats = CleanerStats()
         try:
             end = self._build_map(task, host, stats)
-            if self._mapped is not None:
+            mapped, dropped = self._mapped, self._dropped
+            if mapped is not None and dropped is not None:
                 assert isinstance(self.offset_map, OffsetMap)  # self.fast: the flat map
-                self._mapped.seal(self.offset_map)
+                mapped.seal(self.offset_map)
+                if mapped.sealed:
+                    dropped.seal(mapped.offsets, mapped.bases, mapped.stay_rows, producers=task.producers,
+                                 upper_bound=task.first_uncleanable, min_run_bytes=self._window() // _SKIP_SHARE)
             stats.map_done = time.monotonic()
             return self._rewrite(task, host, stats, end)
         finally:
-            self._mapped = None
+            self._mapped = self._dropped = None
 
     def _rewrite(self, task: CleanTask, host: CleanerHost, stats: CleanerStats, end: int) -> tuple[int, CleanerStats]:
         facts = [s.facts for s in task.segments if s.facts.base_offset < end]
         by_base = {s.facts.base_offset: s for s in task.segments}
         seam = self._seam_factory(task.aborted)
-        for group in group_segments_by_size(facts, task.segment_bytes, task.max_index_bytes, task.first_uncleanable):
-            kept_before = len(getattr(seam, "kept_aborted", ()))
-            cleaned = self._clean_group(task, host, [by_base[f.base_offset] for f in group], seam, stats)
-            # The aborted transactions whose markers this group kept (their batches went): its .txnindex.
-            cleaned.aborted = tuple(getattr(seam, "kept_aborted", ())[kept_before:])
-            if not host.swap(task, cleaned, [f.base_offset for f in group]):
-                raise CleaningAborted()
+        swaps = CleanedSwaps(lambda cleaned, bases: host.swap(task, cleaned, bases), CleaningAborted)
+        try:
+            for group in group_segments_by_size(facts, task.segment_bytes, task.max_index_bytes,
+                                                task.first_uncleanable):
+                kept_before = len(getattr(seam, "kept_aborted", ()))
+                cleaned = self._clean_group(task, host, [by_base[f.base_offset] for f in group], seam, stats)
+                # The aborted transactions whose markers this group kept (their batches went): its .txnindex.
+                cleaned.aborted = tuple(getattr(seam, "kept_aborted", ())[kept_before:])
+                swaps.add(cleaned, [f.base_offset for f in group])  # synced meanwhile, swapped after the next
+            swaps.finish()
+        except BaseException:
+            swaps.discard()
+            raise
         stats.buffer_utilization = self.offset_map.utilization
         stats.end = time.monotonic()
         return end, stats
@@ -165,6 +120,7 @@ class Cleaner:
         omap.clear(task.first_uncleanable - task.first_dirty)  # no more keys than offsets
         if self.fast:  # the rows kept for the rewrite take what the table leaves of the buffer
             self._mapped = MappedRecords(self._room() // 2 // ROW_BYTES)  # half: the windows take a quarter
+            self._dropped = DroppedBatches()
         dirty = segments_between([s.facts for s in task.segments], task.first_dirty, task.first_uncleanable)
         by_base = {s.facts.base_offset: s for s in task.segments}
         bounds = [s.base_offset for s in dirty[1:]] + [task.first_uncleanable]
@@ -177,15 +133,16 @@ class Cleaner:
 
     def _map_segment(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int, upper: int,
                      seam: TransactionSeam, stats: CleanerStats) -> bool:
-        for chunk, items in self._chunks(task, host, source, position, stats, mapping=True):
-            if self._map_chunk(chunk, items, task.first_dirty, seam, stats):
+        for chunk, items, at in self._chunks(task, host, source, position, stats, mapping=True):
+            if self._map_chunk(chunk, items, at, task.first_dirty, seam, stats, source.facts.base_offset):
                 return True
         self.offset_map.update_latest_offset(upper - 1)  # across an offset gap to the next segment
         return False
 
-    def _map_chunk(self, chunk: memoryview, items: list[Item], start: int, seam: TransactionSeam,
-                   stats: CleanerStats) -> bool:
-        """Map one chunk's batches; True when the map filled up."""
+    def _map_chunk(self, chunk: memoryview, items: list[Item], chunk_position: int, start: int,
+                   seam: TransactionSeam, stats: CleanerStats, segment: int = -1) -> bool:
+        """Map one chunk's batches (read at `chunk_position` of the segment at `segment`); True when the map
+        filled up."""
         omap = self.offset_map
         aborted = [False] * len(items)  # the seam's answers, asked in log order before any record is mapped
         data = []
@@ -200,8 +157,17 @@ class Cleaner:
         full_at = -1
         if scanned is not None:
             assert isinstance(omap, OffsetMap)  # self.fast: the flat map
-            stop = map_chunk(omap, scanned, start, self._mapped)
+            stop = map_chunk(omap, scanned, start, self._mapped, chunk_position)
             full_at = len(items) if stop is None else data[stop]
+            noted = data if stop is None else data[:stop]
+            if self._dropped is not None and self._mapped is not None and self._mapped.reserve(len(noted)):
+                self._dropped.note(segment, chunk_position, chunk, [items[i][0] for i in noted])
+            if stop is None and len(data) == len(items):  # the usual chunk: every batch a data batch, all mapped
+                stats.map_messages_read += sum(batch.record_count for _, batch in items)
+                last = max(batch.last_offset for _, batch in items)
+                if last >= start:
+                    omap.update_latest_offset(last)
+                return False
         for i, (_, batch) in enumerate(items):
             count = batch.record_count
             if batch.is_control:
@@ -223,27 +189,30 @@ class Cleaner:
         writer = CleanedWriter(task.directory, group[0].facts.base_offset, task.index_interval, self.io_buffer_size)
         try:
             for source in group:
-                for chunk, items in self._chunks(task, host, source, 0, stats, mapping=False):
+                for chunk, items, at in self._chunks(task, host, source, 0, stats, mapping=False):
                     written = 0
-                    for out in self._filter_chunk(chunk, items, task, seam, stats):
+                    for out in self._filter_chunk(chunk, items, task, seam, stats, at):
                         if out is not None:
                             writer.append(out)
                             written += len(out)
                     self._throttle(written)
-            return writer.finish()
+            return writer.finish(sync=False)  # cleaned_swaps.py syncs it while the next group is rewritten
         except BaseException:
             writer.discard()
             raise
 
     def _filter_chunk(self, chunk: memoryview, items: list[Item], task: CleanTask, seam: TransactionSeam,
-                      stats: CleanerStats) -> list[bytes | memoryview | None]:
-        """What of each batch of the chunk goes into the cleaned segment (see `filter_batch`)."""
+                      stats: CleanerStats, chunk_position: int = 0) -> list[bytes | memoryview | None]:
+        """What of each batch of the chunk (read at `chunk_position` of its segment) goes into the cleaned
+        segment (see `filter_batch`)."""
         verdicts = [verdict_of(batch, seam, task.now_ms) for _, batch in items]
         data = [i for i, (_, batch) in enumerate(items) if not batch.is_control and not verdicts[i].discard_records]
         now = task.now_ms
         mapped = self._mapped
         known = {} if mapped is None else mapped.decide(items, data, verdicts, producers=task.producers,
-                                                        upper_bound=task.first_uncleanable, now_ms=now)
+                                                        upper_bound=task.first_uncleanable, now_ms=now, chunk=chunk,
+                                                        chunk_position=chunk_position,
+                                                        delete_retention_ms=task.delete_retention_ms)
         rest = [i for i in data if i not in known] if known else data
         scanned = scan_chunk(chunk, items, rest, padded=True) if self.fast and rest else None
         if scanned is None and rest:
@@ -324,10 +293,14 @@ class Cleaner:
 
     # ---- reading -----------------------------------------------------------------------------------------------
     def _chunks(self, task: CleanTask, host: CleanerHost, source: SourceSegment, position: int,
-                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[memoryview, list[Item]]]:
-        """The whole batches of a segment from `position`, a chunk of the I/O buffer at a time (the chunk and
-        each batch's position in it), each chunk throttled and checked for an abort."""
+                stats: CleanerStats, *, mapping: bool) -> Iterator[tuple[memoryview, list[Item], int]]:
+        """The whole batches of a segment from `position`, a chunk of the I/O buffer at a time (the chunk, each
+        batch's position in it, and the chunk's in the file), each chunk throttled and checked for an abort. The
+        rewrite neither reads nor yields the runs of batches the map's read found dropped whole
+        (cleaner_skips.py): they count as processed."""
         end = source.facts.size
+        dropped = None if mapping else self._dropped
+        segment = source.facts.base_offset
         try:
             fd = os.open(source.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -337,7 +310,16 @@ class Cleaner:
             chunk_size = window
             while position < end:
                 host.check_aborted(task.key)
-                chunk = self._read(fd, min(chunk_size, end - position), position)
+                limit = end
+                if dropped is not None:
+                    after, skipped, records = dropped.skip(segment, position)
+                    if after > position:
+                        stats.bytes_read += skipped
+                        stats.messages_read += records
+                        position = after
+                        continue
+                    limit = min(end, dropped.next_run(segment, position) or end)
+                chunk = self._read(fd, min(chunk_size, limit - position), position)
                 if len(chunk) < _PREFIX_SIZE + PAD_BYTES:
                     raise CleaningAborted()  # the file shrank under us: a truncation is on its way
                 items: list[Item] = []
@@ -352,7 +334,7 @@ class Cleaner:
                     chunk_size = _PREFIX_SIZE + int.from_bytes(chunk[8:12], "big")
                     continue
                 chunk_size = window
-                yield chunk, items
+                yield chunk, items, position
                 position += whole
                 if mapping:
                     stats.map_bytes_read += whole

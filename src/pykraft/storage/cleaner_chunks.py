@@ -35,6 +35,7 @@ _PAD = bytes(PAD_BYTES)
 @dataclass(frozen=True, slots=True)
 class Scanned:
     raw: bytes | memoryview  # the chunk, then the decompressed records sections, then padding
+    chunk_bytes: int  # the chunk's part of `raw`: positions beyond it are in decompressed sections
     columns: RecordColumns
     offsets: np.ndarray  # each record's offset
     batch_of: np.ndarray  # each record's index among the scanned batches
@@ -68,12 +69,14 @@ def scan_chunk(chunk: bytes | bytearray | memoryview, items: Sequence[Item], wan
     counts = np.diff(columns.first)
     batch_of = np.repeat(np.arange(len(bodies)), counts)
     bases = np.array([items[i][1].base_offset for i in wanted], dtype=np.int64)
-    return Scanned(raw, columns, bases[batch_of] + columns.offset_delta, batch_of)
+    return Scanned(raw, len(chunk), columns, bases[batch_of] + columns.offset_delta, batch_of)
 
 
-def map_chunk(omap: OffsetMap, scanned: Scanned, start: int, kept: MappedRecords | None = None) -> int | None:
-    """Put the keyed records at offsets >= `start` into the map (and into `kept`, for the rewrite). Returns None
-    when all went in, else the index (among the scanned batches) of the batch where the map was full."""
+def map_chunk(omap: OffsetMap, scanned: Scanned, start: int, kept: MappedRecords | None = None,
+              chunk_position: int = 0) -> int | None:
+    """Put the keyed records at offsets >= `start` into the map (and into `kept`, for the rewrite, with their
+    places in the segment file, the chunk having been read at `chunk_position`). Returns None when all went in,
+    else the index (among the scanned batches) of the batch where the map was full."""
     columns = scanned.columns
     rows = np.flatnonzero((columns.key_length >= 0) & (scanned.offsets >= start))
     high, low = omap.hasher.hash_keys(scanned.raw, columns.key_start[rows], columns.key_length[rows])
@@ -81,7 +84,10 @@ def map_chunk(omap: OffsetMap, scanned: Scanned, start: int, kept: MappedRecords
     if kept is not None:
         done = rows[:mapped]
         offsets = scanned.offsets[done]
-        kept.add(offsets, offsets - columns.offset_delta[done], high[:mapped], low[:mapped], columns.null_value[done])
+        in_file = columns.tail[done] < scanned.chunk_bytes  # else in a decompressed section: -1, no place
+        places = [np.where(in_file, column[done] + chunk_position, -1)
+                  for column in (columns.start, columns.tail, columns.end)]
+        kept.add(offsets, offsets - columns.offset_delta[done], columns.null_value[done], *places)
     return None if mapped == len(rows) else int(scanned.batch_of[rows[mapped]])
 
 

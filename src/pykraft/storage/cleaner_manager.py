@@ -5,8 +5,10 @@
   marked uncleanable, marks it in progress and captures a `CleanTask` for a cleaner thread (cleaner.py).
 - `swap` puts one cleaned segment in place (segment_swap.py) if the pass still holds: not aborted, and the log's
   layout unchanged since the plan (no truncation, retention or reset in between); otherwise the cleaned files go.
-- `done` ends the pass: the first offset not cleaned goes into `cleaner-offset-checkpoint` of the log's directory
-  (Kafka's OffsetCheckpointFile format), unless the pass was aborted.
+- `done` ends the pass: the log directory's renames of the last swap are synced (segment_swap.py, step 3: each
+  swap's first sync covers the previous swap's renames), and the first offset not cleaned goes into
+  `cleaner-offset-checkpoint` of the log's directory (Kafka's OffsetCheckpointFile format), unless the pass was
+  aborted. A directory whose pass never got to `done` is synced before the next pass of that log is planned.
 - `abort_and_pause(key)` / `resume(key)`: what truncation, deletion and log-directory moves call (Kafka's API of
   the same name). Kafka's call blocks until the cleaner thread stopped; here it never blocks: `on_abort` tells the
   pass (in a cleaner process, node/hosts/log_cleaner.py), its next check raises, and since every swap runs on the
@@ -37,7 +39,7 @@ from .compaction_rules import (
     max_compaction_delay,
 )
 from .file_log import FileLog
-from .files import CLEANER_CHECKPOINT
+from .files import CLEANER_CHECKPOINT, sync_dir
 from .offset_checkpoints import PartitionKey, read_offsets, update_offsets
 from .segment_swap import CleanedSegment, no_fault, replace_segments
 
@@ -95,6 +97,7 @@ class CleanerManager:
         # Told at once when a running pass is aborted (the broker stops its cleaner process's pass: log_cleaner.py).
         self.on_abort: Callable[[PartitionKey], None] = lambda key: None
         self.last_delay_ms = 0  # the longest max.compaction.lag.ms overrun seen by the last plan
+        self._unsynced: set[str] = set()  # log directories with a swap's final renames not yet synced
 
     # ---- checkpoints -------------------------------------------------------------------------------------------
     def checkpoint_path(self, log_dir: str) -> str:
@@ -169,6 +172,7 @@ class CleanerManager:
         if chosen is None:
             return None
         item = offered[chosen.key]  # type: ignore[index]
+        self._sync_renames(item.log.directory)  # before the pass writes its first .cleaned file there
         with self._lock:
             state = self._states.setdefault(item.key, _State())
             state.in_progress, state.aborted, state.layout_version = True, False, item.log.layout_version
@@ -194,7 +198,8 @@ class CleanerManager:
             return False
         _log.info("swapping in the cleaned segment %d of %s-%d for the segments %s", cleaned.base_offset, *task.key,
                   old_bases)
-        replace_segments(log, cleaned, old, fault)
+        self._unsynced.add(log.directory)
+        replace_segments(log, cleaned, old, fault, sync_renames=False)
         # The cleaned segment's aborted transactions: written before the old segments' files go, so a crash in
         # between leaves entries to spare, never one missing (a read_committed fetch would show aborted records).
         log.txn_index.replace_segments(old_bases, cleaned.base_offset, list(cleaned.aborted))
@@ -204,6 +209,7 @@ class CleanerManager:
 
     def done(self, task: CleanTask, end_offset: int | None) -> None:
         """The pass ended; `end_offset` (None: aborted or failed) becomes the log's first dirty offset."""
+        self._sync_renames(task.directory)
         with self._lock:
             state = self._states.get(task.key)
             completed = state is not None and state.in_progress and not state.aborted
@@ -213,6 +219,14 @@ class CleanerManager:
                     del self._states[task.key]
         if completed and end_offset is not None:
             update_offsets(self.checkpoint_path(task.log_dir), {task.key: end_offset})
+
+    def _sync_renames(self, directory: str) -> None:
+        if directory in self._unsynced:
+            self._unsynced.discard(directory)
+            try:
+                sync_dir(directory)
+            except FileNotFoundError:  # the log was deleted meanwhile
+                pass
 
     # ---- pausing and aborting (any thread) ---------------------------------------------------------------------
     def abort_and_pause(self, key: PartitionKey) -> None:

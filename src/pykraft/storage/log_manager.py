@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -45,6 +44,12 @@ from .log_open import RecoveryReport, open_file_log
 from .offset_checkpoints import PartitionKey, read_offsets, update_offsets
 
 _log = logging.getLogger("pykraft.storage")
+
+
+def _rmtree(path: str) -> None:
+    import shutil  # here: it brings bz2 and lzma, which a broker that deletes nothing never needs (issue 34)
+
+    shutil.rmtree(path)
 
 
 def read_topic_id(directory: str) -> uuid.UUID:
@@ -110,7 +115,7 @@ class PartitionLogs:
             for name in sorted(os.listdir(directory)):
                 path = os.path.join(directory, name)
                 if name.endswith(DELETE_DIR_SUFFIX) and os.path.isdir(path):
-                    shutil.rmtree(path)
+                    _rmtree(path)
                     sync_dir(directory)
                     continue
                 if name.endswith(FUTURE_DIR_SUFFIX) and os.path.isdir(path):
@@ -125,7 +130,7 @@ class PartitionLogs:
         for key, (directory, name) in futures.items():
             path = os.path.join(directory, name)
             if key in self._dir_of:  # a move that did not finish: the replica stays where it was
-                shutil.rmtree(path)
+                _rmtree(path)
                 _forget_checkpoints(directory, key)
                 sync_dir(directory)
             else:  # the swap stopped between its two renames: the future log is the replica now
@@ -202,7 +207,7 @@ class PartitionLogs:
             return False
         directory = self._future_dir_of.pop(key)
         log.close()
-        shutil.rmtree(log.directory)
+        _rmtree(log.directory)
         _forget_checkpoints(directory, key)
         sync_dir(directory)
         return True
@@ -226,7 +231,7 @@ class PartitionLogs:
         sync_dir(source)
         os.rename(future.directory, os.path.join(target, partition_dir_name(topic, partition)))
         sync_dir(target)
-        shutil.rmtree(doomed)
+        _rmtree(doomed)
         _forget_checkpoints(source, key)
         self._open(target, key, self.topic_ids[key])
         log = self._logs[key]
@@ -248,7 +253,7 @@ class PartitionLogs:
         doomed = os.path.join(directory, f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
         os.rename(log.directory, doomed)
         sync_dir(directory)
-        shutil.rmtree(doomed)
+        _rmtree(doomed)
         _forget_checkpoints(directory, key)
         _log.debug("deleted the log of %s-%d", topic, partition)  # the partition host logs a summary at INFO
         return True

@@ -95,6 +95,13 @@ class OffsetMap:
         """The most of the buffer this pass's table may take as it grows (the whole buffer before a clear)."""
         return self.memory_bytes if self._table is None else self._reserved * ENTRY_BYTES
 
+    def mapped_offsets(self) -> np.ndarray:
+        """The latest offset of every key mapped (int64, in slot order)."""
+        if self._table is None:
+            return np.zeros(0, dtype=np.int64)
+        stored = self._table[:, 2]
+        return stored[stored != 0].astype(np.int64) - 1
+
     def _ready(self) -> np.ndarray:
         if self._table is None:
             self.clear()

@@ -7,7 +7,10 @@ A cleaner pass writes each group of segments it cleans into one new segment name
    the end; the early sync makes step 2 never reach the disk before step 1 whatever the file system);
 2. renames each old segment's files to `.deleted` and removes them (Kafka removes them after file.delete.delay.ms:
    its readers map the files; ours read through open descriptors, which keep the old bytes until step 4);
-3. renames the `.swap` files to the final names and fsyncs the directory;
+3. renames the `.swap` files to the final names; the directory is fsynced by the next swap's step 1 or at the
+   end of the pass (cleaner_manager.py: one sync a group and one a pass, not two a group; Kafka syncs once, here).
+   Until then a crash may leave the `.swap` files, which recovery completes (a later `.cleaned` file of the same
+   pass lies above them; the next pass's first one comes after the end-of-pass sync);
 4. replaces the old segments by the new one in memory (until then readers keep reading the old files), and deletes
    the producer snapshots named by the old segments other than the first (Kafka's deleteProducerSnapshots).
 A crash anywhere leaves, for `plan_swap_recovery` on the next open:
@@ -132,9 +135,10 @@ def remove_cleaned(directory: str, bases: list[int]) -> None:
 
 
 def replace_segments(log: FileLog, cleaned: CleanedSegment, old: list[Segment],
-                     fault: Callable[[str], None] = no_fault) -> None:
+                     fault: Callable[[str], None] = no_fault, *, sync_renames: bool = True) -> None:
     """Put `cleaned` in place of `old` (consecutive segments of `log`, the first with the same base offset), in
-    the steps of the module docstring. `fault(step)` is called after each step (crash-point tests)."""
+    the steps of the module docstring. `fault(step)` is called after each step (crash-point tests).
+    `sync_renames=False`: the caller syncs the directory later (step 3)."""
     directory = log.directory
     for suffix in _SEGMENT_SUFFIXES:  # .log first: its .swap is what makes recovery complete the swap
         os.rename(cleaned.path(suffix), cleaned.path(suffix, SWAP_SUFFIX))
@@ -156,8 +160,9 @@ def replace_segments(log: FileLog, cleaned: CleanedSegment, old: list[Segment],
     for suffix in _SEGMENT_SUFFIXES:
         os.rename(cleaned.path(suffix, SWAP_SUFFIX), cleaned.path(suffix, ""))
         fault(f"renamed{suffix}")
-    sync_dir(directory)
-    fault("renamed-synced")
+    if sync_renames:
+        sync_dir(directory)
+        fault("renamed-synced")
     _replace_in_memory(log, cleaned, old)
 
 

@@ -14,15 +14,17 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kio.schema.allocate_producer_ids.v0 import request as apr
 from kio.schema.types import BrokerId
 from kio.static.primitive import i64
 
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
 
 from pykraft.node.apis.wire_build import make, response_namespace
+
+apr = schema_module("kio.schema.allocate_producer_ids.v0.request")  # loaded at the first block asked for
 
 
 class ProducerIdBlocks:

@@ -18,11 +18,11 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.add_partitions_to_txn.v4 import request as apt
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.types import ProducerId, TopicName, TransactionalId
 from kio.static.primitive import i16, i32, i32Timedelta
 
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.broker.txn_settings import TRANSACTION_TOPIC
 from pykraft.broker.txn_state import TxnState
 from pykraft.protocol.apis import ApiKey
@@ -34,6 +34,8 @@ from pykraft.node.runtime.client_apis import registered_brokers
 from pykraft.node.runtime.listeners import RequestListener
 from pykraft.node.apis.wire_build import make, response_namespace
 from pykraft.node.hosts.txn_host import TxnHost
+
+apt = schema_module("kio.schema.add_partitions_to_txn.v4.request")  # loaded at the first verification sent
 
 if TYPE_CHECKING:
     from pykraft.protocol.codec import DecodedRequest

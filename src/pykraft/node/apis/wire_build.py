@@ -21,16 +21,26 @@ def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
     return tuple((f.name, f) for f in fields(cls))
 
 
+@cache
+def _plan(cls: type) -> tuple[frozenset[str], tuple[tuple[str, Any], ...]]:
+    """The field names of `cls`, and the zero value of each field without a default (kio's messages are frozen, so
+    one zero value serves every message built): worked out once per class, not on every answer (the Fetch and
+    Produce handlers build several messages per request)."""
+    required = tuple((name, zero_value(f)) for name, f in _fields(cls)
+                     if f.default is MISSING and f.default_factory is MISSING)
+    return frozenset(name for name, _ in _fields(cls)), required
+
+
 def make(cls: type, **values: Any) -> Any:
-    kwargs = {}
-    for name, f in _fields(cls):
-        if name in values:
-            kwargs[name] = values[name]
-        elif f.default is MISSING and f.default_factory is MISSING:
-            kwargs[name] = zero_value(f)
+    names, required = _plan(cls)
+    kwargs = dict(required)
+    for name, value in values.items():
+        if name in names:
+            kwargs[name] = value
     return cls(**kwargs)
 
 
+@cache
 def response_namespace(api_key: int, version: int) -> Any:
     """The kio module holding the response classes (nested ones included) of one version."""
     return importlib.import_module(response_class(api_key, version).__module__)

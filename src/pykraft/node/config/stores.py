@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 
 STORE_TYPES = ("PKCS12", "PEM")
@@ -48,6 +46,9 @@ def resolve_tls(cert: str | None, key: str | None, ca: str | None, keystore: Sto
 
 
 def _private_directory() -> str:
+    import shutil  # here: only a node with a PKCS12 store needs them (issue 34: idle RSS)
+    import tempfile
+
     directory = tempfile.mkdtemp(prefix="pykraft-tls-")  # mode 0700
     atexit.register(shutil.rmtree, directory, True)
     return directory

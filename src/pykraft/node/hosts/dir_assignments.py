@@ -18,12 +18,14 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kio.schema.assign_replicas_to_dirs.v0 import request as ar_req
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32, i64
 
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage import StorageError, read_meta_properties
+
+ar_req = schema_module("kio.schema.assign_replicas_to_dirs.v0.request")  # loaded at the first assignment sent
 
 _log = logging.getLogger("pykraft.node.partitions")
 ATTEMPTS = 6

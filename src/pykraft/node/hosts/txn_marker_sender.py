@@ -18,13 +18,15 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.types import ProducerId, TopicName
-from kio.schema.write_txn_markers.v1 import request as wtm
 from kio.static.primitive import i16, i32
 
+from pykraft.protocol.lazy_schema import schema_module
 from pykraft.broker.txn_coordinator import MarkerSend, TxnCoordinator, TxnWrite
 from pykraft.protocol.errors import ErrorCode
 
 from pykraft.broker.txn_marker_append import MarkerRequest
+
+wtm = schema_module("kio.schema.write_txn_markers.v1.request")  # loaded at the first marker sent (issue 34)
 
 if TYPE_CHECKING:
     from pykraft.broker.metadata_cache import MetadataCache

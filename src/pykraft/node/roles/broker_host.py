@@ -408,7 +408,7 @@ class BrokerHost:
 
     # ---- the active controller ---------------------------------------------------------------------------------
     def _controller_address(self) -> tuple[str, int] | None:
-        core = self.runtime.core if self.runtime is not None else None
+        core = self.runtime.started_core if self.runtime is not None else None
         if core is None:
             return None
         return controller_for(core.quorum.leader_id(), {node: (host, port) for node, host, port in controllers(core)})

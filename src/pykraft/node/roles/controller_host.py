@@ -227,7 +227,7 @@ class ControllerHost(ControllerHostView):
         return self.runtime
 
     def _core(self) -> Any:
-        return None if self.runtime is None else self.runtime.core
+        return None if self.runtime is None else self.runtime.started_core
 
     # ---- StateMachine ------------------------------------------------------------------------------------------
     def apply(self, batches: memoryview, base_offset: int, last_offset: int) -> None:

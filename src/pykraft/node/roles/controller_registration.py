@@ -82,7 +82,7 @@ class ControllerRegistrar:
     def _check(self) -> None:
         self._scheduled = False
         runtime = self.host.runtime
-        if self.in_flight or self._retry is not None or runtime is None or runtime.core is None or runtime.stopping:
+        if self.in_flight or self._retry is not None or runtime is None or runtime.started_core is None or runtime.stopping:
             return
         version = self.host.controller.features.metadata_version
         if self.registered() or version is None or version < CONTROLLER_REGISTRATION_MIN_METADATA_VERSION:

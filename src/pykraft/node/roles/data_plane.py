@@ -40,7 +40,7 @@ from pykraft.node.apis import (
 )
 from pykraft.node.runtime.listeners import listener_name
 from pykraft.node.apis.producer_id_api import ProducerIdBlocks, init_producer_id
-from pykraft.node.runtime.allocator import tune_for_large_frames
+from pykraft.node.runtime.allocator import release_free_heap, tune_for_large_frames
 from pykraft.node.runtime.flusher import thread_runner
 from pykraft.node.hosts.log_cleaner import CleanerConfig, LogCleaner
 from pykraft.node.hosts.partitions import DataPlaneSettings, PartitionHost
@@ -123,6 +123,7 @@ class DataPlane:
         _log.info("broker %d: %d partition logs recovered", self.settings.broker_id, len(self.host.replicas))
         self.sync_metadata(now_ms)
         self._schedule_maintenance()
+        release_free_heap()  # what starting up freed: the trim threshold above keeps it otherwise (allocator.py)
 
     def _fetchers_per_source(self) -> int:
         return self.host.topic_settings.broker_int("num.replica.fetchers", self.settings.num_replica_fetchers,

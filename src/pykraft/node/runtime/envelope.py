@@ -22,7 +22,7 @@ from typing import Any
 from pykraft.protocol import headers
 from pykraft.protocol.apis import ApiKey, ApiRegistry
 from pykraft.protocol.codec import DecodedRequest, decode_request, decode_response, encode_request
-from pykraft.protocol.codec import encode_response_body
+from pykraft.protocol.codec import encode_response
 from pykraft.protocol.errors import ErrorCode, ProtocolError
 from pykraft.protocol.lazy_schema import schema_module
 from pykraft.protocol.principal import ANONYMOUS, PrincipalError, deserialize_principal, serialize_principal
@@ -85,7 +85,9 @@ def envelope_answer(error: ErrorCode, response_data: bytes | None = None) -> Any
 
 
 def inner_answer_bytes(inner: DecodedRequest, answer: Any) -> bytes:
-    return bytes(memoryview(encode_response_body(inner.correlation_id, answer)))  # type: ignore[arg-type]
+    """The inner answer's frame without its size prefix, as one buffer (EnvelopeResponse.response_data): a
+    large one too, which `encode_response_body` would hand back in parts."""
+    return encode_response(inner.correlation_id, answer)[_SIZE_PREFIX:]
 
 
 def open_envelope(decoded: DecodedRequest, registry: ApiRegistry) -> DecodedRequest | Any:

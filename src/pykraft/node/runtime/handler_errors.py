@@ -4,7 +4,7 @@ The boundaries (one catch each):
 - inbound requests, on every listener (controller, broker, combined; forwarded requests included):
   `InboundHandler.__call__` answers UNKNOWN_SERVER_ERROR (per item where the response has no top-level error code,
   protocol/error_responses.py), or closes the connection when no answer can be built;
-- work a request or a peer's response does on the core task: `NodeRuntime.submit_request` / `_deliver` run it
+- work a request or a peer's response does on the core task: `NodeRuntime.submit_request` / raft_rpcs.py run it
   through `contained`, which hands the exception to that request's answer (the inbound boundary then answers it) or,
   for a response nobody waits for, records it here; the core task goes on with its next input;
 - responses from peers outside the core task: the outbound exchanges (outbound.py) and the broker's requests to the

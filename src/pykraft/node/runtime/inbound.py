@@ -65,6 +65,7 @@ class InboundHandler:
         self.broker_registry = broker_registry if broker_registry is not None else registry
         self._broker_listeners = frozenset(runtime.config.broker_listener_names()) if broker_registry else frozenset()
         self.extra = dict(extra or {})
+        self.produce_enabled = writes.produce_enabled(runtime.config.raw)  # pykraft.produce.enable
         self.bad_frames = 0
 
     async def __call__(self, info: ConnectionInfo, payload: memoryview) -> bytes | memoryview | FrameBody | None:
@@ -193,7 +194,7 @@ class InboundHandler:
 
     async def produce_metadata(self, decoded: DecodedRequest) -> Any | None:
         """Produce to `__cluster_metadata` (writes.py), off unless pykraft.produce.enable."""
-        return await writes.produce(self.runtime, self.runtime.produce_enabled, decoded.message)
+        return await writes.produce(self.runtime.appends, self.produce_enabled, decoded.message)
 
     async def _forward_to_leader(self, message: Any) -> Any | None:
         """DescribeQuorum on a node that is not the leader goes on to the leader, as a Kafka broker forwards it to the

@@ -104,15 +104,15 @@ def _requested_topic(core: Any, view: _PartitionView, image: MetadataImage | Non
     topic_id = None if raw_id == _ZERO_UUID else raw_id  # v10+ requests by name carry the zero id
     if name == METADATA_TOPIC or (name is None and topic_id == METADATA_TOPIC_ID):
         return _metadata_topic(core, view.ns)
-    info = None
     if image is not None:
+        info = None
         if name is not None:
             found_id = image.replication.topics_by_name.get(name)
             info = None if found_id is None else image.replication.topics.get(found_id)
         elif topic_id is not None:
             info = image.replication.topics.get(topic_id)
-    if info is not None:
-        return view.topic(image, info)  # type: ignore[arg-type]
+        if info is not None:
+            return view.topic(image, info)
     by_id = name is None and topic_id is not None
     error = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return view.ns.MetadataResponseTopic(error_code=error, name=name, topic_id=raw_id, partitions=())

@@ -193,7 +193,7 @@ class NodeMetrics:
         now = runtime.clock()
         yield from self._raft_sensor_families(now)
         yield from _request_families(runtime.request_stats)
-        core = runtime.core
+        core = runtime.started_core
         if core is None:
             return
         yield from self._raft_state_families(core)
@@ -264,7 +264,7 @@ class NodeMetrics:
             "pykraft_bad_frames": inbound.bad_frames,
             "pykraft_outbound_failures": outbound.failures,
             "pykraft_snapshots": runtime.snapshots.snapshots_taken,
-            "pykraft_stale_wakeups": runtime.stale_wakeups,
+            "pykraft_stale_wakeups": runtime.task.stale_wakeups,
             **{raft_name(attribute).removesuffix("_total"): count(core)
                for attribute, count in RAFT_CORE_COUNTERS.items()},
         }
@@ -277,7 +277,7 @@ class NodeMetrics:
         yield handler_errors
 
     def _poll_idle_ratio(self) -> float:
-        idle, busy = self.runtime.poll_times
+        idle, busy = self.runtime.task.poll_times
         last_idle, last_busy = self._idle_seen
         self._idle_seen = (idle, busy)
         total = (idle - last_idle) + (busy - last_busy)

@@ -1,8 +1,8 @@
-"""Client writes through the runtime: Produce to `__cluster_metadata`, and the commit waiters every write uses.
+"""Client writes through the runtime: Produce to `__cluster_metadata`, and the error a write that failed carries.
 
 UpdateFeatures is not here: the controller host answers it (node/roles/controller_host.py), with the controller's rules
 for metadata.version and the raft core for kraft.version. A write appends on the leader and answers only once the
-high watermark has passed what it wrote (`CommitWaiters`), or fails with NOT_LEADER_OR_FOLLOWER when this node stops
+high watermark has passed what it wrote (leader_appends.py), or fails with NOT_LEADER_OR_FOLLOWER when this node stops
 leading the epoch it wrote in first (Kafka's appendPurgatory completes exceptionally on resignation). Produce is off unless the config has
 `pykraft.produce.enable=true`: the metadata log belongs to the controller, and a stray producer must not be able
 to write into it by accident; refused writes get TOPIC_AUTHORIZATION_FAILED with a message saying how to enable.
@@ -20,13 +20,11 @@ the old way: its values are re-encoded into the leader's own batch (keys and hea
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 from typing import Any, Protocol
 
 from kio.static.primitive import i64
 
-from pykraft.raft.purgatory import ThresholdPurgatory
 from pykraft.protocol.apis import ApiKey, response_class
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.throttle import ZERO_THROTTLE
@@ -46,42 +44,9 @@ class WriteFailed(Exception):
         self.error = error
 
 
-class CommitWaiters:
-    """Futures waiting for the high watermark (the broker's one purgatory, raft/purgatory.py); checked by the
-    runtime after every core input."""
-
-    def __init__(self) -> None:
-        self._waiters: ThresholdPurgatory[asyncio.Future[None]] = ThresholdPurgatory()
-
-    def add(self, offset: int, epoch: int) -> asyncio.Future[None]:
-        """A future that completes once the high watermark is above `offset`, or fails once this node no longer
-        leads `epoch`."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.add(offset + 1, future, epoch)
-        return future
-
-    def check(self, hwm: int | None, leading_epoch: int | None) -> None:
-        if not self._waiters:
-            return
-        self._waiters.forget(lambda future: future.done())
-        failed, completed = self._waiters.check(hwm, leading_epoch)
-        for future in failed:
-            future.set_exception(WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                                             "leadership was lost before the write committed"))
-        for future in completed:
-            future.set_result(None)
-
-    def fail_all(self, error: ErrorCode, message: str) -> None:
-        for future in self._waiters.drain():
-            if not future.done():
-                future.set_exception(WriteFailed(error, message))
-
-    def __len__(self) -> int:
-        return len(self._waiters)
-
-
 class Writer(Protocol):
-    """What the runtime offers: raises WriteFailed, returns once committed (the base offset)."""
+    """What the runtime's leader appends offer (leader_appends.py): raises WriteFailed, returns once committed (the
+    base offset)."""
 
     async def append_committed(self, values: list[bytes]) -> int: ...
 
@@ -177,4 +142,4 @@ async def _produce_partition(writer: Writer, enabled: bool, acks: int, topic: st
         return exc.error, str(exc), -1
 
 
-__all__ = ["CommitWaiters", "WriteFailed", "produce", "produce_enabled"]
+__all__ = ["WriteFailed", "produce", "produce_enabled"]
