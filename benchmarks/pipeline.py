@@ -19,12 +19,15 @@ at stop 25), the ceiling moves with it.
 
 Under load (a shared machine), wall times stretch; the CPU seconds of each path are printed too (this process and
 every process it started: Spark's JVM and its Python workers), a measure other work on the machine barely moves.
+The plain job and the ceiling are timed `--repeats` times each (default 3) in adjacent pairs whose order alternates
+(the machine's load moves between two runs, and a JIT still warming up favours whichever runs second); their
+medians are compared, and each pair's ratio is printed beside them (the spread says how far to trust the median).
 
 Then `pykraft analyze` on small inputs against a bare Spark session counting one row, in the same run
 (analyze_speed.py: the quickstart's directories, the same at --at-offset, a simulator export).
 
-Run: `.venv/bin/python benchmarks/pipeline.py [--records N] [--dir D] [--quickstart DIR] [--no-analyze]` (or `make
-bench`). Goals (issue 30, same-run yardsticks): the plain decode job >= 0.9x the ceiling's rate; local[2] >= 1.6x
+Run: `.venv/bin/python benchmarks/pipeline.py [--records N] [--dir D] [--quickstart DIR] [--no-analyze]
+[--repeats N]` (or `make bench`). Goals (issue 30, same-run yardsticks): the plain decode job >= 0.9x the ceiling's rate; local[2] >= 1.6x
 the single process; each analyze <= 5x the bare session.
 """
 
@@ -33,12 +36,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import struct
 import tempfile
 import time
 import uuid
 from pathlib import Path
-
+from typing import Any
 
 from kio.static.primitive import i32
 
@@ -174,7 +178,18 @@ def partition_rows(spark, root: Path) -> list[int]:
     return [row["count"] for row in sorted(counts, key=lambda row: row["p"])]
 
 
-def spark_runs(root: Path, master: str, scratch: Path) -> dict[str, float]:
+def timed(write) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process tree) of one Spark job."""
+    started, cpu = time.perf_counter(), tree_cpu_seconds()
+    write()
+    return time.perf_counter() - started, tree_cpu_seconds() - cpu
+
+
+def spark_runs(root: Path, master: str, scratch: Path, repeats: int) -> dict[str, Any]:
+    """Start-up, then the metadata job once, then the plain job and the ceiling `repeats` times each, in adjacent
+    pairs whose order alternates (plain first, then the ceiling first...): on a shared machine the load moves
+    between two runs, and a JIT that is still warming up favours whichever runs second. Each pair's ratio is kept;
+    the plain and ceiling figures are the medians."""
     from pykraft.pipeline import session
 
     started = time.perf_counter()
@@ -183,27 +198,32 @@ def spark_runs(root: Path, master: str, scratch: Path) -> dict[str, float]:
     # So does the first use of a Python data source: Spark loads its static data sources and forks the Python
     # workers (seconds, whatever the input size).
     spark.read.format("kafka-log").load(str(scratch / "tiny")).count()
-    timings = {"startup_s": time.perf_counter() - started}
+    timings: dict[str, Any] = {"startup_s": time.perf_counter() - started}
     try:
-        for label, metadata in (("metadata", "true"), ("plain", "false")):
-            out = scratch / f"parquet-{label}-{master}"
-            started, cpu = time.perf_counter(), tree_cpu_seconds()
-            (spark.read.format("kafka-log").option("metadata", metadata).load(str(root))
-             .write.mode("overwrite").parquet(str(out)))
-            timings[label] = time.perf_counter() - started
-            timings[f"{label}_cpu"] = tree_cpu_seconds() - cpu
+        def kafka_log(metadata: str):
+            out = str(scratch / f"parquet-{metadata}-{master}")
+            return lambda: (spark.read.format("kafka-log").option("metadata", metadata).load(str(root))
+                            .write.mode("overwrite").parquet(out))
+
+        timings["metadata"], timings["metadata_cpu"] = timed(kafka_log("true"))
         spark.dataSource.register(ceiling_source())
         out = str(scratch / f"parquet-ceiling-{master}")
 
         def ceiling(rows: str):  # a new reader each time: DataFrameReader.option changes the reader it is called on
-            return spark.read.format("ceiling").option("template", str(root / "node-1")).option("rows", rows).load()
+            return lambda: (spark.read.format("ceiling").option("template", str(root / "node-1"))
+                            .option("rows", rows).load().write.mode("overwrite").parquet(out))
 
-        ceiling("1000").write.mode("overwrite").parquet(out)  # its first use, not timed
+        ceiling("1000")()  # its first use, not timed
         rows = ",".join(str(n) for n in partition_rows(spark, root))
-        started, cpu = time.perf_counter(), tree_cpu_seconds()
-        ceiling(rows).write.mode("overwrite").parquet(out)
-        timings["ceiling"] = time.perf_counter() - started
-        timings["ceiling_cpu"] = tree_cpu_seconds() - cpu
+        jobs = {"plain": kafka_log("false"), "ceiling": ceiling(rows)}
+        runs: dict[str, list[tuple[float, float]]] = {"plain": [], "ceiling": []}
+        for i in range(repeats):
+            for label in ("plain", "ceiling") if i % 2 == 0 else ("ceiling", "plain"):
+                runs[label].append(timed(jobs[label]))
+        for label, measured in runs.items():
+            timings[label] = statistics.median(wall for wall, _ in measured)
+            timings[f"{label}_cpu"] = statistics.median(cpu for _, cpu in measured)
+        timings["pair_ratios"] = [c[0] / p[0] for p, c in zip(runs["plain"], runs["ceiling"])]
     finally:
         spark.stop()
     return timings
@@ -215,6 +235,7 @@ def main() -> None:
     parser.add_argument("--dir", default=None)
     parser.add_argument("--quickstart", type=Path, default=None, help="a quickstart's directory to analyze")
     parser.add_argument("--no-analyze", action="store_true", help="only the decoding figures")
+    parser.add_argument("--repeats", type=int, default=3, help="plain/ceiling pairs timed at each master")
     args = parser.parse_args()
     scratch = Path(args.dir or tempfile.mkdtemp(prefix="pykraft-bench-pipeline-"))
     root = scratch / "cluster"
@@ -235,7 +256,7 @@ def main() -> None:
           f"plain {alone['plain_cpu']:.1f} s)")
     results = {}
     for master in ("local[1]", "local[2]"):
-        results[master] = spark_runs(root, master, scratch)
+        results[master] = spark_runs(root, master, scratch, args.repeats)
         r = results[master]
         reused = " (JVM reused from local[1])" if master == "local[2]" else ""
         print(f"spark {master}: start-up {r['startup_s']:5.1f} s{reused} (apart); decoded into Parquet: with metadata "
@@ -244,7 +265,9 @@ def main() -> None:
               f"with metadata {r['metadata_cpu']:.1f} s, plain {r['plain_cpu']:.1f} s)")
         print(f"    ceiling (Spark's own cost of the plain table: one decoded batch repeated, no decoding): "
               f"{r['ceiling']:6.1f} s {total / r['ceiling'] / 1e6:5.2f} M records/s (CPU {r['ceiling_cpu']:.1f} s); "
-              f"plain's rate / the ceiling's: {r['ceiling'] / r['plain']:.2f}")
+              f"plain's rate / the ceiling's: {r['ceiling'] / r['plain']:.2f} (medians of {args.repeats}; each "
+              f"pair's: {' '.join(f'{x:.2f}' for x in r['pair_ratios'])}; CPU: "
+              f"{r['ceiling_cpu'] / r['plain_cpu']:.2f})")
     two = results["local[2]"]
     print(f"ratio local[2] (with metadata) / single process: {single / two['metadata']:.2f}x (goal >= 1.6x); "
           f"local[2] / local[1]: {results['local[1]']['metadata'] / two['metadata']:.2f}x; "

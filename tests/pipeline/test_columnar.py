@@ -139,3 +139,27 @@ def test_binary_column_of_empty_null_and_adjacent_ranges():
     column = binary_column(buf, np.array([0, 2, 2, 5, 9]), np.array([2, 0, -1, 3, 1]))
     assert column.to_pylist() == [b"ab", b"", None, b"fgh", b"j"]
 
+
+
+def test_long_batches_of_one_size_and_of_varied_sizes_are_framed_without_the_fallback():
+    """Batches of hundreds of records (offset deltas of two bytes from 64 on), of one size (framed at once by the
+    record scan) and of varied sizes, with one- and two-byte record lengths and a three-byte one (walked): the
+    vectorised path takes them all and gives the record-by-record table."""
+    rng = random.Random(7)
+    out, offset = bytearray(), 0
+    shapes = [[SimpleRecord(b"v" * 40)] * 300,  # one size
+              [SimpleRecord(b"w" * 100, key=b"k" * 8)] * 200,  # one size, two-byte lengths
+              [SimpleRecord(rng.randbytes(rng.randint(0, 150))) for _ in range(250)],  # varied sizes
+              [SimpleRecord(b"x" * 20), SimpleRecord(b"y" * 9000), SimpleRecord(None)]]  # a three-byte length
+    for values in shapes:
+        out += encode_batch(values, base_offset=offset, partition_leader_epoch=3, timestamp_ms=1_700_000_000_000)
+        offset += len(values)
+    data = bytes(out)
+    table = _assert_same(data, rows=128)
+    assert table.column("offset").to_pylist() == list(range(offset))
+    positions, position = [], 0
+    for batch in iter_batches(data, verify_crc=False):
+        positions.append((position, batch))
+        position += batch.size_in_bytes
+    run = decode_run(np.frombuffer(data, dtype=np.uint8), data, positions)
+    assert run is not None and run.value.to_pylist() == table.column("value").to_pylist()
