@@ -7,25 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import ssl
-import struct
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvloop
 
 from pykraft.net.server import ConnectionInfo, FrameServer
 from pykraft.net.tls import client_context, server_context
 from pykraft.protocol.framing import FileRegion, FrameBody
 
 from .conftest import Certs
+from .frame_exchange import LOOPS, MIB, REQUEST, exchange, expected, head_of, run_on
 
-LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
-MIB = 1 << 20
-_REQUEST = struct.Struct(">iqi")  # correlation id, position, size (0: a small answer, no region)
 
 
 class RegionApp:
@@ -37,41 +30,13 @@ class RegionApp:
         self.regions: list[FileRegion] = []
 
     async def __call__(self, info: ConnectionInfo, payload: memoryview) -> Any:
-        correlation, position, size = _REQUEST.unpack_from(payload)
-        head = struct.pack(">i", correlation) + b"head"
+        correlation, position, size = REQUEST.unpack_from(payload)
+        head = head_of(correlation)
         if size == 0:
             return head
         region = FileRegion(os.dup(self.fd), position, size)
         self.regions.append(region)
         return FrameBody((head, region, b"tail"), len(head) + size + 4)
-
-
-def _expected(data: bytes, correlation: int, position: int, size: int) -> bytes:
-    head = struct.pack(">i", correlation) + b"head"
-    return head + (data[position:position + size] + b"tail" if size else b"")
-
-
-def _run(loop: str, scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    with asyncio.Runner(loop_factory=LOOPS[loop]) as runner:
-        runner.run(scenario())
-
-
-async def _exchange(port: int, requests: list[tuple[int, int]], context: ssl.SSLContext | None = None,
-                    read_late: bool = False) -> list[bytes]:
-    """Send every request at once, then read the answers (`read_late`: only after a pause, so the server's socket
-    fills up and the rest of a region must wait for the reader)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
-    writer.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-    writer.write(b"".join(struct.pack(">i", _REQUEST.size) + _REQUEST.pack(c, p, s)
-                          for c, (p, s) in enumerate(requests)))
-    if read_late:
-        await asyncio.sleep(0.3)
-    answers = []
-    for _ in requests:
-        size = struct.unpack(">i", await reader.readexactly(4))[0]
-        answers.append(await reader.readexactly(size))
-    writer.close()
-    return answers
 
 
 @pytest.fixture
@@ -95,16 +60,16 @@ def test_regions_arrive_byte_exact_and_in_request_order_over_plaintext(loop: str
         app = RegionApp(path)
         server = FrameServer(app, name="files")
         _, port = await server.start("127.0.0.1", 0)
-        answers = await _exchange(port, REQUESTS, read_late=read_late)
+        answers = await exchange(port, REQUESTS, read_late=read_late)
         stats = server.stats
         await server.close()
-        assert answers == [_expected(data, c, p, s) for c, (p, s) in enumerate(REQUESTS)]
+        assert answers == [expected(data, c, p, s) for c, (p, s) in enumerate(REQUESTS)]
         assert stats.sent_from_file + stats.copied_from_file == sum(s for _, s in REQUESTS)
         assert stats.sent_from_file > 0  # plaintext: the kernel sent (at least the start of) the regions
         assert all(region.fd == -1 for region in app.regions)  # every duplicate descriptor closed once written
         os.close(app.fd)
 
-    _run(loop, scenario)
+    run_on(loop, scenario)
 
 
 @pytest.mark.parametrize("loop", sorted(LOOPS))
@@ -117,14 +82,14 @@ def test_regions_are_read_and_encrypted_on_tls(loop: str, data_file: tuple[Path,
                                                                            certs.ca))
         _, port = await server.start("127.0.0.1", 0)
         context = client_context(certs.node2_cert, certs.node2_key, certs.ca)
-        answers = await _exchange(port, REQUESTS, context)
+        answers = await exchange(port, REQUESTS, context)
         stats = server.stats
         await server.close()
-        assert answers == [_expected(data, c, p, s) for c, (p, s) in enumerate(REQUESTS)]
+        assert answers == [expected(data, c, p, s) for c, (p, s) in enumerate(REQUESTS)]
         assert stats.sent_from_file == 0 and stats.copied_from_file == sum(s for _, s in REQUESTS)
         os.close(app.fd)
 
-    _run(loop, scenario)
+    run_on(loop, scenario)
 
 
 @pytest.mark.parametrize("loop", sorted(LOOPS))
@@ -136,9 +101,9 @@ def test_a_region_cut_short_closes_its_connection_only(loop: str, data_file: tup
         server = FrameServer(app, name="files")
         _, port = await server.start("127.0.0.1", 0)
         with pytest.raises(asyncio.IncompleteReadError):  # the frame promised bytes past the file's end
-            await _exchange(port, [(len(data) - MIB, 2 * MIB)])
-        assert await _exchange(port, [(0, MIB)]) == [_expected(data, 0, 0, MIB)]  # the server goes on
+            await exchange(port, [(len(data) - MIB, 2 * MIB)])
+        assert await exchange(port, [(0, MIB)]) == [expected(data, 0, 0, MIB)]  # the server goes on
         await server.close()
         os.close(app.fd)
 
-    _run(loop, scenario)
+    run_on(loop, scenario)

@@ -7,55 +7,25 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import struct
-from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
-import uvloop
 
 from pykraft.net import server as server_module
 from pykraft.net.server import ConnectionInfo, FrameServer
 from pykraft.protocol.framing import FrameBody
 
-LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
-MIB = 1 << 20
-_REQUEST = struct.Struct(">iqi")  # correlation id, offset into the data, size (0: a small answer)
+from .frame_exchange import LOOPS, MIB, REQUEST, exchange, expected, head_of, run_on
+
 DATA = os.urandom(4 * MIB)
 
 
 async def _answer(info: ConnectionInfo, payload: memoryview) -> Any:
-    correlation, position, size = _REQUEST.unpack_from(payload)
-    head = struct.pack(">i", correlation) + b"head"
+    correlation, position, size = REQUEST.unpack_from(payload)
+    head = head_of(correlation)
     if size == 0:
         return head
     return FrameBody((head, memoryview(DATA)[position:position + size], b"tail"), len(head) + size + 4)
-
-
-def _expected(correlation: int, position: int, size: int) -> bytes:
-    head = struct.pack(">i", correlation) + b"head"
-    return head + (DATA[position:position + size] + b"tail" if size else b"")
-
-
-def _run(loop: str, scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    with asyncio.Runner(loop_factory=LOOPS[loop]) as runner:
-        runner.run(scenario())
-
-
-async def _exchange(port: int, requests: list[tuple[int, int]], read_late: bool) -> list[bytes]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-    writer.write(b"".join(struct.pack(">i", _REQUEST.size) + _REQUEST.pack(c, p, s)
-                          for c, (p, s) in enumerate(requests)))
-    if read_late:
-        await asyncio.sleep(0.3)
-    answers = []
-    for _ in requests:
-        size = struct.unpack(">i", await reader.readexactly(4))[0]
-        answers.append(await reader.readexactly(size))
-    writer.close()
-    return answers
 
 
 REQUESTS = [(0, 0), (100, 2 * MIB), (0, 0), (5, 70_000), (MIB + 7, MIB - 7), (0, 0), (3, 100)]
@@ -67,11 +37,11 @@ def test_large_answers_in_pieces_arrive_byte_exact_and_in_request_order(loop: st
     async def scenario() -> None:
         server = FrameServer(_answer, name="pieces")
         _, port = await server.start("127.0.0.1", 0)
-        answers = await _exchange(port, REQUESTS, read_late)
+        answers = await exchange(port, REQUESTS, read_late=read_late)
         await server.close()
-        assert answers == [_expected(c, p, s) for c, (p, s) in enumerate(REQUESTS)]
+        assert answers == [expected(DATA, c, p, s) for c, (p, s) in enumerate(REQUESTS)]
 
-    _run(loop, scenario)
+    run_on(loop, scenario)
 
 
 @pytest.mark.parametrize(("loop", "gathers"), [("asyncio", False), ("uvloop", True)])
@@ -92,4 +62,4 @@ def test_only_uvloops_writelines_is_taken_as_one_gathered_write(loop: str, gathe
         await server.close()
         assert seen == [gathers]
 
-    _run(loop, scenario)
+    run_on(loop, scenario)
