@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Any
 
 _log = logging.getLogger("pykraft.node")
 
@@ -38,14 +39,23 @@ def _glibc() -> bool:
         return False
 
 
-def release_free_heap() -> bool:
-    """glibc's `malloc_trim(0)`: free pages anywhere in the heap go back to the kernel; True when it ran."""
+def _libc() -> Any:
+    """glibc loaded through ctypes (imported only here: nodes pay its import once, when their data plane opens), or
+    None off glibc."""
     if not _glibc():
-        return False
+        return None
     import ctypes
 
+    return ctypes.CDLL(None)
+
+
+def release_free_heap() -> bool:
+    """glibc's `malloc_trim(0)`: free pages anywhere in the heap go back to the kernel; True when it ran."""
     try:
-        ctypes.CDLL(None).malloc_trim(0)
+        libc = _libc()
+        if libc is None:
+            return False
+        libc.malloc_trim(0)
     except (OSError, AttributeError) as exc:
         _log.info("free heap not released: %s", exc)
         return False
@@ -56,12 +66,10 @@ def tune_for_large_frames() -> bool:
     """Fix glibc's mmap and trim thresholds (see the module docstring); True when they were set."""
     if any(name in os.environ for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")):
         return False
-    if not _glibc():
-        return False
-    import ctypes  # only here: brokers pay its import once, when their data plane opens
-
     try:
-        libc = ctypes.CDLL(None)
+        libc = _libc()
+        if libc is None:
+            return False
         # Setting either threshold also stops glibc's own adjustment of both, so both are set.
         done = libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and libc.mallopt(_M_TRIM_THRESHOLD,
                                                                                    TRIM_THRESHOLD) == 1
