@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pykraft.node.local_cluster import LocalCluster, free_ports
 
-from .helpers import FAST_TIMEOUTS, wait_for
+from .helpers import FAST_TIMEOUTS, brokers_serving, wait_for
 from .metadata_probe import image_of
 
 LAG_MS = 4000
@@ -75,6 +75,7 @@ def wait_every_broker_unfenced(cluster: LocalCluster) -> None:
         return listed.returncode == 0 and listed.stdout.count('"fenced": false') == len(cluster.broker_ids)
 
     wait_for(unfenced, "every broker registered and unfenced")
+    wait_for(lambda: brokers_serving(cluster), "every broker taking connections")
 
 
 def stop_cluster(cluster: LocalCluster) -> None:

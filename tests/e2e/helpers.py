@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,20 @@ def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 60.0, in
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what} (last error: {last!r})")
+
+
+def brokers_serving(cluster: LocalCluster) -> bool:
+    """Every running broker takes connections. The controller lists a broker unfenced before the broker opens its
+    client listeners (it opens them once it learns so, as Kafka's BrokerServer does), so "unfenced" alone is a race."""
+    for node_id in cluster.broker_ids:
+        node = cluster.nodes[node_id]
+        if not node.is_running():
+            continue
+        try:
+            socket.create_connection(("127.0.0.1", node.port), timeout=1.0).close()
+        except OSError:
+            return False
+    return True
 
 
 def bootstrap_arg(cluster: LocalCluster, ids: list[int] | None = None) -> str:

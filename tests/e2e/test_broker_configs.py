@@ -17,7 +17,7 @@ import pytest
 
 from pykraft.node.local_cluster import LocalCluster
 
-from .helpers import FAST_TIMEOUTS, wait_for
+from .helpers import FAST_TIMEOUTS, brokers_serving, wait_for
 
 MAINTENANCE_S = 5.0  # the brokers' retention round (node/roles/data_plane.py MAINTENANCE_INTERVAL_S)
 STATIC = {"log.retention.hours": "168", "num.io.threads": "4", "ssl.keystore.password": "secret"}
@@ -34,6 +34,7 @@ def cluster(tmp_path_factory):
         listed = cluster.cli("brokers", "list", "--json", "--bootstrap-controller", cluster.bootstrap_servers())
         return sum(not b["fenced"] for b in json.loads(listed.stdout)) == 2
     wait_for(unfenced, "both brokers registered and unfenced")
+    wait_for(lambda: brokers_serving(cluster), "both brokers taking connections")
     yield cluster
     cluster.stop_all(timeout=20)
 
@@ -205,6 +206,21 @@ def configs(cluster, *args: str, check: bool = True):
     return cluster.cli("configs", "--bootstrap-server", server(cluster), *args, check=check)
 
 
+def described_as(cluster, args: list[str], expected: list[str]) -> None:
+    """The tool describes what the broker's image holds: an alter is answered once the controller committed it,
+    and the broker replays it a moment later (as in Kafka), so a describe right after may still see the old value."""
+    last: list[list[str]] = []
+
+    def matches() -> bool:
+        last[:] = [configs(cluster, *args).stdout.splitlines()]
+        return last[0] == expected
+    try:
+        wait_for(matches, f"configs {' '.join(args)}", timeout=15)
+    except AssertionError:
+        assert last[0] == expected  # the difference, as pytest shows it
+        raise
+
+
 def test_configs_tool_alters_and_describes_brokers_as_kafka_configs_does(cluster):
     a = str(cluster.broker_ids[0])
     done = configs(cluster, "--entity-type", "brokers", "--entity-default", "--alter", "--add-config",
@@ -213,25 +229,24 @@ def test_configs_tool_alters_and_describes_brokers_as_kafka_configs_does(cluster
     done = configs(cluster, "--entity-type", "brokers", "--entity-name", a, "--alter", "--add-config",
                    "log.retention.ms=86400000")
     assert done.stdout == f"Completed updating config for broker {a}.\n"
-    lines = configs(cluster, "--entity-type", "brokers", "--entity-name", a, "--describe").stdout.splitlines()
-    assert lines == [
+    described_as(cluster, ["--entity-type", "brokers", "--entity-name", a, "--describe"], [
         f"Dynamic configs for broker {a} are:",
         "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=86400000, "
         "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=604800000, STATIC_BROKER_CONFIG:log.retention.hours=168, "
-        "DEFAULT_CONFIG:log.retention.hours=168}"]
+        "DEFAULT_CONFIG:log.retention.hours=168}"])
     everything = configs(cluster, "--entity-type", "brokers", "--entity-name", a, "--describe", "--all").stdout
     assert everything.startswith(f"All configs for broker {a} are:\n")
     assert "  ssl.keystore.password=null sensitive=true synonyms={STATIC_BROKER_CONFIG:ssl.keystore.password=null}" \
         in everything.splitlines()
-    default = configs(cluster, "--entity-type", "brokers", "--entity-default", "--describe").stdout.splitlines()
-    assert default == ["Default configs for brokers in the cluster are:",
-                       "  log.retention.ms=604800000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
-                       "log.retention.ms=604800000}"]
+    described_as(cluster, ["--entity-type", "brokers", "--entity-default", "--describe"], [
+        "Default configs for brokers in the cluster are:",
+        "  log.retention.ms=604800000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
+        "log.retention.ms=604800000}"])
     configs(cluster, "--entity-type", "brokers", "--entity-name", a, "--alter", "--delete-config", "log.retention.ms")
     configs(cluster, "--entity-type", "brokers", "--entity-default", "--alter", "--delete-config", "log.retention.ms")
-    every_node = configs(cluster, "--entity-type", "brokers", "--describe").stdout.splitlines()
-    assert every_node == [*(f"Dynamic configs for broker {b} are:" for b in cluster.broker_ids),
-                          "Default configs for brokers in the cluster are:"]
+    described_as(cluster, ["--entity-type", "brokers", "--describe"],
+                 [*(f"Dynamic configs for broker {b} are:" for b in cluster.broker_ids),
+                  "Default configs for brokers in the cluster are:"])
 
 
 def test_configs_tool_on_topics_and_broker_loggers(cluster):
@@ -239,12 +254,11 @@ def test_configs_tool_on_topics_and_broker_loggers(cluster):
     done = configs(cluster, "--entity-type", "topics", "--entity-name", "tool_topic", "--alter", "--add-config",
                    "retention.ms=3600000,cleanup.policy=[delete,compact]")
     assert done.stdout == "Completed updating config for topic tool_topic.\n"
-    lines = configs(cluster, "--entity-type", "topics", "--entity-name", "tool_topic", "--describe").stdout
-    assert lines.splitlines() == [
+    described_as(cluster, ["--entity-type", "topics", "--entity-name", "tool_topic", "--describe"], [
         "Dynamic configs for topic tool_topic are:",
         "  cleanup.policy=delete,compact sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=delete,compact,"
         " DEFAULT_CONFIG:log.cleanup.policy=delete}",
-        "  retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000}"]
+        "  retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000}"])
     a = str(cluster.broker_ids[0])
     loggers = configs(cluster, "--entity-type", "broker-loggers", "--entity-name", a, "--describe").stdout
     assert "  root=INFO sensitive=false synonyms={}" in loggers.splitlines()

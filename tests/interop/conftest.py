@@ -11,7 +11,7 @@ import pytest
 from pykraft.node.local_cluster import LocalCluster, free_ports
 
 from tests.e2e.data_plane_checks import DATA_PLANE_TIMING, stop_cluster
-from tests.e2e.helpers import wait_for
+from tests.e2e.helpers import brokers_serving, wait_for
 
 from .java_programs import JavaPrograms
 
@@ -44,6 +44,7 @@ def running_cluster(cluster: LocalCluster) -> Iterator[LocalCluster]:
     try:
         wait_for(lambda: len(unfenced_brokers(cluster)) == len(cluster.broker_ids), "every broker unfenced",
                  timeout=120)
+        wait_for(lambda: brokers_serving(cluster), "every broker taking connections")
         yield cluster
     finally:
         stop_cluster(cluster)

@@ -57,7 +57,7 @@ def test_a_high_watermark_moving_back_is_caught(monkeypatch: pytest.MonkeyPatch)
     def sometimes_back(self, offset: int) -> None:
         calls[0] += 1
         original(self, offset)
-        if calls[0] % 50 == 0:
+        if calls[0] % 10 == 0:  # often enough to hit a leader replica whatever the seed
             self._high_watermark = max(0, offset - 3)
 
     monkeypatch.setattr(partition_logs.SimPartitionLog, "update_high_watermark", sometimes_back)
@@ -87,7 +87,8 @@ def test_an_acks_all_answer_before_the_hwm_loses_records_and_is_caught(monkeypat
     original = partition_state.LeaderState.add_waiter
     monkeypatch.setattr(partition_state.LeaderState, "add_waiter",
                         lambda self, required, token: original(self, 0, token))  # acknowledged at once
-    assert run(6, "data_broker_faults").invariant == "AckedRecordNotLost"  # a machine crash of the leader
+    # a machine crash of the leader (seeds 7, 10, 13 and 14 of the first 30 have one that loses an answered record)
+    assert run(7, "data_broker_faults").invariant == "AckedRecordNotLost"
 
 
 def test_a_consumer_that_cannot_read_an_acknowledged_record_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,18 +29,18 @@ def test_the_scenario_holds_and_converges_over_seeds() -> None:
 
 
 def test_a_snapshot_that_drops_the_target_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The invariant bites: snapshots written without the target lose it for a leader that loads one (seed 131 of
-    a 200-seed search with this mutation)."""
+    """The invariant bites: snapshots written without the target lose it for a leader that loads one (seed 65: six
+    of 400 seeds catch this mutation; the search is redone when the run's timing changes)."""
     original = snapshot_writer.SnapshotWriter.__init__
 
     def without_target(self, raw, **options):
         original(self, raw, **{**options, "target": None})
 
     monkeypatch.setattr(snapshot_writer.SnapshotWriter, "__init__", without_target)
-    result = run(131, "quorum_reassign", trace_size=0)
+    result = run(65, "quorum_reassign", trace_size=0)
     assert result.invariant == "TargetSurvivesFailover", result.report()
     monkeypatch.undo()
-    assert run(131, "quorum_reassign", trace_size=0).ok
+    assert run(65, "quorum_reassign", trace_size=0).ok
 
 
 def test_a_step_that_ignores_the_uncommitted_voter_change_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:

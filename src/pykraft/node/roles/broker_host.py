@@ -161,6 +161,7 @@ class BrokerHost:
         self._tasks: set[asyncio.Task[None]] = set()
         self._shutdown_requested = False
         self._isr_views = IsrViewTrace()
+        self._listeners_requested = False  # the client listeners open once (_serve_clients_once_listed)
         self.acls_loaded = False  # caught up with the metadata log at start (RECOVERY): the authorizer's initial load
 
     def bind(self, runtime: NodeRuntime) -> None:
@@ -250,6 +251,7 @@ class BrokerHost:
         self._run("isr", self.isr.sync_metadata(now))
         self.data_plane.sync_metadata(now)
         self._sync_groups()
+        self._serve_clients_once_listed()
         self._run("isr", self.isr.update_progress(self.data_plane.progress(self.isr.led_partitions(), now), now))
 
     def _count_undecodable(self, count: int = 1) -> None:
@@ -355,13 +357,8 @@ class BrokerHost:
         if runtime is not None and hasattr(runtime, "trace"):
             runtime.trace.event(self._now(), "broker_state", old=change.old.value, new=change.new.value,
                                 broker_epoch=self.lifecycle.broker_epoch)
-        if change.new is BrokerState.RUNNING and runtime is not None:
-            # Unfenced for the first time: caught up with the metadata log and the partition logs open, so the
-            # client listeners open now (Kafka's BrokerServer.startup enables request processing after the broker
-            # is unfenced). Before, a client would have been told of an image without brokers or topics.
-            task = asyncio.get_running_loop().create_task(runtime.serve_broker_listeners())
-            self._tasks.add(task)
-            task.add_done_callback(self._listeners_opened)
+        if change.new is BrokerState.RUNNING:
+            self._serve_clients_once_listed()
         if change.new in (BrokerState.RECOVERY, BrokerState.RUNNING) and not self.acls_loaded:
             self.acls_loaded = True
             if runtime is not None:
@@ -370,6 +367,24 @@ class BrokerHost:
             # Caught up with the metadata log: recover the partition logs, then ask to be unfenced (Kafka waits
             # for its log manager here too). A log that must not be repaired stops the broker instead.
             asyncio.get_running_loop().call_soon(self._open_data_plane)
+
+    def _serve_clients_once_listed(self) -> None:
+        """Unfenced for the first time: caught up with the metadata log and the partition logs open, so the client
+        listeners open (Kafka's BrokerServer.startup enables request processing after the broker is unfenced), once
+        the broker's own image has replayed its unfencing too. The controller answers the heartbeat when the record
+        commits, which can be before this broker replayed it: a client's first Metadata would then have listed every
+        broker but this one, and kafka-python's admin client keeps that answer (UnknownBrokerIdError for minutes).
+        Before the listeners waited for RUNNING, a client was told of an image without brokers or topics."""
+        runtime = self.runtime
+        if self._listeners_requested or runtime is None or self.lifecycle.state is not BrokerState.RUNNING:
+            return
+        registration = self.cache.registration(self.node_id)
+        if registration is None or registration.fenced:
+            return  # _after_metadata calls again as the image moves
+        self._listeners_requested = True
+        task = asyncio.get_running_loop().create_task(runtime.serve_broker_listeners())
+        self._tasks.add(task)
+        task.add_done_callback(self._listeners_opened)
 
     def _listeners_opened(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)

@@ -75,16 +75,24 @@ def answer_fetch(core: RaftCore, ref: Hashable, request: fetch_req.FetchRequest,
     if validation.kind is ValidationKind.SNAPSHOT:
         return _respond(core, ref, snapshot_id=validation.offset_and_epoch)
     replica_id = request.replica_state.replica_id
-    if replica_id >= 0 and allow_park:
-        key = ReplicaKey.of(replica_id, p.replica_directory_id)
+    key = ReplicaKey.of(replica_id, p.replica_directory_id) if replica_id >= 0 else None
+    if key is not None and allow_park:
         if leader.record_fetch(key, p.fetch_offset, core.log.end_offset(), now_ms):
             core.on_high_watermark_advanced(now_ms)
+    progress = leader.progress_of(key) if key is not None else None
     records = core.log.read(p.fetch_offset, min(p.partition_max_bytes, core.config.max_fetch_size_bytes)).records \
         if p.fetch_offset < core.log.end_offset() else b""
     max_wait = int(request.max_wait.total_seconds() * 1000)
-    if not records and allow_park and max_wait > 0:
+    # A replica that has not been told the current high watermark is answered now, records or not (as KIP-1166
+    # does with the follower's high watermark in the request). Parked, it would learn it only at the next append
+    # or after max wait: the high watermark often moves between the answer that carried the records and the
+    # replica's next Fetch (a sole voter's own flush), and a broker then saw a created topic ~500 ms late.
+    if not records and allow_park and max_wait > 0 and (
+            progress is None or progress.told_high_watermark == leader.high_watermark):
         core.parked_fetches.append((ref, request, now_ms + min(max_wait, core.config.max_fetch_wait_ms)))
         return
+    if progress is not None:
+        progress.told_high_watermark = leader.high_watermark
     _respond(core, ref, records=records)
 
 
