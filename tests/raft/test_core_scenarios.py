@@ -309,6 +309,24 @@ def test_purgatory_fetch_satisfied_by_write() -> None:
     assert parked[0].after_log_flush is False
 
 
+def test_a_replica_not_told_the_new_high_watermark_is_answered_without_waiting() -> None:
+    """The records reach an observer before the sole voter's flush commits them: its next Fetch, with nothing new
+    to read, is answered at once with the new high watermark (parked, the broker would have replayed a created topic
+    only after max wait); once told, the following Fetch waits again."""
+    ctx = build(0, [0])
+    end = ctx.core.log.end_offset()
+    assert fetch_part(ctx.request(fetch(7, 1, end, 1, max_wait=500), ref="first")).high_watermark == end
+    ctx.request_no_response(fetch(7, 1, end, 1, max_wait=500), ref="parked")
+    _, ready = ctx.core.append([b"x"], ctx.now)
+    ctx._run(ready)
+    (with_records,) = [r for r in ctx.responses if r.ref == "parked"]
+    assert fetch_part(with_records).records and fetch_part(with_records).high_watermark == end
+    assert ctx.core.high_watermark == end + 1  # the leader's own flush committed it since
+    told = ctx.request(fetch(7, 1, end + 1, 1, max_wait=500), ref="next")
+    assert fetch_part(told).high_watermark == end + 1 and not fetch_part(told).records
+    ctx.request_no_response(fetch(7, 1, end + 1, 1, max_wait=500), ref="waits")
+
+
 def test_fetch_request_cluster_id_validation() -> None:
     ctx = build(0, [0, 1, 2])
     elect_leader(ctx)
