@@ -1,13 +1,18 @@
 """The log cleaner's passes in child processes (node/hosts/cleaner_child.py) over a PartitionHost with an event loop:
-a pass runs outside the broker's process and its swaps happen on the loop; a truncation stops a pass under way at
-once and its half-written `.cleaned` files go while the process stays for the next pass; a process that does not
-stop is killed and its files removed; stopping the cleaner ends its processes; the throttle is shared by all."""
+a pass runs outside the broker's process and its swaps happen on the loop; a truncation stops a pass under way and
+its `.cleaned` files go while the process stays for the next pass; a process that does not stop is killed and its
+files removed; stopping the cleaner ends its processes; the throttle is shared by all.
+
+A pass "under way" is held at its first swap (`HeldSwap`): the child waits for the broker's answer with the first
+group's cleaned files handed over and the second group's its own, on disk. Catching it mid-rewrite by polling for a `.cleaned` file was a race: Kafka's throttle lets
+a check interval (300 ms) of I/O through before it first sleeps, and a whole pass of these logs fits in it."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import signal
+import threading
 import time
 
 from pykraft.broker.isr_manager import IsrManager, IsrManagerConfig
@@ -32,7 +37,7 @@ def _host(tmp_path) -> PartitionHost:
     cache = MetadataCache()
     cache.replay_all(enumerate([register(1, 11), topic("t"), partition(0, [1], [1], 1),
                                 config("cleanup.policy", "compact"), config("segment.ms", "10"),
-                                config("min.cleanable.dirty.ratio", "0.01")]))
+                                config("min.cleanable.dirty.ratio", "0.01"), config("segment.bytes", str(1 << 20))]))
     isr_manager = IsrManager(IsrManagerConfig(1), cache)
     isr_manager.sync_metadata(NOW)
     host = PartitionHost(DataPlaneSettings(1, TopicSettings()), cache, None,
@@ -45,8 +50,7 @@ def _host(tmp_path) -> PartitionHost:
 
 def _write(host: PartitionHost, batches: int = 40, per_batch: int = 20, value: int = 1000) -> None:
     """Batches of keyed records, a segment each (segment.ms): every key but one of each batch overwritten by the
-    later batches. The one kept record makes the rewrite read and rebuild every batch (throttled), where batches
-    left with nothing to keep are skipped unread: the slow cleaner's `.cleaned` file then lives for seconds."""
+    later batches: the one kept record makes the rewrite read and rebuild every batch."""
     stamp = 1000
     for b in range(batches):
         stamp += 20
@@ -56,13 +60,34 @@ def _write(host: PartitionHost, batches: int = 40, per_batch: int = 20, value: i
         assert host.append_as_leader("t", 0, batch, acks=1).error.name == "NONE"
 
 
-def _slow_cleaner(host, tmp_path, grace_s: float = 5.0) -> LogCleaner:
-    """One thread whose process reads and writes ~300 KB/s in 8 KiB chunks: a pass over the 800 KB log lasts
-    seconds, its `.cleaned` file growing meanwhile."""
-    settings = CleanerConfig(backoff_ms=50, io_buffer_size=16 * 1024, max_io_bytes_per_second=300_000)
+class HeldSwap:
+    """The cleaner's first swap waits (on the cleaner's thread) until the test releases it: meanwhile the child waits
+    for the answer with its cleaned files on disk, the pass under way."""
+
+    def __init__(self, cleaner: LogCleaner) -> None:
+        self.reached, self.released = threading.Event(), threading.Event()
+        original = cleaner._swap_on_loop
+
+        def held(task, cleaned, old_bases):
+            if not self.reached.is_set():
+                self.reached.set()
+                self.released.wait(60)
+            return original(task, cleaned, old_bases)
+        cleaner._swap_on_loop = held
+
+    async def wait(self, directory: str) -> None:
+        await _until(self.reached.is_set)
+        # The first group's files, handed to the broker for the swap, and the second's, the child's own (segment.bytes
+        # of 1 MiB makes two groups of the 1.3 MB log; the swaps run one group behind: cleaned_swaps.py).
+        assert len({name.split(".")[0] for name in _cleaned_files(directory)}) == 2
+
+
+def _held_cleaner(host, grace_s: float = 5.0) -> tuple[LogCleaner, HeldSwap]:
+    """One thread, 16 KiB reads, its first swap held."""
+    settings = CleanerConfig(backoff_ms=50, io_buffer_size=16 * 1024)
     cleaner = LogCleaner(settings, host, (host.logs.log_dirs[0],), lambda: NOW, abort_grace_s=grace_s)
     host.cleaning = cleaner.manager
-    return cleaner
+    return cleaner, HeldSwap(cleaner)
 
 
 async def _until(condition, timeout_s: float = 60.0) -> None:
@@ -116,13 +141,14 @@ def test_a_truncation_stops_the_childs_pass_at_once_and_its_cleaned_files_go(tmp
         _write(host)
         replica = host.replicas[KEY]
         before = replica.log.size_in_bytes()
-        cleaner = _slow_cleaner(host, tmp_path)
+        cleaner, held = _held_cleaner(host)
         cleaner.start()
-        await _until(lambda: _cleaned_files(replica.log.directory))  # the rewrite is under way
+        await held.wait(replica.log.directory)  # the pass is under way
         pid = cleaner.threads[0].child.pid
         epoch = replica.log.epoch_entries()[-1][0]
         host.truncate_diverging(replica, 700, epoch)  # e.g. a follower's divergence: Kafka's abortCleaning
         cleaner.manager.abort_and_pause(KEY)  # (only so that no next pass starts before the checks below)
+        held.released.set()
         await _until(lambda: not cleaner.manager.in_progress(KEY))
         assert _cleaned_files(replica.log.directory) == []
         checkpoint = os.path.join(str(tmp_path), CLEANER_CHECKPOINT)
@@ -143,12 +169,13 @@ def test_a_child_that_does_not_stop_is_killed_and_its_cleaned_files_removed(tmp_
         host = _host(tmp_path)
         _write(host)
         replica = host.replicas[KEY]
-        cleaner = _slow_cleaner(host, tmp_path, grace_s=0.5)
+        cleaner, held = _held_cleaner(host, grace_s=0.5)
         cleaner.start()
-        await _until(lambda: _cleaned_files(replica.log.directory))
+        await held.wait(replica.log.directory)
         pid = cleaner.threads[0].child.pid
         os.kill(pid, signal.SIGSTOP)  # stuck: it will never read its abort flag
         cleaner.manager.abort(KEY)  # Kafka's abortCleaning (a DeleteRecords, say)
+        held.released.set()
         await _until(lambda: not cleaner.manager.in_progress(KEY))
         assert _cleaned_files(replica.log.directory) == []
         assert not _alive(pid) or os.waitpid(pid, os.WNOHANG)[0] == pid
@@ -165,10 +192,12 @@ def test_stopping_the_cleaner_mid_pass_ends_its_process_and_leaves_no_cleaned_fi
         host = _host(tmp_path)
         _write(host)
         replica = host.replicas[KEY]
-        cleaner = _slow_cleaner(host, tmp_path)
+        cleaner, held = _held_cleaner(host)
         cleaner.start()
-        await _until(lambda: _cleaned_files(replica.log.directory))
+        await held.wait(replica.log.directory)
         pid = cleaner.threads[0].child.pid
+        cleaner.stop()
+        held.released.set()
         await _stop(cleaner)
         assert _cleaned_files(replica.log.directory) == []
         assert not _alive(pid) or os.waitpid(pid, os.WNOHANG)[0] == pid
