@@ -15,8 +15,10 @@ import pykraft.sim.checks.data_invariants as data_invariants
 import pykraft.sim.hosts.partition_logs as partition_logs
 from pykraft.records.batch import CRC_START
 from pykraft.records.crc import crc32c
-from pykraft.sim.engine.runner import run
+from pykraft.sim.engine.runner import RunResult, run
 from pykraft.sim.scenarios.registry import SCENARIOS
+
+from .planted import caught, passing_run
 
 DATA_SCENARIOS = ("data_basic", "data_broker_faults", "data_disk_loss", "data_controller_failover",
                   "data_delete_records", "data_unclean_refused", "data_unclean_allowed", "data_reassign",
@@ -27,14 +29,15 @@ def test_the_data_scenarios_are_listed() -> None:
     assert set(DATA_SCENARIOS) <= set(SCENARIOS)
 
 
+def _moved_coordinators(result: RunResult) -> bool:
+    return result.stats["group_commits"] > 0 and result.stats["coordinator_loads"] > 3  # failovers moved them
+
+
 @pytest.mark.parametrize("scenario", DATA_SCENARIOS)
 def test_a_data_scenario_passes_with_its_records_consumed(scenario: str) -> None:
-    result = run(3, scenario)
-    assert result.ok, result.report()
+    result = passing_run(scenario, _moved_coordinators if scenario == "data_groups" else lambda r: True)
     stats = result.stats
     assert stats["acked_all"] > 0
-    if scenario == "data_groups":
-        assert stats["group_commits"] > 0 and stats["coordinator_loads"] > 3  # failovers moved the coordinator
     if scenario.startswith("data_unclean"):
         assert stats["stranded_partitions"] > 0  # the leader really was the sole ISR member when it died
     elif stats["deleted_to"]:  # records below a DeleteRecords point are not read back
@@ -57,11 +60,11 @@ def test_a_high_watermark_moving_back_is_caught(monkeypatch: pytest.MonkeyPatch)
     def sometimes_back(self, offset: int) -> None:
         calls[0] += 1
         original(self, offset)
-        if calls[0] % 10 == 0:  # often enough to hit a leader replica whatever the seed
+        if calls[0] % 50 == 0:
             self._high_watermark = max(0, offset - 3)
 
     monkeypatch.setattr(partition_logs.SimPartitionLog, "update_high_watermark", sometimes_back)
-    assert run(1, "data_basic").invariant == "HighWatermarkMonotonic"
+    caught("data_basic", "HighWatermarkMonotonic")
 
 
 def test_replicas_that_disagree_below_the_hwm_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,20 +78,19 @@ def test_replicas_that_disagree_below_the_hwm_are_caught(monkeypatch: pytest.Mon
         return bytes(out)
 
     monkeypatch.setattr(fetch_answers, "trim", corrupting)
-    assert run(1, "data_basic").invariant == "ReplicasAgreeBelowHwm"
+    caught("data_basic", "ReplicasAgreeBelowHwm")
 
 
 def test_a_retried_batch_written_twice_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(producer_state.ProducerStates, "check", lambda self, *args: producer_state.SequenceCheck())
-    assert run(1, "data_broker_faults").invariant == "NoDuplicateSequence"
+    caught("data_broker_faults", "NoDuplicateSequence")
 
 
 def test_an_acks_all_answer_before_the_hwm_loses_records_and_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     original = partition_state.LeaderState.add_waiter
     monkeypatch.setattr(partition_state.LeaderState, "add_waiter",
                         lambda self, required, token: original(self, 0, token))  # acknowledged at once
-    # a machine crash of the leader (seeds 7, 10, 13 and 14 of the first 30 have one that loses an answered record)
-    assert run(7, "data_broker_faults").invariant == "AckedRecordNotLost"
+    caught("data_broker_faults", "AckedRecordNotLost")  # a machine crash of the leader loses an answered record
 
 
 def test_a_consumer_that_cannot_read_an_acknowledged_record_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,7 +103,7 @@ def test_a_consumer_that_cannot_read_an_acknowledged_record_is_caught(monkeypatc
         return answer
 
     monkeypatch.setattr(data_invariants, "answer_partition", one_short)
-    assert run(1, "data_basic").invariant == "AckedRecordConsumable"
+    caught("data_basic", "AckedRecordConsumable")
 
 
 def test_an_unclean_election_where_it_is_refused_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,7 +116,7 @@ def test_an_unclean_election_where_it_is_refused_is_caught(monkeypatch: pytest.M
         self.replication.unclean_election_enabled = lambda topic: True
 
     monkeypatch.setattr(controller.QuorumController, "__init__", always_unclean)
-    assert run(1, "data_unclean_refused").invariant == "UncleanElectionRefused"
+    caught("data_unclean_refused", "UncleanElectionRefused")
 
 
 def test_a_coordinator_that_loses_committed_offsets_on_failover_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,7 +130,7 @@ def test_a_coordinator_that_loses_committed_offsets_on_failover_is_caught(monkey
             original(groups, raw_key, raw_value, consumers)
 
     monkeypatch.setattr(group_log, "apply_record", forgets_offsets)
-    assert run(3, "data_groups").invariant == "GroupOffsetMonotonic"
+    caught("data_groups", "GroupOffsetMonotonic")
 
 
 # ---- what the data-plane sweeps found, replayed --------------------------------------------------------------------

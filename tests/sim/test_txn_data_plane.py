@@ -11,14 +11,15 @@ import pykraft.broker.producer_state as producer_state
 import pykraft.sim.hosts.partition_logs as partition_logs
 from pykraft.records.txn_markers import is_txn_marker_batch
 from pykraft.sim.engine.runner import run
+
+from .planted import caught, passing_run
 from pykraft.sim.scenarios.registry import SCENARIOS
 from pykraft.sim.hosts.txn_workload import TXN_TOPIC
 
 
 def test_the_transactions_scenario_passes_with_commits_aborts_and_a_fenced_zombie() -> None:
     assert "data_transactions" in SCENARIOS
-    result = run(1, "data_transactions")
-    assert result.ok, result.report()
+    result = passing_run("data_transactions", lambda r: r.stats["txn"]["fenced_writes_refused"] > 0)
     txn = result.stats["txn"]
     assert txn["commits"] > 0 and txn["aborts"] > 0 and txn["failovers"] > 0
     assert txn["read"] > 0 and txn["read"] % 2 == 0  # committed transactions write 2 records per partition
@@ -43,14 +44,12 @@ def test_the_brokers_logs_hold_the_markers_and_the_replicas_agree_on_them() -> N
 
 def test_a_fetch_without_the_aborted_transactions_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(partition_logs.DerivedTxnIndex, "collect", lambda self, start, end: [])
-    result = run(1, "data_transactions")
-    assert result.invariant == "TxnReadCommittedClean" and "abort" in (result.detail or ""), result.report()
+    caught("data_transactions", "TxnReadCommittedClean", "abort")
 
 
 def test_a_last_stable_offset_at_the_high_watermark_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(producer_state.ProducerStates, "last_stable_offset", lambda self, hwm: hwm)
-    result = run(4, "data_transactions")  # seeds 2-7 see an open transaction's record (seed 1 one aborted after)
-    assert result.invariant == "TxnReadCommittedClean" and "open" in (result.detail or ""), result.report()
+    caught("data_transactions", "TxnReadCommittedClean", "open")  # a record of a transaction still open
 
 
 def test_a_committed_transaction_read_as_aborted_in_one_partition_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,8 +70,7 @@ def test_a_committed_transaction_read_as_aborted_in_one_partition_is_caught(monk
         return found
 
     monkeypatch.setattr(partition_logs.DerivedTxnIndex, "all_entries", commits_aborted_in_partition_1)
-    result = run(1, "data_transactions")
-    assert result.invariant == "TxnAtomicCommit" and "partition 1" in (result.detail or ""), result.report()
+    caught("data_transactions", "TxnAtomicCommit", "partition 1")
 
 
 def test_a_write_of_a_fenced_epoch_accepted_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,8 +83,7 @@ def test_a_write_of_a_fenced_epoch_accepted_is_caught(monkeypatch: pytest.Monkey
         return real(self, producer_id, epoch, *args, **kwargs)
 
     monkeypatch.setattr(producer_state.ProducerStates, "check", stale_epoch_accepted)
-    result = run(1, "data_transactions")
-    assert result.invariant == "TxnFencedNeverCommits", result.report()
+    caught("data_transactions", "TxnFencedNeverCommits")
 
 
 @pytest.mark.parametrize("seed", [19, 31])

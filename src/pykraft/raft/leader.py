@@ -19,7 +19,7 @@ class ReplicaProgress:
     last_fetch_leader_leo: int = -1
     last_caught_up_ms: int = -1
     listeners: Endpoints = Endpoints()
-    told_high_watermark: int | None = None  # the high watermark of the last Fetch answer sent to this replica
+    told_high_watermark: int | None = None  # an observer's: that of the last Fetch answer it was sent
 
     def record_fetch(self, fetch_offset: int, leader_leo: int, now_ms: int) -> None:
         # Caught up: reached the leader's LEO now, or (as of the previous fetch) the LEO the leader had then.

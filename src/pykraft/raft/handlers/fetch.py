@@ -79,14 +79,17 @@ def answer_fetch(core: RaftCore, ref: Hashable, request: fetch_req.FetchRequest,
     if key is not None and allow_park:
         if leader.record_fetch(key, p.fetch_offset, core.log.end_offset(), now_ms):
             core.on_high_watermark_advanced(now_ms)
-    progress = leader.progress_of(key) if key is not None else None
+    # An observer (a broker: it answers clients from the image it replays up to the high watermark) that has not
+    # been told the current high watermark is answered now, records or not, as KIP-1166 does with the replica's
+    # high watermark in the request. Parked, it would learn it only at the next append or after max wait: the high
+    # watermark often moves between the answer that carried the records and the observer's next Fetch (a sole
+    # voter's own flush), and a broker then saw a created topic ~470 ms late. Voters stay parked: answering them too
+    # cost a Fetch round trip per commit per follower (+28% CPU per linger-0 commit, benchmarks/quorum.py).
+    observer = key is not None and not leader.voters.is_voter(key)
+    progress = leader.progress_of(key) if observer and key is not None else None
     records = core.log.read(p.fetch_offset, min(p.partition_max_bytes, core.config.max_fetch_size_bytes)).records \
         if p.fetch_offset < core.log.end_offset() else b""
     max_wait = int(request.max_wait.total_seconds() * 1000)
-    # A replica that has not been told the current high watermark is answered now, records or not (as KIP-1166
-    # does with the follower's high watermark in the request). Parked, it would learn it only at the next append
-    # or after max wait: the high watermark often moves between the answer that carried the records and the
-    # replica's next Fetch (a sole voter's own flush), and a broker then saw a created topic ~500 ms late.
     if not records and allow_park and max_wait > 0 and (
             progress is None or progress.told_high_watermark == leader.high_watermark):
         core.parked_fetches.append((ref, request, now_ms + min(max_wait, core.config.max_fetch_wait_ms)))
