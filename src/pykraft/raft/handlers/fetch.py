@@ -85,8 +85,7 @@ def answer_fetch(core: RaftCore, ref: Hashable, request: fetch_req.FetchRequest,
     # watermark often moves between the answer that carried the records and the observer's next Fetch (a sole
     # voter's own flush), and a broker then saw a created topic ~470 ms late. Voters stay parked: answering them too
     # cost a Fetch round trip per commit per follower (+28% CPU per linger-0 commit, benchmarks/quorum.py).
-    observer = key is not None and not leader.voters.is_voter(key)
-    progress = leader.progress_of(key) if observer and key is not None else None
+    progress = leader.progress_of(key) if key is not None and not leader.voters.is_voter(key) else None
     records = core.log.read(p.fetch_offset, min(p.partition_max_bytes, core.config.max_fetch_size_bytes)).records \
         if p.fetch_offset < core.log.end_offset() else b""
     max_wait = int(request.max_wait.total_seconds() * 1000)
