@@ -17,7 +17,7 @@ import pytest
 
 from pykraft.node.local_cluster import LocalCluster
 
-from .helpers import FAST_TIMEOUTS, wait_for
+from .helpers import FAST_TIMEOUTS, brokers_serving, wait_for
 from .stock_admins import ADMINS
 
 BROKER = 4
@@ -35,6 +35,7 @@ def cluster(tmp_path_factory):
         listed = cluster.cli("brokers", "list", "--json", "--bootstrap-controller", cluster.bootstrap_servers())
         return any(b["id"] == BROKER and not b["fenced"] for b in json.loads(listed.stdout))
     wait_for(broker_unfenced, "the broker to be registered and unfenced")
+    wait_for(lambda: brokers_serving(cluster), "the broker taking connections")
     yield cluster
     cluster.stop_all(timeout=20)
 
