@@ -207,23 +207,33 @@ def report(pk_out: dict, ps_out: dict) -> dict:
     tuned = pk_out["failover_tuned_s"]
     goals = {"throughput_ratio": rows[0][3], "p99_ratio_linger25": rows[2][3], "p99_ratio_linger0": rows[4][3],
              "p50_linger0_ms": percentile(pk_out["latency_linger0_ms"], .5),
+             "p99_linger0_ms": percentile(pk_out["latency_linger0_ms"], .99),
              "p50_linger0_in_leader_ms": percentile(pk_out["latency_linger0_in_leader_ms"], .5),
              "p99_ratio_linger0_in_leader": rows[6][3],
              "failover_median_s": median(pk_out["failover_s"]), "failover_tuned_median_s": median(tuned),
              "failover_tuned_max_s": max(tuned), "failover_stuck": stuck(pk_out["failover_s"] + tuned),
              "idle_rss_mib": max(pk_out["idle_rss_kib"].values()) / 1024}
-    checks = [
-        (f"throughput >= 5x ({goals['throughput_ratio']:.2f}x)", goals["throughput_ratio"] >= 5),
-        (f"linger-0 p50 <= 1 ms ({goals['p50_linger0_ms']:.2f})", goals["p50_linger0_ms"] <= 1),
-        (f"linger-0 p99 <= PySyncObj's ({goals['p99_ratio_linger0']:.2f}x)", goals["p99_ratio_linger0"] <= 1),
-        (f"failover median <= 1 s at defaults ({fmt_s(goals['failover_median_s'])})", goals["failover_median_s"] <= 1),
-        (f"tuned median <= 0.3 s ({fmt_s(goals['failover_tuned_median_s'])})", goals["failover_tuned_median_s"] <= .3),
-        (f"tuned max < 1 s ({fmt_s(goals['failover_tuned_max_s'])})", goals["failover_tuned_max_s"] < 1),
-        (f"0 stuck ({goals['failover_stuck']})", goals["failover_stuck"] == 0),
-        (f"idle RSS <= 40 MiB ({goals['idle_rss_mib']:.0f})", goals["idle_rss_mib"] <= 40),
-    ]
-    print("goals: " + "; ".join(f"{label}: {'met' if ok else 'MISSED'}" for label, ok in checks))
     return goals
+
+
+def goal_checks(goals: dict, floor_rows: dict) -> dict:
+    """Issue 34's goals, each a ratio to a peer or floor of the same run (or an absolute for failover and RSS);
+    prints them and returns the floor ratios for the JSON line."""
+    bare = floor_rows["end_to_end"]
+    ratios = {"p50_floor_ratio_linger0": goals["p50_linger0_ms"] / bare["p50"],
+              "p99_floor_ratio_linger0": goals["p99_linger0_ms"] / bare["p99"]}
+    checks = [
+        (f"throughput >= 12x PySyncObj ({goals['throughput_ratio']:.2f}x)", goals["throughput_ratio"] >= 12),
+        (f"linger-0 p50 <= 1.5x the floor's ({ratios['p50_floor_ratio_linger0']:.2f}x)",
+         ratios["p50_floor_ratio_linger0"] <= 1.5),
+        (f"linger-0 p99 <= 2x the floor's ({ratios['p99_floor_ratio_linger0']:.2f}x)",
+         ratios["p99_floor_ratio_linger0"] <= 2),
+        (f"failover median <= 1 s at defaults ({fmt_s(goals['failover_median_s'])})", goals["failover_median_s"] <= 1),
+        (f"0 stuck ({goals['failover_stuck']})", goals["failover_stuck"] == 0),
+        (f"idle RSS <= 32 MiB ({goals['idle_rss_mib']:.1f})", goals["idle_rss_mib"] <= 32),
+    ]
+    print("goals (issue 34): " + "; ".join(f"{label}: {'met' if ok else 'MISSED'}" for label, ok in checks))
+    return ratios
 
 
 def floor_report(pk_out: dict, floor: tuple[list[float], list[float]]) -> dict:
@@ -290,6 +300,7 @@ def main() -> None:
         profile = run_profile(args, root) if args.profile else []
     goals = report(pk_out, ps_out)
     floor_rows = floor_report(pk_out, floor)
+    goals.update(goal_checks(goals, floor_rows))
     for line in profile:
         print(line)
     summary = {"bench": "quorum", "quick": args.quick, **build_fields(), **goals,

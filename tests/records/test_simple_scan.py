@@ -218,3 +218,57 @@ def test_encode_values_past_the_two_byte_offset_deltas_and_of_no_value():
                                    timestamp_ms=NOW)
     with pytest.raises(ValueError):
         encode_values([], base_offset=0, partition_leader_epoch=1, timestamp_ms=NOW)
+
+
+@st.composite
+def uniform_batches(draw) -> bytes:
+    """A batch of one value length, past the one-byte offset deltas and the length prefixes' sizes, then sometimes
+    one framing byte of one record changed, the count changed or the end cut, and re-sealed."""
+    length = draw(st.sampled_from([0, 1, 7, 52, 53, 56, 57, 58, 63, 64, 100, 1000, 8176, 8177, 8191, 8192]))
+    count = draw(st.sampled_from([9, 10, 63, 64, 65, 66, 130, 1000, 8192, 8193]) if length < 200
+                 else st.integers(9, 70))
+    first = draw(st.binary(min_size=min(length, 1), max_size=min(length, 1)))
+    recs = [SimpleRecord(first + bytes([i % 251]) * (length - len(first))) for i in range(count)]
+    buf = bytearray(encode_batch(recs, base_offset=draw(st.integers(0, 1000)), partition_leader_epoch=3,
+                                 timestamp_ms=NOW))
+    starts, ends = record_bounds(buf)
+    how = draw(st.sampled_from(["none", "none", "framing", "framing", "count", "cut"]))
+    if how == "framing":
+        i = draw(st.integers(0, len(starts) - 1))
+        at = draw(st.one_of(st.integers(starts[i], starts[i] + 8), st.just(ends[i] - 1)))
+        buf[at] = draw(st.one_of(st.integers(0, 255), st.just(buf[at] ^ 1), st.just(buf[at] ^ 0x80)))
+    elif how == "count":
+        struct.pack_into(">i", buf, 57, draw(st.integers(0, count + 2)))
+    elif how == "cut":
+        del buf[len(buf) - draw(st.integers(1, 3)):]
+    return reseal(buf)
+
+
+@settings(max_examples=500, deadline=None)
+@given(uniform_batches(), st.sampled_from(["every", "none", "some"]))
+def test_the_uniform_fast_path_answers_as_the_walk(raw, keep_name):
+    from pykraft.records.simple_scan import EVERY_VALUE, NO_VALUE, _uniform_values, _walk_values
+
+    keep = {"every": EVERY_VALUE, "none": NO_VALUE, "some": bytes(i % 3 == 0 for i in range(256))}[keep_name]
+    batch = batch_of(raw)
+    view = batch.buffer[BATCH_HEADER_SIZE:]
+    walked = _walk_values(bytes(view), view, batch.record_count, batch.base_offset, keep)
+    fast = _uniform_values(bytes(view), view, batch.record_count, batch.base_offset, keep)
+    if fast is not None:
+        assert walked is not None
+        assert [(o, bytes(v)) for o, v in fast] == [(o, bytes(v)) for o, v in walked]
+    simple = simple_values(batch, keep)
+    assert (None if simple is None else [(o, bytes(v)) for o, v in simple]) == (
+        None if walked is None else [(o, bytes(v)) for o, v in walked])
+
+
+def test_a_batch_of_one_value_length_is_framed_without_the_walk():
+    from pykraft.records.simple_scan import EVERY_VALUE, _uniform_values
+
+    for count, length in ((9, 0), (64, 100), (1000, 100), (8192, 3), (20, 8176)):
+        batch = batch_of(encode_batch([SimpleRecord(bytes([i % 256]) * length) for i in range(count)],
+                                      base_offset=5, partition_leader_epoch=1, timestamp_ms=NOW))
+        view = batch.buffer[BATCH_HEADER_SIZE:]
+        fast = _uniform_values(bytes(view), view, count, 5, EVERY_VALUE)
+        assert fast is not None, (count, length)
+        assert [(o, bytes(v)) for o, v in fast] == [(5 + i, bytes([i % 256]) * length) for i in range(count)]

@@ -13,7 +13,7 @@ a batch gets the same verdict and the same error either way (tests/records/test_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .batch import ATTR_COMPRESSION_MASK, BATCH_HEADER_SIZE, RecordBatch, seal_batch
 from .varint import append_varint
@@ -32,13 +32,22 @@ def simple_values(batch: RecordBatch, keep: bytes = EVERY_VALUE) -> list[tuple[i
         return None
     view = batch.buffer[BATCH_HEADER_SIZE:]
     body = bytes(view)  # one copy: indexing bytes is faster than indexing a memoryview
+    if batch.record_count > _UNIFORM_FROM:
+        values = _uniform_values(body, view, batch.record_count, batch.base_offset, keep)
+        if values is not None:
+            return values
+    return _walk_values(body, view, batch.record_count, batch.base_offset, keep)
+
+
+def _walk_values(body: bytes, view: memoryview, count: int, base_offset: int,
+                 keep: bytes) -> list[tuple[int, memoryview]] | None:
+    """simple_values by a step per record: the judge of the simple shape."""
     size = len(body)
-    base_offset = batch.base_offset
     values: list[tuple[int, memoryview]] = []
     append = values.append
     pos = 0
     try:
-        for delta in range(batch.record_count):
+        for delta in range(count):
             b = body[pos]  # record length: non-negative, one or two bytes
             if b < 0x80 and not b & 1:
                 end = pos + 1 + (b >> 1)
@@ -79,6 +88,81 @@ def simple_values(batch: RecordBatch, keep: bytes = EVERY_VALUE) -> list[tuple[i
     except IndexError:
         return None
     return values if pos == size else None
+
+
+# Records of one value length: the usual batch of a writer of fixed-size commands. Where each record starts is then
+# known without reading the lengths one by one (two strides: the offset delta takes one byte below index 64, two
+# from there), and every byte the walk checks is compared at all records' positions at once, one strided slice per
+# byte of the framing. What this accepts, the walk accepts with the same values (it checks the same bytes, in their
+# canonical forms only); anything else is left to the walk, which decides.
+_UNIFORM_FROM = 8  # fewer records are walked: the slices' setup costs about what eight steps of the walk do
+_ONE_BYTE_DELTAS = 64
+_MAX_DELTAS = 8192  # offset deltas past 8191 take three bytes: the full decode's job, as in the walk
+_DELTA_LOW = bytes(range(0, 2 * _ONE_BYTE_DELTAS, 2)) + bytes(
+    ((delta << 1) & 0x7F) | 0x80 for delta in range(_ONE_BYTE_DELTAS, _MAX_DELTAS))
+_DELTA_HIGH = bytes(_ONE_BYTE_DELTAS) + bytes(delta >> 6 for delta in range(_ONE_BYTE_DELTAS, _MAX_DELTAS))
+
+
+def _short_varint(value: int) -> bytes | None:
+    """The zig-zag varint of a non-negative `value` in the one or two bytes the walk reads, else None."""
+    return _varint(value) if value < _MAX_DELTAS else None
+
+
+def _uniform_values(body: bytes, view: memoryview, count: int, base_offset: int,
+                    keep: bytes) -> list[tuple[int, memoryview]] | None:
+    if count > _MAX_DELTAS:
+        return None
+    head = 1 if body[0] < 0x80 else 2  # the first record's length, then attributes, timestamp, delta 0, null key
+    if len(body) < head + 6:
+        return None
+    low = body[head + 4]
+    value_length = low >> 1 if low < 0x80 else ((low & 0x7F) | (body[head + 5] << 7)) >> 1
+    value_prefix = _short_varint(value_length)
+    if value_prefix is None:
+        return None
+    stretches = []  # (first index, count, start, stride, value's place in its record)
+    start = 0
+    for first, stop, delta_bytes in ((0, min(count, _ONE_BYTE_DELTAS), 1), (_ONE_BYTE_DELTAS, count, 2)):
+        if first >= stop:
+            continue
+        length_prefix = _short_varint(4 + delta_bytes + len(value_prefix) + value_length)
+        if length_prefix is None:
+            return None
+        stride = len(length_prefix) + 4 + delta_bytes + len(value_prefix) + value_length
+        n = stop - first
+        end = start + n * stride
+        if end > len(body):
+            return None
+        # the framing bytes of each record, as the walk reads them: length, timestamp delta (after the attributes,
+        # which nobody reads), offset delta, null key, value length; then the header count after the value
+        at = len(length_prefix)
+        expected = [(place, bytes((byte,)) * n) for place, byte in enumerate(length_prefix)]
+        expected.append((at + 1, bytes(n)))
+        expected.append((at + 2, _DELTA_LOW[first:stop]))
+        if delta_bytes == 2:
+            expected.append((at + 3, _DELTA_HIGH[first:stop]))
+        at += 2 + delta_bytes
+        expected.append((at, b"\x01" * n))
+        expected.extend((at + 1 + place, bytes((byte,)) * n) for place, byte in enumerate(value_prefix))
+        expected.append((stride - 1, bytes(n)))
+        for place, wanted in expected:
+            if body[start + place:end:stride] != wanted:
+                return None
+        stretches.append((first, n, start, stride, at + 1 + len(value_prefix)))
+        start = end
+    if start != len(body):
+        return None
+    values: list[tuple[int, memoryview]] = []
+    for first, n, start, stride, value_at in stretches:
+        begin = start + value_at
+        kept: Iterable[int] = range(n)
+        if value_length and keep is not EVERY_VALUE:
+            flags = body[begin:start + n * stride:stride].translate(keep)  # 1 where the value's first byte is kept
+            if flags.count(1) != n:
+                kept = [index for index, flag in enumerate(flags) if flag] if 1 in flags else ()
+        values.extend((base_offset + first + index, view[begin + index * stride:begin + index * stride + value_length])
+                      for index in kept)
+    return values
 
 
 
