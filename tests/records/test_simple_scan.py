@@ -272,3 +272,15 @@ def test_a_batch_of_one_value_length_is_framed_without_the_walk():
         fast = _uniform_values(bytes(view), view, count, 5, EVERY_VALUE)
         assert fast is not None, (count, length)
         assert [(o, bytes(v)) for o, v in fast] == [(5 + i, bytes([i % 256]) * length) for i in range(count)]
+
+
+@pytest.mark.parametrize("size", [0, 1, 53, 56, 57, 63, 64, 100, 8176, 8177, 9000])
+@pytest.mark.parametrize("count", [1, 63, 64, 65, 1000, 8192, 8193])
+def test_encode_values_of_one_length_writes_what_encode_batch_writes(size, count):
+    if size * count > 20_000_000:
+        count = 70  # the large values only across the one- and two-byte offset deltas
+    values = [bytes([i % 256]) * size for i in range(count)]
+    values[count // 2] = memoryview(bytearray(values[count // 2]))  # any bytes-like value
+    assert encode_values(values, base_offset=9, partition_leader_epoch=2, timestamp_ms=NOW) == \
+        encode_batch([SimpleRecord(value=bytes(v)) for v in values], base_offset=9, partition_leader_epoch=2,
+                     timestamp_ms=NOW)

@@ -59,9 +59,20 @@ class ThresholdPurgatory(Generic[T]):
 
     def check(self, watermark: int | None, epoch: int | None) -> tuple[list[T], list[T]]:
         """After an input of a leader: (failed, completed). Failing comes first: an operation of an older epoch
-        must never be acknowledged by a watermark of a newer one."""
-        failed = self.fail_other_epochs(epoch)
-        return failed, [] if watermark is None else self.complete(watermark)
+        must never be acknowledged by a watermark of a newer one. One pass (a leader checks after every input)."""
+        failed: list[T] = []
+        completed: list[T] = []
+        waiting: list[_Entry[T]] = []
+        for entry in self._entries:
+            if entry.epoch != epoch:
+                failed.append(entry.token)
+            elif watermark is not None and entry.threshold <= watermark:
+                completed.append(entry.token)
+            else:
+                waiting.append(entry)
+        if failed or completed:
+            self._entries = waiting
+        return failed, completed
 
     def drain(self) -> list[T]:
         """Every token, removed (the leadership ended, or the process stops)."""

@@ -43,13 +43,14 @@ class CommitWaiters:
     def check(self, hwm: int | None, leading_epoch: int | None) -> None:
         if not self._waiters:
             return
-        self._waiters.forget(lambda future: future.done())
         failed, completed = self._waiters.check(hwm, leading_epoch)
-        for future in failed:
-            future.set_exception(WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                                             "leadership was lost before the write committed"))
+        for future in failed:  # a waiter cancelled meanwhile (its request timed out) stays until its turn comes
+            if not future.done():
+                future.set_exception(WriteFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                                 "leadership was lost before the write committed"))
         for future in completed:
-            future.set_result(None)
+            if not future.done():
+                future.set_result(None)
 
     def fail_all(self, error: ErrorCode, message: str) -> None:
         for future in self._waiters.drain():
