@@ -36,6 +36,9 @@ $(CSTAMP): pyproject.toml setup.py $(shell find src -name '*.py')
 	PYKRAFT_MYPYC=1 $(CPY) -m pip install --quiet --no-deps --force-reinstall --no-build-isolation .
 	@cd /tmp && $(abspath $(CPY)) -c "from pykraft.cli.build_info import build_name, build_line; print(build_line()); \
 	  raise SystemExit(build_name() != 'compiled')" || { echo "make setup-compiled: FAILED: no compiled module installed"; exit 1; }
+	@cd /tmp && $(abspath $(CPY)) -c "import importlib; from pykraft.cli.build_info import COMPILED_MODULES; \
+	  [importlib.import_module(name) for name in COMPILED_MODULES]; import pykraft.node.serve, pykraft.node.roles.broker_host" \
+	  || { echo "make setup-compiled: FAILED: a compiled module does not import (traceback above)"; exit 1; }
 	touch $(CSTAMP)
 
 # The CPU-bound tiers (those `make test` runs on both cores) against the compiled build: interpreted and compiled
