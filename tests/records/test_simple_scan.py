@@ -262,6 +262,16 @@ def test_the_uniform_fast_path_answers_as_the_walk(raw, keep_name):
         None if walked is None else [(o, bytes(v)) for o, v in walked])
 
 
+@pytest.mark.parametrize("kept", [0, 1, 7, 8])
+def test_a_batch_cut_to_a_few_bytes_of_records_is_left_to_the_walk(kept):
+    buf = bytearray(encode_batch([SimpleRecord(b"v" * 10)] * 20, base_offset=0, partition_leader_epoch=1,
+                                 timestamp_ms=NOW))
+    raw = reseal(buf[:BATCH_HEADER_SIZE + kept])  # the header still counts 20 records
+    batch = batch_of(raw)
+    assert simple_values(batch) is None
+    assert isinstance(full_decode(batch), str)
+
+
 def test_a_batch_of_one_value_length_is_framed_without_the_walk():
     from pykraft.records.simple_scan import EVERY_VALUE, _uniform_values
 

@@ -111,11 +111,10 @@ def _short_varint(value: int) -> bytes | None:
 
 def _uniform_values(body: bytes, view: memoryview, count: int, base_offset: int,
                     keep: bytes) -> list[tuple[int, memoryview]] | None:
-    if count > _MAX_DELTAS:
+    """simple_values of a batch whose values all have the first record's length, else None (the walk decides)."""
+    if count > _MAX_DELTAS or len(body) < 8:
         return None
     head = 1 if body[0] < 0x80 else 2  # the first record's length, then attributes, timestamp, delta 0, null key
-    if len(body) < head + 6:
-        return None
     low = body[head + 4]
     value_length = low >> 1 if low < 0x80 else ((low & 0x7F) | (body[head + 5] << 7)) >> 1
     value_prefix = _short_varint(value_length)
