@@ -96,7 +96,7 @@ def _walk_values(body: bytes, view: memoryview, count: int, base_offset: int,
 # from there), and every byte the walk checks is compared at all records' positions at once, one strided slice per
 # byte of the framing. What this accepts, the walk accepts with the same values (it checks the same bytes, in their
 # canonical forms only); anything else is left to the walk, which decides.
-_UNIFORM_FROM = 8  # fewer records are walked: the slices' setup costs about what eight steps of the walk do
+_UNIFORM_FROM = 8  # fewer records are walked (and encoded one by one): the setup costs about what eight steps do
 _ONE_BYTE_DELTAS = 64
 _MAX_DELTAS = 8192  # offset deltas past 8191 take three bytes: the full decode's job, as in the walk
 _DELTA_LOW = bytes(range(0, 2 * _ONE_BYTE_DELTAS, 2)) + bytes(
@@ -195,7 +195,7 @@ def encode_values(values: Sequence[bytes | bytearray | memoryview], *, base_offs
     the leader's accumulator encode every record once). Values are not None."""
     if not values:
         raise ValueError("a record batch holds at least one record")
-    if len(values) <= _MAX_DELTAS and len(set(map(len, values))) == 1:
+    if _UNIFORM_FROM < len(values) <= _MAX_DELTAS and len(set(map(len, values))) == 1:
         out = bytearray(BATCH_HEADER_SIZE)
         out += _uniform_records(values, len(values[0]))
         return seal_batch(out, len(values), base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
