@@ -2,7 +2,7 @@
 shape pykraft needs everywhere.
 
 An operation waits until a watermark reaches its threshold (`complete(value)` returns those with threshold <= value)
-or fails when the leadership it was made under ends (`fail_other_epochs(epoch)`). The tokens are the host's: an
+or fails when the leadership it was made under ends (`check(watermark, epoch)`). The tokens are the host's: an
 asyncio future in the node, a reply address in the simulator; this module never completes anything itself, it
 only says which tokens are done, in the order they were added, so both hosts answer in the same order.
 
@@ -49,13 +49,6 @@ class ThresholdPurgatory(Generic[T]):
         if done:
             self._entries = [e for e in self._entries if e.threshold > watermark]
         return done
-
-    def fail_other_epochs(self, epoch: int | None) -> list[T]:
-        """The tokens made under another leadership than `epoch` (None: this node leads none), removed."""
-        failed = [e.token for e in self._entries if e.epoch != epoch]
-        if failed:
-            self._entries = [e for e in self._entries if e.epoch == epoch]
-        return failed
 
     def check(self, watermark: int | None, epoch: int | None) -> tuple[list[T], list[T]]:
         """After an input of a leader: (failed, completed). Failing comes first: an operation of an older epoch
