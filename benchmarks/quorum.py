@@ -23,7 +23,9 @@ Measured for both, one system after the other, 100-byte commands:
 - the floor (`quorum_floor.py`): the same linger-0 commits through four bare processes with no protocol (client,
   leader, two followers; the same two loopback round trips and two fdatasyncs), end to end and inside the leader:
   what the machine of the run allows, against which pykraft's latency rows are also printed (machines here vary from
-  day to day: stop 24's PySyncObj p50 was 0.28-0.42 ms, stop 25's 0.67).
+  day to day: stop 24's PySyncObj p50 was 0.28-0.42 ms, stop 25's 0.67); and the same processes on pykraft's event
+  loop (uvloop, asyncio protocols), printed beside it: the gap between the two floors is what the event loop costs,
+  the rest of pykraft's figure is its own layers.
 pykraft fsyncs its log (the default); PySyncObj's journal is memory-mapped and NEVER fsynced, so it is not durable.
 `--profile` adds a throughput run whose servers run under cProfile and prints the leader's top costs, then the
 linger-0 latency writes with all four processes under cProfile and each one's own time by layer (commit_layers.py).
@@ -45,7 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import quorum_pykraft as pk  # after the path insert
-from quorum_floor import commit_floor
+from quorum_floor import commit_floor, event_loop_floor
 import quorum_pysyncobj as ps
 from commit_layers import layer_lines, profile_commits
 from pykraft.cli.build_info import build_fields
@@ -236,18 +238,22 @@ def goal_checks(goals: dict, floor_rows: dict) -> dict:
     return ratios
 
 
-def floor_report(pk_out: dict, floor: tuple[list[float], list[float]]) -> dict:
-    """Prints the floor's p50/p99 beside pykraft's linger-0 rows; returns them for the JSON line."""
-    end_to_end, inside = floor
-    rows = {"end_to_end": (end_to_end, pk_out["latency_linger0_ms"]),
-            "in_leader": (inside, pk_out["latency_linger0_in_leader_ms"])}
+FLOORS = {"bare processes, no protocol": "", "the same processes on uvloop": "event_loop_"}
+
+
+def floor_report(pk_out: dict, floors: dict[str, tuple[list[float], list[float]]]) -> dict:
+    """Prints each floor's p50/p99 beside pykraft's linger-0 rows; returns them for the JSON line (the bare floor's
+    as `end_to_end` and `in_leader`, the event loop's with the prefix `event_loop_`)."""
     out = {}
-    for name, (bare, mine) in rows.items():
-        p50, p99 = percentile(bare, .5), percentile(bare, .99)
-        out[name] = {"p50": p50, "p99": p99}
-        ratios = f"p50 {percentile(mine, .5) / p50:.2f}x, p99 {percentile(mine, .99) / p99:.2f}x"
-        print(f"floor (bare processes, no protocol), {name.replace('_', ' ')}: p50 {p50:.2f} ms, p99 {p99:.2f} ms; "
-              f"pykraft linger 0 / floor: {ratios}")
+    for label, (end_to_end, inside) in floors.items():
+        rows = {"end_to_end": (end_to_end, pk_out["latency_linger0_ms"]),
+                "in_leader": (inside, pk_out["latency_linger0_in_leader_ms"])}
+        for name, (floor, mine) in rows.items():
+            p50, p99 = percentile(floor, .5), percentile(floor, .99)
+            out[FLOORS[label] + name] = {"p50": p50, "p99": p99}
+            ratios = f"p50 {percentile(mine, .5) / p50:.2f}x, p99 {percentile(mine, .99) / p99:.2f}x"
+            print(f"floor ({label}), {name.replace('_', ' ')}: p50 {p50:.2f} ms, p99 {p99:.2f} ms; "
+                  f"pykraft linger 0 / floor: {ratios}")
     cpu = pk_out["linger0_cpu_us_per_commit"]
     shares = ", ".join(f"{role} {us:.0f}" for role, us in cpu.items())
     print(f"pykraft linger-0 CPU per commit, user+system (us): {shares}; all {sum(cpu.values()):.0f}, "
@@ -295,11 +301,13 @@ def main() -> None:
         root = Path(tmp)
         pk_out = run_pykraft(args, root)
         ps_out = run_pysyncobj(args, root)
-        log(f"floor: {args.latency_count} durable commits through bare processes (no protocol)")
-        floor = commit_floor(tmp, args.latency_count)
+        log(f"floors: {args.latency_count} durable commits through bare processes (no protocol), blocking and on an "
+            "event loop")
+        floors = {"bare processes, no protocol": commit_floor(tmp, args.latency_count),
+                  "the same processes on uvloop": event_loop_floor(tmp, args.latency_count)}
         profile = run_profile(args, root) if args.profile else []
     goals = report(pk_out, ps_out)
-    floor_rows = floor_report(pk_out, floor)
+    floor_rows = floor_report(pk_out, floors)
     goals.update(goal_checks(goals, floor_rows))
     for line in profile:
         print(line)

@@ -7,15 +7,23 @@ That is the path of a linger-0 pykraft commit (two loopback round trips, the lea
 processes sharing the cores), minus everything a real system adds: framing, decoding, validation, a state machine,
 an event loop. `benchmarks/quorum.py` times it in the same run, end to end and inside the leader (command read ->
 answer sent, as PySyncObj's figure), so the latency rows can be read against what this machine allows that day.
+
+`event_loop_floor` is the same path with each server process on the event loop pykraft's nodes run (uvloop, else
+asyncio's own) and asyncio protocols, the leader fsyncing on its loop after the forwards are written, as pykraft's
+leader does: what a Python node built on asyncio could reach here. Beside the bare floor it tells the two costs
+apart: what the event loop adds to a commit, and what pykraft's own layers add above it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import select
 import socket
 import time
+from collections.abc import Callable, Coroutine
 from multiprocessing import get_context
+from typing import Any
 
 from bare_processes import leader_and_followers
 
@@ -79,10 +87,16 @@ def _leader(listener: socket.socket, follower_ports: list[int], path: str, repor
 
 def commit_floor(directory: str, commits: int) -> tuple[list[float], list[float]]:
     """(end-to-end ms, inside-the-leader ms) of `commits` sequential durable commits."""
+    return _drive(directory, "floor", _leader, _follower, commits)
+
+
+def _drive(directory: str, name: str, leader: Callable[..., None], follower: Callable[..., None],
+           commits: int) -> tuple[list[float], list[float]]:
+    """The client: `commits` sequential commands through `leader`, each timed until its one-byte answer."""
     receiver, sender = get_context("fork").Pipe(duplex=False)
     end_to_end: list[float] = []
-    with leader_and_followers(directory, "floor", _leader, _follower, leader_args=(sender,)) as address:
-        client = _no_delay(socket.create_connection(address))
+    with leader_and_followers(directory, name, leader, follower, leader_args=(sender,)) as address:
+        client = _no_delay(socket.create_connection(address))  # queued until an event-loop leader accepts
         command = b"v" * COMMAND
         for _ in range(commits):
             started = time.perf_counter()
@@ -92,3 +106,126 @@ def commit_floor(directory: str, commits: int) -> tuple[list[float], list[float]
         client.close()
         inside = receiver.recv()
     return end_to_end, inside
+
+
+# ---- the same path on an event loop ------------------------------------------------------------------------------
+def _run_on_pykrafts_loop(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    try:
+        import uvloop
+    except ImportError:  # the loop node/serve.py falls back to
+        asyncio.run(main())
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main())
+
+
+class _Commands(asyncio.Protocol):
+    """Splits the byte stream into COMMAND-sized commands and hands each to `on_command`; resolves `closed` at EOF."""
+
+    def __init__(self, on_command: Callable[[asyncio.Transport, bytes], None], closed: asyncio.Future[None]) -> None:
+        self._on_command = on_command
+        self._closed = closed
+        self._pending = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        _no_delay(transport.get_extra_info("socket"))
+
+    def data_received(self, data: bytes) -> None:
+        self._pending += data
+        while len(self._pending) >= COMMAND:
+            command, self._pending = self._pending[:COMMAND], self._pending[COMMAND:]
+            self._on_command(self.transport, command)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+
+def _loop_follower(listener: socket.socket, path: str) -> None:
+    async def serve() -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+
+        def append(transport: asyncio.Transport, command: bytes) -> None:
+            os.write(fd, command)
+            os.fdatasync(fd)
+            transport.write(b"k")
+
+        loop = asyncio.get_running_loop()
+        closed = loop.create_future()
+        listener.setblocking(False)
+        server = await loop.create_server(lambda: _Commands(append, closed), sock=listener)
+        await closed
+        server.close()
+        os.close(fd)
+
+    _run_on_pykrafts_loop(serve)
+
+
+class _Acks(asyncio.Protocol):
+    """A follower's one-byte acks, counted."""
+
+    def __init__(self, on_ack: Callable[[], None]) -> None:
+        self.count = 0
+        self._on_ack = on_ack
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        _no_delay(transport.get_extra_info("socket"))
+
+    def data_received(self, data: bytes) -> None:
+        self.count += len(data)
+        self._on_ack()
+
+
+def _loop_leader(listener: socket.socket, follower_ports: list[int], path: str, report) -> None:
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        inside: list[float] = []
+        state = {"appended": 0, "synced": 0, "answered": 0, "started": 0.0}
+        acks: list[_Acks] = []
+        client: list[asyncio.Transport] = []
+
+        def maybe_answer() -> None:  # one follower's ack and the leader's own fsync: a majority of 3
+            wanted = state["answered"] + 1
+            if state["appended"] >= wanted and state["synced"] >= wanted and max(a.count for a in acks) >= wanted:
+                state["answered"] = wanted
+                client[0].write(b"k")
+                inside.append((time.perf_counter() - state["started"]) * 1000)
+
+        def sync(through: int) -> None:
+            os.fdatasync(fd)
+            state["synced"] = max(state["synced"], through)
+            maybe_answer()
+
+        def append(transport: asyncio.Transport, command: bytes) -> None:
+            state["started"] = time.perf_counter()
+            client[:] = [transport]
+            os.write(fd, command)
+            state["appended"] += 1
+            for follower in followers:
+                follower.write(command)
+            # two turns later, once the forwards are on the wire (pykraft's leader: flusher.on_loop_after_answers)
+            loop.call_soon(loop.call_soon, sync, state["appended"])
+
+        followers: list[asyncio.Transport] = []
+        for port in follower_ports:
+            transport, protocol = await loop.create_connection(lambda: _Acks(maybe_answer), "127.0.0.1", port)
+            followers.append(transport)
+            acks.append(protocol)
+        closed = loop.create_future()
+        listener.setblocking(False)
+        server = await loop.create_server(lambda: _Commands(append, closed), sock=listener)
+        await closed
+        for follower in followers:
+            follower.close()
+        server.close()
+        os.close(fd)
+        report.send(inside)
+
+    _run_on_pykrafts_loop(serve)
+
+
+def event_loop_floor(directory: str, commits: int) -> tuple[list[float], list[float]]:
+    """(end-to-end ms, inside-the-leader ms) of `commits` sequential durable commits through event-loop processes."""
+    return _drive(directory, "loop-floor", _loop_leader, _loop_follower, commits)
