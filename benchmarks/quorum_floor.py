@@ -177,51 +177,61 @@ class _Acks(asyncio.Protocol):
         self._on_ack()
 
 
+class _LoopLeader:
+    """The leader's side on the loop: appends each client command, forwards it, fsyncs it two turns later (once the
+    forwards are on the wire, as pykraft's leader: flusher.on_loop_after_answers), and answers the client when its
+    own fsync and one follower's ack cover the command (a majority of 3)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        self._loop = loop
+        self._fd = fd
+        self.followers: list[asyncio.Transport] = []
+        self.acks: list[_Acks] = []
+        self.inside: list[float] = []
+        self._client: asyncio.Transport | None = None
+        self._appended = self._synced = self._answered = 0
+        self._started = 0.0
+
+    def append(self, client: asyncio.Transport, command: bytes) -> None:
+        self._started = time.perf_counter()
+        self._client = client
+        os.write(self._fd, command)
+        self._appended += 1
+        for follower in self.followers:
+            follower.write(command)
+        self._loop.call_soon(self._loop.call_soon, self._sync, self._appended)
+
+    def _sync(self, through: int) -> None:
+        os.fdatasync(self._fd)
+        self._synced = max(self._synced, through)
+        self.maybe_answer()
+
+    def maybe_answer(self) -> None:
+        wanted = self._answered + 1
+        if self._client is not None and min(self._appended, self._synced, max(a.count for a in self.acks)) >= wanted:
+            self._answered = wanted
+            self._client.write(b"k")
+            self.inside.append((time.perf_counter() - self._started) * 1000)
+
+
 def _loop_leader(listener: socket.socket, follower_ports: list[int], path: str, report) -> None:
     async def serve() -> None:
         loop = asyncio.get_running_loop()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        inside: list[float] = []
-        state = {"appended": 0, "synced": 0, "answered": 0, "started": 0.0}
-        acks: list[_Acks] = []
-        client: list[asyncio.Transport] = []
-
-        def maybe_answer() -> None:  # one follower's ack and the leader's own fsync: a majority of 3
-            wanted = state["answered"] + 1
-            if state["appended"] >= wanted and state["synced"] >= wanted and max(a.count for a in acks) >= wanted:
-                state["answered"] = wanted
-                client[0].write(b"k")
-                inside.append((time.perf_counter() - state["started"]) * 1000)
-
-        def sync(through: int) -> None:
-            os.fdatasync(fd)
-            state["synced"] = max(state["synced"], through)
-            maybe_answer()
-
-        def append(transport: asyncio.Transport, command: bytes) -> None:
-            state["started"] = time.perf_counter()
-            client[:] = [transport]
-            os.write(fd, command)
-            state["appended"] += 1
-            for follower in followers:
-                follower.write(command)
-            # two turns later, once the forwards are on the wire (pykraft's leader: flusher.on_loop_after_answers)
-            loop.call_soon(loop.call_soon, sync, state["appended"])
-
-        followers: list[asyncio.Transport] = []
+        leader = _LoopLeader(loop, fd)
         for port in follower_ports:
-            transport, protocol = await loop.create_connection(lambda: _Acks(maybe_answer), "127.0.0.1", port)
-            followers.append(transport)
-            acks.append(protocol)
+            transport, acks = await loop.create_connection(lambda: _Acks(leader.maybe_answer), "127.0.0.1", port)
+            leader.followers.append(transport)
+            leader.acks.append(acks)
         closed = loop.create_future()
         listener.setblocking(False)
-        server = await loop.create_server(lambda: _Commands(append, closed), sock=listener)
+        server = await loop.create_server(lambda: _Commands(leader.append, closed), sock=listener)
         await closed
-        for follower in followers:
+        for follower in leader.followers:
             follower.close()
         server.close()
         os.close(fd)
-        report.send(inside)
+        report.send(leader.inside)
 
     _run_on_pykrafts_loop(serve)
 
