@@ -4,8 +4,11 @@ after the node serves (here: once the broker is unfenced and a topic exists, so 
 
 Run: .venv/bin/python benchmarks/idle_rss.py [--dir DIR] [--rounds N]
 
-Prints one line per round and a JSON line with the largest of each kind (issue 34's goal: <= 32 MiB per node).
-No thresholds: the numbers are for people.
+Then the cost of an idle client connection: the broker's VmRSS before and after CONNECTIONS connections that each
+sent one ApiVersions request, read its answer and stay open (what a fleet of idle consumers and producers holds).
+
+Prints one line per round and a JSON line with the largest of each kind (issue 34's goal: <= 32 MiB per node) and
+the largest per-connection cost. No thresholds: the numbers are for people.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,6 +31,7 @@ from quorum_pykraft import rss_kib  # benchmarks/ is on the path as the script's
 from pykraft.node.local_cluster import CLI, LocalCluster, free_ports
 
 SETTLE_S = 2.0
+CONNECTIONS = 500
 
 
 def _topic(port: int) -> None:
@@ -39,19 +45,36 @@ def _topic(port: int) -> None:
     wait_for(created, "a topic created")
 
 
-def split_nodes(root: Path) -> tuple[int, int]:
-    """(controller KiB, broker KiB) of a one-controller, one-broker cluster."""
+def split_nodes(root: Path) -> tuple[int, int, float]:
+    """(controller KiB, broker KiB, KiB per idle client connection to the broker) of a one-controller, one-broker
+    cluster."""
     cluster = LocalCluster(root, controllers=1, brokers=1)
     cluster.format_all()
     cluster.start_all()
     try:
-        broker = cluster.broker_ids[0]
-        _topic(cluster.nodes[broker].port)
+        broker = cluster.nodes[cluster.broker_ids[0]]
+        _topic(broker.port)
         time.sleep(SETTLE_S)
-        return (rss_kib(cluster.nodes[cluster.controller_ids[0]].process.pid),
-                rss_kib(cluster.nodes[broker].process.pid))
+        idle = (rss_kib(cluster.nodes[cluster.controller_ids[0]].process.pid), rss_kib(broker.process.pid))
+        return (*idle, _per_connection_kib(broker.address, broker.process.pid, idle[1]))
     finally:
         cluster.stop_all(timeout=20)
+
+
+def _per_connection_kib(address: tuple[str, int], pid: int, idle_kib: int) -> float:
+    body = struct.pack(">hhih", 18, 0, 1, len(b"idle")) + b"idle"  # ApiVersions v0, correlation id 1
+    request = struct.pack(">i", len(body)) + body
+    connections = [socket.create_connection(address) for _ in range(CONNECTIONS)]
+    try:
+        for connection in connections:
+            connection.sendall(request)
+        for connection in connections:
+            connection.recv(1 << 16)
+        time.sleep(SETTLE_S)
+        return (rss_kib(pid) - idle_kib) / CONNECTIONS
+    finally:
+        for connection in connections:
+            connection.close()
 
 
 def combined_node(root: Path) -> int:
@@ -86,18 +109,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     worst = {"controller": 0, "broker": 0, "combined": 0}
+    worst_connection = 0.0
     for index in range(args.rounds):
         root = Path(tempfile.mkdtemp(prefix="idle-rss-", dir=args.dir))
         try:
-            controller, broker = split_nodes(root / "split")
+            controller, broker, per_connection = split_nodes(root / "split")
             combined = combined_node(root / "combined")
         finally:
             shutil.rmtree(root, ignore_errors=True)
         print(f"round {index + 1}: controller {controller / 1024:.1f} MiB, broker {broker / 1024:.1f} MiB, "
-              f"combined {combined / 1024:.1f} MiB", flush=True)
+              f"combined {combined / 1024:.1f} MiB; {CONNECTIONS} idle client connections add "
+              f"{per_connection:.1f} KiB each to the broker", flush=True)
         for kind, kib in (("controller", controller), ("broker", broker), ("combined", combined)):
             worst[kind] = max(worst[kind], kib)
-    print(json.dumps({f"idle_rss_mib_{kind}": round(kib / 1024, 1) for kind, kib in worst.items()}))
+        worst_connection = max(worst_connection, per_connection)
+    print(json.dumps({**{f"idle_rss_mib_{kind}": round(kib / 1024, 1) for kind, kib in worst.items()},
+                      "idle_connection_kib": round(worst_connection, 1)}))
 
 
 if __name__ == "__main__":

@@ -131,3 +131,76 @@ def test_random_bytes_only_raise_framing_errors(chunks: list[bytes], limit: int)
             assert all(len(frame) <= limit for frame in receive(reader, chunk))
     except ProtocolError as error:
         assert isinstance(error, InvalidFrameError)
+
+
+# ---- one scratch buffer per thread, shared by its connections ----------------------------------------------------
+@settings(max_examples=150)
+@given(streams=st.lists(st.lists(st.binary(max_size=SCRATCH_BYTES // 2 + 50), max_size=5), min_size=2, max_size=4),
+       data=st.data())
+def test_readers_of_one_thread_interleaved_each_get_their_own_frames(streams: list[list[bytes]], data) -> None:
+    """Connections read in any order (each read a get_buffer then its buffer_updated, as an event loop does), with
+    partial frames left in several of them at once: each gets back exactly its stream's frames."""
+    wires = [b"".join(_frame(body) for body in bodies) for bodies in streams]
+    readers = [FrameReader() for _ in wires]
+    positions = [0] * len(wires)
+    got: list[list[bytes]] = [[] for _ in wires]
+    while any(pos < len(wire) for pos, wire in zip(positions, wires)):
+        index = data.draw(st.sampled_from([i for i, wire in enumerate(wires) if positions[i] < len(wire)]))
+        buffer = readers[index].get_buffer(-1)
+        n = min(data.draw(st.integers(min_value=1, max_value=len(buffer))), len(wires[index]) - positions[index])
+        buffer[:n] = wires[index][positions[index]:positions[index] + n]
+        positions[index] += n
+        got[index].extend(bytes(frame) for frame in readers[index].buffer_updated(n))
+    assert got == streams
+
+
+def test_a_read_that_never_comes_loses_nothing() -> None:
+    """A transport may ask for the buffer and then read nothing (EAGAIN): the partial frame it was given back is
+    still this reader's, even after another connection wrote over the scratch buffer."""
+    first, other = FrameReader(), FrameReader()
+    assert receive(first, _frame(b"hello world")[:7]) == []
+    first.get_buffer(-1)  # no buffer_updated follows
+    assert [bytes(f) for f in receive(other, _frame(b"x" * 1000))] == [b"x" * 1000]
+    assert [bytes(f) for f in receive(first, _frame(b"hello world")[7:])] == [b"hello world"]
+
+
+def test_readers_on_two_threads_do_not_share_a_buffer() -> None:
+    """Two threads each fill the buffer their reader handed out before either hands the bytes over: were the scratch
+    buffer shared across threads, the second fill would overwrite the first."""
+    import threading
+
+    filled = threading.Barrier(2)
+    results: dict[int, list[bytes]] = {}
+
+    def read(index: int) -> None:
+        reader = FrameReader()
+        stream = b"".join(_frame(bytes([index]) * size) for size in (10, 5000, 300))
+        out: list[bytes] = []
+        for at in range(0, len(stream), 97):
+            chunk = stream[at:at + 97]
+            buffer = reader.get_buffer(-1)
+            buffer[:len(chunk)] = chunk
+            filled.wait()
+            out.extend(bytes(frame) for frame in reader.buffer_updated(len(chunk)))
+            filled.wait()
+        results[index] = out
+
+    threads = [threading.Thread(target=read, args=(i,)) for i in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == {i: [bytes([i]) * 10, bytes([i]) * 5000, bytes([i]) * 300] for i in (1, 2)}
+
+
+def test_idle_readers_hold_no_buffer() -> None:
+    receive(FrameReader(), _frame(b"warm-up"))  # the thread's scratch buffer exists before the count starts
+    tracemalloc.start()
+    try:
+        readers = [FrameReader() for _ in range(200)]
+        for reader in readers:
+            receive(reader, _frame(b"a request") + _frame(b"x" * 2000))
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 200 * 1024  # well under 1 KiB each (a scratch of their own: 32 KiB each)
