@@ -12,8 +12,8 @@ The scratch buffer is one per thread, shared by every connection that thread rea
 loop asks a protocol for its buffer and hands it the bytes read into it in one step (uvloop's and asyncio's
 transports, TLS included, read and call `buffer_updated` before they ask any other protocol), so no other reader
 can write into it in between. A reader keeps only the bytes of a frame that is not complete yet (`_partial`, copied
-back to the front of the scratch before the next read), so an idle connection holds no buffer: measured with 500
-idle connections to a controller, 35.6 KiB of RSS each with a scratch of its own.
+back to the front of the scratch before the next read), so an idle connection holds no buffer: 500 idle client
+connections to a broker cost 36.9 KiB of RSS each with a scratch of their own, 5.1 KiB with this (idle_rss.py).
 
 The size prefix is checked (negative, or over `max_frame_size`: Kafka's `socket.request.max.bytes`) as soon as its
 four bytes are in, before anything is allocated. A frame's own buffer is allocated from its announced size, as
@@ -33,7 +33,7 @@ from pykraft.protocol.framing import DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_BYTES, 
 
 __all__ = ["EAGER_LIMIT", "FrameReader"]
 
-SCRATCH_BYTES = 32 * 1024  # per connection; frames over half of it get their own buffer
+SCRATCH_BYTES = 32 * 1024  # per thread (not per connection); frames over half of it get their own buffer
 EAGER_LIMIT = 16 << 20  # frames up to this size get their whole buffer at once (a Produce of 1 MB batches)
 _SIZE = struct.Struct(">i")
 _scratch_of_thread = threading.local()
