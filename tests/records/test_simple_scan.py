@@ -235,7 +235,7 @@ def uniform_batches(draw) -> bytes:
     how = draw(st.sampled_from(["none", "none", "framing", "framing", "count", "cut"]))
     if how == "framing":
         i = draw(st.integers(0, len(starts) - 1))
-        at = draw(st.one_of(st.integers(starts[i], starts[i] + 8), st.just(ends[i] - 1)))
+        at = draw(st.one_of(st.integers(starts[i], min(starts[i] + 8, len(buf) - 1)), st.just(ends[i] - 1)))
         buf[at] = draw(st.one_of(st.integers(0, 255), st.just(buf[at] ^ 1), st.just(buf[at] ^ 0x80)))
     elif how == "count":
         struct.pack_into(">i", buf, 57, draw(st.integers(0, count + 2)))
